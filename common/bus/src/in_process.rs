@@ -1,0 +1,423 @@
+//! The in-process bus: NATS subject semantics over bounded tokio channels, for the all-in-one
+//! binary and for tests that need no server.
+//!
+//! Each subscription owns a bounded channel. Publishing waits for room in every target channel
+//! (backpressure instead of loss), so a subscriber that never reads eventually stalls its
+//! publishers, as a slow consumer would; dropping the subscription releases them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use crate::pattern::{Pattern, validate_queue_group, validate_subject};
+use crate::{Bus, BusError, Message, Subscription};
+
+/// Messages a subscription buffers before publishers wait for it to read.
+pub const DEFAULT_CAPACITY: usize = 65_536;
+
+/// An in-memory [`Bus`] with the same semantics as NATS; clones share the same subscriptions.
+#[derive(Clone)]
+pub struct InProcessBus {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    capacity: usize,
+    registry: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    next_id: u64,
+    closed: bool,
+    plain: Vec<Member>,
+    groups: HashMap<String, Group>,
+}
+
+/// One subscription: its pattern and the sending half of its channel.
+struct Member {
+    id: u64,
+    pattern: Pattern,
+    tx: mpsc::Sender<Message>,
+}
+
+#[derive(Default)]
+struct Group {
+    members: Vec<Member>,
+    /// Round-robin cursor over the members matching a message.
+    next: usize,
+}
+
+impl Member {
+    fn target(&self) -> (u64, mpsc::Sender<Message>) {
+        (self.id, self.tx.clone())
+    }
+
+    fn wants(&self, tokens: &[&str]) -> bool {
+        !self.tx.is_closed() && self.pattern.matches(tokens)
+    }
+}
+
+impl Group {
+    /// The next live member, in round-robin order, whose pattern matches.
+    fn pick(&mut self, tokens: &[&str]) -> Option<(u64, mpsc::Sender<Message>)> {
+        let matching = self.members.iter().filter(|m| m.wants(tokens)).count();
+        if matching == 0 {
+            return None;
+        }
+        let chosen = self.next % matching;
+        self.next = self.next.wrapping_add(1);
+        self.members
+            .iter()
+            .filter(|m| m.wants(tokens))
+            .nth(chosen)
+            .map(Member::target)
+    }
+}
+
+/// Where one message goes: every plain subscriber, one member per queue group.
+struct Targets {
+    plain: Vec<(u64, mpsc::Sender<Message>)>,
+    queued: Vec<(String, u64, mpsc::Sender<Message>)>,
+}
+
+impl Registry {
+    fn targets(&mut self, tokens: &[&str]) -> Targets {
+        let plain = self
+            .plain
+            .iter()
+            .filter(|m| m.wants(tokens))
+            .map(Member::target)
+            .collect();
+        let queued = self
+            .groups
+            .iter_mut()
+            .filter_map(|(name, group)| group.pick(tokens).map(|(id, tx)| (name.clone(), id, tx)))
+            .collect();
+        Targets { plain, queued }
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.plain.retain(|m| m.id != id);
+        for group in self.groups.values_mut() {
+            group.members.retain(|m| m.id != id);
+        }
+        self.groups.retain(|_, group| !group.members.is_empty());
+    }
+
+    fn len(&self) -> usize {
+        self.plain.len() + self.groups.values().map(|g| g.members.len()).sum::<usize>()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        // The registry is consistent after every statement, so a panic elsewhere while the lock
+        // was held leaves nothing to repair.
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for InProcessBus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for InProcessBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InProcessBus")
+            .field("capacity", &self.shared.capacity)
+            .field("subscriptions", &self.subscription_count())
+            .finish()
+    }
+}
+
+impl InProcessBus {
+    /// A bus whose subscriptions buffer [`DEFAULT_CAPACITY`] messages each.
+    pub fn new() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// A bus whose subscriptions buffer `capacity` messages each (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                capacity: capacity.max(1),
+                registry: Mutex::new(Registry::default()),
+            }),
+        }
+    }
+
+    /// Number of live subscriptions, queue group members included.
+    pub fn subscription_count(&self) -> usize {
+        self.shared.lock().len()
+    }
+
+    fn add(&self, subject: &str, group: Option<&str>) -> Result<Subscription, BusError> {
+        let pattern = Pattern::parse(subject)?;
+        if let Some(group) = group {
+            validate_queue_group(group)?;
+        }
+        let (tx, rx) = mpsc::channel(self.shared.capacity);
+        let id = {
+            let mut registry = self.shared.lock();
+            if registry.closed {
+                return Err(BusError::Closed);
+            }
+            let id = registry.next_id;
+            registry.next_id += 1;
+            let member = Member { id, pattern, tx };
+            match group {
+                Some(group) => registry
+                    .groups
+                    .entry(group.to_owned())
+                    .or_default()
+                    .members
+                    .push(member),
+                None => registry.plain.push(member),
+            }
+            id
+        };
+        Ok(Box::pin(InProcessSubscription {
+            rx,
+            shared: Arc::downgrade(&self.shared),
+            id,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl Bus for InProcessBus {
+    async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
+        validate_subject(&subject)?;
+        let targets = {
+            let tokens: Vec<&str> = subject.split('.').collect();
+            let mut registry = self.shared.lock();
+            if registry.closed {
+                return Err(BusError::Closed);
+            }
+            registry.targets(&tokens)
+        };
+        let message = Message { subject, payload };
+
+        let mut gone = Vec::new();
+        for (id, tx) in targets.plain {
+            if tx.send(message.clone()).await.is_err() {
+                gone.push(id);
+            }
+        }
+        for (group, mut id, mut tx) in targets.queued {
+            // A member can be dropped between selection and send; the message then goes to
+            // another member so the group still gets it exactly once.
+            while tx.send(message.clone()).await.is_err() {
+                let tokens: Vec<&str> = message.subject.split('.').collect();
+                let mut registry = self.shared.lock();
+                registry.remove(id);
+                match registry
+                    .groups
+                    .get_mut(&group)
+                    .and_then(|g| g.pick(&tokens))
+                {
+                    Some((next_id, next_tx)) => (id, tx) = (next_id, next_tx),
+                    None => break,
+                }
+            }
+        }
+        if !gone.is_empty() {
+            let mut registry = self.shared.lock();
+            for id in gone {
+                registry.remove(id);
+            }
+        }
+        Ok(())
+    }
+
+    async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
+        self.add(subject, None)
+    }
+
+    async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError> {
+        self.add(subject, Some(group))
+    }
+
+    async fn flush(&self) -> Result<(), BusError> {
+        // `publish` returns only after the message sits in every target queue, so there is
+        // nothing in flight to wait for.
+        if self.shared.lock().closed {
+            return Err(BusError::Closed);
+        }
+        Ok(())
+    }
+
+    async fn drain(&self) -> Result<(), BusError> {
+        let (plain, groups) = {
+            let mut registry = self.shared.lock();
+            registry.closed = true;
+            (
+                std::mem::take(&mut registry.plain),
+                std::mem::take(&mut registry.groups),
+            )
+        };
+        // Dropping the senders ends each subscription once its buffered messages are read.
+        drop((plain, groups));
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        !self.shared.lock().closed
+    }
+
+    fn kind(&self) -> &'static str {
+        "in-process"
+    }
+}
+
+/// The receiving half of one subscription; unsubscribes when dropped.
+struct InProcessSubscription {
+    rx: mpsc::Receiver<Message>,
+    shared: Weak<Shared>,
+    id: u64,
+}
+
+impl Stream for InProcessSubscription {
+    type Item = Message;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for InProcessSubscription {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.lock().remove(self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use tokio::time::timeout;
+
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    async fn next(sub: &mut Subscription) -> Message {
+        timeout(WAIT, sub.next())
+            .await
+            .expect("a message within the timeout")
+            .expect("the subscription is open")
+    }
+
+    #[tokio::test]
+    async fn dropping_a_subscription_removes_it_from_the_registry() {
+        let bus = InProcessBus::new();
+        let plain = bus.subscribe("a.>").await.expect("subscribe");
+        let member = bus.queue_subscribe("a.b", "g").await.expect("subscribe");
+        assert_eq!(bus.subscription_count(), 2);
+        drop(plain);
+        drop(member);
+        assert_eq!(bus.subscription_count(), 0);
+        assert!(bus.shared.lock().groups.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_full_subscription_makes_the_publisher_wait_instead_of_dropping() {
+        let bus = InProcessBus::with_capacity(2);
+        let mut sub = bus.subscribe("a").await.expect("subscribe");
+        let publisher = {
+            let bus = bus.clone();
+            tokio::spawn(async move {
+                for i in 0..5u8 {
+                    bus.publish("a".into(), Bytes::from(vec![i]))
+                        .await
+                        .expect("publish");
+                }
+            })
+        };
+        for i in 0..5u8 {
+            assert_eq!(next(&mut sub).await.payload, Bytes::from(vec![i]));
+        }
+        timeout(WAIT, publisher)
+            .await
+            .expect("publisher finishes")
+            .expect("publisher does not panic");
+    }
+
+    #[tokio::test]
+    async fn dropping_a_full_subscription_releases_a_waiting_publisher() {
+        let bus = InProcessBus::with_capacity(1);
+        let stuck = bus.subscribe("a").await.expect("subscribe");
+        let mut reader = bus.subscribe("a").await.expect("subscribe");
+        bus.publish("a".into(), Bytes::from_static(b"1"))
+            .await
+            .expect("publish");
+        assert_eq!(next(&mut reader).await.payload, Bytes::from_static(b"1"));
+        let publisher = {
+            let bus = bus.clone();
+            tokio::spawn(async move { bus.publish("a".into(), Bytes::from_static(b"2")).await })
+        };
+        drop(stuck);
+        timeout(WAIT, publisher)
+            .await
+            .expect("publisher finishes")
+            .expect("publisher does not panic")
+            .expect("publish succeeds");
+        assert_eq!(next(&mut reader).await.payload, Bytes::from_static(b"2"));
+        assert_eq!(bus.subscription_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_queue_group_skips_a_member_that_went_away() {
+        let bus = InProcessBus::with_capacity(1);
+        let stuck = bus.queue_subscribe("a", "g").await.expect("subscribe");
+        let mut live = bus.queue_subscribe("a", "g").await.expect("subscribe");
+        // Round-robin: "1" fills the first member's queue, "2" goes to the live one, "3" waits
+        // for the first member until it is dropped and then goes to the live one.
+        for payload in ["1", "2"] {
+            bus.publish("a".into(), Bytes::from(payload))
+                .await
+                .expect("publish");
+        }
+        assert_eq!(next(&mut live).await.payload, Bytes::from_static(b"2"));
+        let publisher = {
+            let bus = bus.clone();
+            tokio::spawn(async move { bus.publish("a".into(), Bytes::from_static(b"3")).await })
+        };
+        tokio::task::yield_now().await;
+        drop(stuck);
+        timeout(WAIT, publisher)
+            .await
+            .expect("publisher finishes")
+            .expect("publisher does not panic")
+            .expect("publish succeeds");
+        assert_eq!(next(&mut live).await.payload, Bytes::from_static(b"3"));
+    }
+
+    #[tokio::test]
+    async fn round_robin_alternates_between_members() {
+        let bus = InProcessBus::new();
+        let mut a = bus.queue_subscribe("x", "g").await.expect("subscribe");
+        let mut b = bus.queue_subscribe("x", "g").await.expect("subscribe");
+        for i in 0..4u8 {
+            bus.publish("x".into(), Bytes::from(vec![i]))
+                .await
+                .expect("publish");
+        }
+        assert_eq!(next(&mut a).await.payload, Bytes::from(vec![0]));
+        assert_eq!(next(&mut b).await.payload, Bytes::from(vec![1]));
+        assert_eq!(next(&mut a).await.payload, Bytes::from(vec![2]));
+        assert_eq!(next(&mut b).await.payload, Bytes::from(vec![3]));
+    }
+}

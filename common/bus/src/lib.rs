@@ -1,0 +1,83 @@
+//! The zonecast message bus: one [`Bus`] trait, a NATS and an in-process implementation, and
+//! [`Subjects`], the only place subject names are written.
+//!
+//! Services depend on `Arc<dyn Bus>` and never learn which implementation they got: the
+//! distributed deployment passes a [`NatsBus`], the all-in-one binary an [`InProcessBus`], and a
+//! shared contract test suite holds both to the same semantics (subject validation, `*` and `>`
+//! wildcards, queue groups, ordering, unsubscribe on drop). The bus carries bytes; payload types
+//! live in the model crate.
+
+mod error;
+mod in_process;
+mod nats;
+mod pattern;
+mod subjects;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use error::BusError;
+pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
+pub use nats::NatsBus;
+pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
+
+/// One message as received from a subscription.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// The concrete subject it was published to (never a pattern).
+    pub subject: String,
+    /// The bytes as published.
+    pub payload: Bytes,
+}
+
+/// A live subscription; dropping it unsubscribes. It ends when the bus is drained or closed.
+pub type Subscription = Pin<Box<dyn futures::Stream<Item = Message> + Send>>;
+
+/// Publish/subscribe with NATS semantics, implemented over NATS and in-process.
+#[async_trait::async_trait]
+pub trait Bus: Send + Sync + 'static {
+    /// Publishes `payload` on `subject`; a subject with empty tokens, whitespace or wildcards is
+    /// rejected with [`BusError::InvalidSubject`] before anything is sent.
+    async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError>;
+
+    /// Subscribes to a subject or pattern (`*` matches one token, a final `>` one or more);
+    /// every subscription gets every matching message once.
+    async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError>;
+
+    /// Subscribes as a member of queue group `group`: each matching message goes to exactly one
+    /// member of each group.
+    async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError>;
+
+    /// Returns once every message published before the call has reached the server (NATS,
+    /// confirmed by a round trip) or the subscribers' queues (in-process).
+    async fn flush(&self) -> Result<(), BusError>;
+
+    /// Flushes, ends every subscription after its buffered messages, and closes the bus; for
+    /// graceful shutdown. Later calls fail with [`BusError::Closed`]; draining again is a no-op.
+    /// Both implementations override it; the default only flushes.
+    async fn drain(&self) -> Result<(), BusError> {
+        self.flush().await
+    }
+
+    /// Whether the bus can currently deliver messages; for `/healthz`.
+    fn is_connected(&self) -> bool;
+
+    /// `"nats"` or `"in-process"`, for logs and health output.
+    fn kind(&self) -> &'static str;
+}
+
+/// Connects to NATS when a URL is given, otherwise builds an in-process bus.
+///
+/// An empty or blank URL counts as none, so an empty `ZONECAST_NATS_URL` selects the in-process
+/// bus. `client_name` is shown by the NATS server (e.g. `zonecast-ingestor`).
+pub async fn connect(nats_url: Option<&str>, client_name: &str) -> Result<Arc<dyn Bus>, BusError> {
+    match nats_url.map(str::trim).filter(|url| !url.is_empty()) {
+        Some(url) => Ok(Arc::new(NatsBus::connect(url, client_name).await?)),
+        None => {
+            tracing::info!(client = client_name, "using the in-process bus");
+            Ok(Arc::new(InProcessBus::new()))
+        }
+    }
+}

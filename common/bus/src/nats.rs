@@ -1,0 +1,240 @@
+//! The NATS bus: async-nats behind the [`Bus`] trait, with the same subject checks as the
+//! in-process bus and a flush that is confirmed by the server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_nats::client::PublishErrorKind;
+use async_nats::connection::State;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::pattern::{validate_pattern, validate_queue_group, validate_subject};
+use crate::{Bus, BusError, Message, Subscription};
+
+/// How long the first connection attempt may take before start-up fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a flush waits for the server to echo its probe message.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A [`Bus`] on a NATS server.
+///
+/// The first connection must succeed (start-up fails fast otherwise); after that async-nats
+/// reconnects on its own, buffering publishes meanwhile, and [`Bus::is_connected`] reports the
+/// gap.
+#[derive(Clone, Debug)]
+pub struct NatsBus {
+    client: async_nats::Client,
+    /// The server URL without credentials, for logs and errors.
+    url: String,
+    drained: Arc<AtomicBool>,
+}
+
+impl NatsBus {
+    /// Connects to the server at `url` (credentials may be embedded in it), announcing itself as
+    /// `client_name`.
+    ///
+    /// Fails with [`BusError::Connect`], naming the URL without its credentials, when the server
+    /// cannot be reached within a few seconds.
+    pub async fn connect(url: &str, client_name: &str) -> Result<Self, BusError> {
+        let redacted = redact_url(url);
+        let client = async_nats::ConnectOptions::new()
+            .name(client_name)
+            .connection_timeout(CONNECT_TIMEOUT)
+            .connect(url)
+            .await
+            .map_err(|err| BusError::Connect {
+                url: redacted.clone(),
+                reason: scrub_credentials(&err.to_string(), url),
+            })?;
+        tracing::info!(url = %redacted, client = client_name, "connected to NATS");
+        Ok(Self {
+            client,
+            url: redacted,
+            drained: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The server URL this bus connected to, without credentials.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn ensure_open(&self) -> Result<(), BusError> {
+        if self.drained.load(Ordering::Acquire) {
+            return Err(BusError::Closed);
+        }
+        Ok(())
+    }
+
+    /// Sends a probe to a private inbox and waits for the server to deliver it back.
+    ///
+    /// async-nats' own `flush` only writes the socket buffer. The server handles one
+    /// connection's commands in order, so the echo proves that every earlier publish and
+    /// subscription of this connection has been processed, and that messages it routed back to
+    /// this connection's subscriptions have already been received.
+    async fn round_trip(&self) -> Result<(), BusError> {
+        let inbox = self.client.new_inbox();
+        let mut probe = self
+            .client
+            .subscribe(inbox.clone())
+            .await
+            .map_err(|err| BusError::Flush(err.to_string()))?;
+        self.client
+            .publish(inbox, Bytes::new())
+            .await
+            .map_err(publish_error)?;
+        self.client
+            .flush()
+            .await
+            .map_err(|err| BusError::Flush(err.to_string()))?;
+        match tokio::time::timeout(FLUSH_TIMEOUT, probe.next()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(BusError::Closed),
+            Err(_) => Err(BusError::Flush(format!(
+                "NATS at {} did not confirm within {FLUSH_TIMEOUT:?}",
+                self.url
+            ))),
+        }
+    }
+
+    async fn add(&self, subject: &str, group: Option<&str>) -> Result<Subscription, BusError> {
+        validate_pattern(subject)?;
+        if let Some(group) = group {
+            validate_queue_group(group)?;
+        }
+        self.ensure_open()?;
+        let subscriber = match group {
+            Some(group) => {
+                self.client
+                    .queue_subscribe(subject.to_owned(), group.to_owned())
+                    .await
+            }
+            None => self.client.subscribe(subject.to_owned()).await,
+        }
+        .map_err(|err| BusError::Subscribe(err.to_string()))?;
+        // Wait until the server has registered the interest, so that, as in-process, a message
+        // published by anyone after this returns reaches the subscription.
+        self.round_trip().await?;
+        Ok(Box::pin(subscriber.map(|message| Message {
+            subject: message.subject.to_string(),
+            payload: message.payload,
+        })))
+    }
+}
+
+#[async_trait::async_trait]
+impl Bus for NatsBus {
+    async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
+        validate_subject(&subject)?;
+        self.ensure_open()?;
+        self.client
+            .publish(subject, payload)
+            .await
+            .map_err(publish_error)
+    }
+
+    async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
+        self.add(subject, None).await
+    }
+
+    async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError> {
+        self.add(subject, Some(group)).await
+    }
+
+    async fn flush(&self) -> Result<(), BusError> {
+        self.ensure_open()?;
+        self.round_trip().await
+    }
+
+    async fn drain(&self) -> Result<(), BusError> {
+        if self.drained.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.round_trip().await?;
+        self.client.drain().await.map_err(|_| BusError::Closed)?;
+        tracing::info!(url = %self.url, "drained the NATS connection");
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        !self.drained.load(Ordering::Acquire) && self.client.connection_state() == State::Connected
+    }
+
+    fn kind(&self) -> &'static str {
+        "nats"
+    }
+}
+
+fn publish_error(err: async_nats::PublishError) -> BusError {
+    match err.kind() {
+        // The client's command channel is gone: the connection was drained or closed.
+        PublishErrorKind::Send => BusError::Closed,
+        _ => BusError::Publish(err.to_string()),
+    }
+}
+
+/// The user-info part of a URL (`user:password` in `nats://user:password@host:4222`), if any.
+fn credentials(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority
+        .rfind('@')
+        .map(|at| (scheme, &authority[..at]))
+        .filter(|(_, userinfo)| !userinfo.is_empty())
+}
+
+/// `url` with its credentials replaced by `***`.
+fn redact_url(url: &str) -> String {
+    match credentials(url) {
+        Some((scheme, userinfo)) => {
+            url.replacen(&format!("{scheme}{userinfo}@"), &format!("{scheme}***@"), 1)
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// `text` with any credentials of `url` replaced by `***`, in case a library echoes them.
+fn scrub_credentials(text: &str, url: &str) -> String {
+    let Some((_, userinfo)) = credentials(url) else {
+        return text.to_owned();
+    };
+    let mut scrubbed = text.replace(userinfo, "***");
+    if let Some((_, password)) = userinfo.split_once(':')
+        && !password.is_empty()
+    {
+        scrubbed = scrubbed.replace(password, "***");
+    }
+    scrubbed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_credentials() {
+        assert_eq!(
+            redact_url("nats://alice:s3cret@nats.example:4222"),
+            "nats://***@nats.example:4222"
+        );
+        assert_eq!(redact_url("tls://t0ken@h:4222/x"), "tls://***@h:4222/x");
+        assert_eq!(redact_url("alice:s3cret@h:4222"), "***@h:4222");
+        assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+    }
+
+    #[test]
+    fn error_text_loses_the_credentials_of_the_url() {
+        let url = "nats://alice:s3cret@h:4222";
+        assert_eq!(
+            scrub_credentials("auth alice:s3cret failed; password s3cret", url),
+            "auth *** failed; password ***"
+        );
+        assert_eq!(scrub_credentials("refused", "nats://h:4222"), "refused");
+    }
+}

@@ -1,0 +1,338 @@
+//! Compiling a `FilterChain` from JSON: every rule is checked here, once, so matching never fails.
+
+use crate::error::FilterError;
+use crate::matcher::{Chain, Children, Cmp, Filter, Op, Test};
+use crate::selector::Selector;
+use crate::template::Template;
+use crate::value::{as_number, string_form};
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// The deepest nesting allowed: a top-level filter is at depth 1, its children at depth 2.
+pub const MAX_DEPTH: usize = 16;
+
+/// The most filters one chain may hold, counting children at every depth.
+pub const MAX_FILTERS: usize = 256;
+
+const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
+
+/// Compiles a FilterChain (must be a JSON array of filter objects; null is treated as an empty chain).
+///
+/// Errors name the place in the chain (`[0].Children.all[1].Match`) and the rule broken; the
+/// first problem found is reported. Besides the rules of DESIGN §5 this rejects:
+/// a filter with nothing to test (no `FilterTemplate`, `Type` or child filter), an empty `any`,
+/// `Selector` or `Match` without a `Type`, `Invert` on a filter that has only `Children`
+/// (it would negate nothing), a non-finite numeric `Match`, more than [`MAX_DEPTH`] levels and
+/// more than [`MAX_FILTERS`] filters. Any field set to `null` counts as absent.
+pub fn compile(chain: &Value) -> Result<Chain, FilterError> {
+    let items = match chain {
+        Value::Null => return Ok(Chain::default()),
+        Value::Array(items) => items,
+        other => {
+            return Err(FilterError::new(
+                "",
+                format!("must be a JSON array of filters, got {}", json_kind(other)),
+            ));
+        }
+    };
+    let filters = Compiler { count: 0 }.list(items, "", 1)?;
+    Ok(Chain { filters })
+}
+
+impl TryFrom<&Value> for Chain {
+    type Error = FilterError;
+
+    /// Same as [`compile`].
+    fn try_from(chain: &Value) -> Result<Self, Self::Error> {
+        compile(chain)
+    }
+}
+
+/// The `Type` names, before `Match` is attached.
+#[derive(Clone, Copy)]
+enum Kind {
+    Regex,
+    Equals,
+    Exists,
+    Compare(Cmp),
+}
+
+impl Kind {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "regex" => Self::Regex,
+            "equals" => Self::Equals,
+            "exists" => Self::Exists,
+            "lt" => Self::Compare(Cmp::Lt),
+            "lte" => Self::Compare(Cmp::Lte),
+            "gt" => Self::Compare(Cmp::Gt),
+            "gte" => Self::Compare(Cmp::Gte),
+            _ => return None,
+        })
+    }
+}
+
+/// Walks one chain, counting filters across all depths.
+struct Compiler {
+    count: usize,
+}
+
+impl Compiler {
+    fn list(
+        &mut self,
+        items: &[Value],
+        path: &str,
+        depth: usize,
+    ) -> Result<Box<[Filter]>, FilterError> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.filter(item, &format!("{path}[{i}]"), depth))
+            .collect()
+    }
+
+    fn filter(&mut self, value: &Value, path: &str, depth: usize) -> Result<Filter, FilterError> {
+        self.count += 1;
+        if self.count > MAX_FILTERS {
+            return Err(FilterError::new(
+                path,
+                format!("chain has more than {MAX_FILTERS} filters"),
+            ));
+        }
+        if depth > MAX_DEPTH {
+            return Err(FilterError::new(
+                path,
+                format!("filters are nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        let Value::Object(object) = value else {
+            return Err(FilterError::new(
+                path,
+                format!("must be a filter object, got {}", json_kind(value)),
+            ));
+        };
+        let fields = Fields { object, path };
+
+        let template = match fields.string("FilterTemplate")? {
+            None => None,
+            Some(name) => Some(Template::from_name(name).ok_or_else(|| {
+                fields.error(
+                    "FilterTemplate",
+                    format!(
+                        "unknown filter template '{name}' (expected {})",
+                        Template::NAMES
+                    ),
+                )
+            })?),
+        };
+        let selector = match fields.string("Selector")? {
+            None => None,
+            Some(text) => {
+                Some(Selector::parse(text).map_err(|message| fields.error("Selector", message))?)
+            }
+        };
+        let kind = match fields.string("Type")? {
+            None => None,
+            Some(name) => Some(Kind::from_name(name).map(|k| (k, name)).ok_or_else(|| {
+                fields.error(
+                    "Type",
+                    format!("unknown filter type '{name}' (expected {TYPE_NAMES})"),
+                )
+            })?),
+        };
+        let test = match (kind, selector) {
+            (Some((kind, name)), Some(selector)) => Some(Test {
+                selector,
+                op: fields.op(kind, name)?,
+            }),
+            (Some((_, name)), None) => {
+                return Err(
+                    fields.error("Selector", format!("Selector is required for Type {name}"))
+                );
+            }
+            (None, Some(_)) => {
+                return Err(fields.error("Type", "Type is required when Selector is set"));
+            }
+            (None, None) => {
+                if fields.get("Match").is_some() {
+                    return Err(fields.error("Type", "Type is required when Match is set"));
+                }
+                None
+            }
+        };
+        let invert = match fields.get("Invert") {
+            None => false,
+            Some(Value::Bool(invert)) => *invert,
+            Some(other) => {
+                return Err(fields.error(
+                    "Invert",
+                    format!("must be a bool, got {}", json_kind(other)),
+                ));
+            }
+        };
+        let children = self.children(fields.get("Children"), path, depth)?;
+
+        if template.is_none() && test.is_none() {
+            if children.is_empty() {
+                return Err(FilterError::new(
+                    path,
+                    "filter needs FilterTemplate, Type or Children",
+                ));
+            }
+            if invert {
+                return Err(fields.error(
+                    "Invert",
+                    "Invert needs a FilterTemplate or Type to negate (it does not apply to Children)",
+                ));
+            }
+        }
+        Ok(Filter {
+            template,
+            test,
+            invert,
+            children,
+        })
+    }
+
+    fn children(
+        &mut self,
+        value: Option<&Value>,
+        path: &str,
+        depth: usize,
+    ) -> Result<Children, FilterError> {
+        let path = format!("{path}.Children");
+        let object = match value {
+            None => return Ok(Children::None),
+            Some(Value::Object(object)) => object,
+            Some(other) => {
+                return Err(FilterError::new(
+                    path,
+                    format!(
+                        "must be an object with all or any (e.g. {{\"all\": [...]}}), got {}",
+                        json_kind(other)
+                    ),
+                ));
+            }
+        };
+        let mut found = None;
+        for (key, list) in object {
+            if key != "all" && key != "any" {
+                return Err(FilterError::new(
+                    format!("{path}.{key}"),
+                    format!("unknown key '{key}' (expected all or any)"),
+                ));
+            }
+            if found.is_some() {
+                return Err(FilterError::new(path, "use either all or any, not both"));
+            }
+            found = Some((key, list));
+        }
+        let Some((key, list)) = found else {
+            return Ok(Children::None);
+        };
+        let path = format!("{path}.{key}");
+        let Value::Array(items) = list else {
+            return Err(FilterError::new(
+                path,
+                format!("must be an array of filters, got {}", json_kind(list)),
+            ));
+        };
+        if key == "any" {
+            if items.is_empty() {
+                return Err(FilterError::new(path, "any needs at least one filter"));
+            }
+            Ok(Children::Any(self.list(items, &path, depth + 1)?))
+        } else {
+            Ok(Children::All(self.list(items, &path, depth + 1)?))
+        }
+    }
+}
+
+/// One filter object's fields, with its path for errors.
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    path: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    /// The field, with `null` counted as absent.
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.object.get(name).filter(|value| !value.is_null())
+    }
+
+    fn string(&self, name: &str) -> Result<Option<&'a str>, FilterError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => {
+                Err(self.error(name, format!("must be a string, got {}", json_kind(other))))
+            }
+        }
+    }
+
+    fn error(&self, name: &str, message: impl Into<String>) -> FilterError {
+        FilterError::new(format!("{}.{name}", self.path), message)
+    }
+
+    /// Attaches `Match` to the `Type`.
+    fn op(&self, kind: Kind, type_name: &str) -> Result<Op, FilterError> {
+        if let Kind::Exists = kind {
+            return Ok(Op::Exists);
+        }
+        let value = match self.get("Match") {
+            None => {
+                return Err(self.error("Match", format!("Match is required for {type_name}")));
+            }
+            Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => value,
+            Some(other) => {
+                return Err(self.error(
+                    "Match",
+                    format!("must be a string, number or bool, got {}", json_kind(other)),
+                ));
+            }
+        };
+        Ok(match kind {
+            Kind::Exists => Op::Exists,
+            Kind::Equals => Op::Equals(string_form(value).into()),
+            Kind::Regex => {
+                let pattern = string_form(value);
+                let regex = Regex::new(&pattern).map_err(|err| {
+                    self.error("Match", format!("invalid regex: {}", regex_reason(&err)))
+                })?;
+                Op::Regex(regex)
+            }
+            Kind::Compare(cmp) => {
+                let threshold = as_number(value).filter(|n| n.is_finite()).ok_or_else(|| {
+                    self.error("Match", format!("Match must be a number for {type_name}"))
+                })?;
+                Op::Compare(cmp, threshold)
+            }
+        })
+    }
+}
+
+/// The one line of a regex error that says what is wrong.
+///
+/// A syntax error prints as "regex parse error:", the pattern, a caret line and "error: <reason>";
+/// its first line says nothing, so the reason line is taken. Other errors are one line already.
+fn regex_reason(err: &regex::Error) -> String {
+    let text = err.to_string();
+    let reason = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("error: "))
+        .or_else(|| text.lines().map(str::trim).find(|line| !line.is_empty()))
+        .unwrap_or("does not compile");
+    reason.to_owned()
+}
+
+/// The JSON kind of a value, for "got …" in messages.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -1,0 +1,39 @@
+//! Zone geometry for zonecast: turns a `GeometryType` and its `GeometryData` rows into a validated,
+//! normalised [`Shape`], or a [`GeometryError`] naming the offending row and the broken rule.
+//!
+//! The row layouts and region semantics are those of DESIGN §2:
+//!
+//! | kind | rows |
+//! |---|---|
+//! | `sphere`, `circle` | `[centre]`, `[r,0,0]` |
+//! | `cuboid` | `[origin]`, `[l,w,h]`, `[axis_l]`, `[axis_w]`, `[axis_h]` |
+//! | `square` | `[bottom_left]`, `[l,w,0]`, `[axis_l]`, `[axis_w]` (axes use x,y only) |
+//! | `cylinder` | `[origin]`, `[axis]`, `[h,r,0]` |
+//! | `polygon` | `[v1]…[vN]`, `[h,0,0]`, `[axis]` |
+//!
+//! Numbers a layout shows as `0` are ignored (but must still be finite). A polygon may repeat its
+//! first vertex at the end to close the ring (that vertex is dropped) and has at most
+//! [`MAX_POLYGON_VERTICES`] vertices. Axis rows may have any
+//! non-zero length; the shape carries them at unit length. The tolerances and limits the checks use
+//! are the constants re-exported here ([`MAX_POLYGON_VERTICES`] and friends).
+//!
+//! Everything here is pure, synchronous arithmetic on plain data.
+
+mod error;
+mod kind;
+mod limits;
+mod polygon;
+mod shape;
+mod simple;
+mod validate;
+mod vector;
+
+pub use error::GeometryError;
+pub use kind::{GeometryType, UnknownGeometryType};
+pub use limits::{
+    MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M,
+    SAME_POINT_M,
+};
+pub use shape::Shape;
+pub use validate::validate;
+pub use vector::Vec3;

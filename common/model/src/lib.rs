@@ -1,0 +1,32 @@
+//! Domain model of zonecast: validated zones, settings, radii, MQTT connections, certificate
+//! profiles and the event envelope. JSON becomes these types at the edge; nothing past the edge
+//! sees unvalidated input.
+
+mod action;
+mod certificate;
+mod connection;
+mod event;
+mod fields;
+mod invalid;
+mod mac;
+mod radius;
+mod secret;
+mod setting;
+mod zone;
+mod zone_input;
+
+pub use action::{ActionTrigger, ZoneAction};
+pub use certificate::CertificateProfileInput;
+pub use connection::{Connection, ConnectionInput, Topic};
+pub use event::{ConfigChanged, ConfigKind, Envelope, EventSource, format_timestamp};
+pub use invalid::Invalid;
+pub use mac::Mac;
+pub use radius::{MAX_RADIUS, parse_radii};
+pub use secret::Secret;
+pub use setting::{Setting, SettingName, SettingValue, Settings};
+pub use zone::{InclusionPolicy, Zone, ZoneSpec, format_zone_id};
+pub use zone_input::ZoneInput;
+pub use zonecast_geometry::{GeometryType, Shape, Vec3};
+
+/// Highest accepted `AlertLevel` (and alarm threshold setting); levels run 0..=MAX_ALERT_LEVEL.
+pub const MAX_ALERT_LEVEL: i64 = 10;

@@ -1,0 +1,26 @@
+//! Device radii (operation 15): `{MAC: metres}`, a null value removes the device's own radius.
+
+use serde_json::Value;
+
+use crate::fields::{number_in, type_name};
+use crate::{Invalid, Mac};
+
+/// Largest accepted device radius, in metres.
+pub const MAX_RADIUS: f64 = 100.0;
+
+/// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs.
+pub fn parse_radii(value: &Value) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {
+    let Value::Object(map) = value else {
+        return Err(Invalid::new("", format!("must be an object of MAC to metres, got {}", type_name(value))));
+    };
+    map.iter()
+        .map(|(key, v)| {
+            let mac: Mac = key.parse().map_err(|e: String| Invalid::new(key.as_str(), e))?;
+            let radius = match v {
+                Value::Null => None,
+                v => Some(number_in(v, 0.0, MAX_RADIUS).map_err(|m| Invalid::new(key.as_str(), m))?),
+            };
+            Ok((mac, radius))
+        })
+        .collect()
+}

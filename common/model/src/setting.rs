@@ -1,0 +1,226 @@
+//! Zone settings (DESIGN §3): names, defaults, ranges, and the effective values.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::Invalid;
+use crate::fields::Fields;
+
+/// The seven zone settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SettingName {
+    /// AlertLevel from which an entry raises a site-wide alarm.
+    SiteAlarmMinLevel,
+    /// AlertLevel from which an entry raises a device-level alarm.
+    DeviceAlarmMinLevel,
+    /// Distance outside a zone before a device counts as out.
+    ExitToleranceMeters,
+    /// Time a device must stay out before the exit fires.
+    ExitDelayMs,
+    /// Time a device must stay in before the entry fires.
+    EntryDelayMs,
+    /// Silence after which a device exits all zones; 0 = never.
+    DeviceTimeoutSeconds,
+    /// Radius of devices without their own.
+    DefaultDeviceRadiusMeters,
+}
+
+/// A setting's value: integer settings hold whole numbers, the metre settings any number.
+pub type SettingValue = f64;
+
+impl SettingName {
+    /// Every setting, in the order the API lists them.
+    pub const ALL: [SettingName; 7] = [
+        Self::SiteAlarmMinLevel,
+        Self::DeviceAlarmMinLevel,
+        Self::ExitToleranceMeters,
+        Self::ExitDelayMs,
+        Self::EntryDelayMs,
+        Self::DeviceTimeoutSeconds,
+        Self::DefaultDeviceRadiusMeters,
+    ];
+
+    /// The name as it appears in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SiteAlarmMinLevel => "SiteAlarmMinLevel",
+            Self::DeviceAlarmMinLevel => "DeviceAlarmMinLevel",
+            Self::ExitToleranceMeters => "ExitToleranceMeters",
+            Self::ExitDelayMs => "ExitDelayMs",
+            Self::EntryDelayMs => "EntryDelayMs",
+            Self::DeviceTimeoutSeconds => "DeviceTimeoutSeconds",
+            Self::DefaultDeviceRadiusMeters => "DefaultDeviceRadiusMeters",
+        }
+    }
+
+    /// The value that applies while the setting is not active.
+    pub fn default_value(self) -> SettingValue {
+        match self {
+            Self::SiteAlarmMinLevel => 8.0,
+            Self::DeviceAlarmMinLevel => 4.0,
+            _ => 0.0,
+        }
+    }
+
+    /// Accepted range and whether only whole numbers are accepted. Alarm levels go to 11 so
+    /// that an alarm kind can be switched off (AlertLevel tops out at 10).
+    fn range(self) -> (f64, f64, bool) {
+        match self {
+            Self::SiteAlarmMinLevel | Self::DeviceAlarmMinLevel => (0.0, 11.0, true),
+            Self::ExitToleranceMeters => (0.0, 1000.0, false),
+            Self::ExitDelayMs | Self::EntryDelayMs => (0.0, 3_600_000.0, true),
+            Self::DeviceTimeoutSeconds => (0.0, 604_800.0, true),
+            Self::DefaultDeviceRadiusMeters => (0.0, crate::radius::MAX_RADIUS, false),
+        }
+    }
+
+    /// Checks `v` against this setting's range; the error is the rule broken.
+    pub fn check(self, v: f64) -> Result<SettingValue, String> {
+        let (min, max, whole) = self.range();
+        if !v.is_finite() || v < min || v > max {
+            return Err(format!("must be between {min} and {max}, got {v}"));
+        }
+        if whole && v.fract() != 0.0 {
+            return Err(format!("must be a whole number, got {v}"));
+        }
+        Ok(v)
+    }
+}
+
+impl FromStr for SettingName {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Self::ALL.into_iter().find(|n| n.as_str().eq_ignore_ascii_case(s)).ok_or(())
+    }
+}
+
+impl fmt::Display for SettingName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One written setting, as stored: its value and whether it is in force.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    /// Which setting.
+    pub name: SettingName,
+    /// The written value (kept while inactive).
+    pub value: SettingValue,
+    /// Whether `value` applies; false means the default applies.
+    pub active: bool,
+}
+
+fn format_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { v.to_string() }
+}
+
+impl Setting {
+    /// Reads the body of operation 14. `Err(None)` means the SettingName is unknown (404);
+    /// `Err(Some(_))` invalid data. `SettingValue` may be a number or a string holding one;
+    /// it may be left out only when `IsActive` is false.
+    pub fn parse(value: &Value) -> Result<Self, Option<Invalid>> {
+        let f = Fields::of(value, "").map_err(Some)?;
+        let name = f.string("SettingName").map_err(Some)?.ok_or_else(|| Some(Invalid::new("SettingName", "is required")))?;
+        let name: SettingName = name.parse().map_err(|()| None)?;
+        let active = f.bool("IsActive").map_err(Some)?.unwrap_or(true);
+        let raw = match f.raw("SettingValue") {
+            None if !active => name.default_value(),
+            None => return Err(Some(Invalid::new("SettingValue", "is required"))),
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+            Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| {
+                Some(Invalid::new("SettingValue", format!("'{s}' is not a number")))
+            })?,
+            Some(other) => {
+                return Err(Some(Invalid::new(
+                    "SettingValue",
+                    format!("must be a number, got {}", crate::fields::type_name(other)),
+                )));
+            }
+        };
+        let value = name.check(raw).map_err(|m| Some(Invalid::new("SettingValue", m)))?;
+        Ok(Self { name, value, active })
+    }
+
+    /// JSON of operation 13: `SettingValue` as text, plus the default for reference.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "SettingName": self.name.as_str(),
+            "SettingValue": format_value(self.value),
+            "IsActive": self.active,
+            "DefaultValue": format_value(self.name.default_value()),
+        })
+    }
+
+    /// The listing of operation 13: every setting, the written ones with their values.
+    pub fn listing(written: &[Setting]) -> Vec<Setting> {
+        SettingName::ALL
+            .into_iter()
+            .map(|name| {
+                written.iter().find(|s| s.name == name).copied().unwrap_or(Setting {
+                    name,
+                    value: name.default_value(),
+                    active: false,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The values in force, for the evaluator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    values: [f64; 7],
+}
+
+impl Settings {
+    /// Effective values from the written settings: active ones override the defaults.
+    pub fn from_written(written: &[Setting]) -> Self {
+        let mut values = SettingName::ALL.map(SettingName::default_value);
+        for s in written.iter().filter(|s| s.active) {
+            if let Some(i) = SettingName::ALL.iter().position(|n| *n == s.name) {
+                values[i] = s.value;
+            }
+        }
+        Self { values }
+    }
+
+    /// The value in force for `name`.
+    pub fn get(&self, name: SettingName) -> f64 {
+        SettingName::ALL.iter().position(|n| *n == name).map_or(name.default_value(), |i| self.values[i])
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self::from_written(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_numbers_and_numeric_strings_within_range() {
+        let s = Setting::parse(&json!({"SettingName": "ExitDelayMs", "SettingValue": "500"})).unwrap();
+        assert_eq!((s.name, s.value, s.active), (SettingName::ExitDelayMs, 500.0, true));
+        let e = Setting::parse(&json!({"SettingName": "ExitDelayMs", "SettingValue": 1.5})).unwrap_err().unwrap();
+        assert_eq!(e.to_string(), "SettingValue: must be a whole number, got 1.5");
+        let e = Setting::parse(&json!({"SettingName": "ExitToleranceMeters", "SettingValue": "far"})).unwrap_err().unwrap();
+        assert_eq!(e.to_string(), "SettingValue: 'far' is not a number");
+        assert_eq!(Setting::parse(&json!({"SettingName": "Nope", "SettingValue": 1})), Err(None));
+    }
+
+    #[test]
+    fn inactive_settings_leave_the_default_in_force() {
+        let written = [Setting { name: SettingName::SiteAlarmMinLevel, value: 3.0, active: false }];
+        assert_eq!(Settings::from_written(&written).get(SettingName::SiteAlarmMinLevel), 8.0);
+        let written = [Setting { name: SettingName::SiteAlarmMinLevel, value: 3.0, active: true }];
+        assert_eq!(Settings::from_written(&written).get(SettingName::SiteAlarmMinLevel), 3.0);
+    }
+}

@@ -1,0 +1,342 @@
+//! `ZoneInput`: the zone fields a client sends, checked one by one, and how they become a
+//! [`ZoneSpec`] on create or merge into one on update.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+use zonecast_geometry::{GeometryType, Vec3};
+
+use crate::fields::{Fields, type_name};
+use crate::{InclusionPolicy, Invalid, MAX_ALERT_LEVEL, Mac, ZoneAction, ZoneSpec};
+
+/// Longest accepted zone name, in characters.
+const MAX_NAME_CHARS: usize = 256;
+/// Most `GeometryData` rows (a polygon of 1000 vertices plus height and axis).
+const MAX_ROWS: usize = 1002;
+/// Most entries in `DeviceList` and `ZoneActions`.
+const MAX_LIST: usize = 10_000;
+
+/// The supplied fields of a zone, each already of the right type and range. Absent fields are
+/// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
+/// and [`ZoneInput::update`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ZoneInput {
+    /// `ZoneID`, read only where it selects a zone (batch update).
+    pub zone_id: Option<Uuid>,
+    /// `Name`.
+    pub name: Option<String>,
+    /// `GeometryType`.
+    pub geometry_type: Option<GeometryType>,
+    /// `GeometryData`.
+    pub geometry_data: Option<Vec<Vec3>>,
+    /// `AlertLevel`.
+    pub alert_level: Option<i64>,
+    /// `Active`.
+    pub active: Option<bool>,
+    /// `InclusionPolicy`.
+    pub inclusion_policy: Option<InclusionPolicy>,
+    /// `DeviceList`.
+    pub device_list: Option<Vec<Mac>>,
+    /// `ZoneActions`.
+    pub zone_actions: Option<Vec<ZoneAction>>,
+    /// `IsTimed`.
+    pub is_timed: Option<bool>,
+    /// `StartTime`; `Some(None)` when sent as null (clears it).
+    pub start_time: Option<Option<DateTime<Utc>>>,
+    /// `StopTime`; `Some(None)` when sent as null.
+    pub stop_time: Option<Option<DateTime<Utc>>>,
+    /// `MobileOriginSource`; `Some(None)` when sent as null or "" (makes the zone static).
+    pub mobile_origin_source: Option<Option<Mac>>,
+}
+
+impl ZoneInput {
+    /// Reads a `ZoneInput` object, checking each field's type and range. Unknown fields, and
+    /// the read-only `SiteID`, `CollidingDevices` and `IsGeometryLocked`, are ignored.
+    pub fn parse(value: &Value) -> Result<Self, Invalid> {
+        let f = Fields::of(value, "")?;
+        let zone_id = f
+            .string("ZoneID")?
+            .map(|s| s.parse::<Uuid>().map_err(|_| Invalid::new("ZoneID", format!("'{s}' is not a UUID"))))
+            .transpose()?;
+        let name = f.string("Name")?.map(str::to_owned);
+        if let Some(n) = &name {
+            if n.chars().count() > MAX_NAME_CHARS {
+                return Err(Invalid::new("Name", format!("must be at most {MAX_NAME_CHARS} characters")));
+            }
+        }
+        let geometry_type = f
+            .string("GeometryType")?
+            .map(|s| s.parse::<GeometryType>().map_err(|e| Invalid::new("GeometryType", e.to_string())))
+            .transpose()?;
+        let geometry_data = f.array("GeometryData")?.map(|rows| parse_rows(rows)).transpose()?;
+        let inclusion_policy = match f.string("InclusionPolicy")? {
+            None => None,
+            Some(s) if s.eq_ignore_ascii_case("all") => Some(InclusionPolicy::All),
+            Some(s) if s.eq_ignore_ascii_case("none") => Some(InclusionPolicy::None),
+            Some(other) => {
+                return Err(Invalid::new("InclusionPolicy", format!("must be 'all' or 'none', got '{other}'")));
+            }
+        };
+        let device_list = f.array("DeviceList")?.map(|l| parse_macs(l, "DeviceList")).transpose()?;
+        let zone_actions = f
+            .array("ZoneActions")?
+            .map(|items| {
+                check_len(items, "ZoneActions")?;
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| ZoneAction::parse(a).map_err(|e| e.within(&format!("ZoneActions[{i}]"))))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let mobile_origin_source = if f.has("MobileOriginSource") {
+            match f.string("MobileOriginSource")? {
+                None | Some("") => Some(None),
+                Some(s) => Some(Some(s.parse::<Mac>().map_err(|e| Invalid::new("MobileOriginSource", e))?)),
+            }
+        } else {
+            None
+        };
+        Ok(Self {
+            zone_id,
+            name,
+            geometry_type,
+            geometry_data,
+            alert_level: f.int("AlertLevel", 0, MAX_ALERT_LEVEL)?,
+            active: f.bool("Active")?,
+            inclusion_policy,
+            device_list,
+            zone_actions,
+            is_timed: f.bool("IsTimed")?,
+            start_time: time_field(&f, "StartTime")?,
+            stop_time: time_field(&f, "StopTime")?,
+            mobile_origin_source,
+        })
+    }
+
+    /// A new zone with identity `id` from this input: GeometryType and GeometryData are
+    /// required, everything else takes its default.
+    pub fn create(self, id: Uuid) -> Result<ZoneSpec, Invalid> {
+        let geometry_type =
+            self.geometry_type.ok_or_else(|| Invalid::new("GeometryType", "is required"))?;
+        let geometry_data = self.geometry_data.clone().ok_or_else(|| Invalid::new("GeometryData", "is required"))?;
+        let base = ZoneSpec {
+            id,
+            name: String::new(),
+            geometry_type,
+            geometry_data,
+            alert_level: 0,
+            active: true,
+            inclusion_policy: InclusionPolicy::All,
+            device_list: Vec::new(),
+            zone_actions: Vec::new(),
+            is_timed: false,
+            start_time: None,
+            stop_time: None,
+            mobile_origin_source: None,
+            is_geometry_locked: false,
+        };
+        self.merge(base)
+    }
+
+    /// `base` with the supplied fields changed; only supplied fields change. A geometry change
+    /// of a locked zone is invalid.
+    pub fn update(self, base: &ZoneSpec) -> Result<ZoneSpec, Invalid> {
+        if base.is_geometry_locked {
+            if self.geometry_type.is_some_and(|t| t != base.geometry_type) {
+                return Err(Invalid::new("GeometryType", "cannot change while the zone's geometry is locked"));
+            }
+            if self.geometry_data.as_ref().is_some_and(|d| *d != base.geometry_data) {
+                return Err(Invalid::new("GeometryData", "cannot change while the zone's geometry is locked"));
+            }
+        }
+        self.merge(base.clone())
+    }
+
+    fn merge(self, mut z: ZoneSpec) -> Result<ZoneSpec, Invalid> {
+        let geometry_changed = self.geometry_type.is_some() || self.geometry_data.is_some();
+        if let Some(v) = self.name {
+            z.name = v;
+        }
+        if let Some(v) = self.geometry_type {
+            z.geometry_type = v;
+        }
+        if let Some(v) = self.geometry_data {
+            z.geometry_data = v;
+        }
+        if let Some(v) = self.alert_level {
+            z.alert_level = v;
+        }
+        if let Some(v) = self.active {
+            z.active = v;
+        }
+        if let Some(v) = self.inclusion_policy {
+            z.inclusion_policy = v;
+        }
+        if let Some(v) = self.device_list {
+            z.device_list = v;
+        }
+        if let Some(v) = self.zone_actions {
+            z.zone_actions = v;
+        }
+        if let Some(v) = self.is_timed {
+            z.is_timed = v;
+        }
+        if let Some(v) = self.start_time {
+            z.start_time = v;
+        }
+        if let Some(v) = self.stop_time {
+            z.stop_time = v;
+        }
+        if let Some(v) = self.mobile_origin_source {
+            z.mobile_origin_source = v;
+        }
+        if geometry_changed {
+            zonecast_geometry::validate(z.geometry_type, &z.geometry_data).map_err(|e| match e.row {
+                Some(row) => Invalid::new(format!("GeometryData[{row}]"), e.message),
+                None => Invalid::new("GeometryData", e.message),
+            })?;
+        }
+        if z.is_timed {
+            match (z.start_time, z.stop_time) {
+                (Some(start), Some(stop)) if start < stop => {}
+                (Some(_), Some(_)) => return Err(Invalid::new("StopTime", "must be after StartTime")),
+                (None, _) => return Err(Invalid::new("StartTime", "is required when IsTimed is true")),
+                (_, None) => return Err(Invalid::new("StopTime", "is required when IsTimed is true")),
+            }
+        }
+        Ok(z)
+    }
+}
+
+fn check_len(items: &[Value], field: &str) -> Result<(), Invalid> {
+    if items.len() > MAX_LIST {
+        return Err(Invalid::new(field, format!("must have at most {MAX_LIST} entries")));
+    }
+    Ok(())
+}
+
+/// Reads a JSON array of MACs, naming the bad element.
+pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Invalid> {
+    check_len(items, field)?;
+    let mut macs: Vec<Mac> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let mac = match item {
+            Value::String(s) => s.parse::<Mac>().map_err(|e| Invalid::new(format!("{field}[{i}]"), e))?,
+            other => {
+                return Err(Invalid::new(format!("{field}[{i}]"), format!("must be a string, got {}", type_name(other))));
+            }
+        };
+        if !macs.contains(&mac) {
+            macs.push(mac);
+        }
+    }
+    Ok(macs)
+}
+
+fn parse_rows(rows: &[Value]) -> Result<Vec<Vec3>, Invalid> {
+    if rows.len() > MAX_ROWS {
+        return Err(Invalid::new("GeometryData", format!("must have at most {MAX_ROWS} rows")));
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let bad = || Invalid::new(format!("GeometryData[{i}]"), "must be an array of three finite numbers");
+            let arr = row.as_array().filter(|a| a.len() == 3).ok_or_else(bad)?;
+            let mut out = [0.0; 3];
+            for (slot, v) in out.iter_mut().zip(arr) {
+                *slot = v.as_f64().filter(|f| f.is_finite()).ok_or_else(bad)?;
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+fn time_field(f: &Fields<'_>, name: &str) -> Result<Option<Option<DateTime<Utc>>>, Invalid> {
+    if !f.has(name) {
+        return Ok(None);
+    }
+    match f.string(name)? {
+        None | Some("") => Ok(Some(None)),
+        Some(s) => DateTime::parse_from_rfc3339(s)
+            .map(|t| Some(Some(t.with_timezone(&Utc))))
+            .map_err(|_| Invalid::new(name, format!("'{s}' is not an ISO 8601 time (e.g. 2026-11-21T10:00:00.000Z)"))),
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sphere() -> Value {
+        json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]]})
+    }
+
+    #[test]
+    fn create_fills_defaults() {
+        let z = ZoneInput::parse(&sphere()).unwrap().create(Uuid::new_v4()).unwrap();
+        assert_eq!(z.name, "");
+        assert!(z.active);
+        assert_eq!(z.inclusion_policy, InclusionPolicy::All);
+        assert_eq!(z.alert_level, 0);
+    }
+
+    #[test]
+    fn create_requires_geometry() {
+        let e = ZoneInput::parse(&json!({"Name": "x"})).unwrap().create(Uuid::new_v4()).unwrap_err();
+        assert_eq!(e.to_string(), "GeometryType: is required");
+    }
+
+    #[test]
+    fn wrong_types_and_ranges_name_the_field() {
+        let cases = [
+            (json!({"Name": 5}), "Name: must be a string, got a number"),
+            (json!({"AlertLevel": 11}), "AlertLevel: must be between 0 and 10, got 11"),
+            (json!({"AlertLevel": "3"}), "AlertLevel: must be an integer, got a string"),
+            (json!({"Active": "yes"}), "Active: must be a boolean, got a string"),
+            (json!({"InclusionPolicy": "some"}), "InclusionPolicy: must be 'all' or 'none', got 'some'"),
+            (json!({"DeviceList": ["00:11:22:33:44:55", "nope"]}), "DeviceList[1]: 'nope' is not a MAC address (six hex octets separated by ':' or '-')"),
+            (json!({"GeometryData": [[0, 0]]}), "GeometryData[0]: must be an array of three finite numbers"),
+            (json!({"StartTime": "yesterday"}), "StartTime: 'yesterday' is not an ISO 8601 time (e.g. 2026-11-21T10:00:00.000Z)"),
+            (json!({"ZoneActions": [{"type": "teleport"}]}), "ZoneActions[0].type: unknown action type 'teleport' (expected info-event, device-alarm or http-request)"),
+            (json!({"ZoneActions": [{"type": "http-request", "uri": "ftp://x"}]}), "ZoneActions[0].uri: must be an http:// or https:// URI with a host"),
+        ];
+        for (input, message) in cases {
+            assert_eq!(ZoneInput::parse(&input).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn timed_zones_need_an_ordered_window() {
+        let mut v = sphere();
+        v["IsTimed"] = json!(true);
+        v["StartTime"] = json!("2026-11-21T10:00:00Z");
+        let e = ZoneInput::parse(&v).unwrap().create(Uuid::new_v4()).unwrap_err();
+        assert_eq!(e.to_string(), "StopTime: is required when IsTimed is true");
+        v["StopTime"] = json!("2026-11-21T09:00:00Z");
+        let e = ZoneInput::parse(&v).unwrap().create(Uuid::new_v4()).unwrap_err();
+        assert_eq!(e.to_string(), "StopTime: must be after StartTime");
+    }
+
+    #[test]
+    fn locked_geometry_cannot_change_but_other_fields_can() {
+        let mut z = ZoneInput::parse(&sphere()).unwrap().create(Uuid::new_v4()).unwrap();
+        z.is_geometry_locked = true;
+        let e = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [2, 0, 0]]})).unwrap().update(&z).unwrap_err();
+        assert_eq!(e.field, "GeometryData");
+        let same = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [1, 0, 0]], "Name": "n"})).unwrap().update(&z).unwrap();
+        assert_eq!(same.name, "n");
+    }
+
+    #[test]
+    fn inclusion_policy_admits_by_default_and_list() {
+        let a: Mac = "00:00:00:00:00:01".parse().unwrap();
+        let b: Mac = "00:00:00:00:00:02".parse().unwrap();
+        assert!(InclusionPolicy::All.admits(&[a.clone()], &b));
+        assert!(!InclusionPolicy::All.admits(&[a.clone()], &a));
+        assert!(InclusionPolicy::None.admits(&[a.clone()], &a));
+        assert!(!InclusionPolicy::None.admits(&[a], &b));
+    }
+}

@@ -1,0 +1,13 @@
+//! What every zonecast service needs around its core: configuration, the key material that
+//! seals stored secrets and signs tokens, tracing, Prometheus metrics and graceful shutdown.
+
+pub mod config;
+pub mod keys;
+pub mod metrics;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use config::{ApiKey, Authority, Client, Config, ConfigError};
+pub use keys::{KeyError, Keys};
+pub use shutdown::Shutdown;
+pub use zonecast_model::Secret;

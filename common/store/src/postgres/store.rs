@@ -1,0 +1,475 @@
+//! The [`Store`] operations in PostgreSQL's dialect.
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Json;
+use uuid::Uuid;
+use zonecast_model::{Connection as MqttConnection, Mac, Setting, ZoneSpec};
+
+use super::{Db, PgStore, detail, is_code};
+use crate::codec;
+use crate::{Collision, ConnectionStatus, Result, Store, StoreError, StoredCertificate, StoredConnection};
+
+/// How often a collision batch is retried when it loses a race (a zone deleted under it, a
+/// deadlock with a zone delete) before the error is returned.
+const COLLISION_TRIES: usize = 3;
+
+fn collision(row: &tokio_postgres::Row) -> Result<Collision> {
+    Ok(Collision {
+        zone_id: row.try_get(0).db()?,
+        mac: codec::mac(row.try_get(1).db()?)?,
+        collision_id: row.try_get(2).db()?,
+        entry_time: row.try_get(3).db()?,
+    })
+}
+
+fn connection(row: &tokio_postgres::Row) -> Result<StoredConnection> {
+    let Json(connection): Json<MqttConnection> = row.try_get(0).db()?;
+    Ok(StoredConnection { connection, password_sealed: row.try_get(1).db()? })
+}
+
+fn sorted_collisions(rows: &[tokio_postgres::Row]) -> Result<Vec<Collision>> {
+    let mut all = rows.iter().map(collision).collect::<Result<Vec<_>>>()?;
+    // Sorted here rather than in SQL: the server's collation may not order text bytewise.
+    all.sort_by(|a, b| (a.zone_id, &a.mac).cmp(&(b.zone_id, &b.mac)));
+    Ok(all)
+}
+
+impl PgStore {
+    /// One attempt at [`Store::write_collisions`].
+    async fn try_write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        if !entered.is_empty() {
+            let zones: Vec<Uuid> = entered.iter().map(|c| c.zone_id).collect();
+            let macs: Vec<&str> = entered.iter().map(|c| c.mac.as_str()).collect();
+            let ids: Vec<Uuid> = entered.iter().map(|c| c.collision_id).collect();
+            let times: Vec<DateTime<Utc>> = entered.iter().map(|c| c.entry_time).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO collisions (zone_id, mac, collision_id, entry_time)
+                     SELECT u.zone_id, u.mac, u.collision_id, u.entry_time
+                     FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[])
+                          AS u(zone_id, mac, collision_id, entry_time)
+                     WHERE EXISTS (SELECT 1 FROM zones z WHERE z.id = u.zone_id)
+                     ON CONFLICT (zone_id, mac) DO UPDATE
+                     SET collision_id = EXCLUDED.collision_id, entry_time = EXCLUDED.entry_time",
+                )
+                .await
+                .db()?;
+            tx.execute(&stmt, &[&zones, &macs, &ids, &times]).await.map_err(raw)?;
+        }
+        if !exited.is_empty() {
+            let zones: Vec<Uuid> = exited.iter().map(|(z, _)| *z).collect();
+            let macs: Vec<&str> = exited.iter().map(|(_, m)| m.as_str()).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "DELETE FROM collisions c USING unnest($1::uuid[], $2::text[]) AS u(zone_id, mac)
+                     WHERE c.zone_id = u.zone_id AND c.mac = u.mac",
+                )
+                .await
+                .db()?;
+            tx.execute(&stmt, &[&zones, &macs]).await.map_err(raw)?;
+        }
+        tx.commit().await.map_err(raw)
+    }
+}
+
+/// Keeps the tokio-postgres error for retry decisions, as a `Backend` carrying its code.
+fn raw(e: tokio_postgres::Error) -> StoreError {
+    let retry = is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION)
+        || is_code(&e, &SqlState::T_R_DEADLOCK_DETECTED)
+        || is_code(&e, &SqlState::T_R_SERIALIZATION_FAILURE);
+    if retry { StoreError::Backend(format!("{RETRY_MARK}{}", detail(&e))) } else { super::unavailable_or_backend(e) }
+}
+
+/// Prefix of the `Backend` text of errors worth retrying.
+const RETRY_MARK: &str = "retryable: ";
+
+#[async_trait::async_trait]
+impl Store for PgStore {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.client().await?.simple_query("SELECT 1").await.db().map(drop)
+    }
+
+    async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT spec FROM zones ORDER BY seq").await.db()?;
+        let rows = client.query(&stmt, &[]).await.db()?;
+        rows.iter().map(|r| r.try_get::<_, Json<ZoneSpec>>(0).map(|j| j.0).db()).collect()
+    }
+
+    async fn get_zone(&self, id: Uuid) -> Result<ZoneSpec> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT spec FROM zones WHERE id = $1").await.db()?;
+        match client.query_opt(&stmt, &[&id]).await.db()? {
+            Some(row) => Ok(row.try_get::<_, Json<ZoneSpec>>(0).db()?.0),
+            None => Err(StoreError::not_found("zone", &id)),
+        }
+    }
+
+    async fn get_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT id, spec FROM zones WHERE id = ANY($1)").await.db()?;
+        let rows = client.query(&stmt, &[&ids]).await.db()?;
+        let mut found = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let id: Uuid = row.try_get(0).db()?;
+            let Json(spec): Json<ZoneSpec> = row.try_get(1).db()?;
+            found.insert(id, spec);
+        }
+        ids.iter().map(|id| found.get(id).cloned().ok_or_else(|| StoreError::not_found("zone", id))).collect()
+    }
+
+    async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let stmt = tx.prepare_cached("INSERT INTO zones (id, name, spec) VALUES ($1, $2, $3)").await.db()?;
+        for z in zones {
+            tx.execute(&stmt, &[&z.id, &z.name, &Json(z)]).await.map_err(|e| {
+                if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
+                    StoreError::duplicate("zone", &z.id)
+                } else {
+                    super::unavailable_or_backend(e)
+                }
+            })?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn update_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let stmt = tx.prepare_cached("UPDATE zones SET name = $2, spec = $3 WHERE id = $1").await.db()?;
+        for z in zones {
+            if tx.execute(&stmt, &[&z.id, &z.name, &Json(z)]).await.db()? == 0 {
+                // Dropping the transaction rolls it back.
+                return Err(StoreError::not_found("zone", &z.id));
+            }
+        }
+        tx.commit().await.db()
+    }
+
+    async fn delete_zones(&self, ids: &[Uuid]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let stmt = tx.prepare_cached("DELETE FROM zones WHERE id = $1").await.db()?;
+        for id in ids {
+            if tx.execute(&stmt, &[id]).await.db()? == 0 {
+                return Err(StoreError::not_found("zone", id));
+            }
+        }
+        tx.commit().await.db()
+    }
+
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<Mac>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT mac FROM collisions WHERE zone_id = $1").await.db()?;
+        let rows = client.query(&stmt, &[&zone]).await.db()?;
+        let mut macs = rows.iter().map(|r| codec::mac(r.try_get(0).db()?)).collect::<Result<Vec<_>>>()?;
+        macs.sort();
+        Ok(macs)
+    }
+
+    async fn all_collisions(&self) -> Result<Vec<Collision>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions").await.db()?;
+        sorted_collisions(&client.query(&stmt, &[]).await.db()?)
+    }
+
+    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+        if entered.is_empty() && exited.is_empty() {
+            return Ok(());
+        }
+        let entered = codec::coalesce_entered(entered);
+        let mut exited = exited.to_vec();
+        exited.sort();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.try_write_collisions(&entered, &exited).await {
+                Err(StoreError::Backend(m)) if m.starts_with(RETRY_MARK) && tries < COLLISION_TRIES => {
+                    tracing::debug!(error = %m, "retrying a collision batch");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time")
+            .await
+            .db()?;
+        sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)
+    }
+
+    async fn list_settings(&self) -> Result<Vec<Setting>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT name, value, active FROM settings").await.db()?;
+        let rows = client.query(&stmt, &[]).await.db()?;
+        let mut settings = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let name: &str = row.try_get(0).db()?;
+            if let Some(s) = codec::setting(name, row.try_get(1).db()?, row.try_get(2).db()?) {
+                settings.push(s);
+            }
+        }
+        codec::sort_settings(&mut settings);
+        Ok(settings)
+    }
+
+    async fn put_setting(&self, s: &Setting) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO settings (name, value, active) VALUES ($1, $2, $3)
+                 ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, active = EXCLUDED.active",
+            )
+            .await
+            .db()?;
+        client.execute(&stmt, &[&s.name.as_str(), &s.value, &s.active]).await.db().map(drop)
+    }
+
+    async fn list_radii(&self) -> Result<Vec<(Mac, f64)>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT mac, radius FROM device_radii").await.db()?;
+        let rows = client.query(&stmt, &[]).await.db()?;
+        let mut radii =
+            rows.iter().map(|r| Ok((codec::mac(r.try_get(0).db()?)?, r.try_get(1).db()?))).collect::<Result<Vec<_>>>()?;
+        radii.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(radii)
+    }
+
+    async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()> {
+        let (set, remove) = codec::coalesce_radii(changes);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        if !set.is_empty() {
+            let macs: Vec<&str> = set.iter().map(|(m, _)| m.as_str()).collect();
+            let radii: Vec<f64> = set.iter().map(|(_, r)| *r).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO device_radii (mac, radius) SELECT * FROM unnest($1::text[], $2::float8[])
+                     ON CONFLICT (mac) DO UPDATE SET radius = EXCLUDED.radius",
+                )
+                .await
+                .db()?;
+            tx.execute(&stmt, &[&macs, &radii]).await.db()?;
+        }
+        if !remove.is_empty() {
+            let macs: Vec<&str> = remove.iter().map(Mac::as_str).collect();
+            let stmt = tx.prepare_cached("DELETE FROM device_radii WHERE mac = ANY($1)").await.db()?;
+            tx.execute(&stmt, &[&macs]).await.db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn list_connections(&self) -> Result<Vec<StoredConnection>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections ORDER BY seq").await.db()?;
+        client.query(&stmt, &[]).await.db()?.iter().map(connection).collect()
+    }
+
+    async fn get_connection(&self, id: Uuid) -> Result<StoredConnection> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections WHERE id = $1").await.db()?;
+        match client.query_opt(&stmt, &[&id]).await.db()? {
+            Some(row) => connection(&row),
+            None => Err(StoreError::not_found("connection", &id)),
+        }
+    }
+
+    async fn insert_connection(&self, c: &StoredConnection) -> Result<()> {
+        let m = &c.connection;
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO mqtt_connections (id, certificate_profile_id, spec, password_sealed) VALUES ($1, $2, $3, $4)",
+            )
+            .await
+            .db()?;
+        client
+            .execute(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed])
+            .await
+            .map_err(|e| {
+                if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
+                    StoreError::missing_profile(m.certificate_profile_id)
+                } else if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
+                    StoreError::duplicate("connection", &m.id)
+                } else {
+                    super::unavailable_or_backend(e)
+                }
+            })
+            .map(drop)
+    }
+
+    async fn update_connection(&self, c: &StoredConnection) -> Result<()> {
+        let m = &c.connection;
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "UPDATE mqtt_connections SET certificate_profile_id = $2, spec = $3, password_sealed = $4 WHERE id = $1",
+            )
+            .await
+            .db()?;
+        let changed = client
+            .execute(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed])
+            .await
+            .map_err(|e| {
+                if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
+                    StoreError::missing_profile(m.certificate_profile_id)
+                } else {
+                    super::unavailable_or_backend(e)
+                }
+            })?;
+        if changed == 0 {
+            return Err(StoreError::not_found("connection", &m.id));
+        }
+        Ok(())
+    }
+
+    async fn delete_connection(&self, id: Uuid) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("DELETE FROM mqtt_connections WHERE id = $1").await.db()?;
+        if client.execute(&stmt, &[&id]).await.db()? == 0 {
+            return Err(StoreError::not_found("connection", &id));
+        }
+        Ok(())
+    }
+
+    async fn list_certificates(&self) -> Result<Vec<(Uuid, String)>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT id, name FROM certificate_profiles ORDER BY seq").await.db()?;
+        let rows = client.query(&stmt, &[]).await.db()?;
+        rows.iter().map(|r| Ok((r.try_get(0).db()?, r.try_get(1).db()?))).collect()
+    }
+
+    async fn get_certificate(&self, id: Uuid) -> Result<StoredCertificate> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT name, sealed FROM certificate_profiles WHERE id = $1").await.db()?;
+        match client.query_opt(&stmt, &[&id]).await.db()? {
+            Some(row) => Ok(StoredCertificate { id, name: row.try_get(0).db()?, sealed: row.try_get(1).db()? }),
+            None => Err(StoreError::not_found("certificate profile", &id)),
+        }
+    }
+
+    async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()> {
+        let client = self.client().await?;
+        let stmt =
+            client.prepare_cached("INSERT INTO certificate_profiles (id, name, sealed) VALUES ($1, $2, $3)").await.db()?;
+        client
+            .execute(&stmt, &[&c.id, &c.name, &c.sealed])
+            .await
+            .map_err(|e| {
+                if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
+                    StoreError::duplicate("certificate profile", &c.id)
+                } else {
+                    super::unavailable_or_backend(e)
+                }
+            })
+            .map(drop)
+    }
+
+    async fn update_certificate(&self, c: &StoredCertificate) -> Result<()> {
+        let client = self.client().await?;
+        let stmt =
+            client.prepare_cached("UPDATE certificate_profiles SET name = $2, sealed = $3 WHERE id = $1").await.db()?;
+        if client.execute(&stmt, &[&c.id, &c.name, &c.sealed]).await.db()? == 0 {
+            return Err(StoreError::not_found("certificate profile", &c.id));
+        }
+        Ok(())
+    }
+
+    async fn delete_certificate(&self, id: Uuid) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("DELETE FROM certificate_profiles WHERE id = $1").await.db()?;
+        match client.execute(&stmt, &[&id]).await {
+            Ok(0) => Err(StoreError::not_found("certificate profile", &id)),
+            Ok(_) => Ok(()),
+            // The database enforces the reference; the user is looked up only to name it.
+            Err(e) if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) => {
+                let user = client
+                    .query_opt(
+                        "SELECT id FROM mqtt_connections WHERE certificate_profile_id = $1 ORDER BY seq LIMIT 1",
+                        &[&id],
+                    )
+                    .await
+                    .db()?;
+                match user {
+                    Some(row) => Err(StoreError::profile_in_use(&id, &row.try_get(0).db()?)),
+                    None => Err(StoreError::Backend(format!("deleting certificate profile: {}", detail(&e)))),
+                }
+            }
+            Err(e) => Err(super::unavailable_or_backend(e)),
+        }
+    }
+
+    async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO connection_status
+                     (connection_id, replica, connected, last_error, forwarded, dropped, queued, updated_at)
+                 SELECT $1::uuid, $2::text, $3::bool, $4::text, $5::int8, $6::int8, $7::int8, $8::timestamptz
+                 WHERE EXISTS (SELECT 1 FROM mqtt_connections WHERE id = $1)
+                 ON CONFLICT (connection_id, replica) DO UPDATE SET
+                     connected = EXCLUDED.connected, last_error = EXCLUDED.last_error,
+                     forwarded = EXCLUDED.forwarded, dropped = EXCLUDED.dropped,
+                     queued = EXCLUDED.queued, updated_at = EXCLUDED.updated_at",
+            )
+            .await
+            .db()?;
+        let outcome = client
+            .execute(&stmt, &[
+                &s.connection_id,
+                &s.replica,
+                &s.connected,
+                &s.last_error,
+                &codec::counter(s.forwarded),
+                &codec::counter(s.dropped),
+                &codec::counter(s.queued),
+                &s.updated_at,
+            ])
+            .await;
+        match outcome {
+            // The connection was deleted between the check and the insert: ignored, as documented.
+            Err(e) if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) => Ok(()),
+            other => other.db().map(drop),
+        }
+    }
+
+    async fn connection_status(&self, id: Uuid) -> Result<Vec<ConnectionStatus>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT replica, connected, last_error, forwarded, dropped, queued, updated_at
+                 FROM connection_status WHERE connection_id = $1",
+            )
+            .await
+            .db()?;
+        let rows = client.query(&stmt, &[&id]).await.db()?;
+        let mut statuses = rows
+            .iter()
+            .map(|r| {
+                Ok(ConnectionStatus {
+                    connection_id: id,
+                    replica: r.try_get(0).db()?,
+                    connected: r.try_get(1).db()?,
+                    last_error: r.try_get(2).db()?,
+                    forwarded: codec::uncounter(r.try_get(3).db()?),
+                    dropped: codec::uncounter(r.try_get(4).db()?),
+                    queued: codec::uncounter(r.try_get(5).db()?),
+                    updated_at: r.try_get(6).db()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        statuses.sort_by(|a, b| a.replica.cmp(&b.replica));
+        Ok(statuses)
+    }
+}

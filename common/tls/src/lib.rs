@@ -1,0 +1,95 @@
+//! Certificate profiles turned into TLS material: the CA (PEM or DER) as trust roots and the
+//! PKCS#12 client bundle (OpenSSL 3 default or `-legacy` encryption) as a certificate chain
+//! and private key that rustls (ring provider) can use. The API validates uploads with it;
+//! the forwarder builds its client configurations with it.
+
+use std::sync::Arc;
+
+use p12_keystore::{KeyStore, Pkcs12ImportPolicy};
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// Why a profile cannot be used; `field` is the input field at fault (`ca`, `client`, `password`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ProfileError {
+    /// Input field at fault.
+    pub field: &'static str,
+    /// What is wrong, without secret material.
+    pub message: String,
+}
+
+fn err(field: &'static str, message: impl Into<String>) -> ProfileError {
+    ProfileError { field, message: message.into() }
+}
+
+/// The usable contents of a certificate profile.
+#[derive(Debug)]
+pub struct TlsIdentity {
+    /// Trust roots from the profile's CA.
+    pub roots: RootCertStore,
+    /// Client certificate chain, leaf first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// Client private key (PKCS#8).
+    pub key: PrivateKeyDer<'static>,
+}
+
+/// Parses the CA certificate(s), PEM (one or more) or DER, into trust roots.
+pub fn parse_ca(ca: &[u8]) -> Result<RootCertStore, ProfileError> {
+    let ders: Vec<CertificateDer<'static>> = if ca.trim_ascii_start().starts_with(b"-----BEGIN") {
+        CertificateDer::pem_slice_iter(ca)
+            .collect::<Result<_, _>>()
+            .map_err(|_| err("ca", "is not a readable PEM certificate"))?
+    } else {
+        vec![CertificateDer::from(ca.to_vec())]
+    };
+    if ders.is_empty() {
+        return Err(err("ca", "holds no certificate"));
+    }
+    let mut roots = RootCertStore::empty();
+    for der in ders {
+        roots.add(der).map_err(|_| err("ca", "is not a readable X.509 certificate"))?;
+    }
+    Ok(roots)
+}
+
+/// Opens the PKCS#12 bundle with `password` and checks that rustls can sign with its key.
+pub fn open_bundle(
+    client: &[u8],
+    password: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ProfileError> {
+    let store = KeyStore::from_pkcs12(client, password, Pkcs12ImportPolicy::Strict)
+        .map_err(|_| err("client", "cannot be opened: not a PKCS#12 bundle, or wrong password"))?;
+    let (_, chain) = store
+        .private_key_chain()
+        .ok_or_else(|| err("client", "holds no private key with its certificate"))?;
+    let certs: Vec<CertificateDer<'static>> =
+        chain.certs().iter().map(|c| CertificateDer::from(c.as_der().to_vec())).collect();
+    if certs.is_empty() {
+        return Err(err("client", "holds no client certificate"));
+    }
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
+    rustls::crypto::ring::sign::any_supported_type(&key)
+        .map_err(|_| err("client", "private key type is not supported (use RSA, ECDSA P-256/P-384 or Ed25519)"))?;
+    Ok((certs, key))
+}
+
+/// Opens a whole profile.
+pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdentity, ProfileError> {
+    let roots = parse_ca(ca)?;
+    let (chain, key) = open_bundle(client, password)?;
+    Ok(TlsIdentity { roots, chain, key })
+}
+
+/// A rustls client configuration that trusts only the profile's CA and presents its client
+/// certificate (ring provider).
+pub fn client_config(identity: TlsIdentity) -> Result<Arc<rustls::ClientConfig>, ProfileError> {
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| err("client", e.to_string()))?
+        .with_root_certificates(identity.roots)
+        .with_client_auth_cert(identity.chain, identity.key)
+        .map_err(|_| err("client", "certificate and private key do not match"))?;
+    Ok(Arc::new(config))
+}

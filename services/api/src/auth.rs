@@ -1,0 +1,144 @@
+//! Who is calling and what they may do: API keys (`X-API-Key`) and bearer tokens issued for
+//! client credentials. Tokens are HMAC-signed with a key derived from the shared secret, so
+//! any API replica accepts a token any other replica issued.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+use warp::http::HeaderMap;
+use zonecast_runtime::{ApiKey, Authority, Client, Keys};
+
+use crate::error::ApiError;
+
+const TOKEN_PREFIX: &str = "zc1.";
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Client id, or `api-key` for keys.
+    pub subject: String,
+    /// What the caller may do.
+    pub authority: Authority,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    auth: String,
+    exp: i64,
+}
+
+/// Credential checks. Configured secrets are kept only as HMAC tags, compared in constant time.
+pub struct Auth {
+    keys: Arc<Keys>,
+    api_keys: Vec<(Vec<u8>, Authority)>,
+    clients: Vec<(String, Vec<u8>, Authority)>,
+    token_ttl_seconds: u64,
+}
+
+impl Auth {
+    /// Checks against `api_keys` and `clients`; tokens live `token_ttl_seconds`.
+    pub fn new(keys: Arc<Keys>, api_keys: &[ApiKey], clients: &[Client], token_ttl_seconds: u64) -> Self {
+        Self {
+            api_keys: api_keys.iter().map(|k| (keys.sign(k.key.expose().as_bytes()), k.authority)).collect(),
+            clients: clients
+                .iter()
+                .map(|c| (c.id.clone(), keys.sign(c.secret.expose().as_bytes()), c.authority))
+                .collect(),
+            keys,
+            token_ttl_seconds,
+        }
+    }
+
+    fn api_key(&self, presented: &str) -> Option<Authority> {
+        // Check every key so that timing does not tell which one matched.
+        let mut found = None;
+        for (tag, authority) in &self.api_keys {
+            if self.keys.verify(presented.as_bytes(), tag) {
+                found = Some(*authority);
+            }
+        }
+        found
+    }
+
+    /// The caller of a request: `X-API-Key`, or `Authorization: Bearer` with a token (an API
+    /// key is accepted as a bearer credential too, for scrapers that only send that header).
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        if let Some(value) = headers.get("x-api-key") {
+            let key = value.to_str().unwrap_or_default().trim();
+            return self
+                .api_key(key)
+                .map(|authority| Principal { subject: "api-key".into(), authority })
+                .ok_or_else(|| ApiError::Unauthorized("X-API-Key is not valid".into()));
+        }
+        if let Some(value) = headers.get(warp::http::header::AUTHORIZATION) {
+            let value = value.to_str().unwrap_or_default().trim();
+            let Some(credential) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
+                return Err(ApiError::Unauthorized("Authorization must be 'Bearer <token>'".into()));
+            };
+            let credential = credential.trim();
+            if credential.starts_with(TOKEN_PREFIX) {
+                return self.verify_token(credential);
+            }
+            return self
+                .api_key(credential)
+                .map(|authority| Principal { subject: "api-key".into(), authority })
+                .ok_or_else(|| ApiError::Unauthorized("bearer token is not valid".into()));
+        }
+        Err(ApiError::Unauthorized(
+            "credentials required: X-API-Key or Authorization: Bearer <token> from POST /v3/auth/token".into(),
+        ))
+    }
+
+    /// 403 unless `principal` holds `needed`.
+    pub fn authorize(principal: &Principal, needed: Authority) -> Result<(), ApiError> {
+        if principal.authority >= needed {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "this operation needs {} authority; the credentials have {}",
+                needed.as_str(),
+                principal.authority.as_str()
+            )))
+        }
+    }
+
+    /// Issues a token for client credentials, or 401.
+    pub fn issue_token(&self, auth_id: &str, auth_secret: &str) -> Result<(String, u64), ApiError> {
+        let mut found = None;
+        for (id, tag, authority) in &self.clients {
+            if self.keys.verify(auth_secret.as_bytes(), tag) && id == auth_id {
+                found = Some(*authority);
+            }
+        }
+        let authority = found.ok_or_else(|| ApiError::Unauthorized("auth_id or auth_secret is not valid".into()))?;
+        let claims = Claims {
+            sub: auth_id.to_owned(),
+            auth: authority.as_str().to_owned(),
+            exp: chrono::Utc::now().timestamp() + i64::try_from(self.token_ttl_seconds).unwrap_or(i64::MAX / 2),
+        };
+        let payload = serde_json::to_vec(&claims).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let body = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(payload));
+        let tag = URL_SAFE_NO_PAD.encode(self.keys.sign(body.as_bytes()));
+        Ok((format!("{body}.{tag}"), self.token_ttl_seconds))
+    }
+
+    fn verify_token(&self, token: &str) -> Result<Principal, ApiError> {
+        let invalid = || ApiError::Unauthorized("bearer token is not valid".into());
+        let (body, tag) = token.rsplit_once('.').ok_or_else(invalid)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
+        if !self.keys.verify(body.as_bytes(), &tag) {
+            return Err(invalid());
+        }
+        let payload = body.strip_prefix(TOKEN_PREFIX).ok_or_else(invalid)?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
+        let claims: Claims = serde_json::from_slice(&payload).map_err(|_| invalid())?;
+        if claims.exp <= chrono::Utc::now().timestamp() {
+            return Err(ApiError::Unauthorized("bearer token has expired".into()));
+        }
+        let authority = claims.auth.parse().map_err(|_| invalid())?;
+        Ok(Principal { subject: claims.sub, authority })
+    }
+}

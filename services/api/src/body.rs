@@ -1,0 +1,53 @@
+//! Request bodies: read with a size limit, then parsed as JSON of the type an operation takes.
+
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+use warp::Buf;
+
+use crate::error::ApiError;
+
+/// Reads the whole body, refusing more than `limit` bytes (413) without reading further.
+pub async fn read<S, B>(body: S, limit: u64) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, warp::Error>> + Send,
+    B: Buf,
+{
+    let mut body = std::pin::pin!(body);
+    let mut out = BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let mut chunk = chunk.map_err(|e| ApiError::Malformed(format!("request body could not be read: {e}")))?;
+        if (out.len() + chunk.remaining()) as u64 > limit {
+            return Err(ApiError::TooLarge(limit));
+        }
+        while chunk.has_remaining() {
+            let part = chunk.chunk();
+            let n = part.len();
+            out.extend_from_slice(part);
+            chunk.advance(n);
+        }
+    }
+    Ok(out.freeze())
+}
+
+/// The body as JSON; 400 when it is empty or not JSON.
+pub fn json(body: &Bytes) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::Malformed("request body is empty; this operation takes JSON".into()));
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::Malformed(format!("request body is not valid JSON: {e}")))
+}
+
+/// The body as a JSON object; 400 otherwise.
+pub fn object(body: &Bytes) -> Result<Value, ApiError> {
+    let v = json(body)?;
+    if v.is_object() { Ok(v) } else { Err(ApiError::Malformed("request body must be a JSON object".into())) }
+}
+
+/// The body as a JSON array; 400 otherwise.
+pub fn array(body: &Bytes) -> Result<Vec<Value>, ApiError> {
+    match json(body)? {
+        Value::Array(items) => Ok(items),
+        _ => Err(ApiError::Malformed("request body must be a JSON array".into())),
+    }
+}

@@ -1,0 +1,65 @@
+//! The one API context every handler receives.
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use zonecast_bus::{Bus, Subjects};
+use zonecast_model::{ConfigChanged, ConfigKind};
+use zonecast_runtime::{Config, Keys};
+use zonecast_store::Store;
+
+use crate::auth::Auth;
+
+/// Shared state of the API: store, bus, keys and credentials.
+pub struct Context {
+    /// Where configuration lives.
+    pub store: Arc<dyn Store>,
+    /// Where changes are announced.
+    pub bus: Arc<dyn Bus>,
+    /// Subject names.
+    pub subjects: Subjects,
+    /// Seals stored secrets.
+    pub keys: Arc<Keys>,
+    /// Credential checks.
+    pub auth: Auth,
+    /// SiteID returned in zones.
+    pub site_id: i64,
+    /// Largest accepted body.
+    pub max_body_bytes: u64,
+    /// Renders `/metrics`.
+    pub metrics: PrometheusHandle,
+}
+
+impl Context {
+    /// A context from configuration and the opened store, bus and keys.
+    pub fn new(config: &Config, store: Arc<dyn Store>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
+        Self {
+            auth: Auth::new(keys.clone(), &config.api_keys, &config.clients, config.token_ttl_seconds),
+            store,
+            bus,
+            subjects: Subjects::new(config.subject_prefix.clone()),
+            keys,
+            site_id: config.site_id,
+            max_body_bytes: config.max_body_bytes,
+            metrics: zonecast_runtime::metrics::handle(),
+        }
+    }
+
+    /// Publishes `<prefix>.config.changed`. The write it announces is already committed, so a
+    /// bus failure does not fail the request: it is logged and counted, and services also
+    /// reload on reconnect.
+    pub async fn announce(&self, kind: ConfigKind, ids: Vec<String>, operation: Option<&str>) {
+        let change = ConfigChanged { kind, ids, operation: operation.map(str::to_owned) };
+        let payload = match serde_json::to_vec(&change) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode config change");
+                return;
+            }
+        };
+        if let Err(e) = self.bus.publish(self.subjects.config_changed(), payload.into()).await {
+            metrics::counter!("zonecast_api_announce_failures_total").increment(1);
+            tracing::warn!(error = %e, kind = ?kind, "config change saved but not announced");
+        }
+    }
+}

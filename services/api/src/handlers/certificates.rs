@@ -1,0 +1,67 @@
+//! Certificate profiles: operations 21–22, list and delete. Uploads are opened (PKCS#12 with
+//! its password, CA parsed) before anything is stored, and stored sealed.
+
+use bytes::Bytes;
+use serde_json::json;
+use uuid::Uuid;
+use warp::reply::Response;
+use zonecast_model::{CertificateProfileInput, ConfigKind, format_zone_id};
+use zonecast_store::StoredCertificate;
+
+use crate::body;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::reply;
+
+/// What a sealed profile holds; the forwarder unseals the same shape.
+#[derive(serde::Serialize)]
+struct SealedProfile<'a> {
+    ca: &'a [u8],
+    client: &'a [u8],
+    password: &'a str,
+}
+
+fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiError> {
+    let input = CertificateProfileInput::parse(&body::object(body)?)?;
+    zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
+        .map_err(|e| ApiError::Invalid(e.to_string()))?;
+    let plain = serde_json::to_vec(&SealedProfile { ca: &input.ca, client: &input.client, password: input.password.expose() })
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let sealed = ctx.keys.seal(&plain).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(StoredCertificate { id, name: input.name, sealed })
+}
+
+fn summary(c: &StoredCertificate) -> serde_json::Value {
+    json!({"ID": format_zone_id(&c.id), "name": c.name})
+}
+
+/// Lists profiles, ID and name only.
+pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
+    let out: Vec<_> =
+        ctx.store.list_certificates().await?.iter().map(|(id, name)| json!({"ID": format_zone_id(id), "name": name})).collect();
+    Ok(reply::ok(&out))
+}
+
+/// Operation 21.
+pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let c = seal(ctx, Uuid::new_v4(), body)?;
+    ctx.store.insert_certificate(&c).await?;
+    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&c.id)], None).await;
+    Ok(reply::ok(&summary(&c)))
+}
+
+/// Operation 22.
+pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
+    ctx.store.get_certificate(id).await?;
+    let c = seal(ctx, id, body)?;
+    ctx.store.update_certificate(&c).await?;
+    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&id)], None).await;
+    Ok(reply::ok(&summary(&c)))
+}
+
+/// Deletes a profile no connection uses (422 otherwise).
+pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    ctx.store.delete_certificate(id).await?;
+    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&id)], None).await;
+    Ok(reply::ack())
+}

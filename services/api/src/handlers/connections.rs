@@ -1,0 +1,88 @@
+//! MQTT connections: operations 17–20, delete, and the forwarding status.
+
+use bytes::Bytes;
+use serde_json::json;
+use uuid::Uuid;
+use warp::reply::Response;
+use zonecast_model::{ConfigKind, ConnectionInput, format_timestamp, format_zone_id};
+use zonecast_store::StoredConnection;
+
+use crate::body;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::reply;
+
+/// Operation 17.
+pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
+    let out: Vec<_> = ctx.store.list_connections().await?.iter().map(|c| c.connection.to_json()).collect();
+    Ok(reply::ok(&out))
+}
+
+/// Operation 19: one connection, as a list.
+pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    let c = ctx.store.get_connection(id).await?;
+    Ok(reply::ok(&[c.connection.to_json()]))
+}
+
+/// Seals a new password, keeps the stored one when none was sent, clears on null/"".
+fn stored(ctx: &Context, input: ConnectionInput, id: Uuid, old: Option<Vec<u8>>) -> Result<StoredConnection, ApiError> {
+    let password_sealed = match &input.password {
+        None => old,
+        Some(None) => None,
+        Some(Some(p)) => Some(ctx.keys.seal(p.expose().as_bytes()).map_err(|e| ApiError::Internal(e.to_string()))?),
+    };
+    let connection = input.into_connection(id, password_sealed.is_some());
+    Ok(StoredConnection { connection, password_sealed })
+}
+
+/// Operation 18.
+pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let c = stored(ctx, input, Uuid::new_v4(), None)?;
+    ctx.store.insert_connection(&c).await?;
+    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&c.connection.id)], None).await;
+    Ok(reply::ok(&c.connection.to_json()))
+}
+
+/// Operation 20: the whole connection is replaced, except an omitted password is kept.
+pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
+    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let old = ctx.store.get_connection(id).await?;
+    let c = stored(ctx, input, id, old.password_sealed)?;
+    ctx.store.update_connection(&c).await?;
+    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&id)], None).await;
+    Ok(reply::ok(&c.connection.to_json()))
+}
+
+/// Deletes a connection.
+pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    ctx.store.delete_connection(id).await?;
+    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&id)], None).await;
+    Ok(reply::ack())
+}
+
+/// Forwarding status summed over forwarder replicas, with each replica's row.
+pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    ctx.store.get_connection(id).await?;
+    let rows = ctx.store.connection_status(id).await?;
+    let latest_error = rows.iter().filter(|r| r.last_error.is_some()).max_by_key(|r| r.updated_at);
+    let replicas: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "replica": r.replica, "connected": r.connected, "lastError": r.last_error,
+                "forwarded": r.forwarded, "dropped": r.dropped, "queued": r.queued,
+                "updatedAt": format_timestamp(&r.updated_at),
+            })
+        })
+        .collect();
+    Ok(reply::ok(&json!({
+        "ConnectionID": format_zone_id(&id),
+        "connected": !rows.is_empty() && rows.iter().all(|r| r.connected),
+        "lastError": latest_error.and_then(|r| r.last_error.clone()),
+        "forwarded": rows.iter().map(|r| r.forwarded).sum::<u64>(),
+        "dropped": rows.iter().map(|r| r.dropped).sum::<u64>(),
+        "queued": rows.iter().map(|r| r.queued).sum::<u64>(),
+        "replicas": replicas,
+    })))
+}

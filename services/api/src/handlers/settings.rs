@@ -1,0 +1,40 @@
+//! Zone settings (operations 13–14) and device radii (operation 15).
+
+use bytes::Bytes;
+use warp::reply::Response;
+use zonecast_model::{ConfigKind, Setting, parse_radii};
+
+use crate::body;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::reply;
+
+/// Operation 13: all seven settings with the values written, else the defaults.
+pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
+    let written = ctx.store.list_settings().await?;
+    let out: Vec<_> = Setting::listing(&written).iter().map(Setting::to_json).collect();
+    Ok(reply::ok(&out))
+}
+
+/// Operation 14: an unknown SettingName is 404, a bad value 422.
+pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let value = body::object(body)?;
+    let setting = Setting::parse(&value).map_err(|e| match e {
+        Some(invalid) => ApiError::from(invalid),
+        None => ApiError::NotFound(format!(
+            "setting {} not found",
+            value.get("SettingName").and_then(|v| v.as_str()).unwrap_or_default()
+        )),
+    })?;
+    ctx.store.put_setting(&setting).await?;
+    ctx.announce(ConfigKind::Settings, vec![setting.name.as_str().to_owned()], None).await;
+    Ok(reply::ack())
+}
+
+/// Operation 15: merged; a null value removes the device's own radius.
+pub async fn set_radii(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let changes = parse_radii(&body::object(body)?)?;
+    ctx.store.merge_radii(&changes).await?;
+    ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
+    Ok(reply::ack())
+}

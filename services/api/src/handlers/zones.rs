@@ -1,0 +1,204 @@
+//! Zone operations 1–12 and 16, plus lock and unlock. Bulk operations read, merge and validate
+//! every element first and then write all of them in one store transaction: all or nothing.
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use serde_json::Value;
+use uuid::Uuid;
+use warp::reply::Response;
+use zonecast_model::{ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_zone_id};
+
+use super::element_id;
+use crate::body;
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::reply;
+
+fn ids_of(zones: &[ZoneSpec]) -> Vec<String> {
+    zones.iter().map(|z| format_zone_id(&z.id)).collect()
+}
+
+async fn announce(ctx: &Context, zones: &[ZoneSpec]) {
+    ctx.announce(ConfigKind::Zones, ids_of(zones), None).await;
+}
+
+/// Operation 1.
+pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
+    let zones = ctx.store.list_zones().await?;
+    let mut inside: HashMap<Uuid, Vec<Mac>> = HashMap::new();
+    for c in ctx.store.all_collisions().await? {
+        inside.entry(c.zone_id).or_default().push(c.mac);
+    }
+    let out: Vec<Zone> = zones
+        .into_iter()
+        .map(|z| {
+            let mut macs = inside.remove(&z.id).unwrap_or_default();
+            macs.sort();
+            Zone::new(z, ctx.site_id, macs)
+        })
+        .collect();
+    Ok(reply::ok(&out))
+}
+
+/// Operation 3.
+pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    let zone = ctx.store.get_zone(id).await?;
+    let inside = ctx.store.colliding_devices(id).await?;
+    Ok(reply::ok(&Zone::new(zone, ctx.site_id, inside)))
+}
+
+/// Operation 2.
+pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let input = ZoneInput::parse(&body::object(body)?)?;
+    let zone = input.create(Uuid::new_v4())?;
+    ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
+    announce(ctx, std::slice::from_ref(&zone)).await;
+    Ok(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())))
+}
+
+/// Operation 6.
+pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let zones = body::array(body)?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            ZoneInput::parse(v).and_then(|input| input.create(Uuid::new_v4())).map_err(|e| e.within(&format!("[{i}]")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    ctx.store.insert_zones(&zones).await?;
+    announce(ctx, &zones).await;
+    let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
+    Ok(reply::ok(&out))
+}
+
+/// Operation 5.
+pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
+    let input = ZoneInput::parse(&body::object(body)?)?;
+    let zone = input.update(&ctx.store.get_zone(id).await?)?;
+    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
+    announce(ctx, std::slice::from_ref(&zone)).await;
+    Ok(reply::ack())
+}
+
+/// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
+pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let items = body::array(body)?;
+    let inputs = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let all = ctx.store.list_zones().await?;
+    // The batch works on copies so that several elements for one zone apply in order.
+    let mut changed: Vec<ZoneSpec> = Vec::new();
+    for (i, input) in inputs.into_iter().enumerate() {
+        let target = match (&input.zone_id, &input.name) {
+            (Some(id), _) => *id,
+            (None, Some(name)) => {
+                let mut named = all.iter().filter(|z| &z.name == name);
+                match (named.next(), named.next()) {
+                    (Some(z), None) => z.id,
+                    (None, _) => return Err(ApiError::NotFound(format!("[{i}]: no zone is named '{name}'"))),
+                    (Some(_), Some(_)) => {
+                        return Err(ApiError::Invalid(format!(
+                            "[{i}].Name: several zones are named '{name}'; select the zone by ZoneID"
+                        )));
+                    }
+                }
+            }
+            (None, None) => return Err(ApiError::Invalid(format!("[{i}]: ZoneID or Name is required to select the zone"))),
+        };
+        let base = match changed.iter().position(|z| z.id == target) {
+            Some(p) => changed.swap_remove(p),
+            None => all
+                .iter()
+                .find(|z| z.id == target)
+                .cloned()
+                .ok_or_else(|| ApiError::NotFound(format!("[{i}]: zone {} not found", format_zone_id(&target))))?,
+        };
+        changed.push(input.update(&base).map_err(|e| e.within(&format!("[{i}]")))?);
+    }
+    ctx.store.update_zones(&changed).await?;
+    announce(ctx, &changed).await;
+    Ok(reply::ack())
+}
+
+/// Reads `[ZoneID]`, each once.
+fn zone_ids(body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
+    let mut seen = HashSet::new();
+    let mut ids = Vec::new();
+    for (i, v) in body::array(body)?.iter().enumerate() {
+        let id = element_id(v, i, "zone")?;
+        if seen.insert(id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Operation 4.
+pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    ctx.store.delete_zones(&[id]).await?;
+    ctx.announce(ConfigKind::Zones, vec![format_zone_id(&id)], None).await;
+    Ok(reply::ack())
+}
+
+/// Operation 8.
+pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let ids = zone_ids(body)?;
+    ctx.store.delete_zones(&ids).await?;
+    ctx.announce(ConfigKind::Zones, ids.iter().map(format_zone_id).collect(), None).await;
+    Ok(reply::ack())
+}
+
+/// Operations 9 and 10.
+pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
+    let ids = zone_ids(body)?;
+    let mut zones = ctx.store.get_zones(&ids).await?;
+    for z in &mut zones {
+        z.active = active;
+    }
+    ctx.store.update_zones(&zones).await?;
+    announce(ctx, &zones).await;
+    Ok(reply::ack())
+}
+
+/// Operations 11 and 12.
+pub async fn change_devices(ctx: &Context, id: Uuid, body: &Bytes, add: bool) -> Result<Response, ApiError> {
+    let list = Value::Array(body::array(body)?);
+    let macs = ZoneInput::parse(&serde_json::json!({ "DeviceList": list }))
+        .map_err(|e| ApiError::Invalid(e.to_string().replacen("DeviceList", "", 1)))?
+        .device_list
+        .unwrap_or_default();
+    let mut zone = ctx.store.get_zone(id).await?;
+    if add {
+        for mac in macs {
+            if !zone.device_list.contains(&mac) {
+                zone.device_list.push(mac);
+            }
+        }
+    } else {
+        zone.device_list.retain(|m| !macs.contains(m));
+    }
+    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
+    announce(ctx, std::slice::from_ref(&zone)).await;
+    Ok(reply::ack())
+}
+
+/// Operation 16: forgets the zone's collisions; evaluators emit the exits (Reason `reset`).
+pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
+    ctx.store.get_zone(id).await?;
+    ctx.store.clear_collisions(id).await?;
+    ctx.announce(ConfigKind::Zones, vec![format_zone_id(&id)], Some("reset")).await;
+    Ok(reply::ack())
+}
+
+/// Lock and unlock: sets `IsGeometryLocked`.
+pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool) -> Result<Response, ApiError> {
+    let mut zone = ctx.store.get_zone(id).await?;
+    zone.is_geometry_locked = locked;
+    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
+    announce(ctx, std::slice::from_ref(&zone)).await;
+    Ok(reply::ack())
+}

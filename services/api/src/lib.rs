@@ -1,0 +1,160 @@
+//! zonecast config API: the 22 zone and MQTT operations of DESIGN §3 plus lock/unlock, deletes,
+//! connection status, tokens, OpenAPI, health and metrics, over warp. Stateless: it writes the
+//! store and announces every change on `<prefix>.config.changed`.
+
+pub mod auth;
+mod body;
+mod context;
+pub mod error;
+mod handlers;
+pub mod openapi;
+mod reply;
+pub mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::Stream;
+use warp::http::{HeaderMap, Method};
+use warp::{Buf, Filter};
+use zonecast_runtime::{Config, Keys, Shutdown};
+
+pub use context::Context;
+pub use error::ApiError;
+
+use crate::auth::Auth;
+use crate::routes::{Lookup, ROUTES, Route, lookup};
+
+/// Why the API could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Listener could not bind.
+    #[error("cannot listen on {addr}: {reason}")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        reason: String,
+    },
+    /// Store could not be opened.
+    #[error("store: {0}")]
+    Store(#[from] zonecast_store::StoreError),
+    /// Bus could not be connected.
+    #[error("bus: {0}")]
+    Bus(#[from] zonecast_bus::BusError),
+    /// Key material is missing or bad.
+    #[error("{0}")]
+    Keys(String),
+}
+
+/// The warp filter answering every request through the route table.
+/// Its only rejection is a body already taken, which cannot happen here.
+pub fn filter(ctx: Arc<Context>) -> impl Filter<Extract = (warp::reply::Response,), Error = warp::Rejection> + Clone {
+    warp::method()
+        .and(warp::path::full())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::stream())
+        .then(move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
+            let ctx = ctx.clone();
+            async move { respond(ctx, method, path.as_str().to_owned(), headers, body).await }
+        })
+}
+
+async fn respond<S, B>(ctx: Arc<Context>, method: Method, path: String, headers: HeaderMap, body: S) -> warp::reply::Response
+where
+    S: Stream<Item = Result<B, warp::Error>> + Send,
+    B: Buf,
+{
+    let started = Instant::now();
+    let (operation, result) = match find(&method, &path) {
+        Err(e) => ("unmatched", Err(e)),
+        Ok((route, params)) => {
+            let outcome = async {
+                authorize(&ctx, route, &headers)?;
+                let body = body::read(body, ctx.max_body_bytes).await?;
+                handlers::dispatch(&ctx, route.op, &params, &headers, body).await
+            }
+            .await;
+            (route.id, outcome)
+        }
+    };
+    let response = result.unwrap_or_else(ApiError::into_response);
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("zonecast_api_requests_total", "operation" => operation, "status" => status).increment(1);
+    metrics::histogram!("zonecast_api_request_seconds", "operation" => operation).record(started.elapsed().as_secs_f64());
+    response
+}
+
+fn find<'a>(method: &Method, path: &str) -> Result<(&'a Route, Vec<String>), ApiError> {
+    match lookup(ROUTES, method, path) {
+        Lookup::Found(route, params) => Ok((route, params)),
+        Lookup::WrongMethod(allowed) => Err(ApiError::MethodNotAllowed {
+            method: method.to_string(),
+            allow: allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", "),
+        }),
+        Lookup::Missing => Err(ApiError::NotFound(format!("no route {path}"))),
+    }
+}
+
+fn authorize(ctx: &Context, route: &Route, headers: &HeaderMap) -> Result<(), ApiError> {
+    if let Some(needed) = route.authority {
+        let principal = ctx.auth.authenticate(headers)?;
+        Auth::authorize(&principal, needed)?;
+    }
+    Ok(())
+}
+
+/// Serves `ctx` on `listener` until `shutdown`; in-flight requests finish first.
+pub async fn serve(ctx: Arc<Context>, listener: tokio::net::TcpListener, shutdown: Shutdown) {
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    tracing::info!(%addr, "config API listening");
+    warp::serve(filter(ctx)).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
+    tracing::info!("config API stopped");
+}
+
+/// Binds `addr`, reporting a clear error instead of warp's panic.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| StartError::Bind { addr, reason: e.to_string() })
+}
+
+/// A started API: where it listens and the task serving it.
+pub struct Running {
+    /// Bound address (useful with port 0).
+    pub addr: SocketAddr,
+    /// Ends after shutdown, when in-flight requests are done and the bus is drained.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the distributed `zonecast-api`: PostgreSQL (`ZONECAST_DATABASE_URL`, required),
+/// NATS (`ZONECAST_NATS_URL`, required) and the shared `ZONECAST_SECRET_KEY`.
+pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartError> {
+    let required = |value: &Option<zonecast_runtime::Secret>, name: &str| {
+        value.clone().ok_or_else(|| StartError::Keys(format!("{name} is required for zonecast-api")))
+    };
+    let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
+    let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
+    let secret = required(&config.secret_key, "ZONECAST_SECRET_KEY (base64 of 32 random bytes, the same for every replica)")?;
+    let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::Keys(e.to_string()))?);
+    if config.api_keys.is_empty() && config.clients.is_empty() {
+        tracing::warn!("no ZONECAST_API_KEYS or ZONECAST_CLIENTS configured: every request will be refused");
+    }
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await?;
+    let listener = bind(config.http_addr).await?;
+    let addr = listener.local_addr().map_err(|e| StartError::Bind { addr: config.http_addr, reason: e.to_string() })?;
+    let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys));
+    let task = tokio::spawn(async move {
+        serve(ctx, listener, shutdown).await;
+        if let Err(e) = bus.drain().await {
+            tracing::warn!(error = %e, "bus drain failed");
+        }
+    });
+    Ok(Running { addr, task })
+}
+
+/// Runs `zonecast-api` until `shutdown`.
+pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
+    let running = start(config, shutdown).await?;
+    running.task.await.map_err(|e| StartError::Keys(format!("API task failed: {e}")))
+}

@@ -1,0 +1,194 @@
+//! The route table: every path, method, operation and the authority it needs. Dispatch, auth
+//! and the OpenAPI document all read this one table, so they cannot disagree.
+
+use warp::http::Method;
+use zonecast_runtime::Authority;
+
+/// Every operation the API answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Op {
+    ListZones,
+    CreateZone,
+    GetZone,
+    DeleteZone,
+    UpdateZone,
+    CreateZones,
+    UpdateZones,
+    DeleteZones,
+    ActivateZones,
+    DeactivateZones,
+    AddDevices,
+    RemoveDevices,
+    ListSettings,
+    PutSetting,
+    SetRadii,
+    ResetZone,
+    LockZone,
+    UnlockZone,
+    ListConnections,
+    CreateConnection,
+    GetConnection,
+    UpdateConnection,
+    DeleteConnection,
+    ConnectionStatus,
+    ListCertificates,
+    CreateCertificate,
+    UpdateCertificate,
+    DeleteCertificate,
+    Token,
+    OpenApi,
+    Health,
+    Metrics,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// HTTP method.
+    pub method: Method,
+    /// Path template; `{Name}` segments are parameters.
+    pub path: &'static str,
+    /// What it does.
+    pub op: Op,
+    /// Needed authority; `None` for the open routes (`/healthz`, token).
+    pub authority: Option<Authority>,
+    /// OpenAPI operationId.
+    pub id: &'static str,
+    /// One-line summary for the OpenAPI document.
+    pub summary: &'static str,
+    /// Request body schema (component name), if any.
+    pub body: Option<&'static str>,
+    /// Success response schema (component name).
+    pub response: &'static str,
+}
+
+const R: Option<Authority> = Some(Authority::Read);
+const W: Option<Authority> = Some(Authority::Write);
+const A: Option<Authority> = Some(Authority::Admin);
+
+macro_rules! route {
+    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
+        Route { method: Method::$m, path: $path, op: Op::$op, authority: $auth, id: $id, summary: $summary, body: $body, response: $resp }
+    };
+}
+
+/// The whole API.
+pub static ROUTES: &[Route] = &[
+    route!(GET "/v3/modules/zones" ListZones R, "listZones", "List zones", None, "ZoneList"),
+    route!(POST "/v3/modules/zones" CreateZone W, "createZone", "Create a zone", Some("ZoneInput"), "Zone"),
+    route!(DELETE "/v3/modules/zones" DeleteZones W, "deleteZones", "Delete zones (all or nothing)", Some("ZoneIDList"), "Ack"),
+    route!(POST "/v3/modules/zones/batch" CreateZones W, "createZones", "Create zones (all or nothing)", Some("ZoneInputList"), "ZoneList"),
+    route!(PUT "/v3/modules/zones/batch" UpdateZones W, "updateZones", "Update zones matched by ZoneID or Name (all or nothing)", Some("ZoneUpdateList"), "Ack"),
+    route!(POST "/v3/modules/zones/activate" ActivateZones W, "activateZones", "Activate zones (all or nothing)", Some("ZoneIDList"), "Ack"),
+    route!(POST "/v3/modules/zones/deactivate" DeactivateZones W, "deactivateZones", "Deactivate zones (all or nothing)", Some("ZoneIDList"), "Ack"),
+    route!(GET "/v3/modules/zones/settings" ListSettings R, "listZoneSettings", "List zone settings with their current values", None, "SettingList"),
+    route!(PUT "/v3/modules/zones/settings" PutSetting W, "writeZoneSetting", "Write one zone setting", Some("Setting"), "Ack"),
+    route!(PUT "/v3/modules/zones/devices/radius" SetRadii W, "setDeviceRadii", "Merge device radii; a null value removes", Some("RadiusMap"), "Ack"),
+    route!(GET "/v3/modules/zones/{ZoneID}" GetZone R, "getZone", "Retrieve a zone", None, "Zone"),
+    route!(PUT "/v3/modules/zones/{ZoneID}" UpdateZone W, "updateZone", "Update a zone; only supplied fields change", Some("ZoneInput"), "Ack"),
+    route!(DELETE "/v3/modules/zones/{ZoneID}" DeleteZone W, "deleteZone", "Delete a zone", None, "Ack"),
+    route!(POST "/v3/modules/zones/{ZoneID}/devices" AddDevices W, "addZoneDevices", "Add devices to a zone's DeviceList", Some("MACList"), "Ack"),
+    route!(DELETE "/v3/modules/zones/{ZoneID}/devices" RemoveDevices W, "removeZoneDevices", "Remove devices from a zone's DeviceList", Some("MACList"), "Ack"),
+    route!(POST "/v3/modules/zones/{ZoneID}/reset" ResetZone W, "resetZone", "Reset a zone's collisions", None, "Ack"),
+    route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, "Ack"),
+    route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, "Ack"),
+    route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, "ConnectionList"),
+    route!(POST "/v3/modules/mqtt/connections" CreateConnection A, "createConnection", "Create an MQTT connection", Some("ConnectionInput"), "Connection"),
+    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}" GetConnection R, "getConnection", "Retrieve one connection, as a list", None, "ConnectionList"),
+    route!(PUT "/v3/modules/mqtt/connections/{ConnectionID}" UpdateConnection A, "updateConnection", "Update an MQTT connection", Some("ConnectionInput"), "Connection"),
+    route!(DELETE "/v3/modules/mqtt/connections/{ConnectionID}" DeleteConnection A, "deleteConnection", "Delete an MQTT connection", None, "Ack"),
+    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}/status" ConnectionStatus R, "getConnectionStatus", "Forwarding status of a connection", None, "ConnectionStatus"),
+    route!(GET "/v3/modules/mqtt/certificates" ListCertificates R, "listCertificateProfiles", "List certificate profiles (ID and name)", None, "CertificateProfileList"),
+    route!(POST "/v3/modules/mqtt/certificates" CreateCertificate A, "createCertificateProfile", "Create a certificate profile", Some("CertificateProfileInput"), "CertificateProfile"),
+    route!(PUT "/v3/modules/mqtt/certificates/{ID}" UpdateCertificate A, "updateCertificateProfile", "Update a certificate profile", Some("CertificateProfileInput"), "CertificateProfile"),
+    route!(DELETE "/v3/modules/mqtt/certificates/{ID}" DeleteCertificate A, "deleteCertificateProfile", "Delete an unused certificate profile", None, "Ack"),
+    route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some("TokenRequest"), "Token"),
+    route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, "OpenApi"),
+    route!(GET "/healthz" Health None, "health", "Health of the service and its connections", None, "Health"),
+    route!(GET "/metrics" Metrics R, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
+];
+
+/// Result of looking a request up in a table.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// A route and its path parameters, in order.
+    Found(&'a Route, Vec<String>),
+    /// The path exists, the method does not; the allowed methods.
+    WrongMethod(Vec<Method>),
+    /// No such path.
+    Missing,
+}
+
+fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
+    let mut params = Vec::new();
+    let mut t = template.trim_matches('/').split('/');
+    let mut p = path.trim_end_matches('/').trim_start_matches('/').split('/');
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return Some(params),
+            (Some(ts), Some(ps)) if ts.starts_with('{') => {
+                if ps.is_empty() {
+                    return None;
+                }
+                params.push(ps.to_owned());
+            }
+            (Some(ts), Some(ps)) if ts == ps => {}
+            _ => return None,
+        }
+    }
+}
+
+fn placeholders(template: &str) -> usize {
+    template.matches('{').count()
+}
+
+/// Finds the route for `method` and `path` in `table`: literal segments win over parameters
+/// (`/zones/settings` before `/zones/{ZoneID}`).
+pub fn lookup<'a>(table: &'a [Route], method: &Method, path: &str) -> Lookup<'a> {
+    let mut candidates: Vec<(&Route, Vec<String>)> =
+        table.iter().filter_map(|r| match_path(r.path, path).map(|p| (r, p))).collect();
+    if candidates.is_empty() {
+        return Lookup::Missing;
+    }
+    let fewest = candidates.iter().map(|(r, _)| placeholders(r.path)).min().unwrap_or(0);
+    candidates.retain(|(r, _)| placeholders(r.path) == fewest);
+    match candidates.iter().position(|(r, _)| r.method == *method) {
+        Some(i) => {
+            let (route, params) = candidates.swap_remove(i);
+            Lookup::Found(route, params)
+        }
+        None => Lookup::WrongMethod(candidates.iter().map(|(r, _)| r.method.clone()).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_segments_win_over_parameters() {
+        let Lookup::Found(r, p) = lookup(ROUTES, &Method::GET, "/v3/modules/zones/settings") else { panic!() };
+        assert_eq!((r.op, p.len()), (Op::ListSettings, 0));
+        let Lookup::Found(r, p) = lookup(ROUTES, &Method::GET, "/v3/modules/zones/abc") else { panic!() };
+        assert_eq!((r.op, p), (Op::GetZone, vec!["abc".to_owned()]));
+        let Lookup::Found(r, _) = lookup(ROUTES, &Method::PUT, "/v3/modules/zones/batch") else { panic!() };
+        assert_eq!(r.op, Op::UpdateZones);
+    }
+
+    #[test]
+    fn unknown_paths_and_methods_are_told_apart() {
+        assert!(matches!(lookup(ROUTES, &Method::GET, "/v3/nothing"), Lookup::Missing));
+        assert!(matches!(lookup(ROUTES, &Method::PATCH, "/v3/modules/zones"), Lookup::WrongMethod(m) if m.len() == 3));
+    }
+
+    #[test]
+    fn every_route_is_unique() {
+        for (i, a) in ROUTES.iter().enumerate() {
+            for b in &ROUTES[i + 1..] {
+                assert!(!(a.method == b.method && a.path == b.path), "{} {}", a.method, a.path);
+                assert_ne!(a.id, b.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The all-in-one zonecast: every service in one process over an in-process bus and an
+//! embedded SQLite store (or NATS and PostgreSQL when their URLs are configured). With nothing
+//! configured it generates its secret key and an admin API key in the data directory.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use zonecast_api::{Context, StartError};
+use zonecast_bus::Bus;
+use zonecast_runtime::keys::{random_base64, write_private};
+use zonecast_runtime::{ApiKey, Authority, Config, Keys, Secret, Shutdown};
+
+/// File name of the SQLite database inside the data directory.
+pub const DATABASE_FILE: &str = "zonecast.sqlite";
+/// File name of the generated admin API key inside the data directory.
+pub const ADMIN_KEY_FILE: &str = "admin.key";
+
+/// A started all-in-one process.
+pub struct AllInOne {
+    /// Where the API (and later `POST /v3/positions`) listens.
+    pub http_addr: SocketAddr,
+    /// The generated admin key file, when no credentials were configured.
+    pub admin_key_file: Option<PathBuf>,
+    /// The bus the services share (in-process unless a NATS URL is configured).
+    pub bus: Arc<dyn Bus>,
+    /// Ends after shutdown, once everything is drained.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+fn key_error(e: impl std::fmt::Display) -> StartError {
+    StartError::Keys(e.to_string())
+}
+
+/// The admin key of `<data_dir>/admin.key`, generated (mode 0600) on first start.
+fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+    let path = dir.join(ADMIN_KEY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, Secret::new(text.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = random_base64(24).map_err(key_error)?.replace(['+', '/'], "x");
+            write_private(&path, &key).map_err(key_error)?;
+            Ok((path, Secret::new(key)))
+        }
+        Err(e) => Err(key_error(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Starts the all-in-one on `config`.
+pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, StartError> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| key_error(format!("data directory {}: {e}", config.data_dir.display())))?;
+    let keys = match &config.secret_key {
+        Some(secret) => Keys::from_secret(secret).map_err(key_error)?,
+        None => Keys::load_or_generate(&config.data_dir).map_err(key_error)?.0,
+    };
+    let mut admin_key_file = None;
+    if config.api_keys.is_empty() && config.clients.is_empty() {
+        let (path, key) = admin_key(&config.data_dir)?;
+        tracing::info!(file = %path.display(), "no credentials configured: admin API key (X-API-Key) is in this file");
+        config.api_keys.push(ApiKey { key, authority: Authority::Admin });
+        admin_key_file = Some(path);
+    }
+    let database_url = config.database_url.as_ref().map(|s| s.expose().to_owned());
+    let store = zonecast_store::open(database_url.as_deref(), &config.data_dir.join(DATABASE_FILE)).await?;
+    let nats_url = config.nats_url.as_ref().map(|s| s.expose().to_owned());
+    let bus = zonecast_bus::connect(nats_url.as_deref(), "zonecast").await?;
+    tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
+    let listener = zonecast_api::bind(config.http_addr).await?;
+    let http_addr =
+        listener.local_addr().map_err(|e| StartError::Bind { addr: config.http_addr, reason: e.to_string() })?;
+    let ctx = Arc::new(Context::new(&config, store, bus.clone(), Arc::new(keys)));
+    let drain = bus.clone();
+    let task = tokio::spawn(async move {
+        zonecast_api::serve(ctx, listener, shutdown).await;
+        if let Err(e) = drain.drain().await {
+            tracing::warn!(error = %e, "bus drain failed");
+        }
+    });
+    Ok(AllInOne { http_addr, admin_key_file, bus, task })
+}

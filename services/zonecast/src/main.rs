@@ -1,0 +1,17 @@
+//! `zonecast`: the all-in-one binary. `cargo run --release` starts it on its embedded defaults.
+
+use zonecast_runtime::{Config, shutdown, telemetry};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = Config::from_env()?;
+    telemetry::init(config.log_json);
+    let running = zonecast::start(config, shutdown::on_signals()).await?;
+    if let Some(file) = &running.admin_key_file {
+        eprintln!("zonecast: admin API key is in {} (send it as X-API-Key)", file.display());
+    }
+    eprintln!("zonecast: listening on http://{}", running.http_addr);
+    running.task.await?;
+    Ok(())
+}
