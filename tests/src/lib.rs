@@ -1,1 +1,249 @@
-//! placeholder
+//! Test support: start zonecast for real, in either deployment mode, each test in its own world
+//! (fresh database, random subject prefix, port 0), and talk to it over HTTP like a client.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use zonecast_bus::{Bus, Subjects, Subscription};
+use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret, Shutdown};
+
+pub use serde_json::json;
+
+/// PostgreSQL server whose `postgres` role may create databases.
+pub fn database_admin_url() -> String {
+    std::env::var("ZONECAST_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// NATS server.
+pub fn nats_url() -> String {
+    std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+const START_POSTGRES: &str = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start";
+const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
+
+/// A fresh, empty PostgreSQL database; panics with the start command when the server is down.
+pub async fn fresh_database() -> String {
+    let name = format!("zc_test_{}", uuid::Uuid::new_v4().simple());
+    zonecast_store::postgres::create_database(&database_admin_url(), &name).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL at {} is not usable ({e}); start it with: {START_POSTGRES}", database_admin_url())
+    })
+}
+
+/// A NATS connection of the test's own; panics with the start command when the server is down.
+pub async fn nats_bus() -> Arc<dyn Bus> {
+    zonecast_bus::connect(Some(&nats_url()), "zonecast-tests")
+        .await
+        .unwrap_or_else(|e| panic!("NATS at {} is not reachable ({e}); start it with: {START_NATS}", nats_url()))
+}
+
+/// How the service under test is deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The `zonecast` binary's composition: SQLite file, in-process bus.
+    AllInOne,
+    /// `zonecast-api` on PostgreSQL and NATS.
+    Distributed,
+}
+
+/// Credentials every test server is configured with.
+pub const ADMIN_KEY: &str = "test-admin-key";
+pub const WRITE_KEY: &str = "test-write-key";
+pub const READ_KEY: &str = "test-read-key";
+pub const CLIENT_ID: &str = "integration";
+pub const CLIENT_SECRET: &str = "s3cret:with:colons";
+
+/// A running zonecast under test.
+pub struct Server {
+    pub mode: Mode,
+    pub base: String,
+    pub subjects: Subjects,
+    /// A bus on which the test sees what the service publishes.
+    pub bus: Arc<dyn Bus>,
+    /// PostgreSQL URL of the distributed mode's database.
+    pub database_url: Option<String>,
+    /// Data directory of the all-in-one mode.
+    pub data_dir: tempfile::TempDir,
+    pub http: reqwest::Client,
+    shutdown: Shutdown,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// A configuration with the test credentials, port 0 and a random subject prefix.
+pub fn test_config(data_dir: &std::path::Path) -> Config {
+    Config {
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        data_dir: data_dir.to_owned(),
+        subject_prefix: format!("zt{}", uuid::Uuid::new_v4().simple()),
+        site_id: 501,
+        api_keys: vec![
+            ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },
+            ApiKey { key: Secret::new(WRITE_KEY), authority: Authority::Write },
+            ApiKey { key: Secret::new(READ_KEY), authority: Authority::Read },
+        ],
+        clients: vec![Client { id: CLIENT_ID.into(), secret: Secret::new(CLIENT_SECRET), authority: Authority::Write }],
+        secret_key: Some(Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())),
+        max_body_bytes: 256 * 1024,
+        ..Config::default()
+    }
+}
+
+impl Server {
+    /// Starts zonecast in `mode` with [`test_config`].
+    pub async fn start(mode: Mode) -> Self {
+        let data_dir = tempfile::tempdir().unwrap();
+        let config = test_config(data_dir.path());
+        Self::start_with(mode, config, data_dir).await
+    }
+
+    /// Starts zonecast in `mode` with `config` (its store and bus URLs are set here).
+    pub async fn start_with(mode: Mode, mut config: Config, data_dir: tempfile::TempDir) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let subjects = Subjects::new(config.subject_prefix.clone());
+        let shutdown = Shutdown::new();
+        let (addr, bus, task, database_url) = match mode {
+            Mode::AllInOne => {
+                let running = zonecast::start(config, shutdown.clone()).await.expect("all-in-one starts");
+                (running.http_addr, running.bus, running.task, None)
+            }
+            Mode::Distributed => {
+                let url = fresh_database().await;
+                let bus = nats_bus().await;
+                config.database_url = Some(Secret::new(url.clone()));
+                config.nats_url = Some(Secret::new(nats_url()));
+                let running = zonecast_api::start(config, shutdown.clone()).await.expect("zonecast-api starts");
+                (running.addr, bus, running.task, Some(url))
+            }
+        };
+        Self {
+            mode,
+            base: format!("http://{addr}"),
+            subjects,
+            bus,
+            database_url,
+            data_dir,
+            http: reqwest::Client::new(),
+            shutdown,
+            task: Some(task),
+        }
+    }
+
+    /// Sends `method path` with `key` as `X-API-Key` (none when `None`) and a raw body.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            req = req.header("X-API-Key", key);
+        }
+        if let Some(body) = body {
+            req = req.header("Content-Type", "application/json").body(body);
+        }
+        let response = req.send().await.expect("request reaches the server");
+        let status = response.status();
+        let bytes = response.bytes().await.expect("response body");
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        (status, value)
+    }
+
+    /// Sends JSON `body` (or nothing) with `key`.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        self.raw(method, path, key, body.map(|b| serde_json::to_vec(&b).unwrap())).await
+    }
+
+    /// As admin; panics unless the answer is 200, returning its body.
+    pub async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method.clone(), path, Some(ADMIN_KEY), body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path} answered {value}");
+        value
+    }
+
+    /// Creates a zone from `input`, returning it.
+    pub async fn create_zone(&self, input: Value) -> Value {
+        self.ok(Method::POST, "/v3/modules/zones", Some(input)).await
+    }
+
+    /// Everything a client can read back, to prove that a refused request changed nothing.
+    pub async fn snapshot(&self) -> Value {
+        json!({
+            "zones": self.ok(Method::GET, "/v3/modules/zones", None).await,
+            "settings": self.ok(Method::GET, "/v3/modules/zones/settings", None).await,
+            "connections": self.ok(Method::GET, "/v3/modules/mqtt/connections", None).await,
+            "certificates": self.ok(Method::GET, "/v3/modules/mqtt/certificates", None).await,
+        })
+    }
+
+    /// Subscribes to `<prefix>.config.changed`.
+    pub async fn config_changes(&self) -> Subscription {
+        self.bus.subscribe(&self.subjects.config_changed()).await.unwrap()
+    }
+
+    /// Stops the server and waits until it has drained.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The next message of `sub` as JSON, or a panic after `timeout`.
+pub async fn next_json(sub: &mut Subscription, timeout: Duration) -> Value {
+    let msg =
+        tokio::time::timeout(timeout, sub.next()).await.expect("a message within the timeout").expect("stream open");
+    serde_json::from_slice(&msg.payload).expect("JSON payload")
+}
+
+/// A sphere ZoneInput.
+pub fn sphere(name: &str, centre: [f64; 3], radius: f64) -> Value {
+    json!({"Name": name, "GeometryType": "sphere", "GeometryData": [centre, [radius, 0, 0]]})
+}
+
+/// Asserts the documented error body with `status` and `kind`; returns the message.
+#[track_caller]
+pub fn assert_error(answer: &(StatusCode, Value), status: u16, kind: &str) -> String {
+    let (got, body) = answer;
+    assert_eq!(got.as_u16(), status, "expected {status} {kind}, got {got} {body}");
+    assert_eq!(body["status"], json!(status), "{body}");
+    assert_eq!(body["success"], json!(false), "{body}");
+    assert_eq!(body["error"], json!(kind), "{body}");
+    let message = body["message"].as_str().expect("message").to_owned();
+    assert!(!message.is_empty());
+    message
+}
+
+/// Generates one `#[tokio::test]` per mode for each listed async fn taking a `Mode`.
+#[macro_export]
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod all_in_one {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::Mode::AllInOne).await }) *
+        }
+        mod distributed {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::Mode::Distributed).await }) *
+        }
+    };
+}

@@ -73,11 +73,7 @@ impl Group {
         }
         let chosen = self.next % matching;
         self.next = self.next.wrapping_add(1);
-        self.members
-            .iter()
-            .filter(|m| m.wants(tokens))
-            .nth(chosen)
-            .map(Member::target)
+        self.members.iter().filter(|m| m.wants(tokens)).nth(chosen).map(Member::target)
     }
 }
 
@@ -89,12 +85,7 @@ struct Targets {
 
 impl Registry {
     fn targets(&mut self, tokens: &[&str]) -> Targets {
-        let plain = self
-            .plain
-            .iter()
-            .filter(|m| m.wants(tokens))
-            .map(Member::target)
-            .collect();
+        let plain = self.plain.iter().filter(|m| m.wants(tokens)).map(Member::target).collect();
         let queued = self
             .groups
             .iter_mut()
@@ -147,12 +138,7 @@ impl InProcessBus {
 
     /// A bus whose subscriptions buffer `capacity` messages each (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                capacity: capacity.max(1),
-                registry: Mutex::new(Registry::default()),
-            }),
-        }
+        Self { shared: Arc::new(Shared { capacity: capacity.max(1), registry: Mutex::new(Registry::default()) }) }
     }
 
     /// Number of live subscriptions, queue group members included.
@@ -175,21 +161,12 @@ impl InProcessBus {
             registry.next_id += 1;
             let member = Member { id, pattern, tx };
             match group {
-                Some(group) => registry
-                    .groups
-                    .entry(group.to_owned())
-                    .or_default()
-                    .members
-                    .push(member),
+                Some(group) => registry.groups.entry(group.to_owned()).or_default().members.push(member),
                 None => registry.plain.push(member),
             }
             id
         };
-        Ok(Box::pin(InProcessSubscription {
-            rx,
-            shared: Arc::downgrade(&self.shared),
-            id,
-        }))
+        Ok(Box::pin(InProcessSubscription { rx, shared: Arc::downgrade(&self.shared), id }))
     }
 }
 
@@ -220,11 +197,7 @@ impl Bus for InProcessBus {
                 let tokens: Vec<&str> = message.subject.split('.').collect();
                 let mut registry = self.shared.lock();
                 registry.remove(id);
-                match registry
-                    .groups
-                    .get_mut(&group)
-                    .and_then(|g| g.pick(&tokens))
-                {
+                match registry.groups.get_mut(&group).and_then(|g| g.pick(&tokens)) {
                     Some((next_id, next_tx)) => (id, tx) = (next_id, next_tx),
                     None => break,
                 }
@@ -260,10 +233,7 @@ impl Bus for InProcessBus {
         let (plain, groups) = {
             let mut registry = self.shared.lock();
             registry.closed = true;
-            (
-                std::mem::take(&mut registry.plain),
-                std::mem::take(&mut registry.groups),
-            )
+            (std::mem::take(&mut registry.plain), std::mem::take(&mut registry.groups))
         };
         // Dropping the senders ends each subscription once its buffered messages are read.
         drop((plain, groups));
@@ -314,10 +284,7 @@ mod tests {
     const WAIT: Duration = Duration::from_secs(5);
 
     async fn next(sub: &mut Subscription) -> Message {
-        timeout(WAIT, sub.next())
-            .await
-            .expect("a message within the timeout")
-            .expect("the subscription is open")
+        timeout(WAIT, sub.next()).await.expect("a message within the timeout").expect("the subscription is open")
     }
 
     #[tokio::test]
@@ -340,19 +307,14 @@ mod tests {
             let bus = bus.clone();
             tokio::spawn(async move {
                 for i in 0..5u8 {
-                    bus.publish("a".into(), Bytes::from(vec![i]))
-                        .await
-                        .expect("publish");
+                    bus.publish("a".into(), Bytes::from(vec![i])).await.expect("publish");
                 }
             })
         };
         for i in 0..5u8 {
             assert_eq!(next(&mut sub).await.payload, Bytes::from(vec![i]));
         }
-        timeout(WAIT, publisher)
-            .await
-            .expect("publisher finishes")
-            .expect("publisher does not panic");
+        timeout(WAIT, publisher).await.expect("publisher finishes").expect("publisher does not panic");
     }
 
     #[tokio::test]
@@ -360,9 +322,7 @@ mod tests {
         let bus = InProcessBus::with_capacity(1);
         let stuck = bus.subscribe("a").await.expect("subscribe");
         let mut reader = bus.subscribe("a").await.expect("subscribe");
-        bus.publish("a".into(), Bytes::from_static(b"1"))
-            .await
-            .expect("publish");
+        bus.publish("a".into(), Bytes::from_static(b"1")).await.expect("publish");
         assert_eq!(next(&mut reader).await.payload, Bytes::from_static(b"1"));
         let publisher = {
             let bus = bus.clone();
@@ -386,9 +346,7 @@ mod tests {
         // Round-robin: "1" fills the first member's queue, "2" goes to the live one, "3" waits
         // for the first member until it is dropped and then goes to the live one.
         for payload in ["1", "2"] {
-            bus.publish("a".into(), Bytes::from(payload))
-                .await
-                .expect("publish");
+            bus.publish("a".into(), Bytes::from(payload)).await.expect("publish");
         }
         assert_eq!(next(&mut live).await.payload, Bytes::from_static(b"2"));
         let publisher = {
@@ -411,9 +369,7 @@ mod tests {
         let mut a = bus.queue_subscribe("x", "g").await.expect("subscribe");
         let mut b = bus.queue_subscribe("x", "g").await.expect("subscribe");
         for i in 0..4u8 {
-            bus.publish("x".into(), Bytes::from(vec![i]))
-                .await
-                .expect("publish");
+            bus.publish("x".into(), Bytes::from(vec![i])).await.expect("publish");
         }
         assert_eq!(next(&mut a).await.payload, Bytes::from(vec![0]));
         assert_eq!(next(&mut b).await.payload, Bytes::from(vec![1]));

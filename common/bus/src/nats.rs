@@ -50,11 +50,7 @@ impl NatsBus {
                 reason: scrub_credentials(&err.to_string(), url),
             })?;
         tracing::info!(url = %redacted, client = client_name, "connected to NATS");
-        Ok(Self {
-            client,
-            url: redacted,
-            drained: Arc::new(AtomicBool::new(false)),
-        })
+        Ok(Self { client, url: redacted, drained: Arc::new(AtomicBool::new(false)) })
     }
 
     /// The server URL this bus connected to, without credentials.
@@ -77,26 +73,13 @@ impl NatsBus {
     /// this connection's subscriptions have already been received.
     async fn round_trip(&self) -> Result<(), BusError> {
         let inbox = self.client.new_inbox();
-        let mut probe = self
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|err| BusError::Flush(err.to_string()))?;
-        self.client
-            .publish(inbox, Bytes::new())
-            .await
-            .map_err(publish_error)?;
-        self.client
-            .flush()
-            .await
-            .map_err(|err| BusError::Flush(err.to_string()))?;
+        let mut probe = self.client.subscribe(inbox.clone()).await.map_err(|err| BusError::Flush(err.to_string()))?;
+        self.client.publish(inbox, Bytes::new()).await.map_err(publish_error)?;
+        self.client.flush().await.map_err(|err| BusError::Flush(err.to_string()))?;
         match tokio::time::timeout(FLUSH_TIMEOUT, probe.next()).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(BusError::Closed),
-            Err(_) => Err(BusError::Flush(format!(
-                "NATS at {} did not confirm within {FLUSH_TIMEOUT:?}",
-                self.url
-            ))),
+            Err(_) => Err(BusError::Flush(format!("NATS at {} did not confirm within {FLUSH_TIMEOUT:?}", self.url))),
         }
     }
 
@@ -107,21 +90,16 @@ impl NatsBus {
         }
         self.ensure_open()?;
         let subscriber = match group {
-            Some(group) => {
-                self.client
-                    .queue_subscribe(subject.to_owned(), group.to_owned())
-                    .await
-            }
+            Some(group) => self.client.queue_subscribe(subject.to_owned(), group.to_owned()).await,
             None => self.client.subscribe(subject.to_owned()).await,
         }
         .map_err(|err| BusError::Subscribe(err.to_string()))?;
         // Wait until the server has registered the interest, so that, as in-process, a message
         // published by anyone after this returns reaches the subscription.
         self.round_trip().await?;
-        Ok(Box::pin(subscriber.map(|message| Message {
-            subject: message.subject.to_string(),
-            payload: message.payload,
-        })))
+        Ok(Box::pin(
+            subscriber.map(|message| Message { subject: message.subject.to_string(), payload: message.payload }),
+        ))
     }
 }
 
@@ -130,10 +108,7 @@ impl Bus for NatsBus {
     async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
         validate_subject(&subject)?;
         self.ensure_open()?;
-        self.client
-            .publish(subject, payload)
-            .await
-            .map_err(publish_error)
+        self.client.publish(subject, payload).await.map_err(publish_error)
     }
 
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
@@ -183,18 +158,13 @@ fn credentials(url: &str) -> Option<(&str, &str)> {
         None => ("", url),
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    authority
-        .rfind('@')
-        .map(|at| (scheme, &authority[..at]))
-        .filter(|(_, userinfo)| !userinfo.is_empty())
+    authority.rfind('@').map(|at| (scheme, &authority[..at])).filter(|(_, userinfo)| !userinfo.is_empty())
 }
 
 /// `url` with its credentials replaced by `***`.
 fn redact_url(url: &str) -> String {
     match credentials(url) {
-        Some((scheme, userinfo)) => {
-            url.replacen(&format!("{scheme}{userinfo}@"), &format!("{scheme}***@"), 1)
-        }
+        Some((scheme, userinfo)) => url.replacen(&format!("{scheme}{userinfo}@"), &format!("{scheme}***@"), 1),
         None => url.to_owned(),
     }
 }
@@ -219,10 +189,7 @@ mod tests {
 
     #[test]
     fn urls_lose_their_credentials() {
-        assert_eq!(
-            redact_url("nats://alice:s3cret@nats.example:4222"),
-            "nats://***@nats.example:4222"
-        );
+        assert_eq!(redact_url("nats://alice:s3cret@nats.example:4222"), "nats://***@nats.example:4222");
         assert_eq!(redact_url("tls://t0ken@h:4222/x"), "tls://***@h:4222/x");
         assert_eq!(redact_url("alice:s3cret@h:4222"), "***@h:4222");
         assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");

@@ -14,10 +14,7 @@ const REST: &str = ">";
 pub(crate) fn validate_subject(subject: &str) -> Result<(), BusError> {
     check_framing(subject)?;
     if subject.contains(['*', '>']) {
-        return Err(invalid(
-            subject,
-            "wildcards are not allowed in a publish subject",
-        ));
+        return Err(invalid(subject, "wildcards are not allowed in a publish subject"));
     }
     Ok(())
 }
@@ -45,9 +42,7 @@ pub(crate) fn validate_pattern(pattern: &str) -> Result<(), BusError> {
 /// Checks a queue group name: non-empty, no whitespace (it is a protocol token in NATS).
 pub(crate) fn validate_queue_group(group: &str) -> Result<(), BusError> {
     if group.is_empty() || group.contains(char::is_whitespace) {
-        return Err(BusError::InvalidQueueGroup(format!(
-            "{group:?}: must be non-empty and contain no whitespace"
-        )));
+        return Err(BusError::InvalidQueueGroup(format!("{group:?}: must be non-empty and contain no whitespace")));
     }
     Ok(())
 }
@@ -123,9 +118,7 @@ mod tests {
 
     fn matches(pattern: &str, subject: &str) -> bool {
         let tokens: Vec<&str> = subject.split('.').collect();
-        Pattern::parse(pattern)
-            .expect("test patterns are valid")
-            .matches(&tokens)
+        Pattern::parse(pattern).expect("test patterns are valid").matches(&tokens)
     }
 
     #[test]
@@ -162,31 +155,18 @@ mod tests {
     fn publish_subjects_must_be_well_formed_and_free_of_wildcards() {
         assert!(validate_subject("zonecast.positions.3.00:AA:BB:CC:DD:EE").is_ok());
         assert!(validate_subject("a-b_c.d").is_ok());
-        for bad in [
-            "", ".", "a.", ".a", "a..b", "a b", "a\tb", "a\nb", "a.*", "a.>", "*", ">", "a*",
-        ] {
-            assert!(
-                matches!(validate_subject(bad), Err(BusError::InvalidSubject(_))),
-                "{bad:?} should be rejected"
-            );
+        for bad in ["", ".", "a.", ".a", "a..b", "a b", "a\tb", "a\nb", "a.*", "a.>", "*", ">", "a*"] {
+            assert!(matches!(validate_subject(bad), Err(BusError::InvalidSubject(_))), "{bad:?} should be rejected");
         }
     }
 
     #[test]
     fn patterns_allow_wildcards_only_as_whole_tokens_and_greater_than_only_last() {
         for good in ["a", "a.*", "*.b", "a.>", ">", "*.*.>"] {
-            assert!(
-                validate_pattern(good).is_ok(),
-                "{good:?} should be accepted"
-            );
+            assert!(validate_pattern(good).is_ok(), "{good:?} should be accepted");
         }
-        for bad in [
-            "", "a..b", "a.", "a b", "a.>.b", ">.a", "a*", "a.b>", "a.*b",
-        ] {
-            assert!(
-                matches!(validate_pattern(bad), Err(BusError::InvalidSubject(_))),
-                "{bad:?} should be rejected"
-            );
+        for bad in ["", "a..b", "a.", "a b", "a.>.b", ">.a", "a*", "a.b>", "a.*b"] {
+            assert!(matches!(validate_pattern(bad), Err(BusError::InvalidSubject(_))), "{bad:?} should be rejected");
         }
     }
 
@@ -194,18 +174,13 @@ mod tests {
     fn queue_groups_must_be_non_empty_without_whitespace() {
         assert!(validate_queue_group("forwarders").is_ok());
         for bad in ["", "a b", "a\n"] {
-            assert!(matches!(
-                validate_queue_group(bad),
-                Err(BusError::InvalidQueueGroup(_))
-            ));
+            assert!(matches!(validate_queue_group(bad), Err(BusError::InvalidQueueGroup(_))));
         }
     }
 
     #[test]
     fn error_messages_name_the_subject_and_the_rule() {
-        let message = validate_subject("a..b")
-            .map_err(|err| err.to_string())
-            .expect_err("empty token is invalid");
+        let message = validate_subject("a..b").map_err(|err| err.to_string()).expect_err("empty token is invalid");
         assert!(message.contains("\"a..b\""), "{message}");
         assert!(message.contains("empty"), "{message}");
     }

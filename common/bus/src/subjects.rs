@@ -27,9 +27,7 @@ impl Default for Subjects {
 impl Subjects {
     /// Subjects under `prefix` (one or more dot-separated tokens, e.g. `zonecast`).
     pub fn new(prefix: impl Into<String>) -> Self {
-        Self {
-            prefix: prefix.into(),
-        }
+        Self { prefix: prefix.into() }
     }
 
     /// The first token(s) of every subject.
@@ -97,9 +95,7 @@ mod tests {
 
     fn matches(pattern: &str, subject: &str) -> bool {
         let tokens: Vec<&str> = subject.split('.').collect();
-        Pattern::parse(pattern)
-            .expect("subject patterns are valid")
-            .matches(&tokens)
+        Pattern::parse(pattern).expect("subject patterns are valid").matches(&tokens)
     }
 
     #[test]
@@ -107,23 +103,14 @@ mod tests {
         let s = Subjects::default();
         assert_eq!(s.prefix(), "zonecast");
         assert_eq!(s.ingest(), "zonecast.ingest");
-        assert_eq!(
-            s.positions(3, MAC),
-            "zonecast.positions.3.00:AA:BB:CC:DD:EE"
-        );
+        assert_eq!(s.positions(3, MAC), "zonecast.positions.3.00:AA:BB:CC:DD:EE");
         assert_eq!(s.positions_partition(3), "zonecast.positions.3.*");
         assert_eq!(s.positions_all(), "zonecast.positions.>");
         assert_eq!(s.zone_event("42", "enter"), "zonecast.events.zone.42.enter");
         assert_eq!(s.zone_events("42"), "zonecast.events.zone.42.>");
-        assert_eq!(
-            s.alarm("device", MAC),
-            "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE"
-        );
+        assert_eq!(s.alarm("device", MAC), "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE");
         assert_eq!(s.events_all(), "zonecast.events.>");
-        assert_eq!(
-            s.device_alarm_command(MAC),
-            "zonecast.devices.00:AA:BB:CC:DD:EE.alarm"
-        );
+        assert_eq!(s.device_alarm_command(MAC), "zonecast.devices.00:AA:BB:CC:DD:EE.alarm");
         assert_eq!(s.config_changed(), "zonecast.config.changed");
         assert_eq!(INGESTORS, "ingestors");
         assert_eq!(FORWARDERS, "forwarders");
@@ -150,12 +137,7 @@ mod tests {
         ] {
             assert!(validate_subject(&subject).is_ok(), "{subject}");
         }
-        for pattern in [
-            s.positions_partition(0),
-            s.positions_all(),
-            s.zone_events("7"),
-            s.events_all(),
-        ] {
+        for pattern in [s.positions_partition(0), s.positions_all(), s.zone_events("7"), s.events_all()] {
             assert!(validate_pattern(&pattern).is_ok(), "{pattern}");
         }
     }

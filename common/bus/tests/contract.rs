@@ -27,8 +27,7 @@ fn in_process_bus() -> Arc<dyn Bus> {
 }
 
 async fn nats_bus() -> Arc<dyn Bus> {
-    let url = std::env::var("ZONECAST_TEST_NATS_URL")
-        .unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+    let url = std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
     match NatsBus::connect(&url, "zonecast-bus-contract").await {
         Ok(bus) => Arc::new(bus),
         Err(err) => panic!(
@@ -93,10 +92,7 @@ async fn an_exact_subject_reaches_every_plain_subscriber_and_no_other(bus: Arc<d
 
 async fn a_star_matches_exactly_one_token(bus: Arc<dyn Bus>) {
     let s = fresh_subjects();
-    let mut partition = bus
-        .subscribe(&s.positions_partition(3))
-        .await
-        .expect("subscribe");
+    let mut partition = bus.subscribe(&s.positions_partition(3)).await.expect("subscribe");
 
     publish(&bus, s.positions(3, MAC), "match").await;
     publish(&bus, s.positions(4, MAC), "other partition").await;
@@ -128,10 +124,7 @@ async fn a_greater_than_matches_one_or_more_trailing_tokens(bus: Arc<dyn Bus>) {
     for _ in 0..4 {
         everything.push(next(&mut all_events).await.payload);
     }
-    assert_eq!(
-        everything,
-        ["enter 7", "enter 8", "alarm", "exit 7"].map(text).to_vec()
-    );
+    assert_eq!(everything, ["enter 7", "enter 8", "alarm", "exit 7"].map(text).to_vec());
     assert_eq!(next(&mut zone_7).await.payload, text("enter 7"));
     assert_eq!(next(&mut zone_7).await.payload, text("exit 7"));
     assert_nothing_more(&bus, &mut all_events).await;
@@ -141,14 +134,8 @@ async fn a_greater_than_matches_one_or_more_trailing_tokens(bus: Arc<dyn Bus>) {
 async fn a_queue_group_delivers_each_message_to_exactly_one_member(bus: Arc<dyn Bus>) {
     const N: usize = 200;
     let s = fresh_subjects();
-    let first = bus
-        .queue_subscribe(&s.events_all(), FORWARDERS)
-        .await
-        .expect("queue subscribe");
-    let second = bus
-        .queue_subscribe(&s.events_all(), FORWARDERS)
-        .await
-        .expect("queue subscribe");
+    let first = bus.queue_subscribe(&s.events_all(), FORWARDERS).await.expect("queue subscribe");
+    let second = bus.queue_subscribe(&s.events_all(), FORWARDERS).await.expect("queue subscribe");
     let mut members = futures::stream::select(first.map(|m| (0, m)), second.map(|m| (1, m)));
     let mut tap = bus.subscribe(&s.events_all()).await.expect("subscribe");
 
@@ -161,17 +148,10 @@ async fn a_queue_group_delivers_each_message_to_exactly_one_member(bus: Arc<dyn 
     for _ in 0..N {
         let (member, message) = next(&mut members).await;
         per_member[member] += 1;
-        assert!(
-            seen.insert(message.payload.clone()),
-            "{:?} delivered twice",
-            message.payload
-        );
+        assert!(seen.insert(message.payload.clone()), "{:?} delivered twice", message.payload);
     }
     assert_nothing_more(&bus, &mut members).await;
-    assert!(
-        per_member.iter().all(|&count| count > 0),
-        "both members should share the load: {per_member:?}"
-    );
+    assert!(per_member.iter().all(|&count| count > 0), "both members should share the load: {per_member:?}");
     for i in 0..N {
         assert_eq!(next(&mut tap).await.payload, text(&i.to_string()));
     }
@@ -179,14 +159,8 @@ async fn a_queue_group_delivers_each_message_to_exactly_one_member(bus: Arc<dyn 
 
 async fn each_queue_group_gets_its_own_copy(bus: Arc<dyn Bus>) {
     let s = fresh_subjects();
-    let mut ingestor = bus
-        .queue_subscribe(&s.ingest(), INGESTORS)
-        .await
-        .expect("queue subscribe");
-    let mut forwarder = bus
-        .queue_subscribe(&s.ingest(), FORWARDERS)
-        .await
-        .expect("queue subscribe");
+    let mut ingestor = bus.queue_subscribe(&s.ingest(), INGESTORS).await.expect("queue subscribe");
+    let mut forwarder = bus.queue_subscribe(&s.ingest(), FORWARDERS).await.expect("queue subscribe");
 
     publish(&bus, s.ingest(), "one").await;
 
@@ -200,10 +174,7 @@ async fn messages_from_one_publisher_arrive_in_order(bus: Arc<dyn Bus>) {
     const N: usize = 1_000;
     let s = fresh_subjects();
     let mut positions = bus.subscribe(&s.positions_all()).await.expect("subscribe");
-    let mut member = bus
-        .queue_subscribe(&s.positions_all(), INGESTORS)
-        .await
-        .expect("queue subscribe");
+    let mut member = bus.queue_subscribe(&s.positions_all(), INGESTORS).await.expect("queue subscribe");
 
     for i in 0..N {
         let partition = u32::try_from(i % 16).expect("small");
@@ -272,14 +243,8 @@ async fn invalid_subjects_are_rejected(bus: Arc<dyn Bus>) {
 async fn dropping_a_subscription_unsubscribes(bus: Arc<dyn Bus>) {
     const N: usize = 50;
     let s = fresh_subjects();
-    let leaving = bus
-        .queue_subscribe(&s.ingest(), INGESTORS)
-        .await
-        .expect("queue subscribe");
-    let mut staying = bus
-        .queue_subscribe(&s.ingest(), INGESTORS)
-        .await
-        .expect("queue subscribe");
+    let leaving = bus.queue_subscribe(&s.ingest(), INGESTORS).await.expect("queue subscribe");
+    let mut staying = bus.queue_subscribe(&s.ingest(), INGESTORS).await.expect("queue subscribe");
     let plain = bus.subscribe(&s.ingest()).await.expect("subscribe");
     drop(leaving);
     drop(plain);
@@ -331,15 +296,10 @@ async fn draining_ends_subscriptions_after_their_buffered_messages(bus: Arc<dyn 
     bus.drain().await.expect("drain");
 
     assert_eq!(next(&mut sub).await.payload, text("last"));
-    let end = timeout(ARRIVES, sub.next())
-        .await
-        .expect("the subscription should end in time");
+    let end = timeout(ARRIVES, sub.next()).await.expect("the subscription should end in time");
     assert!(end.is_none(), "no message after the drain: {end:?}");
     assert!(!bus.is_connected());
-    assert!(matches!(
-        bus.publish(s.config_changed(), text("late")).await,
-        Err(BusError::Closed)
-    ));
+    assert!(matches!(bus.publish(s.config_changed(), text("late")).await, Err(BusError::Closed)));
     bus.drain().await.expect("a second drain is harmless");
 }
 
@@ -381,14 +341,10 @@ contract!(
 
 #[tokio::test]
 async fn each_implementation_names_its_kind_and_reports_connected() {
-    let in_process = zonecast_bus::connect(None, "contract")
-        .await
-        .expect("in-process");
+    let in_process = zonecast_bus::connect(None, "contract").await.expect("in-process");
     assert_eq!(in_process.kind(), "in-process");
     assert!(in_process.is_connected());
-    let blank = zonecast_bus::connect(Some("  "), "contract")
-        .await
-        .expect("in-process");
+    let blank = zonecast_bus::connect(Some("  "), "contract").await.expect("in-process");
     assert_eq!(blank.kind(), "in-process");
     let nats = nats_bus().await;
     assert_eq!(nats.kind(), "nats");
@@ -416,8 +372,6 @@ async fn connecting_to_a_closed_port_fails_fast_naming_the_url_but_not_its_passw
     assert!(!message.contains("s3cret"), "{message}");
     assert!(!format!("{err:?}").contains("s3cret"), "{err:?}");
     assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
-    let via_connect = zonecast_bus::connect(Some(&url), "contract")
-        .await
-        .map(|_| ());
+    let via_connect = zonecast_bus::connect(Some(&url), "contract").await.map(|_| ());
     assert!(matches!(via_connect, Err(BusError::Connect { .. })));
 }

@@ -29,10 +29,7 @@ pub fn compile(chain: &Value) -> Result<Chain, FilterError> {
         Value::Null => return Ok(Chain::default()),
         Value::Array(items) => items,
         other => {
-            return Err(FilterError::new(
-                "",
-                format!("must be a JSON array of filters, got {}", json_kind(other)),
-            ));
+            return Err(FilterError::new("", format!("must be a JSON array of filters, got {}", json_kind(other))));
         }
     };
     let filters = Compiler { count: 0 }.list(items, "", 1)?;
@@ -78,77 +75,44 @@ struct Compiler {
 }
 
 impl Compiler {
-    fn list(
-        &mut self,
-        items: &[Value],
-        path: &str,
-        depth: usize,
-    ) -> Result<Box<[Filter]>, FilterError> {
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| self.filter(item, &format!("{path}[{i}]"), depth))
-            .collect()
+    fn list(&mut self, items: &[Value], path: &str, depth: usize) -> Result<Box<[Filter]>, FilterError> {
+        items.iter().enumerate().map(|(i, item)| self.filter(item, &format!("{path}[{i}]"), depth)).collect()
     }
 
     fn filter(&mut self, value: &Value, path: &str, depth: usize) -> Result<Filter, FilterError> {
         self.count += 1;
         if self.count > MAX_FILTERS {
-            return Err(FilterError::new(
-                path,
-                format!("chain has more than {MAX_FILTERS} filters"),
-            ));
+            return Err(FilterError::new(path, format!("chain has more than {MAX_FILTERS} filters")));
         }
         if depth > MAX_DEPTH {
-            return Err(FilterError::new(
-                path,
-                format!("filters are nested deeper than {MAX_DEPTH} levels"),
-            ));
+            return Err(FilterError::new(path, format!("filters are nested deeper than {MAX_DEPTH} levels")));
         }
         let Value::Object(object) = value else {
-            return Err(FilterError::new(
-                path,
-                format!("must be a filter object, got {}", json_kind(value)),
-            ));
+            return Err(FilterError::new(path, format!("must be a filter object, got {}", json_kind(value))));
         };
         let fields = Fields { object, path };
 
         let template = match fields.string("FilterTemplate")? {
             None => None,
             Some(name) => Some(Template::from_name(name).ok_or_else(|| {
-                fields.error(
-                    "FilterTemplate",
-                    format!(
-                        "unknown filter template '{name}' (expected {})",
-                        Template::NAMES
-                    ),
-                )
+                fields
+                    .error("FilterTemplate", format!("unknown filter template '{name}' (expected {})", Template::NAMES))
             })?),
         };
         let selector = match fields.string("Selector")? {
             None => None,
-            Some(text) => {
-                Some(Selector::parse(text).map_err(|message| fields.error("Selector", message))?)
-            }
+            Some(text) => Some(Selector::parse(text).map_err(|message| fields.error("Selector", message))?),
         };
         let kind = match fields.string("Type")? {
             None => None,
             Some(name) => Some(Kind::from_name(name).map(|k| (k, name)).ok_or_else(|| {
-                fields.error(
-                    "Type",
-                    format!("unknown filter type '{name}' (expected {TYPE_NAMES})"),
-                )
+                fields.error("Type", format!("unknown filter type '{name}' (expected {TYPE_NAMES})"))
             })?),
         };
         let test = match (kind, selector) {
-            (Some((kind, name)), Some(selector)) => Some(Test {
-                selector,
-                op: fields.op(kind, name)?,
-            }),
+            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name)? }),
             (Some((_, name)), None) => {
-                return Err(
-                    fields.error("Selector", format!("Selector is required for Type {name}"))
-                );
+                return Err(fields.error("Selector", format!("Selector is required for Type {name}")));
             }
             (None, Some(_)) => {
                 return Err(fields.error("Type", "Type is required when Selector is set"));
@@ -164,20 +128,14 @@ impl Compiler {
             None => false,
             Some(Value::Bool(invert)) => *invert,
             Some(other) => {
-                return Err(fields.error(
-                    "Invert",
-                    format!("must be a bool, got {}", json_kind(other)),
-                ));
+                return Err(fields.error("Invert", format!("must be a bool, got {}", json_kind(other))));
             }
         };
         let children = self.children(fields.get("Children"), path, depth)?;
 
         if template.is_none() && test.is_none() {
             if children.is_empty() {
-                return Err(FilterError::new(
-                    path,
-                    "filter needs FilterTemplate, Type or Children",
-                ));
+                return Err(FilterError::new(path, "filter needs FilterTemplate, Type or Children"));
             }
             if invert {
                 return Err(fields.error(
@@ -186,20 +144,10 @@ impl Compiler {
                 ));
             }
         }
-        Ok(Filter {
-            template,
-            test,
-            invert,
-            children,
-        })
+        Ok(Filter { template, test, invert, children })
     }
 
-    fn children(
-        &mut self,
-        value: Option<&Value>,
-        path: &str,
-        depth: usize,
-    ) -> Result<Children, FilterError> {
+    fn children(&mut self, value: Option<&Value>, path: &str, depth: usize) -> Result<Children, FilterError> {
         let path = format!("{path}.Children");
         let object = match value {
             None => return Ok(Children::None),
@@ -207,10 +155,7 @@ impl Compiler {
             Some(other) => {
                 return Err(FilterError::new(
                     path,
-                    format!(
-                        "must be an object with all or any (e.g. {{\"all\": [...]}}), got {}",
-                        json_kind(other)
-                    ),
+                    format!("must be an object with all or any (e.g. {{\"all\": [...]}}), got {}", json_kind(other)),
                 ));
             }
         };
@@ -232,10 +177,7 @@ impl Compiler {
         };
         let path = format!("{path}.{key}");
         let Value::Array(items) = list else {
-            return Err(FilterError::new(
-                path,
-                format!("must be an array of filters, got {}", json_kind(list)),
-            ));
+            return Err(FilterError::new(path, format!("must be an array of filters, got {}", json_kind(list))));
         };
         if key == "any" {
             if items.is_empty() {
@@ -264,9 +206,7 @@ impl<'a> Fields<'a> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::String(text)) => Ok(Some(text)),
-            Some(other) => {
-                Err(self.error(name, format!("must be a string, got {}", json_kind(other))))
-            }
+            Some(other) => Err(self.error(name, format!("must be a string, got {}", json_kind(other)))),
         }
     }
 
@@ -285,10 +225,7 @@ impl<'a> Fields<'a> {
             }
             Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => value,
             Some(other) => {
-                return Err(self.error(
-                    "Match",
-                    format!("must be a string, number or bool, got {}", json_kind(other)),
-                ));
+                return Err(self.error("Match", format!("must be a string, number or bool, got {}", json_kind(other))));
             }
         };
         Ok(match kind {
@@ -296,15 +233,14 @@ impl<'a> Fields<'a> {
             Kind::Equals => Op::Equals(string_form(value).into()),
             Kind::Regex => {
                 let pattern = string_form(value);
-                let regex = Regex::new(&pattern).map_err(|err| {
-                    self.error("Match", format!("invalid regex: {}", regex_reason(&err)))
-                })?;
+                let regex = Regex::new(&pattern)
+                    .map_err(|err| self.error("Match", format!("invalid regex: {}", regex_reason(&err))))?;
                 Op::Regex(regex)
             }
             Kind::Compare(cmp) => {
-                let threshold = as_number(value).filter(|n| n.is_finite()).ok_or_else(|| {
-                    self.error("Match", format!("Match must be a number for {type_name}"))
-                })?;
+                let threshold = as_number(value)
+                    .filter(|n| n.is_finite())
+                    .ok_or_else(|| self.error("Match", format!("Match must be a number for {type_name}")))?;
                 Op::Compare(cmp, threshold)
             }
         })

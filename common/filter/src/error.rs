@@ -17,10 +17,7 @@ pub struct FilterError {
 
 impl FilterError {
     pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-        }
+        Self { path: path.into(), message: message.into() }
     }
 }
 
@@ -41,9 +38,6 @@ mod tests {
     #[test]
     fn display_without_path_is_the_message() {
         let err = FilterError::new("", "must be a JSON array of filters, got string");
-        assert_eq!(
-            err.to_string(),
-            "must be a JSON array of filters, got string"
-        );
+        assert_eq!(err.to_string(), "must be a JSON array of filters, got string");
     }
 }

@@ -104,8 +104,8 @@ impl Filter {
     }
 
     fn own_condition(&self, event: &Value) -> bool {
-        let holds = self.template.is_none_or(|t| t.matches(event))
-            && self.test.as_ref().is_none_or(|t| t.passes(event));
+        let holds =
+            self.template.is_none_or(|t| t.matches(event)) && self.test.as_ref().is_none_or(|t| t.passes(event));
         holds != self.invert
     }
 }
@@ -119,9 +119,7 @@ impl Test {
             Op::Exists => true,
             Op::Equals(expected) => with_string_form(value, |text| text == &**expected),
             Op::Regex(regex) => with_string_form(value, |text| regex.is_match(text)),
-            Op::Compare(cmp, threshold) => {
-                as_number(value).is_some_and(|number| cmp.holds(number, *threshold))
-            }
+            Op::Compare(cmp, threshold) => as_number(value).is_some_and(|number| cmp.holds(number, *threshold)),
         }
     }
 }

@@ -29,11 +29,7 @@ impl Selector {
             .map(|key| Segment {
                 key: key.into(),
                 // All digits only: `usize::from_str` would also take "+1".
-                index: if key.bytes().all(|b| b.is_ascii_digit()) {
-                    key.parse().ok()
-                } else {
-                    None
-                },
+                index: if key.bytes().all(|b| b.is_ascii_digit()) { key.parse().ok() } else { None },
             })
             .collect();
         Ok(Self { segments })
@@ -41,13 +37,11 @@ impl Selector {
 
     /// The value the path points at, or `None` when any step is missing.
     pub(crate) fn resolve<'a>(&self, event: &'a Value) -> Option<&'a Value> {
-        self.segments
-            .iter()
-            .try_fold(event, |value, segment| match value {
-                Value::Object(map) => map.get(&*segment.key),
-                Value::Array(items) => segment.index.and_then(|i| items.get(i)),
-                _ => None,
-            })
+        self.segments.iter().try_fold(event, |value, segment| match value {
+            Value::Object(map) => map.get(&*segment.key),
+            Value::Array(items) => segment.index.and_then(|i| items.get(i)),
+            _ => None,
+        })
     }
 }
 

@@ -19,8 +19,7 @@ pub(crate) enum Template {
 
 impl Template {
     /// The accepted names, for error messages.
-    pub(crate) const NAMES: &'static str =
-        "dashboard, position_events, zone_events, alarm_events, all";
+    pub(crate) const NAMES: &'static str = "dashboard, position_events, zone_events, alarm_events, all";
 
     /// Parses a template name (exact, lower case).
     pub(crate) fn from_name(name: &str) -> Option<Self> {
@@ -39,10 +38,7 @@ impl Template {
     // owns them, depends on this one.
     pub(crate) fn matches(self, event: &Value) -> bool {
         match self {
-            Self::Dashboard => matches!(
-                text(event, "Type"),
-                Some("LOCATION_RAW_UPDATE" | "ZONE_ENTER" | "ZONE_EXIT")
-            ),
+            Self::Dashboard => matches!(text(event, "Type"), Some("LOCATION_RAW_UPDATE" | "ZONE_ENTER" | "ZONE_EXIT")),
             Self::PositionEvents => text(event, "Category") == Some("LOCATION"),
             Self::ZoneEvents => text(event, "Category") == Some("ZONE"),
             Self::AlarmEvents => text(event, "Category") == Some("ALARM"),

@@ -47,10 +47,7 @@ struct StackText {
 
 impl Default for StackText {
     fn default() -> Self {
-        Self {
-            buf: [0; 40],
-            len: 0,
-        }
+        Self { buf: [0; 40], len: 0 }
     }
 }
 

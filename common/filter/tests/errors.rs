@@ -7,14 +7,7 @@ use zonecast_filter::{FilterError, MAX_DEPTH, MAX_FILTERS, compile};
 #[track_caller]
 fn rejects(chain: Value, path: &str, message: &str) {
     let err = compile(&chain).expect_err("chain should be rejected");
-    assert_eq!(
-        err,
-        FilterError {
-            path: path.to_owned(),
-            message: message.to_owned()
-        },
-        "{chain}"
-    );
+    assert_eq!(err, FilterError { path: path.to_owned(), message: message.to_owned() }, "{chain}");
 }
 
 /// A one-filter chain.
@@ -34,30 +27,15 @@ fn the_error_displays_as_path_colon_message() {
 
 #[test]
 fn a_chain_that_is_not_an_array_is_rejected_without_a_path() {
-    rejects(
-        json!({"FilterTemplate": "all"}),
-        "",
-        "must be a JSON array of filters, got object",
-    );
-    rejects(
-        json!("all"),
-        "",
-        "must be a JSON array of filters, got string",
-    );
+    rejects(json!({"FilterTemplate": "all"}), "", "must be a JSON array of filters, got object");
+    rejects(json!("all"), "", "must be a JSON array of filters, got string");
     let err = compile(&json!(1)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "must be a JSON array of filters, got number"
-    );
+    assert_eq!(err.to_string(), "must be a JSON array of filters, got number");
 }
 
 #[test]
 fn a_filter_that_is_not_an_object_is_rejected() {
-    rejects(
-        json!([{"FilterTemplate": "all"}, "dashboard"]),
-        "[1]",
-        "must be a filter object, got string",
-    );
+    rejects(json!([{"FilterTemplate": "all"}, "dashboard"]), "[1]", "must be a filter object, got string");
     rejects(json!([null]), "[0]", "must be a filter object, got null");
 }
 
@@ -68,21 +46,14 @@ fn a_filter_with_nothing_to_test_is_rejected() {
     rejects_filter(json!({"Comment": "x", "Invert": false}), "[0]", message);
     rejects_filter(json!({"Children": {}}), "[0]", message);
     rejects_filter(json!({"Children": {"all": []}}), "[0]", message);
-    rejects_filter(
-        json!({"FilterTemplate": "all", "Children": {"all": [{}]}}),
-        "[0].Children.all[0]",
-        message,
-    );
+    rejects_filter(json!({"FilterTemplate": "all", "Children": {"all": [{}]}}), "[0].Children.all[0]", message);
 }
 
 #[test]
 fn an_unknown_template_is_rejected() {
-    let message = "unknown filter template 'zones' (expected dashboard, position_events, zone_events, alarm_events, all)";
-    rejects_filter(
-        json!({"FilterTemplate": "zones"}),
-        "[0].FilterTemplate",
-        message,
-    );
+    let message =
+        "unknown filter template 'zones' (expected dashboard, position_events, zone_events, alarm_events, all)";
+    rejects_filter(json!({"FilterTemplate": "zones"}), "[0].FilterTemplate", message);
     rejects_filter(
         json!({"FilterTemplate": ""}),
         "[0].FilterTemplate",
@@ -106,31 +77,11 @@ fn an_unknown_type_is_rejected() {
 
 #[test]
 fn fields_of_the_wrong_json_type_are_rejected() {
-    rejects_filter(
-        json!({"FilterTemplate": 1}),
-        "[0].FilterTemplate",
-        "must be a string, got number",
-    );
-    rejects_filter(
-        json!({"Selector": ["a"], "Type": "exists"}),
-        "[0].Selector",
-        "must be a string, got array",
-    );
-    rejects_filter(
-        json!({"Selector": "a", "Type": true}),
-        "[0].Type",
-        "must be a string, got bool",
-    );
-    rejects_filter(
-        json!({"FilterTemplate": "all", "Invert": "true"}),
-        "[0].Invert",
-        "must be a bool, got string",
-    );
-    rejects_filter(
-        json!({"FilterTemplate": "all", "Invert": 1}),
-        "[0].Invert",
-        "must be a bool, got number",
-    );
+    rejects_filter(json!({"FilterTemplate": 1}), "[0].FilterTemplate", "must be a string, got number");
+    rejects_filter(json!({"Selector": ["a"], "Type": "exists"}), "[0].Selector", "must be a string, got array");
+    rejects_filter(json!({"Selector": "a", "Type": true}), "[0].Type", "must be a string, got bool");
+    rejects_filter(json!({"FilterTemplate": "all", "Invert": "true"}), "[0].Invert", "must be a bool, got string");
+    rejects_filter(json!({"FilterTemplate": "all", "Invert": 1}), "[0].Invert", "must be a bool, got number");
     rejects_filter(
         json!({"Selector": "a", "Type": "equals", "Match": {"x": 1}}),
         "[0].Match",
@@ -145,14 +96,7 @@ fn fields_of_the_wrong_json_type_are_rejected() {
 
 #[test]
 fn a_bad_selector_is_rejected() {
-    for selector in [
-        "",
-        ".",
-        "Source..MAC",
-        ".Source",
-        "Source.",
-        "Content.Position.",
-    ] {
+    for selector in ["", ".", "Source..MAC", ".Source", "Source.", "Content.Position."] {
         rejects_filter(
             json!({"Selector": selector, "Type": "exists"}),
             "[0].Selector",
@@ -165,11 +109,7 @@ fn a_bad_selector_is_rejected() {
 
 #[test]
 fn a_type_without_a_selector_is_rejected() {
-    rejects_filter(
-        json!({"Type": "equals", "Match": "x"}),
-        "[0].Selector",
-        "Selector is required for Type equals",
-    );
+    rejects_filter(json!({"Type": "equals", "Match": "x"}), "[0].Selector", "Selector is required for Type equals");
     rejects_filter(
         json!({"FilterTemplate": "all", "Type": "exists"}),
         "[0].Selector",
@@ -179,31 +119,19 @@ fn a_type_without_a_selector_is_rejected() {
 
 #[test]
 fn a_selector_or_match_without_a_type_is_rejected() {
-    rejects_filter(
-        json!({"Selector": "Source.MAC"}),
-        "[0].Type",
-        "Type is required when Selector is set",
-    );
+    rejects_filter(json!({"Selector": "Source.MAC"}), "[0].Type", "Type is required when Selector is set");
     rejects_filter(
         json!({"FilterTemplate": "all", "Selector": "a", "Match": "x"}),
         "[0].Type",
         "Type is required when Selector is set",
     );
-    rejects_filter(
-        json!({"FilterTemplate": "all", "Match": "x"}),
-        "[0].Type",
-        "Type is required when Match is set",
-    );
+    rejects_filter(json!({"FilterTemplate": "all", "Match": "x"}), "[0].Type", "Type is required when Match is set");
 }
 
 #[test]
 fn a_missing_match_is_rejected_except_for_exists() {
     for op in ["regex", "equals", "lt", "lte", "gt", "gte"] {
-        rejects_filter(
-            json!({"Selector": "a", "Type": op}),
-            "[0].Match",
-            &format!("Match is required for {op}"),
-        );
+        rejects_filter(json!({"Selector": "a", "Type": op}), "[0].Match", &format!("Match is required for {op}"));
         rejects_filter(
             json!({"Selector": "a", "Type": op, "Match": null}),
             "[0].Match",
@@ -248,14 +176,7 @@ fn a_regex_too_large_to_compile_is_rejected() {
 #[test]
 fn a_non_numeric_match_for_a_comparison_is_rejected() {
     for op in ["lt", "lte", "gt", "gte"] {
-        for bad in [
-            json!("ten"),
-            json!(true),
-            json!(""),
-            json!("NaN"),
-            json!("inf"),
-            json!(" 1"),
-        ] {
+        for bad in [json!("ten"), json!(true), json!(""), json!("NaN"), json!("inf"), json!(" 1")] {
             rejects_filter(
                 json!({"Selector": "a", "Type": op, "Match": bad}),
                 "[0].Match",
@@ -338,36 +259,22 @@ fn nesting_deeper_than_sixteen_levels_is_rejected() {
         filter = json!({"Children": {"any": [filter]}});
     }
     let path = format!("[0]{}", ".Children.any[0]".repeat(MAX_DEPTH));
-    rejects(
-        json!([filter]),
-        &path,
-        "filters are nested deeper than 16 levels",
-    );
+    rejects(json!([filter]), &path, "filters are nested deeper than 16 levels");
 }
 
 #[test]
 fn more_than_256_filters_are_rejected() {
-    let ok: Vec<Value> = (0..MAX_FILTERS)
-        .map(|_| json!({"FilterTemplate": "all"}))
-        .collect();
+    let ok: Vec<Value> = (0..MAX_FILTERS).map(|_| json!({"FilterTemplate": "all"})).collect();
     assert!(compile(&Value::Array(ok.clone())).is_ok());
 
     let mut flat = ok.clone();
     flat.push(json!({"FilterTemplate": "all"}));
-    rejects(
-        Value::Array(flat),
-        "[256]",
-        "chain has more than 256 filters",
-    );
+    rejects(Value::Array(flat), "[256]", "chain has more than 256 filters");
 
     // Children count too.
     let mut nested = ok[..MAX_FILTERS - 1].to_vec();
     nested.push(json!({"FilterTemplate": "all", "Children": {"all": [{"FilterTemplate": "all"}]}}));
-    rejects(
-        Value::Array(nested),
-        "[255].Children.all[0]",
-        "chain has more than 256 filters",
-    );
+    rejects(Value::Array(nested), "[255].Children.all[0]", "chain has more than 256 filters");
 }
 
 #[test]

@@ -52,11 +52,7 @@ fn all_events() -> Vec<Value> {
 
 /// Which of `all_events()` a chain lets through, by Type.
 fn passing(chain: &Chain) -> Vec<String> {
-    all_events()
-        .iter()
-        .filter(|e| chain.matches(e))
-        .map(|e| e["Type"].as_str().unwrap().to_owned())
-        .collect()
+    all_events().iter().filter(|e| chain.matches(e)).map(|e| e["Type"].as_str().unwrap().to_owned()).collect()
 }
 
 #[test]
@@ -80,10 +76,7 @@ fn a_chain_with_filters_is_not_empty() {
 #[test]
 fn the_dashboard_template_passes_raw_updates_enters_and_exits() {
     let chain = one(json!({"FilterTemplate": "dashboard"}));
-    assert_eq!(
-        passing(&chain),
-        ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_EXIT"]
-    );
+    assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_EXIT"]);
 }
 
 #[test]
@@ -113,12 +106,7 @@ fn the_all_template_passes_everything() {
 
 #[test]
 fn templates_do_not_match_events_without_category_or_type() {
-    for template in [
-        "dashboard",
-        "position_events",
-        "zone_events",
-        "alarm_events",
-    ] {
+    for template in ["dashboard", "position_events", "zone_events", "alarm_events"] {
         let chain = one(json!({"FilterTemplate": template}));
         assert!(!chain.matches(&json!({})), "{template}");
         assert!(!chain.matches(&json!([1, 2])), "{template}");
@@ -161,8 +149,7 @@ fn regex_sees_numbers_and_structures_as_text() {
     let chain = one(json!({"Selector": "Content.ZoneID", "Type": "regex", "Match": "^1[0-9]$"}));
     assert!(chain.matches(&zone("ZONE_ENTER")));
     assert!(chain.matches(&alarm()));
-    let chain =
-        one(json!({"Selector": "Content.Position", "Type": "regex", "Match": r"^\[1,2,3\]$"}));
+    let chain = one(json!({"Selector": "Content.Position", "Type": "regex", "Match": r"^\[1,2,3\]$"}));
     assert!(chain.matches(&zone("ZONE_ENTER")));
     let chain = one(json!({"Selector": "Source.GatewayURI", "Type": "regex", "Match": "^null$"}));
     assert!(chain.matches(&position()));
@@ -194,11 +181,7 @@ fn equals_compares_string_forms() {
     ];
     for (selector, expected, outcome) in cases {
         let chain = one(json!({"Selector": selector, "Type": "equals", "Match": expected}));
-        assert_eq!(
-            chain.matches(&position()),
-            outcome,
-            "{selector} equals {expected}"
-        );
+        assert_eq!(chain.matches(&position()), outcome, "{selector} equals {expected}");
     }
 }
 
@@ -224,10 +207,7 @@ fn equals_on_an_object_uses_its_compact_json() {
 #[test]
 fn exists_needs_the_path_to_resolve_and_ignores_match() {
     let chain = one(json!({"Selector": "Content.ZoneID", "Type": "exists", "Match": [1]}));
-    assert_eq!(
-        passing(&chain),
-        ["ZONE_ENTER", "ZONE_EXIT", "ZONE_INFO", "SITE_ALARM"]
-    );
+    assert_eq!(passing(&chain), ["ZONE_ENTER", "ZONE_EXIT", "ZONE_INFO", "SITE_ALARM"]);
     let chain = one(json!({"Selector": "Source.GatewayURI", "Type": "exists"}));
     assert!(chain.matches(&position()), "a null value exists");
     let chain = one(json!({"Selector": "Content.Position.2", "Type": "exists"}));
@@ -270,14 +250,7 @@ fn comparisons_take_numeric_strings_on_both_sides() {
 
 #[test]
 fn comparisons_do_not_match_values_that_are_not_numbers() {
-    for value in [
-        json!("Dock 3"),
-        json!(true),
-        json!(null),
-        json!([1]),
-        json!({"a": 1}),
-        json!("NaN"),
-    ] {
+    for value in [json!("Dock 3"), json!(true), json!(null), json!([1]), json!({"a": 1}), json!("NaN")] {
         let event = json!({"Content": {"V": value}});
         for op in ["lt", "lte", "gt", "gte"] {
             let chain = one(json!({"Selector": "Content.V", "Type": op, "Match": 0}));
@@ -296,38 +269,22 @@ fn comparisons_use_negative_and_large_numbers() {
 #[test]
 fn array_indexes_reach_into_positions() {
     let event = position(); // [1.5, -2.0, 0.25]
-    assert!(
-        one(json!({"Selector": "Content.Position.1", "Type": "lt", "Match": 0})).matches(&event)
-    );
-    assert!(
-        one(json!({"Selector": "Content.Position.2", "Type": "equals", "Match": 0.25}))
-            .matches(&event)
-    );
-    assert!(
-        !one(json!({"Selector": "Content.Position.9", "Type": "gte", "Match": -1e9}))
-            .matches(&event)
-    );
+    assert!(one(json!({"Selector": "Content.Position.1", "Type": "lt", "Match": 0})).matches(&event));
+    assert!(one(json!({"Selector": "Content.Position.2", "Type": "equals", "Match": 0.25})).matches(&event));
+    assert!(!one(json!({"Selector": "Content.Position.9", "Type": "gte", "Match": -1e9})).matches(&event));
 }
 
 #[test]
 fn numeric_segments_are_keys_on_objects() {
     let event = json!({"Content": {"Tags": {"0": "first"}}});
-    assert!(
-        one(json!({"Selector": "Content.Tags.0", "Type": "equals", "Match": "first"}))
-            .matches(&event)
-    );
+    assert!(one(json!({"Selector": "Content.Tags.0", "Type": "equals", "Match": "first"})).matches(&event));
 }
 
 #[test]
 fn a_missing_path_matches_nothing() {
     for op in ["regex", "equals", "exists", "lt", "lte", "gt", "gte"] {
-        for selector in [
-            "Content.Nope",
-            "Nope.Deeper",
-            "Source.MAC.x",
-            "Content.Position.3",
-            "Content.Position.first",
-        ] {
+        for selector in ["Content.Nope", "Nope.Deeper", "Source.MAC.x", "Content.Position.3", "Content.Position.first"]
+        {
             let chain = one(json!({"Selector": selector, "Type": op, "Match": "0"}));
             assert!(!chain.matches(&position()), "{selector} {op}");
         }
@@ -336,72 +293,44 @@ fn a_missing_path_matches_nothing() {
 
 #[test]
 fn invert_negates_a_test() {
-    let chain =
-        one(json!({"Selector": "Type", "Type": "equals", "Match": "ZONE_INFO", "Invert": true}));
-    assert_eq!(
-        passing(&chain),
-        [
-            "LOCATION_RAW_UPDATE",
-            "ZONE_ENTER",
-            "ZONE_EXIT",
-            "SITE_ALARM",
-            "DEVICE_ALARM"
-        ]
-    );
+    let chain = one(json!({"Selector": "Type", "Type": "equals", "Match": "ZONE_INFO", "Invert": true}));
+    assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_EXIT", "SITE_ALARM", "DEVICE_ALARM"]);
 }
 
 #[test]
 fn invert_false_is_the_same_as_no_invert() {
-    let chain =
-        one(json!({"Selector": "Type", "Type": "equals", "Match": "ZONE_INFO", "Invert": false}));
+    let chain = one(json!({"Selector": "Type", "Type": "equals", "Match": "ZONE_INFO", "Invert": false}));
     assert_eq!(passing(&chain), ["ZONE_INFO"]);
 }
 
 #[test]
 fn invert_negates_a_template() {
     let chain = one(json!({"FilterTemplate": "zone_events", "Invert": true}));
-    assert_eq!(
-        passing(&chain),
-        ["LOCATION_RAW_UPDATE", "SITE_ALARM", "DEVICE_ALARM"]
-    );
+    assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "SITE_ALARM", "DEVICE_ALARM"]);
 }
 
 #[test]
 fn invert_negates_a_template_and_test_together() {
     // not (zone event and ZONE_EXIT)
-    let chain = one(
-        json!({"FilterTemplate": "zone_events", "Selector": "Type", "Type": "equals",
-                           "Match": "ZONE_EXIT", "Invert": true}),
-    );
-    assert_eq!(
-        passing(&chain),
-        [
-            "LOCATION_RAW_UPDATE",
-            "ZONE_ENTER",
-            "ZONE_INFO",
-            "SITE_ALARM",
-            "DEVICE_ALARM"
-        ]
-    );
+    let chain = one(json!({"FilterTemplate": "zone_events", "Selector": "Type", "Type": "equals",
+                           "Match": "ZONE_EXIT", "Invert": true}));
+    assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_INFO", "SITE_ALARM", "DEVICE_ALARM"]);
 }
 
 #[test]
 fn an_inverted_test_on_a_missing_path_matches() {
     let chain = one(json!({"Selector": "Content.ZoneID", "Type": "exists", "Invert": true}));
     assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "DEVICE_ALARM"]);
-    let chain =
-        one(json!({"Selector": "Content.Nope", "Type": "equals", "Match": "x", "Invert": true}));
+    let chain = one(json!({"Selector": "Content.Nope", "Type": "equals", "Match": "x", "Invert": true}));
     assert!(chain.matches(&position()));
 }
 
 #[test]
 fn children_all_must_all_match() {
-    let chain = one(
-        json!({"FilterTemplate": "zone_events", "Children": {"all": [
-            {"Selector": "Content.AlertLevel", "Type": "gte", "Match": 2},
-            {"Selector": "Type", "Type": "regex", "Match": "ENTER|EXIT"},
-        ]}}),
-    );
+    let chain = one(json!({"FilterTemplate": "zone_events", "Children": {"all": [
+        {"Selector": "Content.AlertLevel", "Type": "gte", "Match": 2},
+        {"Selector": "Type", "Type": "regex", "Match": "ENTER|EXIT"},
+    ]}}));
     assert_eq!(passing(&chain), ["ZONE_ENTER", "ZONE_EXIT"]);
 }
 
@@ -424,22 +353,18 @@ fn empty_or_null_children_add_nothing() {
 
 #[test]
 fn own_condition_and_children_must_both_hold() {
-    let chain = one(
-        json!({"FilterTemplate": "position_events", "Children": {"any": [
-            {"FilterTemplate": "zone_events"},
-        ]}}),
-    );
+    let chain = one(json!({"FilterTemplate": "position_events", "Children": {"any": [
+        {"FilterTemplate": "zone_events"},
+    ]}}));
     assert!(passing(&chain).is_empty());
 }
 
 #[test]
 fn invert_does_not_reach_into_children() {
     // not a zone event, and (any) an alarm: alarms pass; positions fail the children.
-    let chain = one(
-        json!({"FilterTemplate": "zone_events", "Invert": true, "Children": {"any": [
-            {"FilterTemplate": "alarm_events"},
-        ]}}),
-    );
+    let chain = one(json!({"FilterTemplate": "zone_events", "Invert": true, "Children": {"any": [
+        {"FilterTemplate": "alarm_events"},
+    ]}}));
     assert_eq!(passing(&chain), ["SITE_ALARM", "DEVICE_ALARM"]);
 }
 
@@ -455,10 +380,7 @@ fn children_nest_all_inside_any_inside_all() {
             {"Selector": "Source.MAC", "Type": "regex", "Match": "^00:AA"},
         ]}},
     ]}}));
-    assert_eq!(
-        passing(&chain),
-        ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_EXIT"]
-    );
+    assert_eq!(passing(&chain), ["LOCATION_RAW_UPDATE", "ZONE_ENTER", "ZONE_EXIT"]);
 
     let mut other_mac = position();
     other_mac["Source"]["MAC"] = json!("11:22:33:44:55:66");
@@ -482,10 +404,8 @@ fn sixteen_levels_of_nesting_compile_and_match() {
 
 #[test]
 fn unknown_fields_and_null_fields_are_ignored() {
-    let chain = one(
-        json!({"FilterTemplate": "alarm_events", "Comment": "alarms only",
-                           "Selector": null, "Type": null, "Match": null, "Invert": null, "Children": null}),
-    );
+    let chain = one(json!({"FilterTemplate": "alarm_events", "Comment": "alarms only",
+                           "Selector": null, "Type": null, "Match": null, "Invert": null, "Children": null}));
     assert_eq!(passing(&chain), ["SITE_ALARM", "DEVICE_ALARM"]);
 }
 

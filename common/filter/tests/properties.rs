@@ -87,30 +87,23 @@ fn childless_filter() -> impl Strategy<Value = Value> {
         "Content.Extra",
         "Content.Missing",
     ]);
-    let test =
-        prop::option::of((
-            selector,
-            prop_oneof![
-                Just(("exists", json!(null))),
-                prop::sample::select(vec!["ZONE", "^[0-9A-F]{2}:", "[0-9]", "E$", "^$"])
-                    .prop_map(|r| ("regex", json!(r))),
-                prop_oneof![any_json(), Just(json!("ZONE_ENTER")), Just(json!(501))]
-                    .prop_filter_map("Match must be a scalar", |m| match m {
-                        Value::String(_) | Value::Number(_) | Value::Bool(_) => Some(("equals", m)),
-                        _ => None,
-                    }),
-                (
-                    prop::sample::select(vec!["lt", "lte", "gt", "gte"]),
-                    -100f64..100.0
-                )
-                    .prop_map(|(op, t)| (op, json!(t))),
-            ],
-        ));
-    (template, test)
-        .prop_filter("needs a template or a test", |(t, x)| {
-            t.is_some() || x.is_some()
-        })
-        .prop_map(|(template, test)| {
+    let test = prop::option::of((
+        selector,
+        prop_oneof![
+            Just(("exists", json!(null))),
+            prop::sample::select(vec!["ZONE", "^[0-9A-F]{2}:", "[0-9]", "E$", "^$"]).prop_map(|r| ("regex", json!(r))),
+            prop_oneof![any_json(), Just(json!("ZONE_ENTER")), Just(json!(501))].prop_filter_map(
+                "Match must be a scalar",
+                |m| match m {
+                    Value::String(_) | Value::Number(_) | Value::Bool(_) => Some(("equals", m)),
+                    _ => None,
+                }
+            ),
+            (prop::sample::select(vec!["lt", "lte", "gt", "gte"]), -100f64..100.0).prop_map(|(op, t)| (op, json!(t))),
+        ],
+    ));
+    (template, test).prop_filter("needs a template or a test", |(t, x)| t.is_some() || x.is_some()).prop_map(
+        |(template, test)| {
             let mut filter = json!({});
             if let Some(template) = template {
                 filter["FilterTemplate"] = json!(template);
@@ -121,7 +114,8 @@ fn childless_filter() -> impl Strategy<Value = Value> {
                 filter["Match"] = matched;
             }
             filter
-        })
+        },
+    )
 }
 
 fn matches(filter: &Value, event: &Value) -> bool {

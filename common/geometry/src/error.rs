@@ -18,18 +18,12 @@ pub struct GeometryError {
 impl GeometryError {
     /// A problem in row `row`.
     pub(crate) fn at(row: usize, message: impl Into<String>) -> Self {
-        Self {
-            row: Some(row),
-            message: message.into(),
-        }
+        Self { row: Some(row), message: message.into() }
     }
 
     /// A problem with the list as a whole.
     pub(crate) fn list(message: impl Into<String>) -> Self {
-        Self {
-            row: None,
-            message: message.into(),
-        }
+        Self { row: None, message: message.into() }
     }
 }
 

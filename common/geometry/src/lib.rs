@@ -31,8 +31,7 @@ mod vector;
 pub use error::GeometryError;
 pub use kind::{GeometryType, UnknownGeometryType};
 pub use limits::{
-    MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M,
-    SAME_POINT_M,
+    MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
 };
 pub use shape::Shape;
 pub use validate::validate;

@@ -1,9 +1,7 @@
 //! Polygon prisms: vertex count, best-fit plane and planarity, simplicity, area and sweep axis.
 
 use crate::error::GeometryError;
-use crate::limits::{
-    MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
-};
+use crate::limits::{MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M};
 use crate::shape::Shape;
 use crate::simple::{Defect, Point2, find_clash, signed_area};
 use crate::validate::{all_finite, positive, unit_axis};
@@ -60,25 +58,15 @@ pub(crate) fn validate(rows: &[Vec3]) -> Result<Shape, GeometryError> {
             Defect::Touch => "touch",
             Defect::Overlap => "overlap",
         };
-        return Err(GeometryError::list(format!(
-            "polygon edges {} and {} {verb}",
-            clash.first, clash.second
-        )));
+        return Err(GeometryError::list(format!("polygon edges {} and {} {verb}", clash.first, clash.second)));
     }
     if signed_area(&flat).abs() < MIN_POLYGON_AREA_M2 {
         return Err(zero_area());
     }
     if dot(axis, plane.normal).abs() < MIN_AXIS_TILT {
-        return Err(GeometryError::at(
-            axis_at,
-            "axis lies in the polygon's plane",
-        ));
+        return Err(GeometryError::at(axis_at, "axis lies in the polygon's plane"));
     }
-    Ok(Shape::Polygon {
-        vertices: vertices.to_vec(),
-        height,
-        axis,
-    })
+    Ok(Shape::Polygon { vertices: vertices.to_vec(), height, axis })
 }
 
 fn zero_area() -> GeometryError {
@@ -122,27 +110,17 @@ impl Plane {
         if !is_finite(newell) {
             return Err(GeometryError::list("polygon coordinates are too large"));
         }
-        let normal = if norm(newell) / 2.0 >= MIN_POLYGON_AREA_M2 {
-            normalize(newell)
-        } else {
-            spanning_normal(vertices)
-        }
-        .ok_or_else(zero_area)?;
+        let normal =
+            if norm(newell) / 2.0 >= MIN_POLYGON_AREA_M2 { normalize(newell) } else { spanning_normal(vertices) }
+                .ok_or_else(zero_area)?;
         // Any direction not parallel to the normal gives an in-plane axis; the world axis the
         // normal is least aligned with is the best conditioned.
-        let least = (0..3)
-            .min_by(|a, b| normal[*a].abs().total_cmp(&normal[*b].abs()))
-            .unwrap_or(0);
+        let least = (0..3).min_by(|a, b| normal[*a].abs().total_cmp(&normal[*b].abs())).unwrap_or(0);
         let mut world = [0.0; 3];
         world[least] = 1.0;
         let u = normalize(cross(normal, world)).ok_or_else(zero_area)?;
         let w = cross(normal, u);
-        Ok(Plane {
-            origin,
-            normal,
-            u,
-            w,
-        })
+        Ok(Plane { origin, normal, u, w })
     }
 
     /// Rejects the vertex farthest from the plane if it is off by more than the tolerance.
@@ -181,12 +159,7 @@ impl Plane {
 /// the line through those two; `None` when all vertices are collinear.
 fn spanning_normal(vertices: &[Vec3]) -> Option<Vec3> {
     let a = vertices[0];
-    let far = |score: &dyn Fn(Vec3) -> f64| {
-        vertices
-            .iter()
-            .copied()
-            .max_by(|p, q| score(*p).total_cmp(&score(*q)))
-    };
+    let far = |score: &dyn Fn(Vec3) -> f64| vertices.iter().copied().max_by(|p, q| score(*p).total_cmp(&score(*q)));
     let b = far(&|p| distance(p, a))?;
     let line = sub(b, a);
     let c = far(&|p| norm(cross(line, sub(p, a))))?;
@@ -214,23 +187,13 @@ mod tests {
 
     #[test]
     fn spanning_normal_of_collinear_points_is_none() {
-        assert_eq!(
-            spanning_normal(&[[0.0; 3], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]),
-            None
-        );
+        assert_eq!(spanning_normal(&[[0.0; 3], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]), None);
     }
 
     #[test]
     fn spanning_normal_of_a_symmetric_bow_tie_is_the_plane_normal() {
-        let bow_tie = [
-            [0.0, 0.0, 5.0],
-            [1.0, 1.0, 5.0],
-            [1.0, 0.0, 5.0],
-            [0.0, 1.0, 5.0],
-        ];
-        let Some(n) = spanning_normal(&bow_tie) else {
-            panic!("no normal")
-        };
+        let bow_tie = [[0.0, 0.0, 5.0], [1.0, 1.0, 5.0], [1.0, 0.0, 5.0], [0.0, 1.0, 5.0]];
+        let Some(n) = spanning_normal(&bow_tie) else { panic!("no normal") };
         assert!((n[2].abs() - 1.0).abs() < 1e-12, "{n:?}");
     }
 }

@@ -37,12 +37,7 @@ pub(crate) fn find_clash(points: &[Point2], eps: f64) -> Option<Clash> {
     let boxes: Vec<[f64; 4]> = (0..n)
         .map(|k| {
             let (a, b) = edge(k);
-            [
-                a[0].min(b[0]) - eps,
-                a[1].min(b[1]) - eps,
-                a[0].max(b[0]) + eps,
-                a[1].max(b[1]) + eps,
-            ]
+            [a[0].min(b[0]) - eps, a[1].min(b[1]) - eps, a[0].max(b[0]) + eps, a[1].max(b[1]) + eps]
         })
         .collect();
     for first in 0..n {
@@ -61,11 +56,7 @@ pub(crate) fn find_clash(points: &[Point2], eps: f64) -> Option<Clash> {
                 meet(a, b, c, d, eps)
             };
             if let Some(defect) = defect {
-                return Some(Clash {
-                    first,
-                    second,
-                    defect,
-                });
+                return Some(Clash { first, second, defect });
             }
         }
     }
@@ -90,8 +81,7 @@ fn disjoint(p: [f64; 4], q: [f64; 4]) -> bool {
 
 /// Edges `a→b` and `b→c` overlap when either far end lies on the other edge.
 fn overlaps(a: Point2, b: Point2, c: Point2, eps: f64) -> Option<Defect> {
-    (distance_to_segment(c, a, b) <= eps || distance_to_segment(a, b, c) <= eps)
-        .then_some(Defect::Overlap)
+    (distance_to_segment(c, a, b) <= eps || distance_to_segment(a, b, c) <= eps).then_some(Defect::Overlap)
 }
 
 /// How non-adjacent edges `a→b` and `c→d` meet, if they do. Segments that meet without crossing
@@ -117,11 +107,7 @@ fn distance_to_segment(p: Point2, a: Point2, b: Point2) -> f64 {
     let ab = [b[0] - a[0], b[1] - a[1]];
     let ap = [p[0] - a[0], p[1] - a[1]];
     let len2 = ab[0] * ab[0] + ab[1] * ab[1];
-    let t = if len2 > 0.0 {
-        ((ap[0] * ab[0] + ap[1] * ab[1]) / len2).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
+    let t = if len2 > 0.0 { ((ap[0] * ab[0] + ap[1] * ab[1]) / len2).clamp(0.0, 1.0) } else { 0.0 };
     (ap[0] - t * ab[0]).hypot(ap[1] - t * ab[1])
 }
 
@@ -137,22 +123,12 @@ mod tests {
 
     #[test]
     fn a_square_is_simple() {
-        assert_eq!(
-            clash(&[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]),
-            None
-        );
+        assert_eq!(clash(&[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]), None);
     }
 
     #[test]
     fn a_concave_l_shape_is_simple() {
-        let l = [
-            [0.0, 0.0],
-            [2.0, 0.0],
-            [2.0, 1.0],
-            [1.0, 1.0],
-            [1.0, 2.0],
-            [0.0, 2.0],
-        ];
+        let l = [[0.0, 0.0], [2.0, 0.0], [2.0, 1.0], [1.0, 1.0], [1.0, 2.0], [0.0, 2.0]];
         assert_eq!(clash(&l), None);
     }
 

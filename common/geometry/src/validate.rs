@@ -23,17 +23,11 @@ pub fn validate(kind: GeometryType, rows: &[Vec3]) -> Result<Shape, GeometryErro
     match kind {
         GeometryType::Sphere => {
             let [centre, r] = fixed(kind, rows)?;
-            Ok(Shape::Sphere {
-                centre,
-                radius: positive(1, r[0], "radius")?,
-            })
+            Ok(Shape::Sphere { centre, radius: positive(1, r[0], "radius")? })
         }
         GeometryType::Circle => {
             let [centre, r] = fixed(kind, rows)?;
-            Ok(Shape::Circle {
-                centre,
-                radius: positive(1, r[0], "radius")?,
-            })
+            Ok(Shape::Circle { centre, radius: positive(1, r[0], "radius")? })
         }
         GeometryType::Cuboid => cuboid(fixed(kind, rows)?),
         GeometryType::Square => square(fixed(kind, rows)?),
@@ -52,9 +46,8 @@ pub fn validate(kind: GeometryType, rows: &[Vec3]) -> Result<Shape, GeometryErro
 
 /// The rows of a kind that takes exactly `N` of them, all finite.
 fn fixed<const N: usize>(kind: GeometryType, rows: &[Vec3]) -> Result<[Vec3; N], GeometryError> {
-    let rows: [Vec3; N] = rows
-        .try_into()
-        .map_err(|_| GeometryError::list(format!("{kind} takes {N} rows, got {}", rows.len())))?;
+    let rows: [Vec3; N] =
+        rows.try_into().map_err(|_| GeometryError::list(format!("{kind} takes {N} rows, got {}", rows.len())))?;
     all_finite(&rows)?;
     Ok(rows)
 }
@@ -69,11 +62,7 @@ pub(crate) fn all_finite(rows: &[Vec3]) -> Result<(), GeometryError> {
 
 /// `value` if it is > 0, else "`name` must be > 0" at `row`.
 pub(crate) fn positive(row: usize, value: f64, name: &str) -> Result<f64, GeometryError> {
-    if value > 0.0 {
-        Ok(value)
-    } else {
-        Err(GeometryError::at(row, format!("{name} must be > 0")))
-    }
+    if value > 0.0 { Ok(value) } else { Err(GeometryError::at(row, format!("{name} must be > 0"))) }
 }
 
 /// The axis in `row` at unit length; a zero axis is rejected.
@@ -86,20 +75,13 @@ fn not_parallel(row: usize, a: Vec3, b: Vec3, names: &str) -> Result<(), Geometr
     if dot(a, b).abs() < MAX_AXIS_COS {
         Ok(())
     } else {
-        Err(GeometryError::at(
-            row,
-            format!("axes {names} are (nearly) parallel"),
-        ))
+        Err(GeometryError::at(row, format!("axes {names} are (nearly) parallel")))
     }
 }
 
 /// `[origin]`, `[l,w,h]`, `[axis_l]`, `[axis_w]`, `[axis_h]`.
 fn cuboid([origin, lwh, al, aw, ah]: [Vec3; 5]) -> Result<Shape, GeometryError> {
-    let extents = [
-        positive(1, lwh[0], "length")?,
-        positive(1, lwh[1], "width")?,
-        positive(1, lwh[2], "height")?,
-    ];
+    let extents = [positive(1, lwh[0], "length")?, positive(1, lwh[1], "width")?, positive(1, lwh[2], "height")?];
     let al = unit_axis(2, al)?;
     let aw = unit_axis(3, aw)?;
     not_parallel(3, al, aw, "l and w")?;
@@ -107,16 +89,9 @@ fn cuboid([origin, lwh, al, aw, ah]: [Vec3; 5]) -> Result<Shape, GeometryError> 
     not_parallel(4, al, ah, "l and h")?;
     not_parallel(4, aw, ah, "w and h")?;
     if dot(cross(al, aw), ah).abs() < MIN_AXIS_TILT {
-        return Err(GeometryError::at(
-            4,
-            "axes l, w and h are (nearly) coplanar",
-        ));
+        return Err(GeometryError::at(4, "axes l, w and h are (nearly) coplanar"));
     }
-    Ok(Shape::Cuboid {
-        origin,
-        extents,
-        axes: [al, aw, ah],
-    })
+    Ok(Shape::Cuboid { origin, extents, axes: [al, aw, ah] })
 }
 
 /// `[bottom_left]`, `[l,w,0]`, `[axis_l]`, `[axis_w]`; the axes' z is ignored.
@@ -125,19 +100,11 @@ fn square([bottom_left, lw, al, aw]: [Vec3; 4]) -> Result<Shape, GeometryError> 
     let al = xy_axis(2, al)?;
     let aw = xy_axis(3, aw)?;
     not_parallel(3, al, aw, "l and w")?;
-    Ok(Shape::Square {
-        bottom_left,
-        extents,
-        axes: [al, aw],
-    })
+    Ok(Shape::Square { bottom_left, extents, axes: [al, aw] })
 }
 
 /// A square's axis: x and y of `axis` at unit length, z set to 0.
 fn xy_axis(row: usize, axis: Vec3) -> Result<Vec3, GeometryError> {
-    normalize([axis[0], axis[1], 0.0]).ok_or_else(|| {
-        GeometryError::at(
-            row,
-            "axis must not be zero in x and y (square axes ignore z)",
-        )
-    })
+    normalize([axis[0], axis[1], 0.0])
+        .ok_or_else(|| GeometryError::at(row, "axis must not be zero in x and y (square axes ignore z)"))
 }

@@ -25,11 +25,7 @@ pub(crate) fn dot(a: Vec3, b: Vec3) -> f64 {
 
 /// Cross product `a × b`.
 pub(crate) fn cross(a: Vec3, b: Vec3) -> Vec3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 }
 
 /// Euclidean length.
@@ -67,22 +63,10 @@ mod tests {
 
     #[test]
     fn normalize_gives_unit_length_in_the_same_direction() {
-        for v in [
-            [3.0, 4.0, 0.0],
-            [1e-300, -2e-300, 0.0],
-            [1e300, 1e300, -1e300],
-            [0.0, 0.0, -7.0],
-        ] {
-            let Some(u) = normalize(v) else {
-                panic!("{v:?} did not normalise")
-            };
+        for v in [[3.0, 4.0, 0.0], [1e-300, -2e-300, 0.0], [1e300, 1e300, -1e300], [0.0, 0.0, -7.0]] {
+            let Some(u) = normalize(v) else { panic!("{v:?} did not normalise") };
             assert!((norm(u) - 1.0).abs() < 1e-15, "{u:?}");
-            assert!(
-                dot(
-                    u,
-                    scale(v, 1.0 / v.iter().fold(0.0, |m: f64, c| m.max(c.abs())))
-                ) > 0.0
-            );
+            assert!(dot(u, scale(v, 1.0 / v.iter().fold(0.0, |m: f64, c| m.max(c.abs())))) > 0.0);
         }
     }
 

@@ -20,12 +20,7 @@ fn every_lower_case_name_parses_and_prints_back() {
         assert_eq!(kind.to_string(), kind.as_str());
     }
     let names: Vec<&str> = GeometryType::ALL.iter().map(|k| k.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "sphere", "circle", "cuboid", "square", "cylinder", "polygon"
-        ]
-    );
+    assert_eq!(names, ["sphere", "circle", "cuboid", "square", "cylinder", "polygon"]);
 }
 
 #[test]
@@ -42,8 +37,7 @@ fn an_unknown_name_is_rejected_with_the_list_of_known_ones() {
     let shown = e.map_err(|e| e.to_string());
     assert_eq!(
         shown,
-        Err("unknown type 'cube' (expected one of sphere, circle, cuboid, square, cylinder, polygon)"
-            .into())
+        Err("unknown type 'cube' (expected one of sphere, circle, cuboid, square, cylinder, polygon)".into())
     );
 }
 
@@ -60,10 +54,7 @@ fn a_huge_unknown_name_is_cut_short_in_the_message() {
     let shown = long.parse::<GeometryType>().map_err(|e| e.to_string());
     let Err(shown) = shown else { panic!("parsed") };
     assert!(shown.len() < 200, "{shown}");
-    assert!(
-        shown.starts_with(&format!("unknown type '{}…'", "x".repeat(64))),
-        "{shown}"
-    );
+    assert!(shown.starts_with(&format!("unknown type '{}…'", "x".repeat(64))), "{shown}");
 }
 
 #[test]
@@ -73,42 +64,21 @@ fn deserializes_from_its_name_case_insensitively() {
     let e = deserialize("blob").map_err(|e| e.to_string());
     assert_eq!(
         e,
-        Err("unknown type 'blob' (expected one of sphere, circle, cuboid, square, cylinder, polygon)"
-            .into())
+        Err("unknown type 'blob' (expected one of sphere, circle, cuboid, square, cylinder, polygon)".into())
     );
 }
 
 #[test]
 fn every_shape_reports_its_kind() {
     use GeometryType::*;
-    let unit_square = [
-        [0.0, 0.0, 0.0],
-        [1.0, 0.0, 0.0],
-        [1.0, 1.0, 0.0],
-        [0.0, 1.0, 0.0],
-    ];
+    let unit_square = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]];
     let cases: [(GeometryType, Vec<[f64; 3]>); 6] = [
         (Sphere, vec![[0.0; 3], [1.0, 0.0, 0.0]]),
         (Circle, vec![[0.0; 3], [1.0, 0.0, 0.0]]),
-        (
-            Cuboid,
-            vec![
-                [0.0; 3],
-                [1.0, 1.0, 1.0],
-                [1.0, 0.0, 0.0],
-                [0.0, 1.0, 0.0],
-                [0.0, 0.0, 1.0],
-            ],
-        ),
-        (
-            Square,
-            vec![[0.0; 3], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        ),
+        (Cuboid, vec![[0.0; 3], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+        (Square, vec![[0.0; 3], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
         (Cylinder, vec![[0.0; 3], [0.0, 0.0, 1.0], [2.0, 1.0, 0.0]]),
-        (
-            Polygon,
-            [&unit_square[..], &[[3.0, 0.0, 0.0], [0.0, 0.0, 1.0]]].concat(),
-        ),
+        (Polygon, [&unit_square[..], &[[3.0, 0.0, 0.0], [0.0, 0.0, 1.0]]].concat()),
     ];
     for (kind, rows) in cases {
         assert_eq!(accept(kind, &rows).kind(), kind);

@@ -4,11 +4,7 @@ use proptest::prelude::*;
 use zonecast_geometry::{GeometryType, Shape, Vec3, validate};
 
 fn cross(a: Vec3, b: Vec3) -> Vec3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 }
 
 fn dot(a: Vec3, b: Vec3) -> f64 {
@@ -41,21 +37,13 @@ impl Motion {
 }
 
 fn motion() -> impl Strategy<Value = Motion> {
-    (
-        0.0..std::f64::consts::PI,
-        0.0..std::f64::consts::TAU,
-        -3.2..3.2,
-        prop::array::uniform3(-1e4..1e4),
-    )
-        .prop_map(|(theta, phi, angle, shift): (f64, f64, f64, Vec3)| Motion {
-            axis: [
-                theta.sin() * phi.cos(),
-                theta.sin() * phi.sin(),
-                theta.cos(),
-            ],
+    (0.0..std::f64::consts::PI, 0.0..std::f64::consts::TAU, -3.2..3.2, prop::array::uniform3(-1e4..1e4)).prop_map(
+        |(theta, phi, angle, shift): (f64, f64, f64, Vec3)| Motion {
+            axis: [theta.sin() * phi.cos(), theta.sin() * phi.sin(), theta.cos()],
             angle,
             shift,
-        })
+        },
+    )
 }
 
 /// Rows of a polygon prism over `vertices` (in the XY plane before `m` moves them), swept `h` along

@@ -10,22 +10,11 @@ use zonecast_geometry::{GeometryError, GeometryType, Shape};
 const S: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 fn axis_aligned_cuboid() -> Vec<[f64; 3]> {
-    vec![
-        [1.0, 2.0, 3.0],
-        [4.0, 5.0, 6.0],
-        [1.0, 0.0, 0.0],
-        [0.0, 1.0, 0.0],
-        [0.0, 0.0, 1.0],
-    ]
+    vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 }
 
 fn axis_aligned_square() -> Vec<[f64; 3]> {
-    vec![
-        [1.0, 2.0, 3.0],
-        [4.0, 5.0, 0.0],
-        [1.0, 0.0, 0.0],
-        [0.0, 1.0, 0.0],
-    ]
+    vec![[1.0, 2.0, 3.0], [4.0, 5.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 }
 
 fn with_row(mut rows: Vec<[f64; 3]>, i: usize, row: [f64; 3]) -> Vec<[f64; 3]> {
@@ -37,27 +26,15 @@ fn with_row(mut rows: Vec<[f64; 3]>, i: usize, row: [f64; 3]) -> Vec<[f64; 3]> {
 
 #[test]
 fn errors_display_with_and_without_a_row() {
-    let row = GeometryError {
-        row: Some(1),
-        message: "radius must be > 0".into(),
-    };
+    let row = GeometryError { row: Some(1), message: "radius must be > 0".into() };
     assert_eq!(row.to_string(), "GeometryData[1]: radius must be > 0");
-    let list = GeometryError {
-        row: None,
-        message: "sphere takes 2 rows, got 3".into(),
-    };
+    let list = GeometryError { row: None, message: "sphere takes 2 rows, got 3".into() };
     assert_eq!(list.to_string(), "GeometryData: sphere takes 2 rows, got 3");
 }
 
 #[test]
 fn a_wrong_row_count_is_rejected_for_every_fixed_kind() {
-    let cases = [
-        (Sphere, 2),
-        (Circle, 2),
-        (Cuboid, 5),
-        (Square, 4),
-        (Cylinder, 3),
-    ];
+    let cases = [(Sphere, 2), (Circle, 2), (Cuboid, 5), (Square, 4), (Cylinder, 3)];
     for (kind, rows) in cases {
         for got in [0, rows - 1, rows + 1] {
             let e = reject(kind, &vec![[1.0, 1.0, 1.0]; got]);
@@ -74,15 +51,9 @@ fn a_wrong_row_count_is_rejected_for_every_fixed_kind() {
 #[test]
 fn nan_and_infinities_are_rejected_in_the_row_they_are_in() {
     for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-        assert_eq!(
-            message(Sphere, &[[0.0, bad, 0.0], [1.0, 0.0, 0.0]]),
-            "GeometryData[0]: numbers must be finite"
-        );
+        assert_eq!(message(Sphere, &[[0.0, bad, 0.0], [1.0, 0.0, 0.0]]), "GeometryData[0]: numbers must be finite");
         // Even in a position the layout ignores.
-        assert_eq!(
-            message(Circle, &[[0.0; 3], [1.0, 0.0, bad]]),
-            "GeometryData[1]: numbers must be finite"
-        );
+        assert_eq!(message(Circle, &[[0.0; 3], [1.0, 0.0, bad]]), "GeometryData[1]: numbers must be finite");
         let e = reject(Cuboid, &with_row(axis_aligned_cuboid(), 4, [0.0, 0.0, bad]));
         assert_eq!(e.row, Some(4));
         assert!(e.message.contains("must be finite"));
@@ -94,35 +65,20 @@ fn nan_and_infinities_are_rejected_in_the_row_they_are_in() {
 #[test]
 fn a_sphere_keeps_its_centre_and_radius_and_ignores_the_rest_of_the_radius_row() {
     let shape = accept(Sphere, &[[1.0, -2.0, 3.5], [2.5, 9.0, -4.0]]);
-    assert_eq!(
-        shape,
-        Shape::Sphere {
-            centre: [1.0, -2.0, 3.5],
-            radius: 2.5
-        }
-    );
+    assert_eq!(shape, Shape::Sphere { centre: [1.0, -2.0, 3.5], radius: 2.5 });
 }
 
 #[test]
 fn a_circle_keeps_its_centre_and_radius() {
     let shape = accept(Circle, &[[10.0, 20.0, 0.0], [0.5, 0.0, 0.0]]);
-    assert_eq!(
-        shape,
-        Shape::Circle {
-            centre: [10.0, 20.0, 0.0],
-            radius: 0.5
-        }
-    );
+    assert_eq!(shape, Shape::Circle { centre: [10.0, 20.0, 0.0], radius: 0.5 });
 }
 
 #[test]
 fn a_zero_or_negative_radius_is_rejected() {
     for kind in [Sphere, Circle] {
         for r in [0.0, -0.0, -1.0] {
-            assert_eq!(
-                message(kind, &[[0.0; 3], [r, 0.0, 0.0]]),
-                "GeometryData[1]: radius must be > 0"
-            );
+            assert_eq!(message(kind, &[[0.0; 3], [r, 0.0, 0.0]]), "GeometryData[1]: radius must be > 0");
         }
     }
 }
@@ -144,32 +100,16 @@ fn an_axis_aligned_cuboid_is_accepted_as_given() {
 
 #[test]
 fn cuboid_axes_of_any_length_are_normalised() {
-    let rows = [
-        [0.0; 3],
-        [1.0, 1.0, 1.0],
-        [3.0, 0.0, 0.0],
-        [0.0, 0.25, 0.0],
-        [0.0, 0.0, -7.0],
-    ];
-    let Shape::Cuboid { axes, .. } = accept(Cuboid, &rows) else {
-        panic!("not a cuboid")
-    };
+    let rows = [[0.0; 3], [1.0, 1.0, 1.0], [3.0, 0.0, 0.0], [0.0, 0.25, 0.0], [0.0, 0.0, -7.0]];
+    let Shape::Cuboid { axes, .. } = accept(Cuboid, &rows) else { panic!("not a cuboid") };
     assert_eq!(axes, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]]);
 }
 
 #[test]
 fn a_rotated_and_tilted_cuboid_is_accepted() {
     // 45° about z, then the height axis tilted 45° towards x: not orthogonal, still a box.
-    let rows = [
-        [5.0, 5.0, 0.0],
-        [2.0, 1.0, 3.0],
-        [2.0, 2.0, 0.0],
-        [-1.0, 1.0, 0.0],
-        [1.0, 0.0, 1.0],
-    ];
-    let Shape::Cuboid { axes, extents, .. } = accept(Cuboid, &rows) else {
-        panic!("not a cuboid")
-    };
+    let rows = [[5.0, 5.0, 0.0], [2.0, 1.0, 3.0], [2.0, 2.0, 0.0], [-1.0, 1.0, 0.0], [1.0, 0.0, 1.0]];
+    let Shape::Cuboid { axes, extents, .. } = accept(Cuboid, &rows) else { panic!("not a cuboid") };
     assert_eq!(extents, [2.0, 1.0, 3.0]);
     assert_close(axes[0], [S, S, 0.0]);
     assert_close(axes[1], [-S, S, 0.0]);
@@ -186,11 +126,7 @@ fn cuboid_axes_just_under_the_parallel_limit_are_accepted() {
 
 #[test]
 fn a_zero_or_negative_cuboid_extent_is_rejected() {
-    for (extents, name) in [
-        ([0.0, 1.0, 1.0], "length"),
-        ([1.0, -1.0, 1.0], "width"),
-        ([1.0, 1.0, 0.0], "height"),
-    ] {
+    for (extents, name) in [([0.0, 1.0, 1.0], "length"), ([1.0, -1.0, 1.0], "width"), ([1.0, 1.0, 0.0], "height")] {
         assert_eq!(
             message(Cuboid, &with_row(axis_aligned_cuboid(), 1, extents)),
             format!("GeometryData[1]: {name} must be > 0")
@@ -241,31 +177,17 @@ fn an_axis_aligned_square_is_accepted_and_ignores_the_third_extent() {
     let rows = with_row(axis_aligned_square(), 1, [4.0, 5.0, 99.0]);
     assert_eq!(
         accept(Square, &rows),
-        Shape::Square {
-            bottom_left: [1.0, 2.0, 3.0],
-            extents: [4.0, 5.0],
-            axes: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        }
+        Shape::Square { bottom_left: [1.0, 2.0, 3.0], extents: [4.0, 5.0], axes: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]] }
     );
 }
 
 #[test]
 fn square_axes_drop_z_and_are_normalised_in_xy() {
-    let rows = [
-        [0.0; 3],
-        [1.0, 1.0, 0.0],
-        [3.0, 3.0, 7.0],
-        [-0.5, 0.5, -2.0],
-    ];
-    let Shape::Square { axes, .. } = accept(Square, &rows) else {
-        panic!("not a square")
-    };
+    let rows = [[0.0; 3], [1.0, 1.0, 0.0], [3.0, 3.0, 7.0], [-0.5, 0.5, -2.0]];
+    let Shape::Square { axes, .. } = accept(Square, &rows) else { panic!("not a square") };
     assert_close(axes[0], [S, S, 0.0]);
     assert_close(axes[1], [-S, S, 0.0]);
-    assert!(
-        axes.iter()
-            .all(|a| a[2] == 0.0 && (length(*a) - 1.0).abs() < 1e-15)
-    );
+    assert!(axes.iter().all(|a| a[2] == 0.0 && (length(*a) - 1.0).abs() < 1e-15));
 }
 
 #[test]
@@ -284,9 +206,7 @@ fn a_square_axis_with_no_x_or_y_is_a_zero_axis() {
         for axis in [[0.0; 3], [0.0, 0.0, 1.0]] {
             assert_eq!(
                 message(Square, &with_row(axis_aligned_square(), row, axis)),
-                format!(
-                    "GeometryData[{row}]: axis must not be zero in x and y (square axes ignore z)"
-                )
+                format!("GeometryData[{row}]: axis must not be zero in x and y (square axes ignore z)")
             );
         }
     }
@@ -296,10 +216,7 @@ fn a_square_axis_with_no_x_or_y_is_a_zero_axis() {
 fn square_axes_parallel_in_xy_are_rejected() {
     // Not parallel in 3D, but parallel once z is dropped.
     let rows = with_row(axis_aligned_square(), 3, [2.0, 0.0, 5.0]);
-    assert_eq!(
-        message(Square, &rows),
-        "GeometryData[3]: axes l and w are (nearly) parallel"
-    );
+    assert_eq!(message(Square, &rows), "GeometryData[3]: axes l and w are (nearly) parallel");
 }
 
 // ---- cylinder ----
@@ -309,41 +226,25 @@ fn an_upright_cylinder_is_accepted() {
     let rows = [[1.0, 2.0, 0.0], [0.0, 0.0, 1.0], [3.0, 0.5, 0.0]];
     assert_eq!(
         accept(Cylinder, &rows),
-        Shape::Cylinder {
-            origin: [1.0, 2.0, 0.0],
-            axis: [0.0, 0.0, 1.0],
-            height: 3.0,
-            radius: 0.5
-        }
+        Shape::Cylinder { origin: [1.0, 2.0, 0.0], axis: [0.0, 0.0, 1.0], height: 3.0, radius: 0.5 }
     );
 }
 
 #[test]
 fn a_tilted_cylinder_axis_is_normalised() {
     let rows = [[0.0; 3], [3.0, 0.0, 4.0], [2.0, 1.0, 0.0]];
-    let Shape::Cylinder { axis, .. } = accept(Cylinder, &rows) else {
-        panic!("not a cylinder")
-    };
+    let Shape::Cylinder { axis, .. } = accept(Cylinder, &rows) else { panic!("not a cylinder") };
     assert_close(axis, [0.6, 0.0, 0.8]);
 }
 
 #[test]
 fn a_zero_cylinder_axis_is_rejected() {
-    assert_eq!(
-        message(Cylinder, &[[0.0; 3], [0.0; 3], [1.0, 1.0, 0.0]]),
-        "GeometryData[1]: axis must not be zero"
-    );
+    assert_eq!(message(Cylinder, &[[0.0; 3], [0.0; 3], [1.0, 1.0, 0.0]]), "GeometryData[1]: axis must not be zero");
 }
 
 #[test]
 fn a_zero_or_negative_cylinder_height_or_radius_is_rejected() {
     let up = [0.0, 0.0, 1.0];
-    assert_eq!(
-        message(Cylinder, &[[0.0; 3], up, [0.0, 1.0, 0.0]]),
-        "GeometryData[2]: height must be > 0"
-    );
-    assert_eq!(
-        message(Cylinder, &[[0.0; 3], up, [1.0, -1.0, 0.0]]),
-        "GeometryData[2]: radius must be > 0"
-    );
+    assert_eq!(message(Cylinder, &[[0.0; 3], up, [0.0, 1.0, 0.0]]), "GeometryData[2]: height must be > 0");
+    assert_eq!(message(Cylinder, &[[0.0; 3], up, [1.0, -1.0, 0.0]]), "GeometryData[2]: radius must be > 0");
 }

@@ -79,7 +79,8 @@ impl ZoneAction {
             Some("device-alarm") => Ok(Self::DeviceAlarm { on }),
             Some("http-request") => {
                 let uri = f.string("uri")?.ok_or_else(|| Invalid::new("uri", "is required for http-request"))?;
-                let parsed = url::Url::parse(uri).map_err(|e| Invalid::new("uri", format!("is not a valid URI: {e}")))?;
+                let parsed =
+                    url::Url::parse(uri).map_err(|e| Invalid::new("uri", format!("is not a valid URI: {e}")))?;
                 if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
                     return Err(Invalid::new("uri", "must be an http:// or https:// URI with a host"));
                 }
@@ -91,8 +92,8 @@ impl ZoneAction {
                 if let Some(h) = f.raw("headers") {
                     let hf = Fields::of(h, "headers")?;
                     for (name, _) in h.as_object().into_iter().flatten() {
-                        let valid_name = !name.is_empty()
-                            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+                        let valid_name =
+                            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
                         if !valid_name {
                             return Err(Invalid::new(format!("headers.{name}"), "is not a valid header name"));
                         }

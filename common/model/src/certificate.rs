@@ -47,9 +47,7 @@ impl CertificateProfileInput {
         let blob = |field: &str| -> Result<Vec<u8>, Invalid> {
             let text = f.string(field)?.ok_or_else(|| Invalid::new(field, "is required"))?;
             let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-            let bytes = STANDARD
-                .decode(compact.as_bytes())
-                .map_err(|_| Invalid::new(field, "is not valid base64"))?;
+            let bytes = STANDARD.decode(compact.as_bytes()).map_err(|_| Invalid::new(field, "is not valid base64"))?;
             if bytes.is_empty() || bytes.len() > MAX_BLOB {
                 return Err(Invalid::new(field, format!("must decode to 1 to {MAX_BLOB} bytes")));
             }

@@ -90,7 +90,9 @@ impl ConnectionInput {
         let certificate_profile_id = f
             .string("CertificateProfileID")?
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<Uuid>().map_err(|_| Invalid::new("CertificateProfileID", format!("'{s}' is not a UUID"))))
+            .map(|s| {
+                s.parse::<Uuid>().map_err(|_| Invalid::new("CertificateProfileID", format!("'{s}' is not a UUID")))
+            })
             .transpose()?;
         if tls && certificate_profile_id.is_none() {
             return Err(Invalid::new("CertificateProfileID", "is required when TLS is true"));
@@ -146,7 +148,6 @@ fn parse_topic(item: &Value) -> Result<Topic, Invalid> {
         Some(chain @ Value::Array(_)) => chain.clone(),
         Some(other) => return Err(Invalid::new("FilterChain", format!("must be an array, got {}", type_name(other)))),
     };
-    zonecast_filter::compile(&filter_chain)
-        .map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
+    zonecast_filter::compile(&filter_chain).map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
     Ok(Topic { topic: topic.to_owned(), filter_chain })
 }

@@ -76,9 +76,9 @@ impl<'a> Fields<'a> {
 /// An integer JSON value in `min..=max`, else the rule broken.
 pub(crate) fn int_in(v: &Value, min: i64, max: i64) -> Result<i64, String> {
     let n = match v {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64)),
+        Value::Number(n) => {
+            n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+        }
         other => return Err(format!("must be an integer, got {}", type_name(other))),
     };
     match n {

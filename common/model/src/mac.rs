@@ -24,9 +24,7 @@ impl FromStr for Mac {
         let bad = || format!("'{s}' is not a MAC address (six hex octets separated by ':' or '-')");
         let sep = if s.contains('-') { '-' } else { ':' };
         let octets: Vec<&str> = s.split(sep).collect();
-        if octets.len() != 6
-            || octets.iter().any(|o| o.len() != 2 || !o.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
+        if octets.len() != 6 || octets.iter().any(|o| o.len() != 2 || !o.bytes().all(|b| b.is_ascii_hexdigit())) {
             return Err(bad());
         }
         Ok(Self(octets.join(":").to_ascii_uppercase()))
@@ -64,7 +62,15 @@ mod tests {
 
     #[test]
     fn malformed_macs_are_rejected() {
-        for bad in ["", "00:AA:BB:CC:DD", "00:AA:BB:CC:DD:EE:FF", "0:AA:BB:CC:DD:EE", "GG:AA:BB:CC:DD:EE", "00:AA-BB:CC:DD:EE", "00AABBCCDDEE"] {
+        for bad in [
+            "",
+            "00:AA:BB:CC:DD",
+            "00:AA:BB:CC:DD:EE:FF",
+            "0:AA:BB:CC:DD:EE",
+            "GG:AA:BB:CC:DD:EE",
+            "00:AA-BB:CC:DD:EE",
+            "00AABBCCDDEE",
+        ] {
             assert!(bad.parse::<Mac>().is_err(), "{bad}");
         }
     }

@@ -125,16 +125,18 @@ impl Setting {
     /// it may be left out only when `IsActive` is false.
     pub fn parse(value: &Value) -> Result<Self, Option<Invalid>> {
         let f = Fields::of(value, "").map_err(Some)?;
-        let name = f.string("SettingName").map_err(Some)?.ok_or_else(|| Some(Invalid::new("SettingName", "is required")))?;
+        let name =
+            f.string("SettingName").map_err(Some)?.ok_or_else(|| Some(Invalid::new("SettingName", "is required")))?;
         let name: SettingName = name.parse().map_err(|()| None)?;
         let active = f.bool("IsActive").map_err(Some)?.unwrap_or(true);
         let raw = match f.raw("SettingValue") {
             None if !active => name.default_value(),
             None => return Err(Some(Invalid::new("SettingValue", "is required"))),
             Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
-            Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| {
-                Some(Invalid::new("SettingValue", format!("'{s}' is not a number")))
-            })?,
+            Some(Value::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| Some(Invalid::new("SettingValue", format!("'{s}' is not a number"))))?,
             Some(other) => {
                 return Err(Some(Invalid::new(
                     "SettingValue",
@@ -211,7 +213,8 @@ mod tests {
         assert_eq!((s.name, s.value, s.active), (SettingName::ExitDelayMs, 500.0, true));
         let e = Setting::parse(&json!({"SettingName": "ExitDelayMs", "SettingValue": 1.5})).unwrap_err().unwrap();
         assert_eq!(e.to_string(), "SettingValue: must be a whole number, got 1.5");
-        let e = Setting::parse(&json!({"SettingName": "ExitToleranceMeters", "SettingValue": "far"})).unwrap_err().unwrap();
+        let e =
+            Setting::parse(&json!({"SettingName": "ExitToleranceMeters", "SettingValue": "far"})).unwrap_err().unwrap();
         assert_eq!(e.to_string(), "SettingValue: 'far' is not a number");
         assert_eq!(Setting::parse(&json!({"SettingName": "Nope", "SettingValue": 1})), Err(None));
     }

@@ -117,8 +117,7 @@ impl ZoneInput {
     /// A new zone with identity `id` from this input: GeometryType and GeometryData are
     /// required, everything else takes its default.
     pub fn create(self, id: Uuid) -> Result<ZoneSpec, Invalid> {
-        let geometry_type =
-            self.geometry_type.ok_or_else(|| Invalid::new("GeometryType", "is required"))?;
+        let geometry_type = self.geometry_type.ok_or_else(|| Invalid::new("GeometryType", "is required"))?;
         let geometry_data = self.geometry_data.clone().ok_or_else(|| Invalid::new("GeometryData", "is required"))?;
         let base = ZoneSpec {
             id,
@@ -224,7 +223,10 @@ pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Inval
         let mac = match item {
             Value::String(s) => s.parse::<Mac>().map_err(|e| Invalid::new(format!("{field}[{i}]"), e))?,
             other => {
-                return Err(Invalid::new(format!("{field}[{i}]"), format!("must be a string, got {}", type_name(other))));
+                return Err(Invalid::new(
+                    format!("{field}[{i}]"),
+                    format!("must be a string, got {}", type_name(other)),
+                ));
             }
         };
         if !macs.contains(&mac) {
@@ -264,7 +266,6 @@ fn time_field(f: &Fields<'_>, name: &str) -> Result<Option<Option<DateTime<Utc>>
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,11 +298,23 @@ mod tests {
             (json!({"AlertLevel": "3"}), "AlertLevel: must be an integer, got a string"),
             (json!({"Active": "yes"}), "Active: must be a boolean, got a string"),
             (json!({"InclusionPolicy": "some"}), "InclusionPolicy: must be 'all' or 'none', got 'some'"),
-            (json!({"DeviceList": ["00:11:22:33:44:55", "nope"]}), "DeviceList[1]: 'nope' is not a MAC address (six hex octets separated by ':' or '-')"),
+            (
+                json!({"DeviceList": ["00:11:22:33:44:55", "nope"]}),
+                "DeviceList[1]: 'nope' is not a MAC address (six hex octets separated by ':' or '-')",
+            ),
             (json!({"GeometryData": [[0, 0]]}), "GeometryData[0]: must be an array of three finite numbers"),
-            (json!({"StartTime": "yesterday"}), "StartTime: 'yesterday' is not an ISO 8601 time (e.g. 2026-11-21T10:00:00.000Z)"),
-            (json!({"ZoneActions": [{"type": "teleport"}]}), "ZoneActions[0].type: unknown action type 'teleport' (expected info-event, device-alarm or http-request)"),
-            (json!({"ZoneActions": [{"type": "http-request", "uri": "ftp://x"}]}), "ZoneActions[0].uri: must be an http:// or https:// URI with a host"),
+            (
+                json!({"StartTime": "yesterday"}),
+                "StartTime: 'yesterday' is not an ISO 8601 time (e.g. 2026-11-21T10:00:00.000Z)",
+            ),
+            (
+                json!({"ZoneActions": [{"type": "teleport"}]}),
+                "ZoneActions[0].type: unknown action type 'teleport' (expected info-event, device-alarm or http-request)",
+            ),
+            (
+                json!({"ZoneActions": [{"type": "http-request", "uri": "ftp://x"}]}),
+                "ZoneActions[0].uri: must be an http:// or https:// URI with a host",
+            ),
         ];
         for (input, message) in cases {
             assert_eq!(ZoneInput::parse(&input).unwrap_err().to_string(), message);
@@ -326,7 +339,10 @@ mod tests {
         z.is_geometry_locked = true;
         let e = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [2, 0, 0]]})).unwrap().update(&z).unwrap_err();
         assert_eq!(e.field, "GeometryData");
-        let same = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [1, 0, 0]], "Name": "n"})).unwrap().update(&z).unwrap();
+        let same = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [1, 0, 0]], "Name": "n"}))
+            .unwrap()
+            .update(&z)
+            .unwrap();
         assert_eq!(same.name, "n");
     }
 

@@ -180,10 +180,7 @@ where
 }
 
 fn parse_api_key(name: &str, item: &str) -> Result<ApiKey, ConfigError> {
-    let (key, authority) = item
-        .trim()
-        .rsplit_once(':')
-        .ok_or_else(|| bad(name, "expected key:authority pairs"))?;
+    let (key, authority) = item.trim().rsplit_once(':').ok_or_else(|| bad(name, "expected key:authority pairs"))?;
     if key.is_empty() {
         return Err(bad(name, "empty key"));
     }
@@ -245,7 +242,8 @@ impl Config {
         if let Some((_, v)) = pick("DATA_DIR", file.data_dir.map(|p| p.display().to_string())) {
             c.data_dir = PathBuf::from(v);
         }
-        c.database_url = pick("DATABASE_URL", file.database_url).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
+        c.database_url =
+            pick("DATABASE_URL", file.database_url).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
         if let Some((n, v)) = pick("DATABASE_POOL", file.database_pool.map(|n| n.to_string())) {
             c.database_pool = parse(&n, &v)?;
         }
@@ -279,7 +277,8 @@ impl Config {
         if let Some((n, v)) = pick("CLIENTS", file.clients.map(|l| l.join(","))) {
             c.clients = split_list(&v).map(|item| parse_client(&n, item)).collect::<Result<_, _>>()?;
         }
-        c.secret_key = pick("SECRET_KEY", file.secret_key).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
+        c.secret_key =
+            pick("SECRET_KEY", file.secret_key).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
         if let Some((n, v)) = pick("TOKEN_TTL_SECONDS", file.token_ttl_seconds.map(|n| n.to_string())) {
             c.token_ttl_seconds = parse(&n, &v)?;
         }
@@ -328,7 +327,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("z.toml");
         std::fs::write(&path, "site_id = 7\npartitions = 8\napi_keys = [\"k1:read\"]\n").unwrap();
-        let c = Config::load(Some(&path), &env(&[("ZONECAST_SITE_ID", "501"), ("ZONECAST_EVALUATOR_PARTITIONS", "0-3")])).unwrap();
+        let c =
+            Config::load(Some(&path), &env(&[("ZONECAST_SITE_ID", "501"), ("ZONECAST_EVALUATOR_PARTITIONS", "0-3")]))
+                .unwrap();
         assert_eq!(c.site_id, 501);
         assert_eq!(c.partitions, 8);
         assert_eq!(c.evaluator_partitions, Some((0, 3)));
@@ -337,10 +338,10 @@ mod tests {
 
     #[test]
     fn credentials_parse_and_never_show_in_debug() {
-        let c = Config::load(None, &env(&[
-            ("ZONECAST_API_KEYS", "abc:admin, def:read"),
-            ("ZONECAST_CLIENTS", "svc:s3cr:et:write"),
-        ]))
+        let c = Config::load(
+            None,
+            &env(&[("ZONECAST_API_KEYS", "abc:admin, def:read"), ("ZONECAST_CLIENTS", "svc:s3cr:et:write")]),
+        )
         .unwrap();
         assert_eq!(c.api_keys.len(), 2);
         assert_eq!(c.clients[0].secret.expose(), "s3cr:et");

@@ -103,8 +103,7 @@ mod tests {
     fn the_last_radius_change_for_a_mac_wins() {
         let a = mac_of("00:00:00:00:00:0A");
         let b = mac_of("00:00:00:00:00:0B");
-        let (set, remove) =
-            coalesce_radii(&[(a.clone(), Some(1.0)), (b.clone(), Some(2.0)), (a.clone(), None)]);
+        let (set, remove) = coalesce_radii(&[(a.clone(), Some(1.0)), (b.clone(), Some(2.0)), (a.clone(), None)]);
         assert_eq!(set, vec![(b, 2.0)]);
         assert_eq!(remove, vec![a]);
     }

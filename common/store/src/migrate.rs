@@ -73,9 +73,9 @@ async fn postgres_locked(client: &mut tokio_postgres::Client) -> Result<()> {
         .map_err(fail)?;
     for m in pending(POSTGRES, &applied) {
         let tx = client.transaction().await.map_err(fail)?;
-        tx.batch_execute(m.sql).await.map_err(|e| {
-            StoreError::Backend(format!("PostgreSQL migration V{}__{} failed: {e}", m.version, m.name))
-        })?;
+        tx.batch_execute(m.sql)
+            .await
+            .map_err(|e| StoreError::Backend(format!("PostgreSQL migration V{}__{} failed: {e}", m.version, m.name)))?;
         tx.execute("INSERT INTO zonecast_migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])
             .await
             .map_err(fail)?;
@@ -109,12 +109,12 @@ pub(crate) fn sqlite(conn: &mut rusqlite::Connection) -> Result<()> {
         if applied.contains(&m.version) {
             continue;
         }
-        tx.execute_batch(m.sql).map_err(|e| {
-            StoreError::Backend(format!("SQLite migration V{}__{} failed: {e}", m.version, m.name))
-        })?;
-        tx.execute("INSERT INTO zonecast_migrations (version, name) VALUES (?1, ?2)", rusqlite::params![
-            m.version, m.name
-        ])
+        tx.execute_batch(m.sql)
+            .map_err(|e| StoreError::Backend(format!("SQLite migration V{}__{} failed: {e}", m.version, m.name)))?;
+        tx.execute(
+            "INSERT INTO zonecast_migrations (version, name) VALUES (?1, ?2)",
+            rusqlite::params![m.version, m.name],
+        )
         .map_err(fail)?;
         tx.commit().map_err(fail)?;
         tracing::info!(version = m.version, name = m.name, "applied SQLite migration");

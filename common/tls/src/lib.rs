@@ -61,9 +61,8 @@ pub fn open_bundle(
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ProfileError> {
     let store = KeyStore::from_pkcs12(client, password, Pkcs12ImportPolicy::Strict)
         .map_err(|_| err("client", "cannot be opened: not a PKCS#12 bundle, or wrong password"))?;
-    let (_, chain) = store
-        .private_key_chain()
-        .ok_or_else(|| err("client", "holds no private key with its certificate"))?;
+    let (_, chain) =
+        store.private_key_chain().ok_or_else(|| err("client", "holds no private key with its certificate"))?;
     let certs: Vec<CertificateDer<'static>> =
         chain.certs().iter().map(|c| CertificateDer::from(c.as_der().to_vec())).collect();
     if certs.is_empty() {

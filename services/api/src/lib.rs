@@ -51,17 +51,21 @@ pub enum StartError {
 /// The warp filter answering every request through the route table.
 /// Its only rejection is a body already taken, which cannot happen here.
 pub fn filter(ctx: Arc<Context>) -> impl Filter<Extract = (warp::reply::Response,), Error = warp::Rejection> + Clone {
-    warp::method()
-        .and(warp::path::full())
-        .and(warp::header::headers_cloned())
-        .and(warp::body::stream())
-        .then(move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
+    warp::method().and(warp::path::full()).and(warp::header::headers_cloned()).and(warp::body::stream()).then(
+        move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
             let ctx = ctx.clone();
             async move { respond(ctx, method, path.as_str().to_owned(), headers, body).await }
-        })
+        },
+    )
 }
 
-async fn respond<S, B>(ctx: Arc<Context>, method: Method, path: String, headers: HeaderMap, body: S) -> warp::reply::Response
+async fn respond<S, B>(
+    ctx: Arc<Context>,
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: S,
+) -> warp::reply::Response
 where
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,
@@ -82,7 +86,8 @@ where
     let response = result.unwrap_or_else(ApiError::into_response);
     let status = response.status().as_u16().to_string();
     metrics::counter!("zonecast_api_requests_total", "operation" => operation, "status" => status).increment(1);
-    metrics::histogram!("zonecast_api_request_seconds", "operation" => operation).record(started.elapsed().as_secs_f64());
+    metrics::histogram!("zonecast_api_request_seconds", "operation" => operation)
+        .record(started.elapsed().as_secs_f64());
     response
 }
 
@@ -134,7 +139,8 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
     };
     let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
     let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
-    let secret = required(&config.secret_key, "ZONECAST_SECRET_KEY (base64 of 32 random bytes, the same for every replica)")?;
+    let secret =
+        required(&config.secret_key, "ZONECAST_SECRET_KEY (base64 of 32 random bytes, the same for every replica)")?;
     let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::Keys(e.to_string()))?);
     if config.api_keys.is_empty() && config.clients.is_empty() {
         tracing::warn!("no ZONECAST_API_KEYS or ZONECAST_CLIENTS configured: every request will be refused");

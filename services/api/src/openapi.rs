@@ -16,7 +16,8 @@ fn error_response(description: &str) -> Value {
 
 fn schemas() -> Value {
     let row = json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3});
-    let mac = json!({"type": "string", "pattern": "^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$", "example": "00:AA:BB:CC:DD:EE"});
+    let mac =
+        json!({"type": "string", "pattern": "^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$", "example": "00:AA:BB:CC:DD:EE"});
     let zone_fields = json!({
         "Name": {"type": "string", "maxLength": 256},
         "GeometryType": {"type": "string", "enum": ["sphere", "circle", "cuboid", "square", "cylinder", "polygon"]},
@@ -162,7 +163,8 @@ pub fn document() -> Value {
             op["responses"]["404"] = error_response("unknown ID");
         }
         if let Some(body) = route.body {
-            op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema_ref(body)}}});
+            op["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": schema_ref(body)}}});
         }
         let entry = paths.entry(route.path.to_owned()).or_insert_with(|| json!({}));
         entry[route.method.as_str().to_ascii_lowercase()] = op;

@@ -69,7 +69,16 @@ const A: Option<Authority> = Some(Authority::Admin);
 
 macro_rules! route {
     ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
-        Route { method: Method::$m, path: $path, op: Op::$op, authority: $auth, id: $id, summary: $summary, body: $body, response: $resp }
+        Route {
+            method: Method::$m,
+            path: $path,
+            op: Op::$op,
+            authority: $auth,
+            id: $id,
+            summary: $summary,
+            body: $body,
+            response: $resp,
+        }
     };
 }
 

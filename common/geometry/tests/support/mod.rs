@@ -27,10 +27,7 @@ pub fn message(kind: GeometryType, rows: &[Vec3]) -> String {
 
 /// Asserts `a` and `b` agree to within `1e-12` in every component.
 pub fn assert_close(a: Vec3, b: Vec3) {
-    assert!(
-        a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12),
-        "{a:?} != {b:?}"
-    );
+    assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12), "{a:?} != {b:?}");
 }
 
 /// Euclidean length.

@@ -38,7 +38,7 @@ impl PgStore {
         let (mut client, connection) = config
             .connect(NoTls)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL at {target}: {e}")))?;
+            .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL at {target}: {}", chain(&e))))?;
         let driver = tokio::spawn(connection);
         let migrated = migrate::postgres(&mut client).await;
         // Closing the migration connection releases the advisory lock even after a failure.
@@ -46,8 +46,7 @@ impl PgStore {
         let _ = driver.await;
         migrated?;
 
-        let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(pool_size.max(1))
             .runtime(Runtime::Tokio1)
@@ -95,9 +94,10 @@ pub async fn drop_database(admin_url: &str, name: &str) -> Result<()> {
 /// A single connection to the server of `url`, its driver running on its own task.
 async fn admin(url: &str) -> Result<tokio_postgres::Client> {
     let config = parse(url)?;
-    let (client, connection) = config.connect(NoTls).await.map_err(|e| {
-        StoreError::Unavailable(format!("cannot connect to PostgreSQL at {}: {e}", describe(&config)))
-    })?;
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL at {}: {e}", describe(&config))))?;
     tokio::spawn(connection);
     Ok(client)
 }
@@ -169,15 +169,26 @@ fn unavailable_or_backend(e: tokio_postgres::Error) -> StoreError {
             c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")
         }
         None => {
-            e.is_closed()
-                || std::error::Error::source(&e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+            e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
         }
     };
     if unavailable {
-        StoreError::Unavailable(format!("PostgreSQL: {e}"))
+        StoreError::Unavailable(format!("PostgreSQL: {}", chain(&e)))
     } else {
         StoreError::Backend(format!("PostgreSQL: {}", detail(&e)))
     }
+}
+
+/// `e` and its causes ("error connecting to server: Connection refused (os error 111)").
+fn chain(e: &tokio_postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The server's message and code when there is one (tokio-postgres' `Display` says only
@@ -210,7 +221,10 @@ mod tests {
 
     #[test]
     fn the_database_of_a_url_is_replaced() {
-        assert_eq!(with_database("postgres://postgres@127.0.0.1:5432/postgres", "t_1"), "postgres://postgres@127.0.0.1:5432/t_1");
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/postgres", "t_1"),
+            "postgres://postgres@127.0.0.1:5432/t_1"
+        );
         assert_eq!(with_database("postgres://u:p@h/db?sslmode=disable", "x"), "postgres://u:p@h/x?sslmode=disable");
         assert_eq!(with_database("postgresql://h:5433", "x"), "postgresql://h:5433/x");
         assert_eq!(with_database("host=h user=u dbname=postgres", "x"), "host=h user=u dbname=x");

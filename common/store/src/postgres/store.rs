@@ -203,7 +203,9 @@ impl Store for PgStore {
     async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached("DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time")
+            .prepare_cached(
+                "DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time",
+            )
             .await
             .db()?;
         sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)
@@ -240,8 +242,10 @@ impl Store for PgStore {
         let client = self.client().await?;
         let stmt = client.prepare_cached("SELECT mac, radius FROM device_radii").await.db()?;
         let rows = client.query(&stmt, &[]).await.db()?;
-        let mut radii =
-            rows.iter().map(|r| Ok((codec::mac(r.try_get(0).db()?)?, r.try_get(1).db()?))).collect::<Result<Vec<_>>>()?;
+        let mut radii = rows
+            .iter()
+            .map(|r| Ok((codec::mac(r.try_get(0).db()?)?, r.try_get(1).db()?)))
+            .collect::<Result<Vec<_>>>()?;
         radii.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(radii)
     }
@@ -272,13 +276,15 @@ impl Store for PgStore {
 
     async fn list_connections(&self) -> Result<Vec<StoredConnection>> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections ORDER BY seq").await.db()?;
+        let stmt =
+            client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections ORDER BY seq").await.db()?;
         client.query(&stmt, &[]).await.db()?.iter().map(connection).collect()
     }
 
     async fn get_connection(&self, id: Uuid) -> Result<StoredConnection> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections WHERE id = $1").await.db()?;
+        let stmt =
+            client.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections WHERE id = $1").await.db()?;
         match client.query_opt(&stmt, &[&id]).await.db()? {
             Some(row) => connection(&row),
             None => Err(StoreError::not_found("connection", &id)),
@@ -361,8 +367,10 @@ impl Store for PgStore {
 
     async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()> {
         let client = self.client().await?;
-        let stmt =
-            client.prepare_cached("INSERT INTO certificate_profiles (id, name, sealed) VALUES ($1, $2, $3)").await.db()?;
+        let stmt = client
+            .prepare_cached("INSERT INTO certificate_profiles (id, name, sealed) VALUES ($1, $2, $3)")
+            .await
+            .db()?;
         client
             .execute(&stmt, &[&c.id, &c.name, &c.sealed])
             .await
@@ -426,16 +434,19 @@ impl Store for PgStore {
             .await
             .db()?;
         let outcome = client
-            .execute(&stmt, &[
-                &s.connection_id,
-                &s.replica,
-                &s.connected,
-                &s.last_error,
-                &codec::counter(s.forwarded),
-                &codec::counter(s.dropped),
-                &codec::counter(s.queued),
-                &s.updated_at,
-            ])
+            .execute(
+                &stmt,
+                &[
+                    &s.connection_id,
+                    &s.replica,
+                    &s.connected,
+                    &s.last_error,
+                    &codec::counter(s.forwarded),
+                    &codec::counter(s.dropped),
+                    &codec::counter(s.queued),
+                    &s.updated_at,
+                ],
+            )
             .await;
         match outcome {
             // The connection was deleted between the check and the insert: ignored, as documented.

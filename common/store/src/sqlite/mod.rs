@@ -30,16 +30,14 @@ impl SqliteStore {
     /// applies missing migrations. Blocking: call it at start-up or in `spawn_blocking`.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                StoreError::Unavailable(format!("cannot create directory {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::Unavailable(format!("cannot create directory {}: {e}", dir.display())))?;
         }
         let unavailable =
             |e: rusqlite::Error| StoreError::Unavailable(format!("cannot open SQLite file {}: {e}", path.display()));
         let mut conn = Connection::open(path).map_err(unavailable)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(unavailable)?;
-        let mode: String =
-            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(unavailable)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(unavailable)?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), mode, "SQLite file is not in WAL mode");
         }
@@ -70,9 +68,14 @@ impl SqliteStore {
     }
 }
 
-/// Whether `e` is the violation of a foreign key.
+/// Whether `e` is the violation of a foreign key. SQLite reports an `ON DELETE RESTRICT`
+/// action as a trigger constraint; the schema has no triggers of its own, so that code can
+/// only mean a foreign key here.
 fn is_foreign_key(e: &rusqlite::Error) -> bool {
-    e.sqlite_error().is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY)
+    e.sqlite_error().is_some_and(|f| {
+        f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+            || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER
+    })
 }
 
 /// Whether `e` is the violation of a primary key or unique constraint.

@@ -45,7 +45,12 @@ fn collisions_of(conn: &Connection, zone: Option<&Uuid>) -> Result<Vec<Collision
         .db()?;
     rows.into_iter()
         .map(|(z, m, c, t)| {
-            Ok(Collision { zone_id: codec::uuid(&z)?, mac: codec::mac(&m)?, collision_id: codec::uuid(&c)?, entry_time: codec::time(t)? })
+            Ok(Collision {
+                zone_id: codec::uuid(&z)?,
+                mac: codec::mac(&m)?,
+                collision_id: codec::uuid(&c)?,
+                entry_time: codec::time(t)?,
+            })
         })
         .collect()
 }
@@ -78,7 +83,8 @@ impl Store for SqliteStore {
     async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
         self.run(|conn| {
             let mut stmt = conn.prepare_cached("SELECT spec FROM zones ORDER BY seq").db()?;
-            let texts = stmt.query_map([], |r| r.get::<_, String>(0)).db()?.collect::<rusqlite::Result<Vec<_>>>().db()?;
+            let texts =
+                stmt.query_map([], |r| r.get::<_, String>(0)).db()?.collect::<rusqlite::Result<Vec<_>>>().db()?;
             texts.iter().map(|t| from_json(t, "zone")).collect()
         })
         .await
@@ -157,7 +163,11 @@ impl Store for SqliteStore {
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<Mac>> {
         self.run(move |conn| {
             let mut stmt = conn.prepare_cached("SELECT mac FROM collisions WHERE zone_id = ?1").db()?;
-            let texts = stmt.query_map([id(&zone)], |r| r.get::<_, String>(0)).db()?.collect::<rusqlite::Result<Vec<_>>>().db()?;
+            let texts = stmt
+                .query_map([id(&zone)], |r| r.get::<_, String>(0))
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .db()?;
             let mut macs = texts.iter().map(|t| codec::mac(t)).collect::<Result<Vec<_>>>()?;
             macs.sort();
             Ok(macs)
@@ -185,7 +195,12 @@ impl Store for SqliteStore {
                     .db()?;
                 for c in &entered {
                     upsert
-                        .execute(params![id(&c.zone_id), c.mac.as_str(), id(&c.collision_id), c.entry_time.timestamp_micros()])
+                        .execute(params![
+                            id(&c.zone_id),
+                            c.mac.as_str(),
+                            id(&c.collision_id),
+                            c.entry_time.timestamp_micros()
+                        ])
                         .db()?;
                 }
                 let mut delete = tx.prepare_cached("DELETE FROM collisions WHERE zone_id = ?1 AND mac = ?2").db()?;
@@ -280,7 +295,8 @@ impl Store for SqliteStore {
 
     async fn list_connections(&self) -> Result<Vec<StoredConnection>> {
         self.run(|conn| {
-            let mut stmt = conn.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections ORDER BY seq").db()?;
+            let mut stmt =
+                conn.prepare_cached("SELECT spec, password_sealed FROM mqtt_connections ORDER BY seq").db()?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<Vec<u8>>>(1)?)))
                 .db()?
@@ -389,12 +405,13 @@ impl Store for SqliteStore {
     async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()> {
         let c = c.clone();
         self.run(move |conn| {
-            conn.execute("INSERT INTO certificate_profiles (id, name, sealed) VALUES (?1, ?2, ?3)", params![
-                id(&c.id),
-                c.name,
-                c.sealed
-            ])
-            .map_err(|e| if is_unique(&e) { StoreError::duplicate("certificate profile", &c.id) } else { super::store_error(e) })
+            conn.execute(
+                "INSERT INTO certificate_profiles (id, name, sealed) VALUES (?1, ?2, ?3)",
+                params![id(&c.id), c.name, c.sealed],
+            )
+            .map_err(|e| {
+                if is_unique(&e) { StoreError::duplicate("certificate profile", &c.id) } else { super::store_error(e) }
+            })
             .map(drop)
         })
         .await
@@ -404,11 +421,10 @@ impl Store for SqliteStore {
         let c = c.clone();
         self.run(move |conn| {
             let changed = conn
-                .execute("UPDATE certificate_profiles SET name = ?2, sealed = ?3 WHERE id = ?1", params![
-                    id(&c.id),
-                    c.name,
-                    c.sealed
-                ])
+                .execute(
+                    "UPDATE certificate_profiles SET name = ?2, sealed = ?3 WHERE id = ?1",
+                    params![id(&c.id), c.name, c.sealed],
+                )
                 .db()?;
             if changed == 0 {
                 return Err(StoreError::not_found("certificate profile", &c.id));

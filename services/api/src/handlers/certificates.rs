@@ -25,8 +25,9 @@ fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiE
     let input = CertificateProfileInput::parse(&body::object(body)?)?;
     zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
         .map_err(|e| ApiError::Invalid(e.to_string()))?;
-    let plain = serde_json::to_vec(&SealedProfile { ca: &input.ca, client: &input.client, password: input.password.expose() })
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let plain =
+        serde_json::to_vec(&SealedProfile { ca: &input.ca, client: &input.client, password: input.password.expose() })
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
     let sealed = ctx.keys.seal(&plain).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(StoredCertificate { id, name: input.name, sealed })
 }
@@ -37,8 +38,13 @@ fn summary(c: &StoredCertificate) -> serde_json::Value {
 
 /// Lists profiles, ID and name only.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
-    let out: Vec<_> =
-        ctx.store.list_certificates().await?.iter().map(|(id, name)| json!({"ID": format_zone_id(id), "name": name})).collect();
+    let out: Vec<_> = ctx
+        .store
+        .list_certificates()
+        .await?
+        .iter()
+        .map(|(id, name)| json!({"ID": format_zone_id(id), "name": name}))
+        .collect();
     Ok(reply::ok(&out))
 }
 

@@ -16,7 +16,13 @@ use crate::error::ApiError;
 use crate::routes::Op;
 
 /// Runs `op` with its path parameters and body.
-pub async fn dispatch(ctx: &Context, op: Op, params: &[String], headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+pub async fn dispatch(
+    ctx: &Context,
+    op: Op,
+    params: &[String],
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let id = |what: &'static str| param_id(params, what);
     match op {
         Op::ListZones => zones::list(ctx).await,

@@ -16,7 +16,9 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     let request: Value = if is_form {
-        Value::Object(url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect())
+        Value::Object(
+            url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),
+        )
     } else {
         body::object(body)?
     };
@@ -65,8 +67,6 @@ pub async fn health(ctx: &Context) -> Response {
 /// `GET /metrics`: Prometheus text exposition.
 pub fn metrics(ctx: &Context) -> Response {
     let mut response = Response::new(ctx.metrics.render().into());
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
     response
 }

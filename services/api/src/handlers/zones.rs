@@ -107,7 +107,9 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
                     }
                 }
             }
-            (None, None) => return Err(ApiError::Invalid(format!("[{i}]: ZoneID or Name is required to select the zone"))),
+            (None, None) => {
+                return Err(ApiError::Invalid(format!("[{i}]: ZoneID or Name is required to select the zone")));
+            }
         };
         let base = match changed.iter().position(|z| z.id == target) {
             Some(p) => changed.swap_remove(p),

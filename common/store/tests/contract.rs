@@ -1,0 +1,663 @@
+//! The Store contract: one suite of behaviours, run against SQLite (a file in a temporary
+//! directory) and PostgreSQL (a fresh database per test on `ZONECAST_TEST_DATABASE_URL`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::json;
+use uuid::Uuid;
+use zonecast_model::{Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_zone_id};
+use zonecast_store::{
+    Collision, ConnectionStatus, PgStore, SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, postgres,
+};
+
+const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const PG_START: &str = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start";
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+/// A store for one test and what to clean up once the test has passed.
+struct Harness {
+    store: Arc<dyn Store>,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { admin_url: String, name: String },
+}
+
+fn admin_url() -> String {
+    std::env::var("ZONECAST_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned())
+}
+
+async fn sqlite() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("zonecast.db")).unwrap();
+    Harness { store: Arc::new(store), cleanup: Cleanup::Sqlite(dir) }
+}
+
+/// A fresh PostgreSQL database; fails the test loudly when the server is not running.
+async fn fresh_pg_database() -> (String, String) {
+    let admin_url = admin_url();
+    let name = format!("zonecast_store_{}", Uuid::new_v4().simple());
+    match postgres::create_database(&admin_url, &name).await {
+        Ok(url) => (url, name),
+        Err(e) => panic!(
+            "PostgreSQL at ZONECAST_TEST_DATABASE_URL (default {DEFAULT_TEST_DATABASE_URL}) is needed \
+             for the PostgreSQL store tests and could not create a database: {e:?}. Start it with: {PG_START}"
+        ),
+    }
+}
+
+async fn pg() -> Harness {
+    let (url, name) = fresh_pg_database().await;
+    let store = PgStore::connect(&url, 4).await.unwrap();
+    Harness { store: Arc::new(store), cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }
+}
+
+impl Harness {
+    /// Called only when the test body returned: a failed test keeps its database to look at.
+    async fn passed(self) {
+        drop(self.store);
+        match self.cleanup {
+            Cleanup::Sqlite(_) => {}
+            Cleanup::Postgres { admin_url, name } => {
+                if let Err(e) = postgres::drop_database(&admin_url, &name).await {
+                    eprintln!("could not drop test database {name}: {e:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs each listed contract test against both stores.
+macro_rules! contract {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let h = super::sqlite().await;
+                    super::$test(h.store.clone()).await;
+                    h.passed().await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let h = super::pg().await;
+                    super::$test(h.store.clone()).await;
+                    h.passed().await;
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    the_store_names_its_kind_and_answers_pings,
+    zones_round_trip_with_every_field,
+    zones_list_in_creation_order,
+    get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing,
+    unknown_zones_are_not_found_by_their_upper_case_id,
+    a_zone_batch_with_a_duplicate_id_inserts_nothing,
+    an_update_batch_with_an_unknown_id_changes_nothing,
+    a_delete_batch_with_an_unknown_id_deletes_nothing,
+    collisions_are_upserted_and_deleted_in_one_batch,
+    collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
+    clearing_a_zone_returns_and_removes_only_its_collisions,
+    settings_are_upserted_by_name,
+    radii_merge_sets_replaces_and_removes,
+    connections_round_trip_in_creation_order,
+    a_connection_must_name_an_existing_certificate_profile,
+    a_certificate_profile_in_use_cannot_be_deleted,
+    certificate_profiles_round_trip_in_creation_order,
+    connection_status_is_kept_per_replica,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+fn mac(s: &str) -> Mac {
+    s.parse().unwrap()
+}
+
+fn at(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_795_000_000_000 + ms).unwrap()
+}
+
+/// A zone with every field set away from its default.
+fn full_zone(name: &str) -> ZoneSpec {
+    let input = json!({
+        "Name": name,
+        "GeometryType": "cuboid",
+        "GeometryData": [[1.5, -2.25, 0.1], [4, 3, 2.5], [1, 1, 0], [-1, 1, 0], [0, 0, 1]],
+        "AlertLevel": 7,
+        "Active": false,
+        "InclusionPolicy": "none",
+        "DeviceList": ["00:aa:bb:cc:dd:01", "00-AA-BB-CC-DD-02"],
+        "ZoneActions": [
+            {"type": "info-event", "message": "hello ünïcode", "on": "both"},
+            {"type": "device-alarm", "on": "exit"},
+            {"type": "http-request", "uri": "https://example.com/hook?a=1", "method": "put",
+             "headers": {"X-Token": "t"}, "on": "enter"}
+        ],
+        "IsTimed": true,
+        "StartTime": "2026-11-21T10:00:00.123Z",
+        "StopTime": "2026-11-22T10:00:00.000Z",
+        "MobileOriginSource": "00:AA:BB:CC:DD:FF"
+    });
+    let spec = ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap();
+    ZoneSpec { is_geometry_locked: true, ..spec }
+}
+
+/// A minimal zone.
+fn zone(name: &str) -> ZoneSpec {
+    let input = json!({"Name": name, "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]]});
+    ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap()
+}
+
+fn collision(zone: Uuid, device: &str, ms: i64) -> Collision {
+    Collision { zone_id: zone, mac: mac(device), collision_id: Uuid::new_v4(), entry_time: at(ms) }
+}
+
+fn certificate(name: &str) -> StoredCertificate {
+    StoredCertificate { id: Uuid::new_v4(), name: name.to_owned(), sealed: vec![0, 1, 2, 255, 0] }
+}
+
+fn connection(profile: Option<Uuid>, host: &str) -> StoredConnection {
+    StoredConnection {
+        connection: Connection {
+            id: Uuid::new_v4(),
+            host: host.to_owned(),
+            port: 8883,
+            tls: profile.is_some(),
+            certificate_profile_id: profile,
+            username: Some("forwarder".to_owned()),
+            has_password: true,
+            topics: vec![Topic {
+                topic: "site/1/zones".to_owned(),
+                filter_chain: json!([{"field": "EventType", "equals": "ZONE_ENTER"}]),
+            }],
+        },
+        password_sealed: Some(vec![9, 8, 7, 0, 6]),
+    }
+}
+
+fn status(connection_id: Uuid, replica: &str, forwarded: u64, ms: i64) -> ConnectionStatus {
+    ConnectionStatus {
+        connection_id,
+        replica: replica.to_owned(),
+        connected: true,
+        last_error: None,
+        forwarded,
+        dropped: 1,
+        queued: 2,
+        updated_at: at(ms),
+    }
+}
+
+fn names(zones: &[ZoneSpec]) -> Vec<&str> {
+    zones.iter().map(|z| z.name.as_str()).collect()
+}
+
+#[track_caller]
+fn assert_not_found(result: Result<impl std::fmt::Debug, StoreError>, what: &str, id: &str) {
+    match result {
+        Err(StoreError::NotFound { what: w, id: i }) => {
+            assert_eq!((w, i.as_str()), (what, id));
+        }
+        other => panic!("expected NotFound {{ {what}, {id} }}, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The contract
+
+async fn the_store_names_its_kind_and_answers_pings(store: Arc<dyn Store>) {
+    assert!(["sqlite", "postgres"].contains(&store.kind()));
+    store.ping().await.unwrap();
+}
+
+async fn zones_round_trip_with_every_field(store: Arc<dyn Store>) {
+    let full = full_zone("full");
+    let plain = zone("");
+    store.insert_zones(&[full.clone(), plain.clone()]).await.unwrap();
+    assert_eq!(store.get_zone(full.id).await.unwrap(), full);
+    assert_eq!(store.get_zone(plain.id).await.unwrap(), plain);
+    assert_eq!(store.list_zones().await.unwrap(), vec![full.clone(), plain.clone()]);
+
+    let mut changed = full.clone();
+    changed.name = "renamed".to_owned();
+    changed.active = true;
+    changed.stop_time = None;
+    changed.is_timed = false;
+    changed.device_list.clear();
+    store.update_zones(&[changed.clone()]).await.unwrap();
+    assert_eq!(store.get_zone(full.id).await.unwrap(), changed);
+    assert_eq!(store.get_zone(plain.id).await.unwrap(), plain);
+}
+
+async fn zones_list_in_creation_order(store: Arc<dyn Store>) {
+    assert!(store.list_zones().await.unwrap().is_empty());
+    let batch: Vec<ZoneSpec> = ["c", "a", "b"].into_iter().map(zone).collect();
+    store.insert_zones(&batch).await.unwrap();
+    store.insert_zones(&[zone("0")]).await.unwrap();
+    store.insert_zones(&[]).await.unwrap();
+    assert_eq!(names(&store.list_zones().await.unwrap()), ["c", "a", "b", "0"]);
+    // Updating and deleting keep the order of the rest.
+    let mut a = batch[1].clone();
+    a.name = "a2".to_owned();
+    store.update_zones(&[a]).await.unwrap();
+    store.delete_zones(&[batch[0].id]).await.unwrap();
+    store.insert_zones(&[zone("z")]).await.unwrap();
+    assert_eq!(names(&store.list_zones().await.unwrap()), ["a2", "b", "0", "z"]);
+}
+
+async fn get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing(store: Arc<dyn Store>) {
+    let zones: Vec<ZoneSpec> = ["a", "b", "c"].into_iter().map(zone).collect();
+    store.insert_zones(&zones).await.unwrap();
+    let got = store.get_zones(&[zones[2].id, zones[0].id, zones[2].id]).await.unwrap();
+    assert_eq!(names(&got), ["c", "a", "c"]);
+    assert!(store.get_zones(&[]).await.unwrap().is_empty());
+    let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+    assert_not_found(store.get_zones(&[zones[0].id, first, second]).await, "zone", &format_zone_id(&first));
+}
+
+async fn unknown_zones_are_not_found_by_their_upper_case_id(store: Arc<dyn Store>) {
+    let id = Uuid::new_v4();
+    let upper = format_zone_id(&id);
+    assert_eq!(upper, upper.to_ascii_uppercase());
+    assert_not_found(store.get_zone(id).await, "zone", &upper);
+    let err = store.get_zone(id).await.unwrap_err();
+    assert_eq!(err.to_string(), format!("zone {upper} not found"));
+    let mut ghost = zone("ghost");
+    ghost.id = id;
+    assert_not_found(store.update_zones(&[ghost]).await, "zone", &upper);
+    assert_not_found(store.delete_zones(&[id]).await, "zone", &upper);
+    assert!(store.colliding_devices(id).await.unwrap().is_empty());
+    assert!(store.clear_collisions(id).await.unwrap().is_empty());
+}
+
+async fn a_zone_batch_with_a_duplicate_id_inserts_nothing(store: Arc<dyn Store>) {
+    let existing = zone("existing");
+    store.insert_zones(&[existing.clone()]).await.unwrap();
+    let mut dup = zone("dup");
+    dup.id = existing.id;
+    let err = store.insert_zones(&[zone("new"), dup]).await.unwrap_err();
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+    assert_eq!(err.to_string(), "store error");
+    // Duplicates within one batch are refused as well.
+    let twin = zone("twin");
+    assert!(store.insert_zones(&[twin.clone(), twin]).await.is_err());
+    assert_eq!(store.list_zones().await.unwrap(), vec![existing.clone()]);
+    assert_eq!(store.get_zone(existing.id).await.unwrap().name, "existing");
+}
+
+async fn an_update_batch_with_an_unknown_id_changes_nothing(store: Arc<dyn Store>) {
+    let zones: Vec<ZoneSpec> = ["a", "b"].into_iter().map(zone).collect();
+    store.insert_zones(&zones).await.unwrap();
+    let mut a = zones[0].clone();
+    a.name = "changed".to_owned();
+    let mut ghost = zone("ghost");
+    let missing = Uuid::new_v4();
+    ghost.id = missing;
+    assert_not_found(store.update_zones(&[a.clone(), ghost]).await, "zone", &format_zone_id(&missing));
+    assert_eq!(store.list_zones().await.unwrap(), zones);
+    store.update_zones(&[a.clone()]).await.unwrap();
+    assert_eq!(names(&store.list_zones().await.unwrap()), ["changed", "b"]);
+}
+
+async fn a_delete_batch_with_an_unknown_id_deletes_nothing(store: Arc<dyn Store>) {
+    let zones: Vec<ZoneSpec> = ["a", "b", "c"].into_iter().map(zone).collect();
+    store.insert_zones(&zones).await.unwrap();
+    store.write_collisions(&[collision(zones[0].id, "00:00:00:00:00:01", 0)], &[]).await.unwrap();
+    let missing = Uuid::new_v4();
+    assert_not_found(store.delete_zones(&[zones[0].id, missing, zones[1].id]).await, "zone", &format_zone_id(&missing));
+    assert_eq!(store.list_zones().await.unwrap(), zones);
+    assert_eq!(store.colliding_devices(zones[0].id).await.unwrap(), [mac("00:00:00:00:00:01")]);
+    // Deleting the same zone twice in one batch: the second finds it gone.
+    assert_not_found(store.delete_zones(&[zones[2].id, zones[2].id]).await, "zone", &format_zone_id(&zones[2].id));
+    assert_eq!(store.list_zones().await.unwrap().len(), 3);
+    store.delete_zones(&[zones[0].id, zones[1].id]).await.unwrap();
+    assert_eq!(names(&store.list_zones().await.unwrap()), ["c"]);
+}
+
+async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<dyn Store>) {
+    let (z1, z2) = (zone("one"), zone("two"));
+    store.insert_zones(&[z1.clone(), z2.clone()]).await.unwrap();
+    let a = collision(z1.id, "00:00:00:00:00:0B", 1);
+    let b = collision(z1.id, "00:00:00:00:00:0A", 2);
+    let c = collision(z2.id, "00:00:00:00:00:0A", 3);
+    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[]).await.unwrap();
+    assert_eq!(store.colliding_devices(z1.id).await.unwrap(), [mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B")]);
+    let mut expected = vec![a.clone(), b.clone(), c.clone()];
+    expected.sort_by(|x, y| (x.zone_id, &x.mac).cmp(&(y.zone_id, &y.mac)));
+    assert_eq!(store.all_collisions().await.unwrap(), expected);
+
+    // Re-entering replaces the stay; exits remove; unknown exits are no-ops.
+    let a2 = Collision { collision_id: Uuid::new_v4(), entry_time: at(10), ..a.clone() };
+    store.write_collisions(&[a2.clone()], &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))]).await.unwrap();
+    let mut expected = vec![a2.clone(), b.clone()];
+    expected.sort_by(|x, y| x.mac.cmp(&y.mac));
+    assert_eq!(store.all_collisions().await.unwrap(), expected);
+    assert!(store.colliding_devices(z2.id).await.unwrap().is_empty());
+
+    // Within one batch the last entry for a pair wins, and a pair both entered and exited is gone.
+    let a3 = Collision { collision_id: Uuid::new_v4(), ..a.clone() };
+    let d = collision(z2.id, "00:00:00:00:00:0D", 4);
+    store.write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())]).await.unwrap();
+    let all = store.all_collisions().await.unwrap();
+    assert!(all.contains(&a3) && !all.contains(&a2) && !all.iter().any(|x| x.mac == d.mac), "{all:?}");
+    store.write_collisions(&[], &[]).await.unwrap();
+}
+
+async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_zone(store: Arc<dyn Store>) {
+    let (kept, gone) = (zone("kept"), zone("gone"));
+    store.insert_zones(&[kept.clone(), gone.clone()]).await.unwrap();
+    let k = collision(kept.id, "00:00:00:00:00:01", 0);
+    store.write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[]).await.unwrap();
+    store.delete_zones(&[gone.id]).await.unwrap();
+    assert_eq!(store.all_collisions().await.unwrap(), vec![k.clone()]);
+    assert!(store.colliding_devices(gone.id).await.unwrap().is_empty());
+    // A late batch from the evaluator still naming the deleted zone: its rows are skipped.
+    let late = collision(gone.id, "00:00:00:00:00:03", 1);
+    let fresh = collision(kept.id, "00:00:00:00:00:04", 1);
+    store.write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))]).await.unwrap();
+    assert_eq!(store.all_collisions().await.unwrap(), vec![k, fresh]);
+}
+
+async fn clearing_a_zone_returns_and_removes_only_its_collisions(store: Arc<dyn Store>) {
+    let (z1, z2) = (zone("one"), zone("two"));
+    store.insert_zones(&[z1.clone(), z2.clone()]).await.unwrap();
+    let a = collision(z1.id, "00:00:00:00:00:02", 5);
+    let b = collision(z1.id, "00:00:00:00:00:01", 6);
+    let other = collision(z2.id, "00:00:00:00:00:01", 7);
+    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[]).await.unwrap();
+    assert_eq!(store.clear_collisions(z1.id).await.unwrap(), vec![b, a]);
+    assert!(store.colliding_devices(z1.id).await.unwrap().is_empty());
+    assert_eq!(store.all_collisions().await.unwrap(), vec![other]);
+    assert!(store.clear_collisions(z1.id).await.unwrap().is_empty());
+    // The zone itself stays.
+    assert_eq!(store.get_zone(z1.id).await.unwrap(), z1);
+}
+
+async fn settings_are_upserted_by_name(store: Arc<dyn Store>) {
+    assert!(store.list_settings().await.unwrap().is_empty());
+    let radius = Setting { name: SettingName::DefaultDeviceRadiusMeters, value: 0.35, active: true };
+    let site = Setting { name: SettingName::SiteAlarmMinLevel, value: 9.0, active: true };
+    store.put_setting(&radius).await.unwrap();
+    store.put_setting(&site).await.unwrap();
+    // Listed in SettingName::ALL order, whatever the write order.
+    assert_eq!(store.list_settings().await.unwrap(), vec![site, radius]);
+    let site_off = Setting { value: 3.0, active: false, ..site };
+    store.put_setting(&site_off).await.unwrap();
+    assert_eq!(store.list_settings().await.unwrap(), vec![site_off, radius]);
+}
+
+async fn radii_merge_sets_replaces_and_removes(store: Arc<dyn Store>) {
+    assert!(store.list_radii().await.unwrap().is_empty());
+    let (a, b, c) = (mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B"), mac("00:00:00:00:00:0C"));
+    store.merge_radii(&[(b.clone(), Some(0.5)), (a.clone(), Some(1.25)), (c.clone(), None)]).await.unwrap();
+    assert_eq!(store.list_radii().await.unwrap(), vec![(a.clone(), 1.25), (b.clone(), 0.5)]);
+    store
+        .merge_radii(&[(a.clone(), None), (b.clone(), Some(2.0)), (c.clone(), Some(0.1)), (c.clone(), Some(0.2))])
+        .await
+        .unwrap();
+    assert_eq!(store.list_radii().await.unwrap(), vec![(b.clone(), 2.0), (c.clone(), 0.2)]);
+    store.merge_radii(&[]).await.unwrap();
+    store.merge_radii(&[(b.clone(), None), (c, None)]).await.unwrap();
+    assert!(store.list_radii().await.unwrap().is_empty());
+}
+
+async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
+    let profile = certificate("ca");
+    store.insert_certificate(&profile).await.unwrap();
+    let tls = connection(Some(profile.id), "broker-b.example");
+    let mut plain = connection(None, "broker-a.example");
+    plain.password_sealed = None;
+    plain.connection.has_password = false;
+    plain.connection.username = None;
+    store.insert_connection(&tls).await.unwrap();
+    store.insert_connection(&plain).await.unwrap();
+    assert_eq!(store.list_connections().await.unwrap(), vec![tls.clone(), plain.clone()]);
+    assert_eq!(store.get_connection(tls.connection.id).await.unwrap(), tls);
+
+    let mut changed = tls.clone();
+    changed.connection.tls = false;
+    changed.connection.certificate_profile_id = None;
+    changed.connection.port = 1883;
+    changed.password_sealed = Some(vec![1, 2, 3]);
+    store.update_connection(&changed).await.unwrap();
+    assert_eq!(store.get_connection(tls.connection.id).await.unwrap(), changed);
+    assert_eq!(store.list_connections().await.unwrap(), vec![changed.clone(), plain.clone()]);
+
+    let missing = connection(None, "nowhere");
+    let id = format_zone_id(&missing.connection.id);
+    assert_not_found(store.get_connection(missing.connection.id).await, "connection", &id);
+    assert_not_found(store.update_connection(&missing).await, "connection", &id);
+    assert_not_found(store.delete_connection(missing.connection.id).await, "connection", &id);
+    assert!(store.insert_connection(&plain).await.is_err(), "duplicate id");
+
+    store.delete_connection(plain.connection.id).await.unwrap();
+    assert_eq!(store.list_connections().await.unwrap(), vec![changed]);
+    // Debug shows the size of the sealed password, never its bytes.
+    let debug = format!("{tls:?}");
+    assert!(debug.contains("password_sealed_len: Some(5)") && !debug.contains("[9, 8, 7"), "{debug}");
+}
+
+async fn a_connection_must_name_an_existing_certificate_profile(store: Arc<dyn Store>) {
+    let missing = Uuid::new_v4();
+    let c = connection(Some(missing), "broker");
+    match store.insert_connection(&c).await {
+        Err(StoreError::Reference { field, what, id }) => {
+            assert_eq!((field, what, id), ("CertificateProfileID", "certificate profile", format_zone_id(&missing)));
+        }
+        other => panic!("expected Reference, got {other:?}"),
+    }
+    let err = store.insert_connection(&c).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("CertificateProfileID: certificate profile {} does not exist", format_zone_id(&missing))
+    );
+    assert!(store.list_connections().await.unwrap().is_empty());
+
+    let profile = certificate("ca");
+    store.insert_certificate(&profile).await.unwrap();
+    let ok = connection(Some(profile.id), "broker");
+    store.insert_connection(&ok).await.unwrap();
+    let mut bad = ok.clone();
+    bad.connection.certificate_profile_id = Some(missing);
+    bad.connection.host = "elsewhere".to_owned();
+    assert!(matches!(
+        store.update_connection(&bad).await,
+        Err(StoreError::Reference { field: "CertificateProfileID", .. })
+    ));
+    assert_eq!(store.get_connection(ok.connection.id).await.unwrap(), ok);
+}
+
+async fn a_certificate_profile_in_use_cannot_be_deleted(store: Arc<dyn Store>) {
+    let profile = certificate("ca");
+    store.insert_certificate(&profile).await.unwrap();
+    let user = connection(Some(profile.id), "broker");
+    store.insert_connection(&user).await.unwrap();
+    store.put_connection_status(&status(user.connection.id, "fwd-1", 3, 0)).await.unwrap();
+    match store.delete_certificate(profile.id).await {
+        Err(StoreError::InUse { what, id, by }) => {
+            assert_eq!(what, "certificate profile");
+            assert_eq!(id, format_zone_id(&profile.id));
+            assert_eq!(by, format!("connection {}", format_zone_id(&user.connection.id)));
+        }
+        other => panic!("expected InUse, got {other:?}"),
+    }
+    assert_eq!(store.get_certificate(profile.id).await.unwrap(), profile);
+    store.delete_connection(user.connection.id).await.unwrap();
+    assert!(store.connection_status(user.connection.id).await.unwrap().is_empty());
+    store.delete_certificate(profile.id).await.unwrap();
+    assert!(store.list_certificates().await.unwrap().is_empty());
+}
+
+async fn certificate_profiles_round_trip_in_creation_order(store: Arc<dyn Store>) {
+    let (b, a) = (certificate("b"), certificate("a"));
+    store.insert_certificate(&b).await.unwrap();
+    store.insert_certificate(&a).await.unwrap();
+    assert_eq!(store.list_certificates().await.unwrap(), vec![(b.id, "b".to_owned()), (a.id, "a".to_owned())]);
+    assert_eq!(store.get_certificate(a.id).await.unwrap(), a);
+    assert!(store.insert_certificate(&a).await.is_err(), "duplicate id");
+
+    let b2 = StoredCertificate { name: "b2".to_owned(), sealed: vec![42; 3000], ..b.clone() };
+    store.update_certificate(&b2).await.unwrap();
+    assert_eq!(store.get_certificate(b.id).await.unwrap(), b2);
+    let debug = format!("{b2:?}");
+    assert!(debug.contains("sealed_len: 3000") && !debug.contains("42, 42"), "{debug}");
+
+    let ghost = certificate("ghost");
+    let id = format_zone_id(&ghost.id);
+    assert_not_found(store.get_certificate(ghost.id).await, "certificate profile", &id);
+    assert_not_found(store.update_certificate(&ghost).await, "certificate profile", &id);
+    assert_not_found(store.delete_certificate(ghost.id).await, "certificate profile", &id);
+
+    store.delete_certificate(b.id).await.unwrap();
+    assert_eq!(store.list_certificates().await.unwrap(), vec![(a.id, "a".to_owned())]);
+}
+
+async fn connection_status_is_kept_per_replica(store: Arc<dyn Store>) {
+    let c = connection(None, "broker");
+    store.insert_connection(&c).await.unwrap();
+    let id = c.connection.id;
+    assert!(store.connection_status(id).await.unwrap().is_empty());
+
+    let r2 = status(id, "fwd-2", 10, 1);
+    let r1 = ConnectionStatus {
+        connected: false,
+        last_error: Some("connection refused".to_owned()),
+        ..status(id, "fwd-1", 0, 2)
+    };
+    store.put_connection_status(&r2).await.unwrap();
+    store.put_connection_status(&r1).await.unwrap();
+    assert_eq!(store.connection_status(id).await.unwrap(), vec![r1.clone(), r2.clone()]);
+
+    let r1b = ConnectionStatus { connected: true, last_error: None, forwarded: 5, queued: 0, updated_at: at(3), ..r1 };
+    store.put_connection_status(&r1b).await.unwrap();
+    assert_eq!(store.connection_status(id).await.unwrap(), vec![r1b, r2]);
+
+    // Huge counters saturate instead of wrapping.
+    let huge = ConnectionStatus { forwarded: u64::MAX, ..status(id, "fwd-3", 0, 4) };
+    store.put_connection_status(&huge).await.unwrap();
+    let rows = store.connection_status(id).await.unwrap();
+    assert_eq!(rows.last().map(|s| s.forwarded), Some(i64::MAX as u64));
+
+    // A status for a deleted connection is ignored.
+    let gone = Uuid::new_v4();
+    store.put_connection_status(&status(gone, "fwd-1", 1, 5)).await.unwrap();
+    assert!(store.connection_status(gone).await.unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dialect-specific behaviour
+
+#[tokio::test]
+async fn a_reopened_sqlite_file_keeps_its_data_and_migrates_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dirs/zonecast.db");
+    let z = full_zone("persisted");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store.insert_zones(&[z.clone()]).await.unwrap();
+        store.put_setting(&Setting { name: SettingName::ExitDelayMs, value: 500.0, active: true }).await.unwrap();
+    }
+    assert!(path.exists());
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.list_zones().await.unwrap(), vec![z.clone()]);
+        assert_eq!(store.list_settings().await.unwrap().len(), 1);
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let applied: i64 = conn.query_row("SELECT count(*) FROM zonecast_migrations", [], |r| r.get(0)).unwrap();
+    assert_eq!(applied, 1);
+    // Two stores on one file at once (e.g. a CLI next to the server) both work.
+    let (s1, s2) = (SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap());
+    s1.insert_zones(&[zone("from s1")]).await.unwrap();
+    assert_eq!(s2.list_zones().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn open_without_a_database_url_uses_the_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data/zonecast.db");
+    let store = zonecast_store::open(None, &path).await.unwrap();
+    assert_eq!(store.kind(), "sqlite");
+    store.ping().await.unwrap();
+    assert!(path.exists());
+    let blank = zonecast_store::open(Some("  "), &path).await.unwrap();
+    assert_eq!(blank.kind(), "sqlite");
+}
+
+#[tokio::test]
+async fn open_with_a_database_url_uses_postgres() {
+    let (url, name) = fresh_pg_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unused.db");
+    let store = zonecast_store::open(Some(&url), &path).await.unwrap();
+    assert_eq!(store.kind(), "postgres");
+    store.ping().await.unwrap();
+    assert!(!path.exists());
+    Harness { store, cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }.passed().await;
+}
+
+#[tokio::test]
+async fn replicas_starting_together_migrate_a_fresh_database_once() {
+    let (url, name) = fresh_pg_database().await;
+    let (a, b, c, d) = tokio::join!(
+        PgStore::connect(&url, 2),
+        PgStore::connect(&url, 2),
+        PgStore::connect(&url, 2),
+        PgStore::connect(&url, 2)
+    );
+    let stores = [a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap()];
+    let z = zone("shared");
+    stores[0].insert_zones(&[z.clone()]).await.unwrap();
+    for s in &stores {
+        assert_eq!(s.list_zones().await.unwrap(), vec![z.clone()]);
+    }
+    // And a later start finds nothing to do.
+    let again = PgStore::connect(&url, 1).await.unwrap();
+    assert_eq!(again.list_zones().await.unwrap(), vec![z]);
+    let (client, driver) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(driver);
+    let applied: i64 = client.query_one("SELECT count(*) FROM zonecast_migrations", &[]).await.unwrap().get(0);
+    assert_eq!(applied, 1);
+    drop(client);
+    drop(stores);
+    Harness { store: Arc::new(again), cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }.passed().await;
+}
+
+#[tokio::test]
+async fn connecting_to_a_closed_port_fails_quickly_as_unavailable_without_the_password() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let started = Instant::now();
+    let err = PgStore::connect(&format!("postgres://zonecast:hunter2@127.0.0.1:{port}/zonecast"), 2).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    match &err {
+        StoreError::Unavailable(reason) => {
+            assert!(reason.contains(&format!("127.0.0.1:{port}")), "{reason}");
+            assert!(reason.to_lowercase().contains("refused"), "{reason}");
+            assert!(!reason.contains("hunter2"), "{reason}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert_eq!(err.to_string(), "store unavailable");
+}
+
+#[tokio::test]
+async fn database_names_outside_lower_case_letters_digits_and_underscores_are_refused() {
+    assert!(postgres::create_database(&admin_url(), "Bad-Name").await.is_err());
+}
