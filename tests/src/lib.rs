@@ -13,6 +13,8 @@ use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret, Shutdown};
 
 pub use serde_json::json;
 
+pub mod pki;
+
 /// PostgreSQL server whose `postgres` role may create databases.
 pub fn database_admin_url() -> String {
     std::env::var("ZONECAST_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
@@ -186,6 +188,19 @@ impl Server {
             "connections": self.ok(Method::GET, "/v3/modules/mqtt/connections", None).await,
             "certificates": self.ok(Method::GET, "/v3/modules/mqtt/certificates", None).await,
         })
+    }
+
+    /// Sends a request that must be refused with `status` and the error `kind`, proves that it
+    /// changed nothing (the [`Server::snapshot`] before equals the one after) and returns the
+    /// error message. Panic messages name the request.
+    pub async fn refused(&self, method: Method, path: &str, key: Option<&str>, body: Option<Vec<u8>>, status: u16, kind: &str) -> String {
+        let shown = body.as_ref().map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned()).unwrap_or_default();
+        let before = self.snapshot().await;
+        let answer = self.raw(method.clone(), path, key, body).await;
+        assert_eq!(answer.0.as_u16(), status, "{method} {path} {shown} answered {} {}", answer.0, answer.1);
+        let message = assert_error(&answer, status, kind);
+        assert_eq!(self.snapshot().await, before, "{method} {path} {shown} was refused but changed state");
+        message
     }
 
     /// Subscribes to `<prefix>.config.changed`.

@@ -50,6 +50,12 @@ impl Subjects {
         format!("{}.positions.{partition}.*", self.prefix)
     }
 
+    /// Pattern for one device in whichever partition: `<prefix>.positions.*.<mac>` (evaluators
+    /// follow mobile-zone sources outside their own partitions with it).
+    pub fn positions_of_device(&self, mac: &str) -> String {
+        format!("{}.positions.*.{mac}", self.prefix)
+    }
+
     /// Pattern for every position: `<prefix>.positions.>`.
     pub fn positions_all(&self) -> String {
         format!("{}.positions.>", self.prefix)

@@ -19,20 +19,27 @@
 //!
 //! Everything here is pure, synchronous arithmetic on plain data.
 
+mod aabb;
 mod error;
 mod kind;
 mod limits;
 mod polygon;
+mod region;
+mod scene;
 mod shape;
 mod simple;
 mod validate;
 mod vector;
 
+pub use aabb::Aabb;
 pub use error::GeometryError;
 pub use kind::{GeometryType, UnknownGeometryType};
 pub use limits::{
-    MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
+    AABB_PAD_M, BOUNDARY_TOLERANCE_M, FLAT_Z_BOUND_M, MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT,
+    MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
 };
+pub use region::Region;
+pub use scene::{Scene, SceneMemory};
 pub use shape::Shape;
 pub use validate::validate;
 pub use vector::Vec3;

@@ -89,17 +89,22 @@ fn no_zero_length_edge(vertices: &[Vec3]) -> Result<(), GeometryError> {
     Ok(())
 }
 
-/// A plane through `origin` with unit `normal`, and unit in-plane axes `u`, `w` for 2D coordinates.
-struct Plane {
-    origin: Vec3,
-    normal: Vec3,
-    u: Vec3,
-    w: Vec3,
+/// A plane through `origin` with unit `normal`, and unit in-plane axes `u`, `w` for 2D coordinates;
+/// `(u, w, normal)` is right-handed.
+pub(crate) struct Plane {
+    /// The vertex centroid, a point of the plane.
+    pub(crate) origin: Vec3,
+    /// Unit normal (the Newell normal when the polygon has area).
+    pub(crate) normal: Vec3,
+    /// First in-plane unit axis.
+    pub(crate) u: Vec3,
+    /// Second in-plane unit axis, `normal × u`.
+    pub(crate) w: Vec3,
 }
 
 impl Plane {
     /// The best-fit plane of `vertices` (at least 3).
-    fn fit(vertices: &[Vec3]) -> Result<Plane, GeometryError> {
+    pub(crate) fn fit(vertices: &[Vec3]) -> Result<Plane, GeometryError> {
         // Dividing before summing keeps the centroid finite for any finite input.
         let k = 1.0 / vertices.len() as f64;
         let origin = vertices.iter().fold([0.0; 3], |c, v| add(c, scale(*v, k)));
@@ -149,7 +154,7 @@ impl Plane {
     }
 
     /// `v` in the plane's 2D coordinates.
-    fn project(&self, v: Vec3) -> Point2 {
+    pub(crate) fn project(&self, v: Vec3) -> Point2 {
         let d = sub(v, self.origin);
         [dot(d, self.u), dot(d, self.w)]
     }

@@ -1,4 +1,4 @@
-//! Tiny `[f64; 3]` helpers: just enough vector maths to validate shapes.
+//! Tiny `[f64; 3]` helpers: just enough vector maths to validate shapes and measure distances.
 
 /// A point or direction `[x, y, z]` in the site frame, metres.
 pub type Vec3 = [f64; 3];

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::fields::{Fields, type_name};
-use crate::{Invalid, Secret, format_zone_id};
+use crate::{Invalid, Secret, format_id};
 
 /// Most topics per connection.
 const MAX_TOPICS: usize = 100;
@@ -45,11 +45,11 @@ impl Connection {
     /// JSON of operations 17–20; never carries the password.
     pub fn to_json(&self) -> Value {
         json!({
-            "ConnectionID": format_zone_id(&self.id),
+            "ConnectionID": format_id(&self.id),
             "host": self.host,
             "port": self.port,
             "TLS": self.tls,
-            "CertificateProfileID": self.certificate_profile_id.as_ref().map(format_zone_id),
+            "CertificateProfileID": self.certificate_profile_id.as_ref().map(format_id),
             "username": self.username,
             "topics": self.topics,
         })

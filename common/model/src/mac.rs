@@ -15,6 +15,18 @@ impl Mac {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The position partition of this device: 32-bit FNV-1a of the normalised text
+    /// (`00:AA:BB:CC:DD:EE`, upper case, colons) modulo `count`. Documented in `docs/events.md`
+    /// so that other producers can compute it.
+    pub fn partition(&self, count: u32) -> u32 {
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in self.0.bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        hash % count.max(1)
+    }
 }
 
 impl FromStr for Mac {
@@ -58,6 +70,17 @@ mod tests {
     fn macs_are_normalised_to_upper_case_with_colons() {
         assert_eq!("00-aa-bb-cc-dd-ee".parse::<Mac>().unwrap().as_str(), "00:AA:BB:CC:DD:EE");
         assert_eq!("00:aa:BB:cc:dd:EE".parse::<Mac>().unwrap().as_str(), "00:AA:BB:CC:DD:EE");
+    }
+
+    #[test]
+    fn partitions_are_fnv1a_of_the_normalised_text() {
+        // Known answer computed outside Rust: FNV-1a-32("00:AA:BB:CC:DD:EE") = 0xf52c75b7.
+        let mac: Mac = "00-aa-bb-cc-dd-ee".parse().unwrap();
+        assert_eq!(mac.partition(u32::MAX), 0xf52c_75b7 % u32::MAX);
+        assert_eq!(mac.partition(16), 7);
+        let spread: std::collections::HashSet<u32> =
+            (0..256).map(|i| format!("00:00:00:00:00:{i:02X}").parse::<Mac>().unwrap().partition(16)).collect();
+        assert_eq!(spread.len(), 16, "256 consecutive MACs cover all 16 partitions");
     }
 
     #[test]

@@ -65,8 +65,8 @@ pub struct ZoneSpec {
     pub is_geometry_locked: bool,
 }
 
-/// Zone IDs are returned as upper-case UUIDs.
-pub fn format_zone_id(id: &Uuid) -> String {
+/// IDs (zones, connections, profiles, collisions) are returned as upper-case UUIDs.
+pub fn format_id(id: &Uuid) -> String {
     id.hyphenated().to_string().to_ascii_uppercase()
 }
 
@@ -115,7 +115,7 @@ impl Zone {
     pub fn new(spec: ZoneSpec, site_id: i64, colliding_devices: Vec<Mac>) -> Self {
         Self {
             site_id,
-            zone_id: format_zone_id(&spec.id),
+            zone_id: format_id(&spec.id),
             name: spec.name,
             geometry_type: spec.geometry_type,
             geometry_data: spec.geometry_data,

@@ -11,8 +11,8 @@ use crate::{InclusionPolicy, Invalid, MAX_ALERT_LEVEL, Mac, ZoneAction, ZoneSpec
 
 /// Longest accepted zone name, in characters.
 const MAX_NAME_CHARS: usize = 256;
-/// Most `GeometryData` rows (a polygon of 1000 vertices plus height and axis).
-const MAX_ROWS: usize = 1002;
+/// Most `GeometryData` rows (a polygon of 1000 vertices, a closing vertex, height and axis).
+const MAX_ROWS: usize = 1003;
 /// Most entries in `DeviceList` and `ZoneActions`.
 const MAX_LIST: usize = 10_000;
 
@@ -21,8 +21,9 @@ const MAX_LIST: usize = 10_000;
 /// and [`ZoneInput::update`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ZoneInput {
-    /// `ZoneID`, read only where it selects a zone (batch update).
-    pub zone_id: Option<Uuid>,
+    /// `ZoneID` as sent, read only where it selects a zone (batch update); create and update
+    /// ignore it, whatever it holds.
+    pub zone_id: Option<String>,
     /// `Name`.
     pub name: Option<String>,
     /// `GeometryType`.
@@ -54,10 +55,7 @@ impl ZoneInput {
     /// the read-only `SiteID`, `CollidingDevices` and `IsGeometryLocked`, are ignored.
     pub fn parse(value: &Value) -> Result<Self, Invalid> {
         let f = Fields::of(value, "")?;
-        let zone_id = f
-            .string("ZoneID")?
-            .map(|s| s.parse::<Uuid>().map_err(|_| Invalid::new("ZoneID", format!("'{s}' is not a UUID"))))
-            .transpose()?;
+        let zone_id = f.raw("ZoneID").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         let name = f.string("Name")?.map(str::to_owned);
         if let Some(n) = &name {
             if n.chars().count() > MAX_NAME_CHARS {

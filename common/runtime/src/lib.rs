@@ -4,6 +4,8 @@
 pub mod config;
 pub mod keys;
 pub mod metrics;
+pub mod ops;
+pub mod ratelog;
 pub mod shutdown;
 pub mod telemetry;
 

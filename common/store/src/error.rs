@@ -47,7 +47,7 @@ pub enum StoreError {
 impl StoreError {
     /// `NotFound` for `what` with the API's upper-case spelling of `id`.
     pub(crate) fn not_found(what: &'static str, id: &uuid::Uuid) -> Self {
-        Self::NotFound { what, id: zonecast_model::format_zone_id(id) }
+        Self::NotFound { what, id: zonecast_model::format_id(id) }
     }
 
     /// The certificate profile a connection names does not exist.
@@ -55,7 +55,7 @@ impl StoreError {
         Self::Reference {
             field: "CertificateProfileID",
             what: "certificate profile",
-            id: id.as_ref().map(zonecast_model::format_zone_id).unwrap_or_default(),
+            id: id.as_ref().map(zonecast_model::format_id).unwrap_or_default(),
         }
     }
 
@@ -63,14 +63,14 @@ impl StoreError {
     pub(crate) fn profile_in_use(id: &uuid::Uuid, by: &uuid::Uuid) -> Self {
         Self::InUse {
             what: "certificate profile",
-            id: zonecast_model::format_zone_id(id),
-            by: format!("connection {}", zonecast_model::format_zone_id(by)),
+            id: zonecast_model::format_id(id),
+            by: format!("connection {}", zonecast_model::format_id(by)),
         }
     }
 
     /// A row with this identity exists already; a caller bug (identities are fresh UUIDs),
     /// so it is a backend error rather than a client-facing one.
     pub(crate) fn duplicate(what: &'static str, id: &uuid::Uuid) -> Self {
-        Self::Backend(format!("duplicate {what} {}", zonecast_model::format_zone_id(id)))
+        Self::Backend(format!("duplicate {what} {}", zonecast_model::format_id(id)))
     }
 }

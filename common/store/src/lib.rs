@@ -21,7 +21,7 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 /// Pool size [`open`] gives a [`PgStore`].
-pub const DEFAULT_POOL_SIZE: usize = 16;
+pub const DEFAULT_POOL_SIZE: usize = 8;
 
 /// One device inside one zone now. Times are kept to the microsecond.
 #[derive(Debug, Clone, PartialEq, Eq)]

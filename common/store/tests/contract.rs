@@ -1,5 +1,6 @@
 //! The Store contract: one suite of behaviours, run against SQLite (a file in a temporary
 //! directory) and PostgreSQL (a fresh database per test on `ZONECAST_TEST_DATABASE_URL`).
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 use uuid::Uuid;
-use zonecast_model::{Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_zone_id};
+use zonecast_model::{Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_id};
 use zonecast_store::{
     Collision, ConnectionStatus, PgStore, SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, postgres,
 };
@@ -266,12 +267,12 @@ async fn get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing
     assert_eq!(names(&got), ["c", "a", "c"]);
     assert!(store.get_zones(&[]).await.unwrap().is_empty());
     let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
-    assert_not_found(store.get_zones(&[zones[0].id, first, second]).await, "zone", &format_zone_id(&first));
+    assert_not_found(store.get_zones(&[zones[0].id, first, second]).await, "zone", &format_id(&first));
 }
 
 async fn unknown_zones_are_not_found_by_their_upper_case_id(store: Arc<dyn Store>) {
     let id = Uuid::new_v4();
-    let upper = format_zone_id(&id);
+    let upper = format_id(&id);
     assert_eq!(upper, upper.to_ascii_uppercase());
     assert_not_found(store.get_zone(id).await, "zone", &upper);
     let err = store.get_zone(id).await.unwrap_err();
@@ -286,7 +287,7 @@ async fn unknown_zones_are_not_found_by_their_upper_case_id(store: Arc<dyn Store
 
 async fn a_zone_batch_with_a_duplicate_id_inserts_nothing(store: Arc<dyn Store>) {
     let existing = zone("existing");
-    store.insert_zones(&[existing.clone()]).await.unwrap();
+    store.insert_zones(std::slice::from_ref(&existing)).await.unwrap();
     let mut dup = zone("dup");
     dup.id = existing.id;
     let err = store.insert_zones(&[zone("new"), dup]).await.unwrap_err();
@@ -307,7 +308,7 @@ async fn an_update_batch_with_an_unknown_id_changes_nothing(store: Arc<dyn Store
     let mut ghost = zone("ghost");
     let missing = Uuid::new_v4();
     ghost.id = missing;
-    assert_not_found(store.update_zones(&[a.clone(), ghost]).await, "zone", &format_zone_id(&missing));
+    assert_not_found(store.update_zones(&[a.clone(), ghost]).await, "zone", &format_id(&missing));
     assert_eq!(store.list_zones().await.unwrap(), zones);
     store.update_zones(&[a.clone()]).await.unwrap();
     assert_eq!(names(&store.list_zones().await.unwrap()), ["changed", "b"]);
@@ -318,11 +319,11 @@ async fn a_delete_batch_with_an_unknown_id_deletes_nothing(store: Arc<dyn Store>
     store.insert_zones(&zones).await.unwrap();
     store.write_collisions(&[collision(zones[0].id, "00:00:00:00:00:01", 0)], &[]).await.unwrap();
     let missing = Uuid::new_v4();
-    assert_not_found(store.delete_zones(&[zones[0].id, missing, zones[1].id]).await, "zone", &format_zone_id(&missing));
+    assert_not_found(store.delete_zones(&[zones[0].id, missing, zones[1].id]).await, "zone", &format_id(&missing));
     assert_eq!(store.list_zones().await.unwrap(), zones);
     assert_eq!(store.colliding_devices(zones[0].id).await.unwrap(), [mac("00:00:00:00:00:01")]);
     // Deleting the same zone twice in one batch: the second finds it gone.
-    assert_not_found(store.delete_zones(&[zones[2].id, zones[2].id]).await, "zone", &format_zone_id(&zones[2].id));
+    assert_not_found(store.delete_zones(&[zones[2].id, zones[2].id]).await, "zone", &format_id(&zones[2].id));
     assert_eq!(store.list_zones().await.unwrap().len(), 3);
     store.delete_zones(&[zones[0].id, zones[1].id]).await.unwrap();
     assert_eq!(names(&store.list_zones().await.unwrap()), ["c"]);
@@ -342,7 +343,10 @@ async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<dyn Store>)
 
     // Re-entering replaces the stay; exits remove; unknown exits are no-ops.
     let a2 = Collision { collision_id: Uuid::new_v4(), entry_time: at(10), ..a.clone() };
-    store.write_collisions(&[a2.clone()], &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))]).await.unwrap();
+    store
+        .write_collisions(std::slice::from_ref(&a2), &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))])
+        .await
+        .unwrap();
     let mut expected = vec![a2.clone(), b.clone()];
     expected.sort_by(|x, y| x.mac.cmp(&y.mac));
     assert_eq!(store.all_collisions().await.unwrap(), expected);
@@ -438,7 +442,7 @@ async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
     assert_eq!(store.list_connections().await.unwrap(), vec![changed.clone(), plain.clone()]);
 
     let missing = connection(None, "nowhere");
-    let id = format_zone_id(&missing.connection.id);
+    let id = format_id(&missing.connection.id);
     assert_not_found(store.get_connection(missing.connection.id).await, "connection", &id);
     assert_not_found(store.update_connection(&missing).await, "connection", &id);
     assert_not_found(store.delete_connection(missing.connection.id).await, "connection", &id);
@@ -456,14 +460,14 @@ async fn a_connection_must_name_an_existing_certificate_profile(store: Arc<dyn S
     let c = connection(Some(missing), "broker");
     match store.insert_connection(&c).await {
         Err(StoreError::Reference { field, what, id }) => {
-            assert_eq!((field, what, id), ("CertificateProfileID", "certificate profile", format_zone_id(&missing)));
+            assert_eq!((field, what, id), ("CertificateProfileID", "certificate profile", format_id(&missing)));
         }
         other => panic!("expected Reference, got {other:?}"),
     }
     let err = store.insert_connection(&c).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!("CertificateProfileID: certificate profile {} does not exist", format_zone_id(&missing))
+        format!("CertificateProfileID: certificate profile {} does not exist", format_id(&missing))
     );
     assert!(store.list_connections().await.unwrap().is_empty());
 
@@ -490,8 +494,8 @@ async fn a_certificate_profile_in_use_cannot_be_deleted(store: Arc<dyn Store>) {
     match store.delete_certificate(profile.id).await {
         Err(StoreError::InUse { what, id, by }) => {
             assert_eq!(what, "certificate profile");
-            assert_eq!(id, format_zone_id(&profile.id));
-            assert_eq!(by, format!("connection {}", format_zone_id(&user.connection.id)));
+            assert_eq!(id, format_id(&profile.id));
+            assert_eq!(by, format!("connection {}", format_id(&user.connection.id)));
         }
         other => panic!("expected InUse, got {other:?}"),
     }
@@ -517,7 +521,7 @@ async fn certificate_profiles_round_trip_in_creation_order(store: Arc<dyn Store>
     assert!(debug.contains("sealed_len: 3000") && !debug.contains("42, 42"), "{debug}");
 
     let ghost = certificate("ghost");
-    let id = format_zone_id(&ghost.id);
+    let id = format_id(&ghost.id);
     assert_not_found(store.get_certificate(ghost.id).await, "certificate profile", &id);
     assert_not_found(store.update_certificate(&ghost).await, "certificate profile", &id);
     assert_not_found(store.delete_certificate(ghost.id).await, "certificate profile", &id);
@@ -568,7 +572,7 @@ async fn a_reopened_sqlite_file_keeps_its_data_and_migrates_once() {
     let z = full_zone("persisted");
     {
         let store = SqliteStore::open(&path).unwrap();
-        store.insert_zones(&[z.clone()]).await.unwrap();
+        store.insert_zones(std::slice::from_ref(&z)).await.unwrap();
         store.put_setting(&Setting { name: SettingName::ExitDelayMs, value: 500.0, active: true }).await.unwrap();
     }
     assert!(path.exists());
@@ -621,7 +625,7 @@ async fn replicas_starting_together_migrate_a_fresh_database_once() {
     );
     let stores = [a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap()];
     let z = zone("shared");
-    stores[0].insert_zones(&[z.clone()]).await.unwrap();
+    stores[0].insert_zones(std::slice::from_ref(&z)).await.unwrap();
     for s in &stores {
         assert_eq!(s.list_zones().await.unwrap(), vec![z.clone()]);
     }

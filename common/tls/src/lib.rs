@@ -74,11 +74,18 @@ pub fn open_bundle(
     Ok((certs, key))
 }
 
-/// Opens a whole profile.
+/// Opens a whole profile and checks that rustls accepts it as a client identity (the key
+/// matches the certificate).
 pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdentity, ProfileError> {
     let roots = parse_ca(ca)?;
     let (chain, key) = open_bundle(client, password)?;
-    Ok(TlsIdentity { roots, chain, key })
+    let identity = TlsIdentity { roots, chain, key };
+    client_config(TlsIdentity {
+        roots: identity.roots.clone(),
+        chain: identity.chain.clone(),
+        key: identity.key.clone_key(),
+    })?;
+    Ok(identity)
 }
 
 /// A rustls client configuration that trusts only the profile's CA and presents its client

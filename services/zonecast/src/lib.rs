@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use zonecast_api::{Context, StartError};
+use zonecast_api::Context;
 use zonecast_bus::Bus;
 use zonecast_runtime::keys::{random_base64, write_private};
 use zonecast_runtime::{ApiKey, Authority, Config, Keys, Secret, Shutdown};
@@ -28,8 +28,28 @@ pub struct AllInOne {
     pub task: tokio::task::JoinHandle<()>,
 }
 
+/// Why the all-in-one could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Data directory, keys or credentials.
+    #[error("{0}")]
+    Setup(String),
+    /// Store could not be opened.
+    #[error("store: {0}")]
+    Store(#[from] zonecast_store::StoreError),
+    /// Bus could not be connected.
+    #[error("bus: {0}")]
+    Bus(#[from] zonecast_bus::BusError),
+    /// The API could not start.
+    #[error("api: {0}")]
+    Api(#[from] zonecast_api::StartError),
+    /// The evaluator could not start.
+    #[error("evaluator: {0}")]
+    Evaluator(#[from] zonecast_evaluator::StartError),
+}
+
 fn key_error(e: impl std::fmt::Display) -> StartError {
-    StartError::Keys(e.to_string())
+    StartError::Setup(e.to_string())
 }
 
 /// The admin key of `<data_dir>/admin.key`, generated (mode 0600) on first start.
@@ -68,12 +88,19 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let bus = zonecast_bus::connect(nats_url.as_deref(), "zonecast").await?;
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let listener = zonecast_api::bind(config.http_addr).await?;
-    let http_addr =
-        listener.local_addr().map_err(|e| StartError::Bind { addr: config.http_addr, reason: e.to_string() })?;
+    let http_addr = listener.local_addr().map_err(|e| key_error(format!("listener: {e}")))?;
+    let evaluator = zonecast_evaluator::start(
+        zonecast_evaluator::Deps::from_config(&config, store.clone(), bus.clone()),
+        shutdown.clone(),
+    )
+    .await?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), Arc::new(keys)));
     let drain = bus.clone();
     let task = tokio::spawn(async move {
         zonecast_api::serve(ctx, listener, shutdown).await;
+        if let Err(e) = evaluator.await {
+            tracing::error!(error = %e, "evaluator task failed");
+        }
         if let Err(e) = drain.drain().await {
             tracing::warn!(error = %e, "bus drain failed");
         }

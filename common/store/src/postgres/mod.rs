@@ -94,10 +94,9 @@ pub async fn drop_database(admin_url: &str, name: &str) -> Result<()> {
 /// A single connection to the server of `url`, its driver running on its own task.
 async fn admin(url: &str) -> Result<tokio_postgres::Client> {
     let config = parse(url)?;
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL at {}: {e}", describe(&config))))?;
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| {
+        StoreError::Unavailable(format!("cannot connect to PostgreSQL at {}: {}", describe(&config), chain(&e)))
+    })?;
     tokio::spawn(connection);
     Ok(client)
 }

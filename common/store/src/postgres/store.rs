@@ -35,11 +35,38 @@ fn sorted_collisions(rows: &[tokio_postgres::Row]) -> Result<Vec<Collision>> {
     Ok(all)
 }
 
+/// Why one attempt at a collision batch failed.
+enum Attempt {
+    /// Lost a race worth retrying (a zone deleted under the batch, a deadlock).
+    Race(String),
+    /// Anything else.
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Attempt {
+    fn from(e: StoreError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+impl From<tokio_postgres::Error> for Attempt {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let race = is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION)
+            || is_code(&e, &SqlState::T_R_DEADLOCK_DETECTED)
+            || is_code(&e, &SqlState::T_R_SERIALIZATION_FAILURE);
+        if race { Self::Race(detail(&e)) } else { Self::Failed(super::unavailable_or_backend(e)) }
+    }
+}
+
 impl PgStore {
     /// One attempt at [`Store::write_collisions`].
-    async fn try_write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+    async fn try_write_collisions(
+        &self,
+        entered: &[Collision],
+        exited: &[(Uuid, Mac)],
+    ) -> std::result::Result<(), Attempt> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.db()?;
+        let tx = client.transaction().await?;
         if !entered.is_empty() {
             let zones: Vec<Uuid> = entered.iter().map(|c| c.zone_id).collect();
             let macs: Vec<&str> = entered.iter().map(|c| c.mac.as_str()).collect();
@@ -55,9 +82,8 @@ impl PgStore {
                      ON CONFLICT (zone_id, mac) DO UPDATE
                      SET collision_id = EXCLUDED.collision_id, entry_time = EXCLUDED.entry_time",
                 )
-                .await
-                .db()?;
-            tx.execute(&stmt, &[&zones, &macs, &ids, &times]).await.map_err(raw)?;
+                .await?;
+            tx.execute(&stmt, &[&zones, &macs, &ids, &times]).await?;
         }
         if !exited.is_empty() {
             let zones: Vec<Uuid> = exited.iter().map(|(z, _)| *z).collect();
@@ -67,24 +93,12 @@ impl PgStore {
                     "DELETE FROM collisions c USING unnest($1::uuid[], $2::text[]) AS u(zone_id, mac)
                      WHERE c.zone_id = u.zone_id AND c.mac = u.mac",
                 )
-                .await
-                .db()?;
-            tx.execute(&stmt, &[&zones, &macs]).await.map_err(raw)?;
+                .await?;
+            tx.execute(&stmt, &[&zones, &macs]).await?;
         }
-        tx.commit().await.map_err(raw)
+        Ok(tx.commit().await?)
     }
 }
-
-/// Keeps the tokio-postgres error for retry decisions, as a `Backend` carrying its code.
-fn raw(e: tokio_postgres::Error) -> StoreError {
-    let retry = is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION)
-        || is_code(&e, &SqlState::T_R_DEADLOCK_DETECTED)
-        || is_code(&e, &SqlState::T_R_SERIALIZATION_FAILURE);
-    if retry { StoreError::Backend(format!("{RETRY_MARK}{}", detail(&e))) } else { super::unavailable_or_backend(e) }
-}
-
-/// Prefix of the `Backend` text of errors worth retrying.
-const RETRY_MARK: &str = "retryable: ";
 
 #[async_trait::async_trait]
 impl Store for PgStore {
@@ -192,10 +206,12 @@ impl Store for PgStore {
         loop {
             tries += 1;
             match self.try_write_collisions(&entered, &exited).await {
-                Err(StoreError::Backend(m)) if m.starts_with(RETRY_MARK) && tries < COLLISION_TRIES => {
-                    tracing::debug!(error = %m, "retrying a collision batch");
+                Ok(()) => return Ok(()),
+                Err(Attempt::Failed(e)) => return Err(e),
+                Err(Attempt::Race(m)) if tries < COLLISION_TRIES => {
+                    tracing::debug!(error = %m, tries, "retrying a collision batch that lost a race");
                 }
-                other => return other,
+                Err(Attempt::Race(m)) => return Err(StoreError::Backend(format!("collision batch: {m}"))),
             }
         }
     }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde_json::json;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{CertificateProfileInput, ConfigKind, format_zone_id};
+use zonecast_model::{CertificateProfileInput, ConfigKind, format_id};
 use zonecast_store::StoredCertificate;
 
 use crate::body;
@@ -33,7 +33,7 @@ fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiE
 }
 
 fn summary(c: &StoredCertificate) -> serde_json::Value {
-    json!({"ID": format_zone_id(&c.id), "name": c.name})
+    json!({"ID": format_id(&c.id), "name": c.name})
 }
 
 /// Lists profiles, ID and name only.
@@ -43,7 +43,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
         .list_certificates()
         .await?
         .iter()
-        .map(|(id, name)| json!({"ID": format_zone_id(id), "name": name}))
+        .map(|(id, name)| json!({"ID": format_id(id), "name": name}))
         .collect();
     Ok(reply::ok(&out))
 }
@@ -52,7 +52,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let c = seal(ctx, Uuid::new_v4(), body)?;
     ctx.store.insert_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&c.id)], None).await;
+    ctx.announce(ConfigKind::Certificates, vec![format_id(&c.id)], None).await;
     Ok(reply::ok(&summary(&c)))
 }
 
@@ -61,13 +61,13 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, A
     ctx.store.get_certificate(id).await?;
     let c = seal(ctx, id, body)?;
     ctx.store.update_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&id)], None).await;
+    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
     Ok(reply::ok(&summary(&c)))
 }
 
 /// Deletes a profile no connection uses (422 otherwise).
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_certificate(id).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_zone_id(&id)], None).await;
+    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
     Ok(reply::ack())
 }

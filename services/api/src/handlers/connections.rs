@@ -4,7 +4,7 @@ use bytes::Bytes;
 use serde_json::json;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{ConfigKind, ConnectionInput, format_timestamp, format_zone_id};
+use zonecast_model::{ConfigKind, ConnectionInput, format_timestamp, format_id};
 use zonecast_store::StoredConnection;
 
 use crate::body;
@@ -40,7 +40,7 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = ConnectionInput::parse(&body::object(body)?)?;
     let c = stored(ctx, input, Uuid::new_v4(), None)?;
     ctx.store.insert_connection(&c).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&c.connection.id)], None).await;
+    ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
     Ok(reply::ok(&c.connection.to_json()))
 }
 
@@ -50,14 +50,14 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, A
     let old = ctx.store.get_connection(id).await?;
     let c = stored(ctx, input, id, old.password_sealed)?;
     ctx.store.update_connection(&c).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&id)], None).await;
+    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
     Ok(reply::ok(&c.connection.to_json()))
 }
 
 /// Deletes a connection.
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_connection(id).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_zone_id(&id)], None).await;
+    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
     Ok(reply::ack())
 }
 
@@ -77,7 +77,7 @@ pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
         })
         .collect();
     Ok(reply::ok(&json!({
-        "ConnectionID": format_zone_id(&id),
+        "ConnectionID": format_id(&id),
         "connected": !rows.is_empty() && rows.iter().all(|r| r.connected),
         "lastError": latest_error.and_then(|r| r.last_error.clone()),
         "forwarded": rows.iter().map(|r| r.forwarded).sum::<u64>(),

@@ -11,10 +11,13 @@ use crate::{body, reply};
 
 /// `POST /v3/auth/token`: client credentials as JSON or as an OAuth2 form body.
 pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
+    // OAuth2 clients send a form; others JSON. Go by the body itself, since tools such as
+    // `curl -d` label JSON as a form.
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
+        && !body.trim_ascii_start().starts_with(b"{");
     let request: Value = if is_form {
         Value::Object(
             url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),

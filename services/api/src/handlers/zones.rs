@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_zone_id};
+use zonecast_model::{ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_id};
 
 use super::element_id;
 use crate::body;
@@ -16,7 +16,7 @@ use crate::error::ApiError;
 use crate::reply;
 
 fn ids_of(zones: &[ZoneSpec]) -> Vec<String> {
-    zones.iter().map(|z| format_zone_id(&z.id)).collect()
+    zones.iter().map(|z| format_id(&z.id)).collect()
 }
 
 async fn announce(ctx: &Context, zones: &[ZoneSpec]) {
@@ -94,7 +94,10 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     let mut changed: Vec<ZoneSpec> = Vec::new();
     for (i, input) in inputs.into_iter().enumerate() {
         let target = match (&input.zone_id, &input.name) {
-            (Some(id), _) => *id,
+            (Some(text), _) => match text.parse::<Uuid>() {
+                Ok(id) => id,
+                Err(_) => return Err(ApiError::NotFound(format!("[{i}]: zone {text} not found"))),
+            },
             (None, Some(name)) => {
                 let mut named = all.iter().filter(|z| &z.name == name);
                 match (named.next(), named.next()) {
@@ -117,7 +120,7 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
                 .iter()
                 .find(|z| z.id == target)
                 .cloned()
-                .ok_or_else(|| ApiError::NotFound(format!("[{i}]: zone {} not found", format_zone_id(&target))))?,
+                .ok_or_else(|| ApiError::NotFound(format!("[{i}]: zone {} not found", format_id(&target))))?,
         };
         changed.push(input.update(&base).map_err(|e| e.within(&format!("[{i}]")))?);
     }
@@ -142,7 +145,7 @@ fn zone_ids(body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
 /// Operation 4.
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_zones(&[id]).await?;
-    ctx.announce(ConfigKind::Zones, vec![format_zone_id(&id)], None).await;
+    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
     Ok(reply::ack())
 }
 
@@ -150,7 +153,7 @@ pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let ids = zone_ids(body)?;
     ctx.store.delete_zones(&ids).await?;
-    ctx.announce(ConfigKind::Zones, ids.iter().map(format_zone_id).collect(), None).await;
+    ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
     Ok(reply::ack())
 }
 
@@ -192,7 +195,7 @@ pub async fn change_devices(ctx: &Context, id: Uuid, body: &Bytes, add: bool) ->
 pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_zone(id).await?;
     ctx.store.clear_collisions(id).await?;
-    ctx.announce(ConfigKind::Zones, vec![format_zone_id(&id)], Some("reset")).await;
+    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some("reset")).await;
     Ok(reply::ack())
 }
 

@@ -1,0 +1,41 @@
+//! Temporary profiling harness.
+#[path = "../benches/support/mod.rs"]
+mod support;
+use std::time::Instant;
+use support::Rng;
+use zonecast_geometry::{Region, Scene, Vec3};
+
+fn main() {
+    for n in [10_000usize, 100_000] {
+        let mut rng = Rng::new(42);
+        let regions: Vec<Region> = (0..n).map(|i| rng.region(i)).collect();
+        let scene = Scene::build(regions.clone());
+        let mut rng = Rng::new(7);
+        let ps: Vec<Vec3> = (0..200_000).map(|_| rng.position()).collect();
+        let mut out = Vec::with_capacity(256);
+        let t = Instant::now();
+        let mut c = 0;
+        for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); c += out.len(); }
+        let idx = t.elapsed().as_nanos() as f64 / ps.len() as f64;
+        let mut pairs = Vec::new();
+        for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); for &i in &out { pairs.push((p, i)); } }
+        let t = Instant::now();
+        let mut s = 0.0;
+        for &(p, i) in &pairs { s += scene.static_region(i).distance(p).min(1.0); }
+        let dist = t.elapsed().as_nanos() as f64 / pairs.len() as f64;
+        let t = Instant::now();
+        let mut s2 = 0.0;
+        for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); for &i in &out { s2 += scene.static_region(i).distance(p).min(1.0); } }
+        let full = t.elapsed().as_nanos() as f64 / ps.len() as f64;
+        println!("n={n}: index {idx:.0} ns/query, {:.2} cand, distance {dist:.0} ns/cand, full {full:.0} ns/eval => {:.2} M/s  ({s} {s2})", c as f64 / ps.len() as f64, 1e3 / full);
+        // per kind, in a tight loop over random pairs of that kind
+        for k in 0..6 {
+            let sel: Vec<&(Vec3, usize)> = pairs.iter().filter(|(_, i)| i % 6 == k).collect();
+            let inside = sel.iter().filter(|(p, i)| scene.static_region(*i).distance(*p) == 0.0).count();
+            let t = Instant::now();
+            let mut s = 0.0;
+            for &&(p, i) in &sel { s += scene.static_region(i).distance(p).min(1.0); }
+            println!("  kind {k}: {:.0} ns/cand ({} pairs, {:.0}% inside) {s}", t.elapsed().as_nanos() as f64 / sel.len() as f64, sel.len(), 100.0 * inside as f64 / sel.len() as f64);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Normalised positions: the `LOCATION_RAW_UPDATE` event on `<prefix>.positions.<P>.<MAC>`.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::{Envelope, EventSource, Mac, format_timestamp};
+
+/// One device position, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionUpdate {
+    /// The device.
+    pub mac: Mac,
+    /// `[x, y, z]` in site metres, finite.
+    pub position: [f64; 3],
+    /// When it was measured.
+    pub timestamp: DateTime<Utc>,
+    /// Gateway the position came through, when known.
+    pub gateway_uri: Option<String>,
+    /// Optional `Velocity`, `Orientation`, `Sequence`, passed through untouched.
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// Content fields passed through from input to the normalised event.
+pub const PASSTHROUGH_FIELDS: [&str; 3] = ["Velocity", "Orientation", "Sequence"];
+
+/// Reads three finite numbers.
+pub fn parse_vec3(v: &Value) -> Option<[f64; 3]> {
+    let a = v.as_array().filter(|a| a.len() == 3)?;
+    let mut out = [0.0; 3];
+    for (slot, x) in out.iter_mut().zip(a) {
+        *slot = x.as_f64().filter(|f| f.is_finite())?;
+    }
+    Some(out)
+}
+
+impl PositionUpdate {
+    /// Reads a normalised `LOCATION_RAW_UPDATE` event; the error says what is wrong.
+    pub fn from_event(v: &Value) -> Result<Self, String> {
+        if v.get("Type").and_then(Value::as_str) != Some("LOCATION_RAW_UPDATE") {
+            return Err("Type: must be LOCATION_RAW_UPDATE".into());
+        }
+        let mac = v
+            .pointer("/Source/MAC")
+            .and_then(Value::as_str)
+            .ok_or("Source.MAC: is required")?
+            .parse::<Mac>()
+            .map_err(|e| format!("Source.MAC: {e}"))?;
+        let content = v.get("Content").ok_or("Content: is required")?;
+        let position = content
+            .get("Position")
+            .and_then(parse_vec3)
+            .ok_or("Content.Position: must be an array of three finite numbers")?;
+        let timestamp = v
+            .get("Timestamp")
+            .and_then(Value::as_str)
+            .ok_or("Timestamp: is required")?;
+        let timestamp = DateTime::parse_from_rfc3339(timestamp)
+            .map_err(|_| format!("Timestamp: '{timestamp}' is not an ISO 8601 time"))?
+            .with_timezone(&Utc);
+        let gateway_uri = v.pointer("/Source/GatewayURI").and_then(Value::as_str).map(str::to_owned);
+        let extra = PASSTHROUGH_FIELDS
+            .iter()
+            .filter_map(|k| content.get(*k).filter(|v| !v.is_null()).map(|v| ((*k).to_owned(), v.clone())))
+            .collect();
+        Ok(Self { mac, position, timestamp, gateway_uri, extra })
+    }
+
+    /// The normalised event, produced at `now` on site `site_id`.
+    pub fn to_event(&self, site_id: i64, now: DateTime<Utc>) -> Envelope {
+        let mut content = json!({"Position": self.position});
+        if let Value::Object(map) = &mut content {
+            map.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        Envelope {
+            category: "LOCATION".into(),
+            kind: "LOCATION_RAW_UPDATE".into(),
+            timestamp: format_timestamp(&self.timestamp),
+            local_timestamp: format_timestamp(&now),
+            source: EventSource { mac: Some(self.mac.to_string()), gateway_uri: self.gateway_uri.clone(), site_id },
+            content,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip() {
+        let p = PositionUpdate {
+            mac: "00:aa:bb:cc:dd:ee".parse().unwrap(),
+            position: [1.0, 2.5, -3.0],
+            timestamp: "2026-11-21T10:00:00.123Z".parse().unwrap(),
+            gateway_uri: None,
+            extra: [("Sequence".to_owned(), json!(7))].into_iter().collect(),
+        };
+        let v = serde_json::to_value(p.to_event(501, Utc::now())).unwrap();
+        assert_eq!(v["Content"]["Sequence"], 7);
+        assert_eq!(v["Source"]["SiteID"], 501);
+        assert_eq!(PositionUpdate::from_event(&v).unwrap(), p);
+    }
+
+    #[test]
+    fn bad_events_say_what_is_wrong() {
+        let base = json!({"Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00Z",
+            "Source": {"MAC": "00:AA:BB:CC:DD:EE"}, "Content": {"Position": [1, 2, 3]}});
+        assert!(PositionUpdate::from_event(&base).is_ok());
+        let mut v = base.clone();
+        v["Content"]["Position"] = json!([1, 2]);
+        assert_eq!(PositionUpdate::from_event(&v).unwrap_err(), "Content.Position: must be an array of three finite numbers");
+        let mut v = base.clone();
+        v["Source"]["MAC"] = json!("nope");
+        assert!(PositionUpdate::from_event(&v).unwrap_err().starts_with("Source.MAC"));
+        let mut v = base;
+        v["Timestamp"] = json!("later");
+        assert!(PositionUpdate::from_event(&v).unwrap_err().starts_with("Timestamp"));
+    }
+}

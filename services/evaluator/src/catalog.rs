@@ -1,0 +1,145 @@
+//! The evaluator's compiled view of the configuration: zones with their prepared regions in a
+//! scene, the settings in force and device radii. Rebuilt on every `config.changed`.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use zonecast_geometry::{Region, Scene, Vec3};
+use zonecast_model::{Mac, SettingName, Settings, ZoneSpec};
+
+/// One zone, ready for evaluation.
+#[derive(Debug, Clone)]
+pub struct Zone {
+    /// The configuration as stored.
+    pub spec: ZoneSpec,
+    /// Prepared geometry (for mobile zones: at its configured place; see `centre`).
+    pub region: Region,
+    /// Centre of the configured region: a mobile zone is offset by `source − centre`.
+    pub centre: Vec3,
+    /// Upper-case zone ID, for subjects and events.
+    pub id_text: String,
+}
+
+impl Zone {
+    /// Whether the zone is live at `t` (Active and inside its time window).
+    pub fn live_at(&self, t: DateTime<Utc>) -> bool {
+        self.spec.active && self.in_window(t)
+    }
+
+    /// Whether `t` is inside the zone's time window (always, for untimed zones).
+    pub fn in_window(&self, t: DateTime<Utc>) -> bool {
+        if !self.spec.is_timed {
+            return true;
+        }
+        self.spec.start_time.is_none_or(|s| s <= t) && self.spec.stop_time.is_none_or(|s| t < s)
+    }
+}
+
+/// All zones, the scene over them, settings and radii.
+pub struct Catalog {
+    /// Zones by index.
+    pub zones: Vec<Zone>,
+    /// Zone ID → index.
+    pub by_id: HashMap<Uuid, usize>,
+    /// Static zones in the scene's hierarchy (scene index → zone index); mobile zones are the
+    /// scene's movable entries keyed by their zone index.
+    pub scene: Scene,
+    static_zone: Vec<usize>,
+    /// Mobile zones by their source device.
+    pub mobile_by_source: HashMap<Mac, Vec<usize>>,
+    /// Settings in force.
+    pub settings: Settings,
+    radii: HashMap<Mac, f64>,
+    default_radius: f64,
+    /// ExitToleranceMeters.
+    pub exit_tolerance: f64,
+    /// EntryDelayMs as a duration.
+    pub entry_delay: chrono::Duration,
+    /// ExitDelayMs as a duration.
+    pub exit_delay: chrono::Duration,
+    /// DeviceTimeoutSeconds; `None` when 0 (never).
+    pub device_timeout: Option<chrono::Duration>,
+    /// Largest device radius, for query margins.
+    pub max_radius: f64,
+}
+
+impl Catalog {
+    /// Compiles the stored configuration. Zones whose geometry no longer validates (it was
+    /// validated on write, so only after a rule change) are skipped with a warning.
+    pub fn build(specs: Vec<ZoneSpec>, written: &[zonecast_model::Setting], radii: Vec<(Mac, f64)>) -> Self {
+        let settings = Settings::from_written(written);
+        let mut zones = Vec::with_capacity(specs.len());
+        for spec in specs {
+            match zonecast_geometry::validate(spec.geometry_type, &spec.geometry_data) {
+                Ok(shape) => {
+                    let region = Region::new(&shape);
+                    let centre = region.centre();
+                    let id_text = zonecast_model::format_id(&spec.id);
+                    zones.push(Zone { spec, region, centre, id_text });
+                }
+                Err(e) => tracing::warn!(zone = %spec.id, error = %e, "zone skipped: geometry does not validate"),
+            }
+        }
+        let by_id = zones.iter().enumerate().map(|(i, z)| (z.spec.id, i)).collect();
+        let mut static_zone = Vec::new();
+        let mut static_regions = Vec::new();
+        let mut mobile_by_source: HashMap<Mac, Vec<usize>> = HashMap::new();
+        for (i, z) in zones.iter().enumerate() {
+            match &z.spec.mobile_origin_source {
+                Some(source) => mobile_by_source.entry(source.clone()).or_default().push(i),
+                None => {
+                    static_zone.push(i);
+                    static_regions.push(z.region.clone());
+                }
+            }
+        }
+        let default_radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
+        let radii: HashMap<Mac, f64> = radii.into_iter().collect();
+        let max_radius = radii.values().copied().fold(default_radius, f64::max);
+        let ms = |name| chrono::Duration::milliseconds(settings.get(name) as i64);
+        let timeout = settings.get(SettingName::DeviceTimeoutSeconds) as i64;
+        Self {
+            scene: Scene::build(static_regions),
+            zones,
+            by_id,
+            static_zone,
+            mobile_by_source,
+            exit_tolerance: settings.get(SettingName::ExitToleranceMeters),
+            entry_delay: ms(SettingName::EntryDelayMs),
+            exit_delay: ms(SettingName::ExitDelayMs),
+            device_timeout: (timeout > 0).then(|| chrono::Duration::seconds(timeout)),
+            settings,
+            radii,
+            default_radius,
+            max_radius,
+        }
+    }
+
+    /// An empty catalog.
+    pub fn empty() -> Self {
+        Self::build(Vec::new(), &[], Vec::new())
+    }
+
+    /// Radius of `mac`: its own, else DefaultDeviceRadiusMeters.
+    pub fn radius(&self, mac: &Mac) -> f64 {
+        self.radii.get(mac).copied().unwrap_or(self.default_radius)
+    }
+
+    /// Zone index of a static scene index.
+    pub fn static_zone(&self, scene_index: usize) -> usize {
+        self.static_zone[scene_index]
+    }
+
+    /// Alarm kind of an entry into a zone of `alert_level` (DESIGN §2).
+    pub fn alarm_kind(&self, alert_level: i64) -> &'static str {
+        let level = alert_level as f64;
+        if level >= self.settings.get(SettingName::SiteAlarmMinLevel) {
+            "site"
+        } else if level >= self.settings.get(SettingName::DeviceAlarmMinLevel) {
+            "device"
+        } else {
+            "log"
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! zonecast evaluator: turns positions of its partitions into `ZONE_ENTER` / `ZONE_EXIT` events,
+//! alarms and zone actions, keeps per-device collision state, and records current collisions in
+//! the store. The engine is pure ([`engine`]); this module is its I/O shell.
+
+mod actions;
+pub mod catalog;
+mod collisions;
+pub mod engine;
+mod grid;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use futures::stream::SelectAll;
+use tokio::sync::mpsc;
+use zonecast_bus::{Bus, Subjects, Subscription};
+use zonecast_model::{ConfigChanged, Mac, PositionUpdate};
+use zonecast_runtime::Shutdown;
+use zonecast_runtime::ratelog::RateLimited;
+use zonecast_store::Store;
+
+use crate::catalog::Catalog;
+pub use crate::engine::{Engine, Output, Ownership, Reason};
+
+/// Why the evaluator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Reading the configuration or collisions failed.
+    #[error("store: {0}")]
+    Store(#[from] zonecast_store::StoreError),
+    /// Subscribing failed.
+    #[error("bus: {0}")]
+    Bus(#[from] zonecast_bus::BusError),
+}
+
+/// What the evaluator runs on.
+#[derive(Clone)]
+pub struct Deps {
+    /// Configuration and collisions.
+    pub store: Arc<dyn Store>,
+    /// Positions in, events out.
+    pub bus: Arc<dyn Bus>,
+    /// Subject names.
+    pub subjects: Subjects,
+    /// SiteID of events.
+    pub site_id: i64,
+    /// Partitions this replica owns.
+    pub ownership: Ownership,
+}
+
+/// How often the clock fires delayed transitions, timeouts and window ends.
+const TICK: Duration = Duration::from_millis(100);
+
+async fn load_catalog(store: &dyn Store) -> Result<Catalog, zonecast_store::StoreError> {
+    let zones = store.list_zones().await?;
+    let settings = store.list_settings().await?;
+    let radii = store.list_radii().await?;
+    Ok(Catalog::build(zones, &settings, radii))
+}
+
+/// Subscriptions to the positions of mobile-zone sources outside the owned partitions.
+async fn source_subscriptions(deps: &Deps, engine: &Engine) -> Result<(SelectAll<Subscription>, HashSet<Mac>), StartError> {
+    let wanted: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
+    let mut all = SelectAll::new();
+    for mac in &wanted {
+        all.push(deps.bus.subscribe(&deps.subjects.positions_of_device(mac.as_str())).await?);
+    }
+    Ok((all, wanted))
+}
+
+/// Starts the evaluator: loads configuration and this replica's collisions, subscribes, and
+/// evaluates until `shutdown`. The task ends after pending collision writes are flushed.
+pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await?;
+    let catalog = load_catalog(deps.store.as_ref()).await?;
+    let mut engine = Engine::new(catalog, deps.subjects.clone(), deps.site_id, deps.ownership);
+    let mut positions = SelectAll::new();
+    for p in deps.ownership.lo..=deps.ownership.hi {
+        positions.push(deps.bus.subscribe(&deps.subjects.positions_partition(p)).await?);
+    }
+    let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await?;
+    let (collision_tx, collision_task) = collisions::spawn(deps.store.clone());
+    let (http_tx, http_task) = actions::spawn();
+    let mut out = Vec::new();
+    engine.restore(deps.store.all_collisions().await?, Utc::now(), &mut out);
+    let mut shell = Shell { bus: deps.bus.clone(), collisions: collision_tx, http: http_tx, publish_log: RateLimited::new(Duration::from_secs(10)) };
+    shell.emit(&mut out).await;
+    tracing::info!(lo = deps.ownership.lo, hi = deps.ownership.hi, zones = engine.catalog().zones.len(), "evaluator started");
+    let task = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut bad_log = RateLimited::new(Duration::from_secs(10));
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                Some(msg) = config_sub.next() => {
+                    let change: Option<ConfigChanged> = serde_json::from_slice(&msg.payload).ok();
+                    match load_catalog(deps.store.as_ref()).await {
+                        Ok(catalog) => {
+                            engine.reload(catalog, change.as_ref(), Utc::now(), &mut out);
+                            metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
+                            match source_subscriptions(&deps, &engine).await {
+                                Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
+                                Ok(_) => {}
+                                Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
+                            }
+                        }
+                        Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
+                    }
+                }
+                Some(msg) = positions.next() => shell.position(&mut engine, &msg.payload, &mut bad_log, &mut out),
+                Some(msg) = sources.next() => shell.position(&mut engine, &msg.payload, &mut bad_log, &mut out),
+                _ = tick.tick() => {
+                    engine.on_tick(Utc::now(), &mut out);
+                    metrics::gauge!("zonecast_evaluator_devices").set(engine.device_count() as f64);
+                }
+            }
+            shell.emit(&mut out).await;
+        }
+        drop(shell);
+        let _ = collision_task.await;
+        let _ = http_task.await;
+        tracing::info!("evaluator stopped");
+    });
+    Ok(task)
+}
+
+/// Where the engine's outputs go.
+struct Shell {
+    bus: Arc<dyn Bus>,
+    collisions: mpsc::UnboundedSender<collisions::Change>,
+    http: mpsc::Sender<actions::Request>,
+    publish_log: RateLimited,
+}
+
+impl Shell {
+    fn position(&mut self, engine: &mut Engine, payload: &[u8], bad_log: &mut RateLimited, out: &mut Vec<Output>) {
+        let parsed = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}")).and_then(|v| PositionUpdate::from_event(&v));
+        match parsed {
+            Ok(p) => {
+                metrics::counter!("zonecast_evaluator_positions_total").increment(1);
+                engine.on_position(&p.mac, p.position, p.timestamp, Utc::now(), out);
+            }
+            Err(reason) => {
+                metrics::counter!("zonecast_evaluator_bad_messages_total").increment(1);
+                if let Some(held_back) = bad_log.allow() {
+                    tracing::warn!(%reason, held_back, "position message skipped");
+                }
+            }
+        }
+    }
+
+    async fn emit(&mut self, out: &mut Vec<Output>) {
+        for output in out.drain(..) {
+            match output {
+                Output::Publish { subject, event } => {
+                    metrics::counter!("zonecast_evaluator_events_total", "type" => event.kind.clone()).increment(1);
+                    let payload = match serde_json::to_vec(&event) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot encode event");
+                            continue;
+                        }
+                    };
+                    if let Err(e) = self.bus.publish(subject, payload.into()).await {
+                        metrics::counter!("zonecast_evaluator_publish_failures_total").increment(1);
+                        if let Some(held_back) = self.publish_log.allow() {
+                            tracing::warn!(error = %e, held_back, "event not published");
+                        }
+                    }
+                }
+                Output::Entered(c) => {
+                    let _ = self.collisions.send(collisions::Change::Entered(c));
+                }
+                Output::Exited { zone, mac } => {
+                    let _ = self.collisions.send(collisions::Change::Exited(zone, mac));
+                }
+                Output::Http { uri, method, headers, event } => {
+                    if self.http.try_send(actions::Request { uri, method, headers, event }).is_err() {
+                        metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
+                    }
+                }
+                Output::Log { zone, mac, message } => {
+                    tracing::info!(target: "zonecast::zone_info", zone = %zone, mac = %mac, "{message}");
+                }
+            }
+        }
+    }
+}
+
+/// Starts the distributed `zonecast-evaluator`: PostgreSQL and NATS are required; the owned
+/// partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/healthz` and `/metrics` are served on
+/// `ZONECAST_HTTP_ADDR`.
+pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let database_url = config.database_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_DATABASE_URL is required"))?;
+    let nats_url = config.nats_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_NATS_URL is required"))?;
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator").await?;
+    let deps = Deps::from_config(&config, store.clone(), bus.clone());
+    let health_store = store.clone();
+    let health_bus = bus.clone();
+    let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
+        let (store, bus) = (health_store.clone(), health_bus.clone());
+        Box::pin(async move {
+            let store_ok = store.ping().await.is_ok();
+            let bus_ok = bus.is_connected();
+            (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
+        })
+    });
+    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone()).await?;
+    let task = start(deps, shutdown).await?;
+    task.await?;
+    bus.drain().await?;
+    Ok(())
+}
+
+impl Deps {
+    /// Dependencies from configuration and an opened store and bus.
+    pub fn from_config(config: &zonecast_runtime::Config, store: Arc<dyn Store>, bus: Arc<dyn Bus>) -> Self {
+        let (lo, hi) = config.evaluator_partitions.unwrap_or((0, config.partitions.saturating_sub(1)));
+        Self {
+            store,
+            bus,
+            subjects: Subjects::new(config.subject_prefix.clone()),
+            site_id: config.site_id,
+            ownership: Ownership { count: config.partitions, lo, hi },
+        }
+    }
+}

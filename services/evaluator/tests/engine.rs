@@ -1,0 +1,299 @@
+//! The collision engine's rules, driven with plain data and controlled clocks.
+#![allow(clippy::unwrap_used)]
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+use zonecast_bus::Subjects;
+use zonecast_evaluator::catalog::Catalog;
+use zonecast_evaluator::{Engine, Output, Ownership};
+use zonecast_model::{ConfigChanged, ConfigKind, Mac, Setting, SettingName, ZoneInput, ZoneSpec};
+use zonecast_store::Collision;
+
+const ALL: Ownership = Ownership { count: 16, lo: 0, hi: 15 };
+
+fn t0() -> DateTime<Utc> {
+    "2026-11-21T10:00:00Z".parse().unwrap()
+}
+
+fn ms(n: i64) -> Duration {
+    Duration::milliseconds(n)
+}
+
+fn mac(n: u8) -> Mac {
+    format!("00:00:00:00:00:{n:02X}").parse().unwrap()
+}
+
+fn zone(input: Value) -> ZoneSpec {
+    ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap()
+}
+
+fn sphere(name: &str, centre: [f64; 3], r: f64) -> ZoneSpec {
+    zone(json!({"Name": name, "GeometryType": "sphere", "GeometryData": [centre, [r, 0, 0]]}))
+}
+
+fn setting(name: SettingName, value: f64) -> Setting {
+    Setting { name, value, active: true }
+}
+
+fn engine(zones: Vec<ZoneSpec>, settings: &[Setting], radii: Vec<(Mac, f64)>) -> Engine {
+    Engine::new(Catalog::build(zones, settings, radii), Subjects::new("zc"), 501, ALL)
+}
+
+/// The published events as (Type, subject, Content).
+fn events(out: &[Output]) -> Vec<(String, String, Value)> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Publish { subject, event } => Some((event.kind.clone(), subject.clone(), event.content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn kinds(out: &[Output]) -> Vec<String> {
+    events(out).into_iter().map(|(k, _, _)| k).collect()
+}
+
+fn step(e: &mut Engine, m: &Mac, p: [f64; 3], t: DateTime<Utc>) -> Vec<Output> {
+    let mut out = Vec::new();
+    e.on_position(m, p, t, t, &mut out);
+    out
+}
+
+#[test]
+fn a_device_entering_and_leaving_a_zone_gives_one_enter_and_one_exit_with_matching_collision_ids() {
+    let z = sphere("dock", [0.0, 0.0, 0.0], 1.0);
+    let id = zonecast_model::format_id(&z.id);
+    let mut e = engine(vec![z], &[], vec![]);
+    let d = mac(1);
+    assert!(events(&step(&mut e, &d, [5.0, 0.0, 0.0], t0())).is_empty());
+    let out = step(&mut e, &d, [0.99, 0.0, 0.0], t0() + ms(100));
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1);
+    let (kind, subject, enter) = &ev[0];
+    assert_eq!((kind.as_str(), subject.as_str()), ("ZONE_ENTER", format!("zc.events.zone.{id}.enter").as_str()));
+    assert_eq!(enter["ZoneName"], "dock");
+    assert_eq!(enter["Alarm"], "log");
+    assert_eq!(enter["EntryTime"], "2026-11-21T10:00:00.100Z");
+    assert_eq!(enter["Position"], json!([0.99, 0.0, 0.0]));
+    assert!(out.iter().any(|o| matches!(o, Output::Entered(c) if c.mac == d)));
+    assert!(events(&step(&mut e, &d, [0.5, 0.0, 0.0], t0() + ms(200))).is_empty(), "no second enter while inside");
+    let ev = events(&step(&mut e, &d, [1.01, 0.0, 0.0], t0() + ms(300)));
+    let (kind, _, exit) = &ev[0];
+    assert_eq!(kind, "ZONE_EXIT");
+    assert_eq!(exit["CollisionID"], enter["CollisionID"]);
+    assert_eq!(exit["Reason"], "position");
+    assert_eq!(exit["ExitTime"], "2026-11-21T10:00:00.300Z");
+}
+
+#[test]
+fn the_boundary_counts_as_inside() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 2.0)], &[], vec![]);
+    assert_eq!(kinds(&step(&mut e, &mac(1), [2.0, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
+}
+
+#[test]
+fn a_device_radius_makes_a_ball_that_collides_before_its_centre_is_inside() {
+    let z = sphere("s", [0.0, 0.0, 0.0], 1.0);
+    let mut e = engine(vec![z], &[setting(SettingName::DefaultDeviceRadiusMeters, 0.2)], vec![(mac(2), 0.5)]);
+    assert_eq!(kinds(&step(&mut e, &mac(1), [1.19, 0.0, 0.0], t0())), ["ZONE_ENTER"], "default radius 0.2");
+    assert!(kinds(&step(&mut e, &mac(3), [1.21, 0.0, 0.0], t0())).is_empty());
+    assert_eq!(kinds(&step(&mut e, &mac(2), [1.49, 0.0, 0.0], t0())), ["ZONE_ENTER"], "own radius 0.5");
+}
+
+#[test]
+fn exit_tolerance_keeps_a_device_inside_until_it_is_farther_out() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitToleranceMeters, 0.5)], vec![]);
+    let d = mac(1);
+    step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    assert!(kinds(&step(&mut e, &d, [1.49, 0.0, 0.0], t0() + ms(1))).is_empty());
+    assert_eq!(kinds(&step(&mut e, &d, [1.51, 0.0, 0.0], t0() + ms(2))), ["ZONE_EXIT"]);
+    assert!(kinds(&step(&mut e, &d, [1.2, 0.0, 0.0], t0() + ms(3))).is_empty(), "re-entry needs the region itself");
+}
+
+#[test]
+fn exit_delay_waits_and_a_return_cancels_the_exit() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitDelayMs, 500.0)], vec![]);
+    let d = mac(1);
+    step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    assert!(kinds(&step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(100))).is_empty());
+    assert!(kinds(&step(&mut e, &d, [0.5, 0.0, 0.0], t0() + ms(400))).is_empty(), "back in: cancelled");
+    assert!(kinds(&step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(700))).is_empty());
+    assert!(kinds(&step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(1100))).is_empty(), "only 400 ms out");
+    let out = step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(1200));
+    assert_eq!(events(&out)[0].2["ExitTime"], "2026-11-21T10:00:01.200Z");
+}
+
+#[test]
+fn exit_delay_fires_by_the_clock_when_the_device_goes_quiet() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitDelayMs, 500.0)], vec![]);
+    let d = mac(1);
+    step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(100));
+    let mut out = Vec::new();
+    e.on_tick(t0() + ms(599), &mut out);
+    assert!(out.is_empty());
+    e.on_tick(t0() + ms(600), &mut out);
+    assert_eq!(events(&out)[0].2["ExitTime"], "2026-11-21T10:00:00.600Z");
+}
+
+#[test]
+fn entry_delay_requires_staying_inside() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::EntryDelayMs, 300.0)], vec![]);
+    let d = mac(1);
+    assert!(kinds(&step(&mut e, &d, [0.0, 0.0, 0.0], t0())).is_empty());
+    assert!(kinds(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(100))).is_empty(), "left before the delay");
+    assert!(kinds(&step(&mut e, &d, [0.0, 0.0, 0.0], t0() + ms(200))).is_empty());
+    assert!(kinds(&step(&mut e, &d, [0.0, 0.0, 0.0], t0() + ms(400))).is_empty());
+    let out = step(&mut e, &d, [0.0, 0.0, 0.0], t0() + ms(500));
+    assert_eq!(kinds(&out), ["ZONE_ENTER"]);
+    let mut out = Vec::new();
+    let d2 = mac(2);
+    e.on_position(&d2, [0.0, 0.0, 0.0], t0(), t0(), &mut out);
+    e.on_tick(t0() + ms(300), &mut out);
+    assert_eq!(kinds(&out), ["ZONE_ENTER"], "the clock fires a due entry too");
+}
+
+#[test]
+fn a_silent_device_times_out_of_every_zone() {
+    let zones = vec![sphere("a", [0.0, 0.0, 0.0], 1.0), sphere("b", [0.5, 0.0, 0.0], 1.0)];
+    let mut e = engine(zones, &[setting(SettingName::DeviceTimeoutSeconds, 30.0)], vec![]);
+    assert_eq!(kinds(&step(&mut e, &mac(1), [0.2, 0.0, 0.0], t0())).len(), 2);
+    let mut out = Vec::new();
+    e.on_tick(t0() + Duration::seconds(29), &mut out);
+    assert!(out.is_empty());
+    e.on_tick(t0() + Duration::seconds(30), &mut out);
+    let ev = events(&out);
+    assert_eq!(ev.len(), 2);
+    assert!(ev.iter().all(|(k, _, c)| k == "ZONE_EXIT" && c["Reason"] == "timeout"));
+    assert_eq!(e.device_count(), 0);
+}
+
+#[test]
+fn timed_zones_are_live_only_in_their_window_and_exit_at_stop_time_by_the_clock() {
+    let z = zone(json!({"GeometryType": "circle", "GeometryData": [[0, 0, 0], [1, 0, 0]], "IsTimed": true,
+        "StartTime": "2026-11-21T10:00:00Z", "StopTime": "2026-11-21T10:01:00Z"}));
+    let mut e = engine(vec![z], &[], vec![]);
+    assert!(kinds(&step(&mut e, &mac(1), [0.0, 0.0, 50.0], t0() - ms(1))).is_empty(), "before StartTime");
+    assert_eq!(kinds(&step(&mut e, &mac(1), [0.0, 0.0, 50.0], t0())), ["ZONE_ENTER"], "2D zone, any z");
+    let mut out = Vec::new();
+    e.on_tick(t0() + Duration::seconds(59), &mut out);
+    assert!(out.is_empty());
+    e.on_tick(t0() + Duration::seconds(61), &mut out);
+    let ev = events(&out);
+    assert_eq!((ev[0].2["Reason"].as_str(), ev[0].2["ExitTime"].as_str()), (Some("window"), Some("2026-11-21T10:01:00.000Z")));
+}
+
+#[test]
+fn inclusion_policy_and_device_list_decide_who_triggers() {
+    let only = zone(json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]],
+        "InclusionPolicy": "none", "DeviceList": ["00:00:00:00:00:01"]}));
+    let except = zone(json!({"GeometryType": "sphere", "GeometryData": [[10, 0, 0], [1, 0, 0]], "DeviceList": ["00:00:00:00:00:01"]}));
+    let mut e = engine(vec![only, except], &[], vec![]);
+    assert_eq!(kinds(&step(&mut e, &mac(1), [0.0, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
+    assert!(kinds(&step(&mut e, &mac(2), [0.0, 0.0, 0.0], t0())).is_empty());
+    assert!(kinds(&step(&mut e, &mac(1), [10.0, 0.0, 0.0], t0())).len() == 1, "exit from `only`, no entry into `except`");
+    assert_eq!(kinds(&step(&mut e, &mac(2), [10.0, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
+}
+
+#[test]
+fn alert_levels_raise_site_and_device_alarms_and_actions_run() {
+    let site = zone(json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]], "AlertLevel": 9,
+        "ZoneActions": [{"type": "info-event", "message": "hello"}, {"type": "http-request", "uri": "http://127.0.0.1:9/x", "on": "both"}]}));
+    let device = zone(json!({"GeometryType": "sphere", "GeometryData": [[10, 0, 0], [1, 0, 0]], "AlertLevel": 5,
+        "ZoneActions": [{"type": "device-alarm"}]}));
+    let mut e = engine(vec![site, device], &[], vec![]);
+    let d = mac(1);
+    let out = step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    assert_eq!(kinds(&out), ["ZONE_ENTER", "SITE_ALARM", "ZONE_INFO"]);
+    assert_eq!(events(&out)[1].1, "zc.events.alarm.site.00:00:00:00:00:01");
+    assert_eq!(events(&out)[2].2["Message"], "hello");
+    assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_ENTER")));
+    let out = step(&mut e, &d, [10.0, 0.0, 0.0], t0());
+    assert_eq!(kinds(&out), ["ZONE_EXIT", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"], "one device alarm, not two");
+    assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_EXIT")), "on: both");
+    assert_eq!(events(&out)[2].1, "zc.devices.00:00:00:00:00:01.alarm");
+}
+
+#[test]
+fn configuration_changes_emit_the_exits_they_imply() {
+    let a = sphere("a", [0.0, 0.0, 0.0], 1.0);
+    let b = sphere("b", [0.0, 0.0, 0.0], 1.0);
+    let c = sphere("c", [0.0, 0.0, 0.0], 1.0);
+    let d = sphere("d", [0.0, 0.0, 0.0], 1.0);
+    let g = sphere("g", [0.0, 0.0, 0.0], 1.0);
+    let mut e = engine(vec![a.clone(), b.clone(), c.clone(), d.clone(), g.clone()], &[], vec![]);
+    let dev = mac(1);
+    assert_eq!(kinds(&step(&mut e, &dev, [0.0, 0.0, 0.0], t0())).len(), 5);
+    let mut b2 = b.clone();
+    b2.active = false;
+    let mut c2 = c.clone();
+    c2.device_list = vec![dev.clone()];
+    let mut g2 = g.clone();
+    g2.geometry_data = vec![[50.0, 0.0, 0.0], [1.0, 0.0, 0.0]];
+    let change = ConfigChanged { kind: ConfigKind::Zones, ids: vec![zonecast_model::format_id(&d.id)], operation: Some("reset".into()) };
+    let mut out = Vec::new();
+    e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), Some(&change), t0(), &mut out);
+    let mut reasons: Vec<(String, String)> =
+        events(&out).into_iter().map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned())).collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [("a", "deleted"), ("b", "deactivated"), ("c", "excluded"), ("d", "reset"), ("g", "geometry")]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert_eq!(out.iter().filter(|o| matches!(o, Output::Exited { .. })).count(), 5);
+}
+
+#[test]
+fn a_mobile_zone_follows_its_source_and_captures_a_device_that_stands_still() {
+    let forklift = mac(0xF0);
+    let m = zone(json!({"Name": "around forklift", "GeometryType": "sphere", "GeometryData": [[100, 100, 0], [2, 0, 0]],
+        "MobileOriginSource": forklift.as_str()}));
+    let mut e = engine(vec![m], &[], vec![]);
+    let worker = mac(1);
+    assert!(kinds(&step(&mut e, &worker, [10.0, 0.0, 0.0], t0())).is_empty(), "no source position yet: holds nobody");
+    assert!(kinds(&step(&mut e, &worker, [100.0, 100.0, 0.0], t0())).is_empty(), "the configured place is not where it is");
+    assert!(kinds(&step(&mut e, &forklift, [0.0, 0.0, 0.0], t0())).is_empty(), "the source never collides with its own zone");
+    let out = step(&mut e, &forklift, [9.0, 0.0, 0.0], t0() + ms(100));
+    assert!(kinds(&out).is_empty(), "worker is at (100,100) now");
+    step(&mut e, &worker, [10.0, 0.0, 0.0], t0() + ms(150));
+    let out = step(&mut e, &forklift, [9.5, 0.0, 0.0], t0() + ms(200));
+    assert!(kinds(&out).is_empty(), "already inside since its own position");
+    let out = step(&mut e, &forklift, [20.0, 0.0, 0.0], t0() + ms(300));
+    assert_eq!(events(&out)[0].2["Reason"], "position", "the zone moved away from the standing worker");
+    let out = step(&mut e, &forklift, [11.0, 0.0, 0.0], t0() + ms(400));
+    assert_eq!(kinds(&out), ["ZONE_ENTER"], "moved back onto the standing worker");
+    assert_eq!(events(&out)[0].2["EntryTime"], "2026-11-21T10:00:00.400Z");
+}
+
+#[test]
+fn restored_collisions_give_no_second_enter_and_owed_exits_are_emitted() {
+    let a = sphere("a", [0.0, 0.0, 0.0], 1.0);
+    let mut b = sphere("b", [0.0, 0.0, 0.0], 1.0);
+    b.active = false;
+    let dev = mac(1);
+    let collision = |z: &ZoneSpec| Collision { zone_id: z.id, mac: dev.clone(), collision_id: Uuid::new_v4(), entry_time: t0() };
+    let mut e = engine(vec![a.clone(), b.clone()], &[], vec![]);
+    let mut out = Vec::new();
+    e.restore(vec![collision(&a), collision(&b)], t0() + ms(10), &mut out);
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1);
+    assert_eq!((ev[0].2["ZoneName"].as_str(), ev[0].2["Reason"].as_str()), (Some("b"), Some("deactivated")));
+    assert!(kinds(&step(&mut e, &dev, [0.1, 0.0, 0.0], t0() + ms(20))).is_empty(), "stayed inside: no duplicate enter");
+    let ev = events(&step(&mut e, &dev, [5.0, 0.0, 0.0], t0() + ms(30)));
+    assert_eq!(ev[0].0, "ZONE_EXIT");
+    assert_eq!(ev[0].2["EntryTime"], "2026-11-21T10:00:00.000Z", "the restored entry time");
+}
+
+#[test]
+fn devices_of_other_partitions_are_ignored() {
+    let z = sphere("s", [0.0, 0.0, 0.0], 1.0);
+    let dev = mac(1);
+    let p = dev.partition(16);
+    let mut mine = Engine::new(Catalog::build(vec![z.clone()], &[], vec![]), Subjects::new("zc"), 1, Ownership { count: 16, lo: p, hi: p });
+    let other = if p == 0 { 1 } else { 0 };
+    let mut theirs = Engine::new(Catalog::build(vec![z], &[], vec![]), Subjects::new("zc"), 1, Ownership { count: 16, lo: other, hi: other });
+    assert_eq!(kinds(&step(&mut mine, &dev, [0.0, 0.0, 0.0], t0())).len(), 1);
+    assert!(kinds(&step(&mut theirs, &dev, [0.0, 0.0, 0.0], t0())).is_empty());
+}

@@ -1,0 +1,228 @@
+//! The real `zonecast` binary as an operator meets it: on a fresh data directory with no
+//! credentials it generates a private admin key and says where; the key works, is kept across
+//! restarts with the data; SIGTERM stops it cleanly; bad configuration and an unreachable NATS
+//! broker stop it at start with a message naming the culprit. Children are killed on drop.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio::sync::mpsc;
+
+/// How long the binary may take to start or stop.
+const TIMEOUT: Duration = Duration::from_secs(30);
+const BINARY: &str = env!("CARGO_BIN_EXE_zonecast");
+
+/// The binary on `data_dir` with only the given `ZONECAST_*` variables (none inherited).
+fn command(data_dir: &Path, vars: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BINARY);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("ZONECAST_") || name == "RUST_LOG" {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("ZONECAST_DATA_DIR", data_dir)
+        .env("ZONECAST_HTTP_ADDR", "127.0.0.1:0")
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// A running `zonecast`: its address and everything it wrote to stderr so far.
+struct Zonecast {
+    child: Child,
+    base: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+    http: reqwest::Client,
+}
+
+/// Forwards stderr lines to `lines` (all of them) and `tx` (until nobody listens).
+fn collect_stderr(stderr: ChildStderr, lines: Arc<Mutex<Vec<String>>>, tx: mpsc::UnboundedSender<String>) {
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            lines.lock().unwrap().push(line.clone());
+            let _ = tx.send(line);
+        }
+    });
+}
+
+impl Zonecast {
+    /// Starts the binary and waits for its "listening on http://ADDR" line.
+    async fn start(data_dir: &Path, vars: &[(&str, &str)]) -> Self {
+        let mut child = command(data_dir, vars).spawn().expect("the zonecast binary starts");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        collect_stderr(child.stderr.take().unwrap(), stderr.clone(), tx);
+        let addr = tokio::time::timeout(TIMEOUT, async {
+            while let Some(line) = rx.recv().await {
+                if let Some(addr) = line.split("listening on http://").nth(1) {
+                    return addr.trim().to_owned();
+                }
+            }
+            panic!("zonecast ended before it was listening; stderr:\n{}", stderr.lock().unwrap().join("\n"));
+        })
+        .await
+        .unwrap_or_else(|_| panic!("zonecast did not say where it listens within {TIMEOUT:?}"));
+        Self { child, base: format!("http://{addr}"), stderr, http: reqwest::Client::new() }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// `method path` with `X-API-Key: key` (none when `None`) and a JSON body.
+    async fn call(&self, method: reqwest::Method, path: &str, key: Option<&str>, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            request = request.header("X-API-Key", key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("zonecast answers");
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())))
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    async fn terminate(mut self) -> ExitStatus {
+        let pid = self.child.id().expect("still running").to_string();
+        let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        assert!(kill.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(TIMEOUT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("zonecast did not stop within {TIMEOUT:?} of SIGTERM"))
+            .unwrap()
+    }
+}
+
+/// Runs the binary expecting it to fail at start; answers its exit status and stderr.
+async fn run_to_failure(data_dir: &Path, vars: &[(&str, &str)]) -> (ExitStatus, String) {
+    let child = command(data_dir, vars).spawn().expect("the zonecast binary starts");
+    let output = tokio::time::timeout(TIMEOUT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("zonecast neither failed nor stopped within {TIMEOUT:?}"))
+        .unwrap();
+    (output.status, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The admin key file the binary names on stderr.
+fn announced_key_file(stderr: &str) -> PathBuf {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("admin API key is in "))
+        .unwrap_or_else(|| panic!("stderr does not say where the admin key is:\n{stderr}"));
+    let rest = line.split("admin API key is in ").nth(1).unwrap();
+    PathBuf::from(rest.split(" (").next().unwrap().trim())
+}
+
+fn sphere(name: &str) -> Value {
+    json!({"Name": name, "GeometryType": "sphere", "GeometryData": [[1.0, 2.0, 3.0], [2.0, 0, 0]]})
+}
+
+#[tokio::test]
+async fn a_fresh_data_dir_gets_a_private_admin_key_that_can_create_a_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let zonecast = Zonecast::start(dir.path(), &[]).await;
+
+    let file = announced_key_file(&zonecast.stderr());
+    assert_eq!(file, dir.path().canonicalize().unwrap().join("admin.key"), "the key file is in the data directory");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the admin key file must be readable by its owner only");
+    }
+    let key = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert!(key.len() >= 16, "a key worth the name: {key:?}");
+    assert!(!zonecast.stderr().contains(&key), "the key itself is printed on stderr");
+
+    let (status, health) = zonecast.call(reqwest::Method::GET, "/healthz", None, None).await;
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["status"], json!("ok"), "{health}");
+
+    let (status, body) = zonecast.call(reqwest::Method::GET, "/v3/modules/zones", None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"], json!("unauthorized"), "{body}");
+
+    let (status, zone) = zonecast.call(reqwest::Method::POST, "/v3/modules/zones", Some(&key), Some(sphere("dock"))).await;
+    assert_eq!(status, 200, "{zone}");
+    let (status, zones) = zonecast.call(reqwest::Method::GET, "/v3/modules/zones", Some(&key), None).await;
+    assert_eq!((status, zones), (200, json!([zone])));
+    assert!(zonecast.terminate().await.success());
+}
+
+#[tokio::test]
+async fn a_restart_on_the_same_data_dir_reuses_the_key_and_keeps_the_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Zonecast::start(dir.path(), &[]).await;
+    let file = announced_key_file(&first.stderr());
+    let key = std::fs::read_to_string(&file).unwrap();
+    let (status, zone) =
+        first.call(reqwest::Method::POST, "/v3/modules/zones", Some(key.trim()), Some(sphere("kept"))).await;
+    assert_eq!(status, 200, "{zone}");
+    let status = first.terminate().await;
+    assert!(status.success(), "{status}");
+
+    let second = Zonecast::start(dir.path(), &[]).await;
+    assert_eq!(announced_key_file(&second.stderr()), file, "the restart names the same key file");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), key, "the key file was rewritten");
+    let path = format!("/v3/modules/zones/{}", zone["ZoneID"].as_str().unwrap());
+    let (status, read) = second.call(reqwest::Method::GET, &path, Some(key.trim()), None).await;
+    assert_eq!((status, read), (200, zone));
+    assert!(second.terminate().await.success());
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_binary_with_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let zonecast = Zonecast::start(dir.path(), &[]).await;
+    let (status, _) = zonecast.call(reqwest::Method::GET, "/healthz", None, None).await;
+    assert_eq!(status, 200);
+    let status = zonecast.terminate().await;
+    assert!(status.success(), "zonecast exited with {status} after SIGTERM");
+}
+
+#[tokio::test]
+async fn configured_api_keys_replace_the_generated_admin_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let zonecast = Zonecast::start(dir.path(), &[("ZONECAST_API_KEYS", "operator-key-1:admin")]).await;
+    assert!(!dir.path().join("admin.key").exists(), "an admin key was generated although keys are configured");
+    assert!(!zonecast.stderr().contains("admin API key is in"), "{}", zonecast.stderr());
+    let (status, zone) =
+        zonecast.call(reqwest::Method::POST, "/v3/modules/zones", Some("operator-key-1"), Some(sphere("ops"))).await;
+    assert_eq!(status, 200, "{zone}");
+    assert!(zonecast.terminate().await.success());
+}
+
+#[tokio::test]
+async fn api_keys_without_an_authority_stop_the_start_with_a_message_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stderr) = run_to_failure(dir.path(), &[("ZONECAST_API_KEYS", "bad")]).await;
+    assert!(!status.success(), "zonecast started with ZONECAST_API_KEYS=bad");
+    assert!(stderr.contains("ZONECAST_API_KEYS"), "stderr does not name the variable:\n{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_unreachable_nats_broker_stops_the_start_with_a_message_naming_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let (status, stderr) = run_to_failure(dir.path(), &[("ZONECAST_NATS_URL", &url)]).await;
+    assert!(!status.success(), "zonecast started without its NATS broker");
+    assert!(stderr.contains(&url), "stderr does not name the NATS URL {url}:\n{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+}

@@ -1,0 +1,177 @@
+//! A real test PKI made with the `openssl` CLI, once per test process: a CA, a client
+//! certificate it signed, the client's PKCS#12 bundle in OpenSSL 3's default encryption and in
+//! `-legacy` encryption, a server certificate for `localhost`, and a second, unrelated CA.
+//! EC P-256 keys keep it fast. Everything is read into memory and the files are removed.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+/// Password of both client bundles.
+pub const BUNDLE_PASSWORD: &str = "bundle-pass-3f9a-7d21";
+
+/// The generated material, raw bytes.
+pub struct Pki {
+    /// CA certificate, PEM.
+    pub ca_pem: Vec<u8>,
+    /// The same CA certificate, DER.
+    pub ca_der: Vec<u8>,
+    /// Client certificate signed by the CA, PEM.
+    pub client_cert_pem: Vec<u8>,
+    /// Client private key, PKCS#8 DER (to prove it is never stored in the clear).
+    pub client_key_der: Vec<u8>,
+    /// Client key, certificate and CA as PKCS#12, OpenSSL 3 default (PBES2/AES) encryption.
+    pub client_p12: Vec<u8>,
+    /// The same bundle with `-legacy` (RC2/3DES) encryption.
+    pub client_p12_legacy: Vec<u8>,
+    /// Server certificate for `localhost` / 127.0.0.1 signed by the CA, PEM.
+    pub server_cert_pem: Vec<u8>,
+    /// Its private key, PEM.
+    pub server_key_pem: Vec<u8>,
+    /// A second CA that signed nothing here, PEM.
+    pub other_ca_pem: Vec<u8>,
+}
+
+const OPENSSL_CONFIG: &str = "\
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = zonecast test
+[v3_ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[v3_client]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[v3_server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost, IP:127.0.0.1
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+";
+
+/// Runs `openssl args` in `dir`, panicking with its output when it fails or is missing.
+fn openssl(dir: &Path, args: &[&str]) {
+    let output = Command::new("openssl").args(args).current_dir(dir).output().unwrap_or_else(|e| {
+        panic!("the openssl CLI is needed to make the test PKI but could not be run ({e}); install it (apt-get install openssl)")
+    });
+    assert!(
+        output.status.success(),
+        "openssl {} failed ({}): {}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn read(dir: &Path, name: &str) -> Vec<u8> {
+    std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("reading generated {name}: {e}"))
+}
+
+fn self_signed_ca(dir: &Path, name: &str, subject: &str) {
+    openssl(dir, &[
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", &format!("{name}.key"), "-out", &format!("{name}.pem"), "-days", "3650",
+        "-subj", subject, "-config", "openssl.cnf", "-extensions", "v3_ca",
+    ]);
+}
+
+fn signed_leaf(dir: &Path, name: &str, subject: &str, extensions: &str, serial: &str) {
+    openssl(dir, &[
+        "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", &format!("{name}.key"), "-out", &format!("{name}.csr"), "-subj", subject, "-config", "openssl.cnf",
+    ]);
+    openssl(dir, &[
+        "x509", "-req", "-in", &format!("{name}.csr"), "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", serial,
+        "-days", "3650", "-out", &format!("{name}.pem"), "-extfile", "openssl.cnf", "-extensions", extensions,
+    ]);
+}
+
+fn generate() -> Pki {
+    let dir = tempfile::tempdir().expect("a temporary directory for the test PKI");
+    let d = dir.path();
+    std::fs::write(d.join("openssl.cnf"), OPENSSL_CONFIG).unwrap();
+    self_signed_ca(d, "ca", "/CN=zonecast test CA");
+    self_signed_ca(d, "other-ca", "/CN=zonecast unrelated test CA");
+    signed_leaf(d, "client", "/CN=zonecast test client", "v3_client", "2");
+    signed_leaf(d, "server", "/CN=localhost", "v3_server", "3");
+    openssl(d, &["x509", "-in", "ca.pem", "-outform", "DER", "-out", "ca.der"]);
+    openssl(d, &["pkey", "-in", "client.key", "-outform", "DER", "-out", "client.key.der"]);
+    let pass = format!("pass:{BUNDLE_PASSWORD}");
+    let bundle = |out: &str, legacy: bool| {
+        let mut args = vec!["pkcs12", "-export"];
+        if legacy {
+            args.push("-legacy");
+        }
+        args.extend(["-inkey", "client.key", "-in", "client.pem", "-certfile", "ca.pem", "-name", "client"]);
+        args.extend(["-passout", pass.as_str(), "-out", out]);
+        openssl(d, &args);
+    };
+    bundle("client.p12", false);
+    bundle("client-legacy.p12", true);
+    Pki {
+        ca_pem: read(d, "ca.pem"),
+        ca_der: read(d, "ca.der"),
+        client_cert_pem: read(d, "client.pem"),
+        client_key_der: read(d, "client.key.der"),
+        client_p12: read(d, "client.p12"),
+        client_p12_legacy: read(d, "client-legacy.p12"),
+        server_cert_pem: read(d, "server.pem"),
+        server_key_pem: read(d, "server.key"),
+        other_ca_pem: read(d, "other-ca.pem"),
+    }
+}
+
+/// The test PKI, generated on first use in this process.
+pub fn pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(generate)
+}
+
+/// Standard base64, as the API takes `ca` and `client`.
+pub fn b64(bytes: &[u8]) -> String {
+    STANDARD.encode(bytes)
+}
+
+impl Pki {
+    /// `ca` for the API: base64 of the CA's PEM.
+    pub fn ca(&self) -> String {
+        b64(&self.ca_pem)
+    }
+
+    /// `ca` for the API: base64 of the CA's DER.
+    pub fn ca_der(&self) -> String {
+        b64(&self.ca_der)
+    }
+
+    /// `ca` for the API: base64 of the unrelated CA's PEM.
+    pub fn other_ca(&self) -> String {
+        b64(&self.other_ca_pem)
+    }
+
+    /// `client` for the API: base64 of the default-encrypted bundle.
+    pub fn client(&self) -> String {
+        b64(&self.client_p12)
+    }
+
+    /// `client` for the API: base64 of the `-legacy` bundle.
+    pub fn client_legacy(&self) -> String {
+        b64(&self.client_p12_legacy)
+    }
+
+    /// A complete CertificateProfileInput named `name` (PEM CA, default bundle, right password).
+    pub fn profile(&self, name: &str) -> Value {
+        json!({"name": name, "ca": self.ca(), "client": self.client(), "password": BUNDLE_PASSWORD})
+    }
+}
