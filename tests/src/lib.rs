@@ -71,8 +71,12 @@ pub struct Server {
     /// Data directory of the all-in-one mode.
     pub data_dir: tempfile::TempDir,
     pub http: reqwest::Client,
+    /// The configuration it runs with (store and bus URLs filled in), for restarts.
+    pub config: Config,
     shutdown: Shutdown,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Distributed mode: the evaluator, separately stoppable.
+    evaluator: Option<(Shutdown, tokio::task::JoinHandle<()>)>,
 }
 
 /// A configuration with the test credentials, port 0 and a random subject prefix.
@@ -107,18 +111,22 @@ impl Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let subjects = Subjects::new(config.subject_prefix.clone());
         let shutdown = Shutdown::new();
-        let (addr, bus, task, database_url) = match mode {
+        let (addr, bus, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
-                let running = zonecast::start(config, shutdown.clone()).await.expect("all-in-one starts");
-                (running.http_addr, running.bus, running.task, None)
+                let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
+                (running.http_addr, running.bus, running.task, None, None)
             }
             Mode::Distributed => {
-                let url = fresh_database().await;
+                let url = match &config.database_url {
+                    Some(url) => url.expose().to_owned(),
+                    None => fresh_database().await,
+                };
                 let bus = nats_bus().await;
                 config.database_url = Some(Secret::new(url.clone()));
                 config.nats_url = Some(Secret::new(nats_url()));
-                let running = zonecast_api::start(config, shutdown.clone()).await.expect("zonecast-api starts");
-                (running.addr, bus, running.task, Some(url))
+                let running = zonecast_api::start(config.clone(), shutdown.clone()).await.expect("zonecast-api starts");
+                let evaluator = start_evaluator(&config).await;
+                (running.addr, bus, running.task, Some(url), Some(evaluator))
             }
         };
         Self {
@@ -129,9 +137,41 @@ impl Server {
             database_url,
             data_dir,
             http: reqwest::Client::new(),
+            config,
             shutdown,
             task: Some(task),
+            evaluator,
         }
+    }
+
+    /// Stops everything and starts it again on the same data directory or database.
+    pub async fn restart(mut self) -> Self {
+        let (mode, config) = (self.mode, self.config.clone());
+        let data_dir = std::mem::replace(&mut self.data_dir, tempfile::tempdir().unwrap());
+        let mut config = config;
+        // Listen on a new free port: the old one may linger.
+        config.http_addr = "127.0.0.1:0".parse().unwrap();
+        self.stop().await;
+        Self::start_with(mode, config, data_dir).await
+    }
+
+    /// Publishes a normalised position of `mac`, as the ingestor would.
+    pub async fn position(&self, mac: &str, position: [f64; 3], timestamp: chrono::DateTime<chrono::Utc>) {
+        let update = zonecast_model::PositionUpdate {
+            mac: mac.parse().unwrap(),
+            position,
+            timestamp,
+            gateway_uri: None,
+            extra: Default::default(),
+        };
+        let subject = self.subjects.positions(update.mac.partition(self.config.partitions), update.mac.as_str());
+        let payload = serde_json::to_vec(&update.to_event(self.config.site_id, chrono::Utc::now())).unwrap();
+        self.bus.publish(subject, payload.into()).await.unwrap();
+    }
+
+    /// Subscribes to every zone and alarm event.
+    pub async fn events(&self) -> Subscription {
+        self.bus.subscribe(&self.subjects.events_all()).await.unwrap()
     }
 
     /// Sends `method path` with `key` as `X-API-Key` (none when `None`) and a raw body.
@@ -214,12 +254,58 @@ impl Server {
         if let Some(task) = self.task.take() {
             task.await.unwrap();
         }
+        if let Some((shutdown, task)) = self.evaluator.take() {
+            shutdown.cancel();
+            task.await.unwrap();
+        }
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if let Some((shutdown, _)) = &self.evaluator {
+            shutdown.cancel();
+        }
+    }
+}
+
+/// A distributed evaluator on `config`'s database and NATS, with a connection of its own.
+async fn start_evaluator(config: &Config) -> (Shutdown, tokio::task::JoinHandle<()>) {
+    let url = config.database_url.as_ref().map(|u| u.expose().to_owned());
+    let store = zonecast_store::open(url.as_deref(), &config.data_dir).await.expect("evaluator store");
+    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-evaluator-test").await.expect("evaluator bus");
+    let shutdown = Shutdown::new();
+    let deps = zonecast_evaluator::Deps::from_config(config, store, bus);
+    let task = zonecast_evaluator::start(deps, shutdown.clone()).await.expect("evaluator starts");
+    (shutdown, task)
+}
+
+/// Next message of `sub` whose JSON satisfies `pred`, skipping others; panics after `timeout`.
+pub async fn next_matching(sub: &mut Subscription, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let value = next_json(sub, left).await;
+        if pred(&value) {
+            return value;
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`, every 20 ms, for at most `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling interval of a bounded wait
     }
 }
 

@@ -209,7 +209,7 @@ async fn fields_of_the_wrong_type_are_invalid_and_the_message_names_the_field(mo
         (Method::POST, format!("{zones}/batch"), json!([sphere("a", [0.0; 3], 1.0), zone_with("Name", json!([]))]), "[1].Name: must be a string, got an array"),
         (Method::POST, format!("{zones}/batch"), json!([5]), "[0]: must be an object, got a number"),
         (Method::PUT, format!("{zones}/batch"), json!([{"ZoneID": z, "AlertLevel": "high"}]), "[0].AlertLevel: must be an integer, got a string"),
-        (Method::PUT, format!("{zones}/batch"), json!([{"ZoneID": 5, "Name": "zone"}]), "[0].ZoneID: must be a string, got a number"),
+        (Method::PUT, format!("{zones}/batch"), json!([{"ZoneID": 5, "Name": "zone"}]), "[0].ZoneID: must be a zone ID string"),
         (Method::PUT, format!("{zones}/batch"), json!(["zone"]), "[0]: must be an object, got a string"),
         (Method::DELETE, zones.clone(), json!([z, 5]), "[1]: must be a zone ID string"),
         (Method::POST, format!("{zones}/activate"), json!([true]), "[0]: must be a zone ID string"),

@@ -48,6 +48,14 @@ async fn nothing_was_announced(server: &Server, changes: &mut Subscription) {
     assert_eq!(announced(changes).await, zones_change(&[&id(&marker)]), "a refused request was announced");
 }
 
+/// Creates a zone and reads its announcement from `changes`, so that the announcements read
+/// next belong to the writes that follow.
+async fn create(server: &Server, changes: &mut Subscription, input: Value) -> Value {
+    let zone = server.create_zone(input).await;
+    assert_eq!(announced(changes).await, zones_change(&[&id(&zone)]));
+    zone
+}
+
 async fn list(server: &Server) -> Vec<Value> {
     server.ok(Method::GET, "/v3/modules/zones", None).await.as_array().unwrap().clone()
 }
@@ -138,17 +146,20 @@ async fn a_zone_is_retrieved_by_its_id_in_any_case(mode: Mode) {
 
 async fn an_update_changes_only_the_supplied_fields(mode: Mode) {
     let server = Server::start(mode).await;
-    let zone = server
-        .create_zone(json!({
+    let mut changes = server.config_changes().await;
+    let zone = create(
+        &server,
+        &mut changes,
+        json!({
             "Name": "dock", "GeometryType": "cylinder", "GeometryData": [[0, 0, 0], [0, 0, 1], [3, 1.5, 0]],
             "AlertLevel": 3, "Active": true, "InclusionPolicy": "none", "DeviceList": ["00:11:22:33:44:55"],
             "ZoneActions": [{"type": "info-event", "message": "hi", "on": "enter"}],
             "IsTimed": true, "StartTime": "2026-01-01T00:00:00.000Z", "StopTime": "2027-01-01T00:00:00.000Z",
             "MobileOriginSource": "00:11:22:33:44:66",
-        }))
-        .await;
+        }),
+    )
+    .await;
     let zone_id = id(&zone);
-    let mut changes = server.config_changes().await;
 
     let update = json!({"AlertLevel": 7, "DeviceList": ["aa-bb-cc-dd-ee-ff"]});
     assert_eq!(server.ok(Method::PUT, &path(&zone_id.to_lowercase()), Some(update)).await, ack());
@@ -185,9 +196,9 @@ async fn mac_addresses_are_stored_upper_case_with_colons_and_without_repeats(mod
 
 async fn a_deleted_zone_is_gone_and_cannot_be_deleted_again(mode: Mode) {
     let server = Server::start(mode).await;
-    let doomed = server.create_zone(sphere("doomed", [0.0, 0.0, 0.0], 1.0)).await;
-    let kept = server.create_zone(sphere("kept", [5.0, 0.0, 0.0], 1.0)).await;
     let mut changes = server.config_changes().await;
+    let doomed = create(&server, &mut changes, sphere("doomed", [0.0, 0.0, 0.0], 1.0)).await;
+    let kept = create(&server, &mut changes, sphere("kept", [5.0, 0.0, 0.0], 1.0)).await;
     assert_eq!(server.ok(Method::DELETE, &path(&id(&doomed).to_lowercase()), None).await, ack());
     assert_eq!(announced(&mut changes).await, zones_change(&[&id(&doomed)]));
     let answer = server.call(Method::GET, &path(&id(&doomed)), Some(zonecast_tests::READ_KEY), None).await;
@@ -202,8 +213,8 @@ async fn a_deleted_zone_is_gone_and_cannot_be_deleted_again(mode: Mode) {
 
 async fn a_batch_create_returns_the_new_zones_in_order(mode: Mode) {
     let server = Server::start(mode).await;
-    let first = server.create_zone(sphere("first", [0.0, 0.0, 0.0], 1.0)).await;
     let mut changes = server.config_changes().await;
+    let first = create(&server, &mut changes, sphere("first", [0.0, 0.0, 0.0], 1.0)).await;
     let batch = json!([
         sphere("a", [0.0, 0.0, 0.0], 1.0),
         {"Name": "b", "GeometryType": "circle", "GeometryData": [[5, 5, 0], [2, 0, 0]], "AlertLevel": 9},
@@ -225,19 +236,19 @@ async fn a_batch_create_returns_the_new_zones_in_order(mode: Mode) {
 }
 
 /// Four zones: alpha, beta, and two named gamma.
-async fn four_zones(server: &Server) -> Vec<Value> {
+async fn four_zones(server: &Server, changes: &mut Subscription) -> Vec<Value> {
     let mut zones = Vec::new();
     for (i, name) in ["alpha", "beta", "gamma", "gamma"].into_iter().enumerate() {
-        zones.push(server.create_zone(sphere(name, [i as f64 * 10.0, 0.0, 0.0], 1.0)).await);
+        zones.push(create(server, changes, sphere(name, [i as f64 * 10.0, 0.0, 0.0], 1.0)).await);
     }
     zones
 }
 
 async fn a_batch_update_selects_zones_by_id_or_by_a_name_only_one_zone_has(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
-    let (alpha, beta) = (id(&zones[0]), id(&zones[1]));
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
+    let (alpha, beta) = (id(&zones[0]), id(&zones[1]));
     let batch = json!([
         {"ZoneID": alpha.to_lowercase(), "AlertLevel": 4},
         {"Name": "beta", "Active": false},
@@ -255,8 +266,8 @@ async fn a_batch_update_selects_zones_by_id_or_by_a_name_only_one_zone_has(mode:
 
 async fn a_batch_update_naming_no_zone_is_not_found_and_changes_nothing(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
     let batch = json!([{"ZoneID": id(&zones[0]), "AlertLevel": 9}, {"Name": "nobody", "AlertLevel": 1}]);
     let message = server
         .refused(Method::PUT, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 404, "not_found")
@@ -274,8 +285,8 @@ async fn a_batch_update_naming_no_zone_is_not_found_and_changes_nothing(mode: Mo
 
 async fn a_batch_update_by_a_name_two_zones_share_is_refused_and_changes_nothing(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
     let batch = json!([{"ZoneID": id(&zones[0]), "AlertLevel": 9}, {"Name": "gamma", "AlertLevel": 1}]);
     let message = server
         .refused(Method::PUT, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 422, "invalid_data")
@@ -288,8 +299,8 @@ async fn a_batch_update_by_a_name_two_zones_share_is_refused_and_changes_nothing
 
 async fn a_batch_delete_removes_exactly_the_listed_zones(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
     let body = json!([id(&zones[0]).to_lowercase(), id(&zones[2]), id(&zones[0])]);
     assert_eq!(server.ok(Method::DELETE, "/v3/modules/zones", Some(body)).await, ack());
     assert_eq!(announced(&mut changes).await, zones_change(&[&id(&zones[0]), &id(&zones[2])]));
@@ -299,8 +310,8 @@ async fn a_batch_delete_removes_exactly_the_listed_zones(mode: Mode) {
 
 async fn a_batch_delete_with_one_unknown_zone_deletes_nothing(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
     for unknown in [uuid::Uuid::new_v4().to_string(), "not-a-zone".to_owned()] {
         let body = json!([id(&zones[0]), id(&zones[1]), unknown]);
         let message = server
@@ -314,9 +325,9 @@ async fn a_batch_delete_with_one_unknown_zone_deletes_nothing(mode: Mode) {
 
 async fn zones_are_deactivated_and_activated_by_the_list(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
-    let ids: Vec<String> = zones.iter().map(id).collect();
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
+    let ids: Vec<String> = zones.iter().map(id).collect();
     let active = |list: &[Value]| list.iter().map(|z| z["Active"].as_bool().unwrap()).collect::<Vec<_>>();
 
     let body = json!([ids[0].to_lowercase(), ids[1]]);
@@ -339,9 +350,10 @@ async fn zones_are_deactivated_and_activated_by_the_list(mode: Mode) {
 
 async fn activating_or_deactivating_with_one_unknown_zone_changes_nothing(mode: Mode) {
     let server = Server::start(mode).await;
-    let zones = four_zones(&server).await;
-    server.ok(Method::POST, "/v3/modules/zones/deactivate", Some(json!([id(&zones[1])]))).await;
     let mut changes = server.config_changes().await;
+    let zones = four_zones(&server, &mut changes).await;
+    server.ok(Method::POST, "/v3/modules/zones/deactivate", Some(json!([id(&zones[1])]))).await;
+    assert_eq!(announced(&mut changes).await, zones_change(&[&id(&zones[1])]));
     for op in ["activate", "deactivate"] {
         for unknown in [uuid::Uuid::new_v4().to_string(), "not-a-zone".to_owned()] {
             let body = json!([id(&zones[0]), id(&zones[1]), unknown]);
@@ -360,10 +372,10 @@ async fn devices_are_merged_into_and_removed_from_a_device_list(mode: Mode) {
     let server = Server::start(mode).await;
     let mut input = sphere("dock", [0.0, 0.0, 0.0], 1.0);
     input["DeviceList"] = json!(["00:00:00:00:00:01"]);
-    let zone = server.create_zone(input).await;
+    let mut changes = server.config_changes().await;
+    let zone = create(&server, &mut changes, input).await;
     let zone_id = id(&zone);
     let devices = format!("{}/devices", path(&zone_id.to_lowercase()));
-    let mut changes = server.config_changes().await;
 
     let add = json!(["00-00-00-00-00-02", "00:00:00:00:00:01", "00:00:00:00:00:02", "0a:0b:0c:0d:0e:0f"]);
     assert_eq!(server.ok(Method::POST, &devices, Some(add)).await, ack());
@@ -489,9 +501,9 @@ async fn device_radii_are_merged_and_a_null_removes_one(mode: Mode) {
 
 async fn a_reset_is_acknowledged_and_announced_as_a_reset_of_that_zone(mode: Mode) {
     let server = Server::start(mode).await;
-    let zone = server.create_zone(sphere("dock", [0.0, 0.0, 0.0], 1.0)).await;
-    let zone_id = id(&zone);
     let mut changes = server.config_changes().await;
+    let zone = create(&server, &mut changes, sphere("dock", [0.0, 0.0, 0.0], 1.0)).await;
+    let zone_id = id(&zone);
     let reset = format!("{}/reset", path(&zone_id.to_lowercase()));
     assert_eq!(server.ok(Method::POST, &reset, None).await, ack());
     assert_eq!(announced(&mut changes).await, json!({"Kind": "zones", "IDs": [zone_id], "Operation": "reset"}));
@@ -501,9 +513,9 @@ async fn a_reset_is_acknowledged_and_announced_as_a_reset_of_that_zone(mode: Mod
 
 async fn a_locked_zone_refuses_geometry_changes_until_it_is_unlocked(mode: Mode) {
     let server = Server::start(mode).await;
-    let zone = server.create_zone(sphere("dock", [0.0, 0.0, 0.0], 1.0)).await;
-    let zone_id = id(&zone);
     let mut changes = server.config_changes().await;
+    let zone = create(&server, &mut changes, sphere("dock", [0.0, 0.0, 0.0], 1.0)).await;
+    let zone_id = id(&zone);
 
     assert_eq!(server.ok(Method::POST, &format!("{}/lock", path(&zone_id.to_lowercase())), None).await, ack());
     assert_eq!(announced(&mut changes).await, zones_change(&[&zone_id]));

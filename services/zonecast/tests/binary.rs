@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// How long the binary may take to start or stop.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -31,38 +32,53 @@ fn command(data_dir: &Path, vars: &[(&str, &str)]) -> Command {
         .env("ZONECAST_HTTP_ADDR", "127.0.0.1:0")
         .envs(vars.iter().copied())
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     command
 }
 
-/// A running `zonecast`: its address and everything it wrote to stderr so far.
+/// Lines a child wrote, shared with the task that reads them.
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// A running `zonecast`: its address and everything it wrote so far (stdout carries the logs).
 struct Zonecast {
     child: Child,
     base: String,
-    stderr: Arc<Mutex<Vec<String>>>,
+    stderr: Lines,
+    stdout: Lines,
+    readers: Vec<JoinHandle<()>>,
     http: reqwest::Client,
 }
 
-/// Forwards stderr lines to `lines` (all of them) and `tx` (until nobody listens).
-fn collect_stderr(stderr: ChildStderr, lines: Arc<Mutex<Vec<String>>>, tx: mpsc::UnboundedSender<String>) {
+/// Reads `output` to its end into `lines`, each line also to `tx` (while anyone listens).
+/// Draining matters: a child blocks once a full pipe is not read.
+fn collect(
+    output: impl AsyncRead + Unpin + Send + 'static,
+    lines: Lines,
+    tx: Option<mpsc::UnboundedSender<String>>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut reader = BufReader::new(stderr).lines();
+        let mut reader = BufReader::new(output).lines();
         while let Ok(Some(line)) = reader.next_line().await {
             lines.lock().unwrap().push(line.clone());
-            let _ = tx.send(line);
+            if let Some(tx) = &tx {
+                let _ = tx.send(line);
+            }
         }
-    });
+    })
 }
 
 impl Zonecast {
     /// Starts the binary and waits for its "listening on http://ADDR" line.
     async fn start(data_dir: &Path, vars: &[(&str, &str)]) -> Self {
         let mut child = command(data_dir, vars).spawn().expect("the zonecast binary starts");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (stderr, stdout): (Lines, Lines) = Default::default();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        collect_stderr(child.stderr.take().unwrap(), stderr.clone(), tx);
+        let readers = vec![
+            collect(child.stderr.take().unwrap(), stderr.clone(), Some(tx)),
+            collect(child.stdout.take().unwrap(), stdout.clone(), None),
+        ];
         let addr = tokio::time::timeout(TIMEOUT, async {
             while let Some(line) = rx.recv().await {
                 if let Some(addr) = line.split("listening on http://").nth(1) {
@@ -73,7 +89,9 @@ impl Zonecast {
         })
         .await
         .unwrap_or_else(|_| panic!("zonecast did not say where it listens within {TIMEOUT:?}"));
-        Self { child, base: format!("http://{addr}"), stderr, http: reqwest::Client::new() }
+        // reqwest is built with rustls but no provider (ECOSYSTEM: one provider, ring).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Self { child, base: format!("http://{addr}"), stderr, stdout, readers, http: reqwest::Client::new() }
     }
 
     fn stderr(&self) -> String {
@@ -95,15 +113,25 @@ impl Zonecast {
         (status, serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())))
     }
 
+    /// Everything it wrote to stdout and stderr so far.
+    fn output(&self) -> String {
+        format!("{}\n{}", self.stdout.lock().unwrap().join("\n"), self.stderr())
+    }
+
     /// Sends SIGTERM and waits for the exit.
-    async fn terminate(mut self) -> ExitStatus {
+    async fn terminate(&mut self) -> ExitStatus {
         let pid = self.child.id().expect("still running").to_string();
         let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
         assert!(kill.success(), "kill -TERM {pid} failed");
-        tokio::time::timeout(TIMEOUT, self.child.wait())
+        let status = tokio::time::timeout(TIMEOUT, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("zonecast did not stop within {TIMEOUT:?} of SIGTERM"))
-            .unwrap()
+            .unwrap();
+        // The pipes close with the process: read what it wrote last.
+        for reader in self.readers.drain(..) {
+            tokio::time::timeout(TIMEOUT, reader).await.expect("its output ends").unwrap();
+        }
+        status
     }
 }
 
@@ -134,7 +162,7 @@ fn sphere(name: &str) -> Value {
 #[tokio::test]
 async fn a_fresh_data_dir_gets_a_private_admin_key_that_can_create_a_zone() {
     let dir = tempfile::tempdir().unwrap();
-    let zonecast = Zonecast::start(dir.path(), &[]).await;
+    let mut zonecast = Zonecast::start(dir.path(), &[]).await;
 
     let file = announced_key_file(&zonecast.stderr());
     assert_eq!(file, dir.path().canonicalize().unwrap().join("admin.key"), "the key file is in the data directory");
@@ -166,7 +194,7 @@ async fn a_fresh_data_dir_gets_a_private_admin_key_that_can_create_a_zone() {
 #[tokio::test]
 async fn a_restart_on_the_same_data_dir_reuses_the_key_and_keeps_the_zones() {
     let dir = tempfile::tempdir().unwrap();
-    let first = Zonecast::start(dir.path(), &[]).await;
+    let mut first = Zonecast::start(dir.path(), &[]).await;
     let file = announced_key_file(&first.stderr());
     let key = std::fs::read_to_string(&file).unwrap();
     let (status, zone) =
@@ -175,7 +203,7 @@ async fn a_restart_on_the_same_data_dir_reuses_the_key_and_keeps_the_zones() {
     let status = first.terminate().await;
     assert!(status.success(), "{status}");
 
-    let second = Zonecast::start(dir.path(), &[]).await;
+    let mut second = Zonecast::start(dir.path(), &[]).await;
     assert_eq!(announced_key_file(&second.stderr()), file, "the restart names the same key file");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), key, "the key file was rewritten");
     let path = format!("/v3/modules/zones/{}", zone["ZoneID"].as_str().unwrap());
@@ -187,7 +215,7 @@ async fn a_restart_on_the_same_data_dir_reuses_the_key_and_keeps_the_zones() {
 #[tokio::test]
 async fn sigterm_stops_the_binary_with_success() {
     let dir = tempfile::tempdir().unwrap();
-    let zonecast = Zonecast::start(dir.path(), &[]).await;
+    let mut zonecast = Zonecast::start(dir.path(), &[]).await;
     let (status, _) = zonecast.call(reqwest::Method::GET, "/healthz", None, None).await;
     assert_eq!(status, 200);
     let status = zonecast.terminate().await;
@@ -197,7 +225,7 @@ async fn sigterm_stops_the_binary_with_success() {
 #[tokio::test]
 async fn configured_api_keys_replace_the_generated_admin_key() {
     let dir = tempfile::tempdir().unwrap();
-    let zonecast = Zonecast::start(dir.path(), &[("ZONECAST_API_KEYS", "operator-key-1:admin")]).await;
+    let mut zonecast = Zonecast::start(dir.path(), &[("ZONECAST_API_KEYS", "operator-key-1:admin")]).await;
     assert!(!dir.path().join("admin.key").exists(), "an admin key was generated although keys are configured");
     assert!(!zonecast.stderr().contains("admin API key is in"), "{}", zonecast.stderr());
     let (status, zone) =
@@ -225,4 +253,24 @@ async fn an_unreachable_nats_broker_stops_the_start_with_a_message_naming_its_ur
     assert!(!status.success(), "zonecast started without its NATS broker");
     assert!(stderr.contains(&url), "stderr does not name the NATS URL {url}:\n{stderr}");
     assert!(!stderr.contains("listening on"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_logs_never_show_the_admin_key_or_a_connection_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut zonecast = Zonecast::start(dir.path(), &[("RUST_LOG", "debug")]).await;
+    let key = std::fs::read_to_string(announced_key_file(&zonecast.stderr())).unwrap().trim().to_owned();
+    let password = "mqtt-password-that-must-stay-secret";
+    let connection = json!({"host": "broker.example", "TLS": false, "username": "zc", "password": password});
+    let (status, created) =
+        zonecast.call(reqwest::Method::POST, "/v3/modules/mqtt/connections", Some(&key), Some(connection)).await;
+    assert_eq!(status, 200, "{created}");
+    let (status, _) = zonecast.call(reqwest::Method::GET, "/v3/modules/zones", Some("a-wrong-key"), None).await;
+    assert_eq!(status, 401);
+    assert!(zonecast.terminate().await.success());
+    let output = zonecast.output();
+    assert!(output.contains("config API listening"), "the logs were not captured:\n{output}");
+    assert!(!output.contains(&key), "the admin key is in the output:\n{output}");
+    assert!(!output.contains(password), "a connection password is in the output:\n{output}");
+    assert!(!output.contains("a-wrong-key"), "a presented key is in the output:\n{output}");
 }

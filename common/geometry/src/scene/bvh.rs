@@ -191,3 +191,53 @@ mod tests {
         assert_eq!(Bvh::build([]).shape(), (0, 0));
     }
 }
+
+#[cfg(test)]
+mod visits {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn count_visits() {
+        // Uniform random boxes of 1–20 m in a 1 km square, like the benchmark.
+        let mut s = 12345u64;
+        let mut r = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [10_000u32, 100_000] {
+            let boxes: Vec<(u32, Aabb)> = (0..n)
+                .map(|i| {
+                    let c = [r() * 1000.0, r() * 1000.0, r() * 20.0];
+                    let h = [r() * 10.0 + 0.5, r() * 10.0 + 0.5, r() * 10.0 + 0.5];
+                    (i, Aabb { min: [c[0] - h[0], c[1] - h[1], c[2] - h[2]], max: [c[0] + h[0], c[1] + h[1], c[2] + h[2]] })
+                })
+                .collect();
+            let bvh = Bvh::build(boxes);
+            let (mut visits, mut found) = (0usize, 0usize);
+            for _ in 0..10_000 {
+                let q = Aabb::around([r() * 1000.0, r() * 1000.0, r() * 20.0], 0.5);
+                let (qmin, qmax) = (q.min.map(round_down), q.max.map(round_up));
+                for node in &bvh.nodes {
+                    if (0..3).all(|i| node.min[i] <= qmax[i] && qmin[i] <= node.max[i]) {
+                        visits += 1;
+                    }
+                }
+                let mut out = Vec::new();
+                bvh.query(&q, &mut out);
+                found += out.len();
+            }
+            let qs: Vec<Aabb> = (0..100_000).map(|_| Aabb::around([r() * 1000.0, r() * 1000.0, r() * 20.0], 0.5)).collect();
+            let mut out = Vec::with_capacity(100);
+            let t = std::time::Instant::now();
+            for q in &qs {
+                out.clear();
+                bvh.query(q, &mut out);
+            }
+            println!("{:.0} ns/query", t.elapsed().as_nanos() as f64 / 1e5);
+            println!("n={n}: {} nodes, depth {}, {:.1} node hits/query, {:.2} found", bvh.nodes.len(), bvh.shape().1, visits as f64 / 1e4, found as f64 / 1e4);
+        }
+    }
+}

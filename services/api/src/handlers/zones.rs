@@ -87,7 +87,14 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     let inputs = items
         .iter()
         .enumerate()
-        .map(|(i, v)| ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]"))))
+        .map(|(i, v)| {
+            // Text that is not a UUID names no zone (404 below), but a ZoneID that is not text
+            // at all is a type error, as in operations 8–10.
+            if let Some(id) = v.get("ZoneID").filter(|id| !id.is_null() && !id.is_string()) {
+                return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), format!("must be a zone ID string, got {id}")));
+            }
+            ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let all = ctx.store.list_zones().await?;
     // The batch works on copies so that several elements for one zone apply in order.
