@@ -61,9 +61,11 @@ subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 ";
 
-/// Runs `openssl args` in `dir`, panicking with its output when it fails or is missing.
-fn openssl(dir: &Path, args: &[&str]) {
-    let output = Command::new("openssl").args(args).current_dir(dir).output().unwrap_or_else(|e| {
+/// Runs `openssl` in `dir` with the words of `command` and then `more` (for arguments with
+/// spaces), panicking with its output when it fails or cannot be run.
+fn openssl(dir: &Path, command: &str, more: &[&str]) {
+    let args: Vec<&str> = command.split_whitespace().chain(more.iter().copied()).collect();
+    let output = Command::new("openssl").args(&args).current_dir(dir).output().unwrap_or_else(|e| {
         panic!("the openssl CLI is needed to make the test PKI but could not be run ({e}); install it (apt-get install openssl)")
     });
     assert!(
@@ -79,23 +81,23 @@ fn read(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("reading generated {name}: {e}"))
 }
 
+const NEW_P256_KEY: &str = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+
 fn self_signed_ca(dir: &Path, name: &str, subject: &str) {
-    openssl(dir, &[
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", &format!("{name}.key"), "-out", &format!("{name}.pem"), "-days", "3650",
-        "-subj", subject, "-config", "openssl.cnf", "-extensions", "v3_ca",
-    ]);
+    let command = format!(
+        "req -x509 {NEW_P256_KEY} -keyout {name}.key -out {name}.pem -days 3650 -config openssl.cnf -extensions v3_ca"
+    );
+    openssl(dir, &command, &["-subj", subject]);
 }
 
-fn signed_leaf(dir: &Path, name: &str, subject: &str, extensions: &str, serial: &str) {
-    openssl(dir, &[
-        "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", &format!("{name}.key"), "-out", &format!("{name}.csr"), "-subj", subject, "-config", "openssl.cnf",
-    ]);
-    openssl(dir, &[
-        "x509", "-req", "-in", &format!("{name}.csr"), "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", serial,
-        "-days", "3650", "-out", &format!("{name}.pem"), "-extfile", "openssl.cnf", "-extensions", extensions,
-    ]);
+fn signed_leaf(dir: &Path, name: &str, subject: &str, extensions: &str, serial: u32) {
+    let request = format!("req -new {NEW_P256_KEY} -keyout {name}.key -out {name}.csr -config openssl.cnf");
+    openssl(dir, &request, &["-subj", subject]);
+    let sign = format!(
+        "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -set_serial {serial} -days 3650 -out {name}.pem \
+         -extfile openssl.cnf -extensions {extensions}"
+    );
+    openssl(dir, &sign, &[]);
 }
 
 fn generate() -> Pki {
@@ -104,22 +106,19 @@ fn generate() -> Pki {
     std::fs::write(d.join("openssl.cnf"), OPENSSL_CONFIG).unwrap();
     self_signed_ca(d, "ca", "/CN=zonecast test CA");
     self_signed_ca(d, "other-ca", "/CN=zonecast unrelated test CA");
-    signed_leaf(d, "client", "/CN=zonecast test client", "v3_client", "2");
-    signed_leaf(d, "server", "/CN=localhost", "v3_server", "3");
-    openssl(d, &["x509", "-in", "ca.pem", "-outform", "DER", "-out", "ca.der"]);
-    openssl(d, &["pkey", "-in", "client.key", "-outform", "DER", "-out", "client.key.der"]);
-    let pass = format!("pass:{BUNDLE_PASSWORD}");
-    let bundle = |out: &str, legacy: bool| {
-        let mut args = vec!["pkcs12", "-export"];
-        if legacy {
-            args.push("-legacy");
-        }
-        args.extend(["-inkey", "client.key", "-in", "client.pem", "-certfile", "ca.pem", "-name", "client"]);
-        args.extend(["-passout", pass.as_str(), "-out", out]);
-        openssl(d, &args);
+    signed_leaf(d, "client", "/CN=zonecast test client", "v3_client", 2);
+    signed_leaf(d, "server", "/CN=localhost", "v3_server", 3);
+    openssl(d, "x509 -in ca.pem -outform DER -out ca.der", &[]);
+    openssl(d, "pkey -in client.key -outform DER -out client.key.der", &[]);
+    let bundle = |out: &str, options: &str| {
+        let command = format!(
+            "pkcs12 -export {options} -inkey client.key -in client.pem -certfile ca.pem -name client \
+             -passout pass:{BUNDLE_PASSWORD} -out {out}"
+        );
+        openssl(d, &command, &[]);
     };
-    bundle("client.p12", false);
-    bundle("client-legacy.p12", true);
+    bundle("client.p12", "");
+    bundle("client-legacy.p12", "-legacy");
     Pki {
         ca_pem: read(d, "ca.pem"),
         ca_der: read(d, "ca.der"),

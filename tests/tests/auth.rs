@@ -41,12 +41,19 @@ async fn send(
     let response = request.send().await.expect("the server answers");
     let status = response.status();
     let bytes = response.bytes().await.unwrap();
-    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    let value =
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
     (status, value)
 }
 
 /// As [`send`] with `Authorization: Bearer <token>`.
-async fn with_token(server: &Server, method: Method, path: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+async fn with_token(
+    server: &Server,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     send(&server.http, &server.base, method, path, Some(&format!("Bearer {token}")), body).await
 }
 
@@ -74,7 +81,13 @@ async fn token(server: &Server) -> String {
 fn form(pairs: &[(&str, &str)]) -> String {
     let encode = |s: &str| -> String {
         s.bytes()
-            .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
             .collect()
     };
     pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
@@ -96,7 +109,12 @@ fn assert_token_answer(answer: &(StatusCode, Value), expires_in: u64) -> String 
 }
 
 /// A request that must be refused with `status`/`kind` and change nothing; returns the message.
-async fn refused(server: &Server, request: impl Future<Output = (StatusCode, Value)>, status: u16, kind: &str) -> String {
+async fn refused(
+    server: &Server,
+    request: impl Future<Output = (StatusCode, Value)>,
+    status: u16,
+    kind: &str,
+) -> String {
     let before = server.snapshot().await;
     let answer = request.await;
     let message = assert_error(&answer, status, kind);
@@ -132,7 +150,8 @@ async fn a_client_gets_a_bearer_token_for_form_credentials(mode: Mode) {
 async fn a_token_has_the_write_authority_of_its_client(mode: Mode) {
     let server = Server::start(mode).await;
     let token = token(&server).await;
-    let (status, zone) = with_token(&server, Method::POST, ZONES, &token, Some(sphere("by token", [1.0, 2.0, 3.0], 2.0))).await;
+    let (status, zone) =
+        with_token(&server, Method::POST, ZONES, &token, Some(sphere("by token", [1.0, 2.0, 3.0], 2.0))).await;
     assert_eq!(status, StatusCode::OK, "{zone}");
     let id = zone["ZoneID"].as_str().unwrap();
     let (status, read) = with_token(&server, Method::GET, &format!("{ZONES}/{id}"), &token, None).await;
@@ -161,7 +180,8 @@ async fn a_token_is_forbidden_admin_operations(mode: Mode) {
     let server = Server::start(mode).await;
     let token = token(&server).await;
     for (method, path, body) in admin_requests(&server).await {
-        let message = refused(&server, with_token(&server, method.clone(), &path, &token, body), 403, "forbidden").await;
+        let message =
+            refused(&server, with_token(&server, method.clone(), &path, &token, body), 403, "forbidden").await;
         assert!(message.contains("admin"), "{method} {path}: {message}");
     }
     server.stop().await;
@@ -170,7 +190,8 @@ async fn a_token_is_forbidden_admin_operations(mode: Mode) {
 async fn the_write_key_is_forbidden_admin_operations(mode: Mode) {
     let server = Server::start(mode).await;
     for (method, path, body) in admin_requests(&server).await {
-        let message = refused(&server, server.call(method.clone(), &path, Some(WRITE_KEY), body), 403, "forbidden").await;
+        let message =
+            refused(&server, server.call(method.clone(), &path, Some(WRITE_KEY), body), 403, "forbidden").await;
         assert!(message.contains("admin"), "{method} {path}: {message}");
     }
     server.stop().await;
@@ -232,7 +253,8 @@ async fn a_token_whose_claims_were_raised_to_admin_is_unauthorized(mode: Mode) {
     assert_eq!(claims["auth"], json!("write"), "{claims}");
     claims["auth"] = json!("admin");
     let forged = format!("{prefix}.{}.{signature}", URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap()));
-    let request = with_token(&server, Method::POST, "/v3/modules/mqtt/certificates", &forged, Some(pki().profile("forged")));
+    let request =
+        with_token(&server, Method::POST, "/v3/modules/mqtt/certificates", &forged, Some(pki().profile("forged")));
     refused(&server, request, 401, "unauthorized").await;
     server.stop().await;
 }
@@ -253,7 +275,8 @@ async fn an_expired_token_is_unauthorized(mode: Mode) {
     let server = Server::start_with(mode, config, dir).await;
     let token = assert_token_answer(&token_answer(&server.http, &server.base, credentials()).await, 0);
     let zone = sphere("never", [0.0, 0.0, 0.0], 1.0);
-    let message = refused(&server, with_token(&server, Method::POST, ZONES, &token, Some(zone)), 401, "unauthorized").await;
+    let message =
+        refused(&server, with_token(&server, Method::POST, ZONES, &token, Some(zone)), 401, "unauthorized").await;
     assert!(message.contains("expired"), "{message}");
     server.stop().await;
 }
@@ -273,7 +296,8 @@ async fn a_request_without_or_with_unknown_credentials_is_unauthorized(mode: Mod
     let server = Server::start(mode).await;
     let zone = sphere("never", [0.0, 0.0, 0.0], 1.0);
     refused(&server, server.call(Method::POST, ZONES, None, Some(zone.clone())), 401, "unauthorized").await;
-    refused(&server, server.call(Method::POST, ZONES, Some("not-a-key"), Some(zone.clone())), 401, "unauthorized").await;
+    refused(&server, server.call(Method::POST, ZONES, Some("not-a-key"), Some(zone.clone())), 401, "unauthorized")
+        .await;
     let request = send(&server.http, &server.base, Method::POST, ZONES, Some("Bearer not-a-token"), Some(zone));
     refused(&server, request, 401, "unauthorized").await;
     assert_error(&server.call(Method::GET, ZONES, None, None).await, 401, "unauthorized");
@@ -284,8 +308,9 @@ async fn the_read_key_can_read_everything_readable(mode: Mode) {
     let server = Server::start(mode).await;
     let zone = server.create_zone(sphere("readable", [0.0, 0.0, 0.0], 1.0)).await;
     let zone_id = zone["ZoneID"].as_str().unwrap();
-    let connection =
-        server.ok(Method::POST, "/v3/modules/mqtt/connections", Some(json!({"host": "broker.example", "TLS": false}))).await;
+    let connection = server
+        .ok(Method::POST, "/v3/modules/mqtt/connections", Some(json!({"host": "broker.example", "TLS": false})))
+        .await;
     let connection_id = connection["ConnectionID"].as_str().unwrap();
     server.ok(Method::POST, "/v3/modules/mqtt/certificates", Some(pki().profile("readable"))).await;
     let paths = [
@@ -321,12 +346,17 @@ async fn the_read_key_is_forbidden_to_write(mode: Mode) {
         (Method::POST, format!("{ZONES}/{id}/devices"), Some(json!(["00:AA:BB:CC:DD:EE"]))),
         (Method::POST, format!("{ZONES}/{id}/lock"), None),
         (Method::POST, format!("{ZONES}/{id}/reset"), None),
-        (Method::PUT, format!("{ZONES}/settings"), Some(json!({"SettingName": "ExitDelayMs", "SettingValue": 500, "IsActive": true}))),
+        (
+            Method::PUT,
+            format!("{ZONES}/settings"),
+            Some(json!({"SettingName": "ExitDelayMs", "SettingValue": 500, "IsActive": true})),
+        ),
         (Method::PUT, format!("{ZONES}/devices/radius"), Some(json!({"00:AA:BB:CC:DD:EE": 0.5}))),
     ];
     writes.extend(admin_requests(&server).await);
     for (method, path, body) in writes {
-        let message = refused(&server, server.call(method.clone(), &path, Some(READ_KEY), body), 403, "forbidden").await;
+        let message =
+            refused(&server, server.call(method.clone(), &path, Some(READ_KEY), body), 403, "forbidden").await;
         assert!(message.contains("read"), "{method} {path}: {message}");
     }
     server.stop().await;
@@ -447,8 +477,15 @@ mod distributed_replicas {
         let zone = first.create_zone(sphere("shared", [4.0, 5.0, 6.0], 1.5)).await;
         let id = zone["ZoneID"].as_str().unwrap();
         let token = token_from(&first.http, &second.base).await;
-        let (status, read) =
-            send(&first.http, &second.base, Method::GET, &format!("{ZONES}/{id}"), Some(&format!("Bearer {token}")), None).await;
+        let (status, read) = send(
+            &first.http,
+            &second.base,
+            Method::GET,
+            &format!("{ZONES}/{id}"),
+            Some(&format!("Bearer {token}")),
+            None,
+        )
+        .await;
         assert_eq!(status, StatusCode::OK, "{read}");
         assert_eq!(read, zone);
         second.stop().await;

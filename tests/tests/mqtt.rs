@@ -73,7 +73,8 @@ fn assert_upper_uuid(id: &Value) -> String {
 /// A profile answer: exactly `{ID, name}`.
 #[track_caller]
 fn assert_profile_summary(body: &Value, name: &str) -> String {
-    let keys: Vec<&str> = body.as_object().unwrap_or_else(|| panic!("an object, got {body}")).keys().map(String::as_str).collect();
+    let keys: Vec<&str> =
+        body.as_object().unwrap_or_else(|| panic!("an object, got {body}")).keys().map(String::as_str).collect();
     assert_eq!(keys.len(), 2, "a profile answer holds ID and name only: {body}");
     assert_eq!(body["name"], json!(name), "{body}");
     assert_upper_uuid(&body["ID"])
@@ -350,8 +351,9 @@ async fn a_tls_connection_with_a_profile_is_created_and_announced(mode: Mode) {
 async fn a_connection_defaults_to_tls_on_port_8883(mode: Mode) {
     let server = Server::start(mode).await;
     let profile = create_profile(&server, pki().profile("defaults")).await;
-    let created =
-        server.ok(Method::POST, CONNECTIONS, Some(json!({"host": "broker.example", "CertificateProfileID": profile}))).await;
+    let created = server
+        .ok(Method::POST, CONNECTIONS, Some(json!({"host": "broker.example", "CertificateProfileID": profile})))
+        .await;
     assert_eq!(created["TLS"], json!(true), "{created}");
     assert_eq!(created["port"], json!(8883), "{created}");
     assert_eq!(created["CertificateProfileID"], json!(profile), "{created}");
@@ -378,7 +380,8 @@ async fn a_connection_password_is_accepted_but_never_returned(mode: Mode) {
     let id = assert_upper_uuid(&created["ConnectionID"]);
     assert_reveals_nothing(&server.ok(Method::GET, CONNECTIONS, None).await);
     assert_reveals_nothing(&server.ok(Method::GET, &connection_path(&id), None).await);
-    let updated = server.ok(Method::PUT, &connection_path(&id), Some(tls_connection("broker2.example", &profile))).await;
+    let updated =
+        server.ok(Method::PUT, &connection_path(&id), Some(tls_connection("broker2.example", &profile))).await;
     assert_reveals_nothing(&updated);
     let mut without_password = plain_connection("broker3.example");
     without_password.as_object_mut().unwrap().remove("password");
@@ -425,7 +428,9 @@ async fn stored_password(server: &Server, keys: &Keys, id: &str) -> Option<Strin
     let sqlite = server.data_dir.path().join(zonecast::DATABASE_FILE);
     let store = zonecast_store::open(server.database_url.as_deref(), &sqlite).await.expect("the store opens");
     let stored = store.get_connection(id.parse().unwrap()).await.expect("the connection is stored");
-    stored.password_sealed.map(|sealed| String::from_utf8(keys.open(&sealed).expect("sealed with the server key")).unwrap())
+    stored
+        .password_sealed
+        .map(|sealed| String::from_utf8(keys.open(&sealed).expect("sealed with the server key")).unwrap())
 }
 
 async fn updating_a_connection_without_a_password_keeps_the_stored_one(mode: Mode) {

@@ -99,3 +99,50 @@ pub fn client_config(identity: TlsIdentity) -> Result<Arc<rustls::ClientConfig>,
         .map_err(|_| err("client", "certificate and private key do not match"))?;
     Ok(Arc::new(config))
 }
+
+/// What a stored certificate profile holds once unsealed: the upload as given. The API seals
+/// it with `Keys::seal(&profile.to_bytes())`; the forwarder opens it with [`SealedProfile::from_bytes`].
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct SealedProfile {
+    /// CA certificate, PEM or DER, base64.
+    pub ca: String,
+    /// PKCS#12 bundle, base64.
+    pub client: String,
+    /// Bundle password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for SealedProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealedProfile(***)")
+    }
+}
+
+impl SealedProfile {
+    /// From the decoded upload.
+    pub fn new(ca: &[u8], client: &[u8], password: &str) -> Self {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        Self { ca: b64.encode(ca), client: b64.encode(client), password: password.to_owned() }
+    }
+
+    /// The plaintext to seal.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // A struct of three strings always serialises.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Reads unsealed bytes back.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProfileError> {
+        serde_json::from_slice(bytes).map_err(|_| err("client", "stored profile is unreadable"))
+    }
+
+    /// Opens the profile into TLS material.
+    pub fn open(&self) -> Result<TlsIdentity, ProfileError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let ca = b64.decode(&self.ca).map_err(|_| err("ca", "stored profile is unreadable"))?;
+        let client = b64.decode(&self.client).map_err(|_| err("client", "stored profile is unreadable"))?;
+        open_profile(&ca, &client, &self.password)
+    }
+}

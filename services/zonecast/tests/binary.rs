@@ -110,7 +110,10 @@ impl Zonecast {
         let response = request.send().await.expect("zonecast answers");
         let status = response.status().as_u16();
         let bytes = response.bytes().await.unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())))
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())),
+        )
     }
 
     /// Everything it wrote to stdout and stderr so far.
@@ -184,7 +187,8 @@ async fn a_fresh_data_dir_gets_a_private_admin_key_that_can_create_a_zone() {
     assert_eq!(status, 401, "{body}");
     assert_eq!(body["error"], json!("unauthorized"), "{body}");
 
-    let (status, zone) = zonecast.call(reqwest::Method::POST, "/v3/modules/zones", Some(&key), Some(sphere("dock"))).await;
+    let (status, zone) =
+        zonecast.call(reqwest::Method::POST, "/v3/modules/zones", Some(&key), Some(sphere("dock"))).await;
     assert_eq!(status, 200, "{zone}");
     let (status, zones) = zonecast.call(reqwest::Method::GET, "/v3/modules/zones", Some(&key), None).await;
     assert_eq!((status, zones), (200, json!([zone])));

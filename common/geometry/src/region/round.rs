@@ -13,7 +13,10 @@ pub(crate) fn sphere_distance(centre: Vec3, radius: f64, p: Vec3) -> f64 {
 /// Distance in XY from `p` to the disc `(centre, radius)`; 0 inside, whatever the z.
 #[inline]
 pub(crate) fn circle_distance(centre: [f64; 2], radius: f64, p: Vec3) -> f64 {
-    ((p[0] - centre[0]).hypot(p[1] - centre[1]) - radius).max(0.0)
+    // Not `hypot`: its overflow care costs several times the arithmetic, and site coordinates
+    // are nowhere near overflowing a square.
+    let (dx, dy) = (p[0] - centre[0], p[1] - centre[1]);
+    ((dx * dx + dy * dy).sqrt() - radius).max(0.0)
 }
 
 /// Box of a ball.
@@ -50,7 +53,7 @@ impl Cylinder {
         let radial = norm(sub(d, scale(self.axis, s)));
         let along = (-s).max(s - self.height).max(0.0);
         let across = (radial - self.radius).max(0.0);
-        along.hypot(across)
+        (along * along + across * across).sqrt()
     }
 
     /// Exact box: each end disc reaches `radius · √(1 − axisᵢ²)` along world axis `i`.

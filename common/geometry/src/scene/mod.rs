@@ -19,7 +19,11 @@ use grid::{Grid, ball_box};
 /// so a position is tested only against candidates.
 #[derive(Clone, Debug)]
 pub struct Scene {
+    /// The static regions, stored in leaf order of the hierarchies so that the candidates of one
+    /// position, which are close in space, are close in memory too.
     regions: Vec<Region>,
+    /// Caller's index → position in `regions`.
+    slot: Vec<u32>,
     solid: Bvh,
     flat: Bvh,
     movable: Grid,
@@ -61,7 +65,15 @@ impl Scene {
         };
         let solid = Bvh::build(boxes(false));
         let flat = Bvh::build(boxes(true));
-        Self { regions: static_regions, solid, flat, movable: Grid::default() }
+        // Cloning in leaf order also lays the regions' heap parts out in that order.
+        let order: Vec<u32> = solid.ids().chain(flat.ids()).collect();
+        let regions: Vec<Region> = order.iter().map(|i| static_regions[*i as usize].clone()).collect();
+        drop(static_regions);
+        let mut slot = vec![0; regions.len()];
+        for (at, i) in order.iter().enumerate() {
+            slot[*i as usize] = at as u32;
+        }
+        Self { regions, slot, solid, flat, movable: Grid::default() }
     }
 
     /// Static region `i`.
@@ -70,7 +82,7 @@ impl Scene {
     ///
     /// When `i >= self.static_len()`.
     pub fn static_region(&self, i: usize) -> &Region {
-        &self.regions[i]
+        &self.regions[self.slot[i] as usize]
     }
 
     /// Number of static regions.
@@ -113,7 +125,8 @@ impl Scene {
     pub fn memory(&self) -> SceneMemory {
         SceneMemory {
             regions: self.regions.iter().map(Region::memory_bytes).sum::<usize>()
-                + (self.regions.capacity() - self.regions.len()) * size_of::<Region>(),
+                + (self.regions.capacity() - self.regions.len()) * size_of::<Region>()
+                + self.slot.capacity() * size_of::<u32>(),
             static_index: self.solid.memory_bytes() + self.flat.memory_bytes(),
             movable_index: self.movable.memory_bytes(),
         }

@@ -13,21 +13,11 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::reply;
 
-/// What a sealed profile holds; the forwarder unseals the same shape.
-#[derive(serde::Serialize)]
-struct SealedProfile<'a> {
-    ca: &'a [u8],
-    client: &'a [u8],
-    password: &'a str,
-}
-
 fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiError> {
     let input = CertificateProfileInput::parse(&body::object(body)?)?;
     zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
         .map_err(|e| ApiError::Invalid(e.to_string()))?;
-    let plain =
-        serde_json::to_vec(&SealedProfile { ca: &input.ca, client: &input.client, password: input.password.expose() })
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let plain = zonecast_tls::SealedProfile::new(&input.ca, &input.client, input.password.expose()).to_bytes();
     let sealed = ctx.keys.seal(&plain).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(StoredCertificate { id, name: input.name, sealed })
 }
