@@ -6,6 +6,8 @@ use support::Rng;
 use zonecast_geometry::{Region, Scene, Vec3};
 
 fn main() {
+    single();
+    if std::env::var("ONLY_SINGLE").is_ok() { return; }
     for n in [10_000usize, 100_000] {
         let mut rng = Rng::new(42);
         let regions: Vec<Region> = (0..n).map(|i| rng.region(i)).collect();
@@ -45,6 +47,23 @@ fn main() {
             best = best.min(t.elapsed().as_nanos() as f64 / sel.len() as f64);
             }
             println!("  kind {k}: {:.0} ns/cand ({} pairs, {:.0}% inside) {s}", best, sel.len(), 100.0 * inside as f64 / sel.len() as f64);
+        }
+    }
+}
+
+/// Per-kind distance cost for points in the (expanded) box of one region.
+pub fn single() {
+    let mut rng = Rng::new(5);
+    for kind in 0..6 {
+        for rep in 0..3 {
+        let r = rng.region(kind);
+        let b = r.aabb().expanded(1.0);
+        let (zlo, zhi) = if r.is_flat() { (0.0, 20.0) } else { (b.min[2], b.max[2]) };
+        let ps: Vec<Vec3> = (0..1_000_000).map(|_| [rng.range(b.min[0], b.max[0]), rng.range(b.min[1], b.max[1]), rng.range(zlo, zhi)]).collect();
+        let inside = ps.iter().filter(|p| r.distance(**p) == 0.0).count();
+        let mut best = f64::INFINITY; let mut s = 0.0;
+        for _ in 0..5 { let t = Instant::now(); s = 0.0; for &p in &ps { s += r.distance(p); } best = best.min(t.elapsed().as_nanos() as f64 / 1e6); }
+        println!("single kind {kind}.{rep}: {best:.1} ns, {:.0}% inside {s}", inside as f64 / 1e4);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What every zonecast service needs around its core: configuration, the key material that
 //! seals stored secrets and signs tokens, tracing, Prometheus metrics and graceful shutdown.
 
+pub mod auth;
 pub mod config;
 pub mod keys;
 pub mod metrics;
@@ -9,6 +10,7 @@ pub mod ratelog;
 pub mod shutdown;
 pub mod telemetry;
 
+pub use auth::{Auth, AuthError, Principal};
 pub use config::{ApiKey, Authority, Client, Config, ConfigError};
 pub use keys::{KeyError, Keys};
 pub use shutdown::Shutdown;

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use metrics_exporter_prometheus::PrometheusHandle;
 use zonecast_bus::{Bus, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind};
-use zonecast_runtime::{Config, Keys};
+use zonecast_runtime::{Auth, Config, Keys};
 use zonecast_store::Store;
 
-use crate::auth::Auth;
 
 /// Shared state of the API: store, bus, keys and credentials.
 pub struct Context {

@@ -49,6 +49,16 @@ impl From<Invalid> for ApiError {
     }
 }
 
+impl From<zonecast_runtime::AuthError> for ApiError {
+    fn from(e: zonecast_runtime::AuthError) -> Self {
+        match e {
+            zonecast_runtime::AuthError::Unauthorized(m) => Self::Unauthorized(m),
+            zonecast_runtime::AuthError::Forbidden(m) => Self::Forbidden(m),
+            zonecast_runtime::AuthError::Internal => Self::Internal("token could not be issued".into()),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {

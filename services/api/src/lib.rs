@@ -2,7 +2,6 @@
 //! connection status, tokens, OpenAPI, health and metrics, over warp. Stateless: it writes the
 //! store and announces every change on `<prefix>.config.changed`.
 
-pub mod auth;
 mod body;
 mod context;
 pub mod error;
@@ -23,7 +22,6 @@ use zonecast_runtime::{Config, Keys, Shutdown};
 pub use context::Context;
 pub use error::ApiError;
 
-use crate::auth::Auth;
 use crate::routes::{Lookup, ROUTES, Route, lookup};
 
 /// Why the API could not start.
@@ -104,8 +102,7 @@ fn find<'a>(method: &Method, path: &str) -> Result<(&'a Route, Vec<String>), Api
 
 fn authorize(ctx: &Context, route: &Route, headers: &HeaderMap) -> Result<(), ApiError> {
     if let Some(needed) = route.authority {
-        let principal = ctx.auth.authenticate(headers)?;
-        Auth::authorize(&principal, needed)?;
+        ctx.auth.require(headers, needed)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Who is calling and what they may do: API keys (`X-API-Key`) and bearer tokens issued for
-//! client credentials. Tokens are HMAC-signed with a key derived from the shared secret, so
+//! client credentials. Shared by every HTTP listener that takes credentials (config API,
+//! ingestor). Tokens are HMAC-signed with a key derived from the shared secret, so
 //! any API replica accepts a token any other replica issued.
 
 use std::sync::Arc;
@@ -8,9 +9,22 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use warp::http::HeaderMap;
-use zonecast_runtime::{ApiKey, Authority, Client, Keys};
 
-use crate::error::ApiError;
+use crate::{ApiKey, Authority, Client, Keys};
+
+/// A request without the needed credentials.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// 401: missing or bad credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: valid credentials, too little authority.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 500: the token could not be made.
+    #[error("token could not be issued")]
+    Internal,
+}
 
 const TOKEN_PREFIX: &str = "zc1.";
 
@@ -65,18 +79,18 @@ impl Auth {
 
     /// The caller of a request: `X-API-Key`, or `Authorization: Bearer` with a token (an API
     /// key is accepted as a bearer credential too, for scrapers that only send that header).
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         if let Some(value) = headers.get("x-api-key") {
             let key = value.to_str().unwrap_or_default().trim();
             return self
                 .api_key(key)
                 .map(|authority| Principal { subject: "api-key".into(), authority })
-                .ok_or_else(|| ApiError::Unauthorized("X-API-Key is not valid".into()));
+                .ok_or_else(|| AuthError::Unauthorized("X-API-Key is not valid".into()));
         }
         if let Some(value) = headers.get(warp::http::header::AUTHORIZATION) {
             let value = value.to_str().unwrap_or_default().trim();
             let Some(credential) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
-                return Err(ApiError::Unauthorized("Authorization must be 'Bearer <token>'".into()));
+                return Err(AuthError::Unauthorized("Authorization must be 'Bearer <token>'".into()));
             };
             let credential = credential.trim();
             if credential.starts_with(TOKEN_PREFIX) {
@@ -85,19 +99,26 @@ impl Auth {
             return self
                 .api_key(credential)
                 .map(|authority| Principal { subject: "api-key".into(), authority })
-                .ok_or_else(|| ApiError::Unauthorized("bearer token is not valid".into()));
+                .ok_or_else(|| AuthError::Unauthorized("bearer token is not valid".into()));
         }
-        Err(ApiError::Unauthorized(
+        Err(AuthError::Unauthorized(
             "credentials required: X-API-Key or Authorization: Bearer <token> from POST /v3/auth/token".into(),
         ))
     }
 
+    /// The caller, who must hold `needed`: 401 or 403 otherwise.
+    pub fn require(&self, headers: &HeaderMap, needed: Authority) -> Result<Principal, AuthError> {
+        let principal = self.authenticate(headers)?;
+        Self::authorize(&principal, needed)?;
+        Ok(principal)
+    }
+
     /// 403 unless `principal` holds `needed`.
-    pub fn authorize(principal: &Principal, needed: Authority) -> Result<(), ApiError> {
+    pub fn authorize(principal: &Principal, needed: Authority) -> Result<(), AuthError> {
         if principal.authority >= needed {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(AuthError::Forbidden(format!(
                 "this operation needs {} authority; the credentials have {}",
                 needed.as_str(),
                 principal.authority.as_str()
@@ -106,27 +127,27 @@ impl Auth {
     }
 
     /// Issues a token for client credentials, or 401.
-    pub fn issue_token(&self, auth_id: &str, auth_secret: &str) -> Result<(String, u64), ApiError> {
+    pub fn issue_token(&self, auth_id: &str, auth_secret: &str) -> Result<(String, u64), AuthError> {
         let mut found = None;
         for (id, tag, authority) in &self.clients {
             if self.keys.verify(auth_secret.as_bytes(), tag) && id == auth_id {
                 found = Some(*authority);
             }
         }
-        let authority = found.ok_or_else(|| ApiError::Unauthorized("auth_id or auth_secret is not valid".into()))?;
+        let authority = found.ok_or_else(|| AuthError::Unauthorized("auth_id or auth_secret is not valid".into()))?;
         let claims = Claims {
             sub: auth_id.to_owned(),
             auth: authority.as_str().to_owned(),
             exp: chrono::Utc::now().timestamp() + i64::try_from(self.token_ttl_seconds).unwrap_or(i64::MAX / 2),
         };
-        let payload = serde_json::to_vec(&claims).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let payload = serde_json::to_vec(&claims).map_err(|_| AuthError::Internal)?;
         let body = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(payload));
         let tag = URL_SAFE_NO_PAD.encode(self.keys.sign(body.as_bytes()));
         Ok((format!("{body}.{tag}"), self.token_ttl_seconds))
     }
 
-    fn verify_token(&self, token: &str) -> Result<Principal, ApiError> {
-        let invalid = || ApiError::Unauthorized("bearer token is not valid".into());
+    fn verify_token(&self, token: &str) -> Result<Principal, AuthError> {
+        let invalid = || AuthError::Unauthorized("bearer token is not valid".into());
         let (body, tag) = token.rsplit_once('.').ok_or_else(invalid)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
         if !self.keys.verify(body.as_bytes(), &tag) {
@@ -136,7 +157,7 @@ impl Auth {
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let claims: Claims = serde_json::from_slice(&payload).map_err(|_| invalid())?;
         if claims.exp <= chrono::Utc::now().timestamp() {
-            return Err(ApiError::Unauthorized("bearer token has expired".into()));
+            return Err(AuthError::Unauthorized("bearer token has expired".into()));
         }
         let authority = claims.auth.parse().map_err(|_| invalid())?;
         Ok(Principal { subject: claims.sub, authority })
