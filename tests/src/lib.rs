@@ -233,8 +233,17 @@ impl Server {
     /// Sends a request that must be refused with `status` and the error `kind`, proves that it
     /// changed nothing (the [`Server::snapshot`] before equals the one after) and returns the
     /// error message. Panic messages name the request.
-    pub async fn refused(&self, method: Method, path: &str, key: Option<&str>, body: Option<Vec<u8>>, status: u16, kind: &str) -> String {
-        let shown = body.as_ref().map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned()).unwrap_or_default();
+    pub async fn refused(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Vec<u8>>,
+        status: u16,
+        kind: &str,
+    ) -> String {
+        let shown =
+            body.as_ref().map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned()).unwrap_or_default();
         let before = self.snapshot().await;
         let answer = self.raw(method.clone(), path, key, body).await;
         assert_eq!(answer.0.as_u16(), status, "{method} {path} {shown} answered {} {}", answer.0, answer.1);

@@ -204,8 +204,9 @@ async fn a_deleted_zone_is_gone_and_cannot_be_deleted_again(mode: Mode) {
     let answer = server.call(Method::GET, &path(&id(&doomed)), Some(zonecast_tests::READ_KEY), None).await;
     zonecast_tests::assert_error(&answer, 404, "not_found");
     assert_eq!(list(&server).await, vec![kept]);
-    let message =
-        server.refused(Method::DELETE, &path(&id(&doomed)), Some(zonecast_tests::WRITE_KEY), None, 404, "not_found").await;
+    let message = server
+        .refused(Method::DELETE, &path(&id(&doomed)), Some(zonecast_tests::WRITE_KEY), None, 404, "not_found")
+        .await;
     assert!(message.contains(&id(&doomed)), "the message names the zone: {message}");
     nothing_was_announced(&server, &mut changes).await;
     server.stop().await;
@@ -270,13 +271,27 @@ async fn a_batch_update_naming_no_zone_is_not_found_and_changes_nothing(mode: Mo
     let zones = four_zones(&server, &mut changes).await;
     let batch = json!([{"ZoneID": id(&zones[0]), "AlertLevel": 9}, {"Name": "nobody", "AlertLevel": 1}]);
     let message = server
-        .refused(Method::PUT, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 404, "not_found")
+        .refused(
+            Method::PUT,
+            "/v3/modules/zones/batch",
+            Some(zonecast_tests::WRITE_KEY),
+            Some(batch.to_string().into()),
+            404,
+            "not_found",
+        )
         .await;
     assert!(message.contains("nobody"), "the message names the unmatched name: {message}");
     let unknown = uuid::Uuid::new_v4().to_string();
     let batch = json!([{"ZoneID": id(&zones[0]), "AlertLevel": 9}, {"ZoneID": unknown, "AlertLevel": 1}]);
     let message = server
-        .refused(Method::PUT, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 404, "not_found")
+        .refused(
+            Method::PUT,
+            "/v3/modules/zones/batch",
+            Some(zonecast_tests::WRITE_KEY),
+            Some(batch.to_string().into()),
+            404,
+            "not_found",
+        )
         .await;
     assert!(message.to_uppercase().contains(&unknown.to_uppercase()), "the message names the unknown zone: {message}");
     nothing_was_announced(&server, &mut changes).await;
@@ -289,7 +304,14 @@ async fn a_batch_update_by_a_name_two_zones_share_is_refused_and_changes_nothing
     let zones = four_zones(&server, &mut changes).await;
     let batch = json!([{"ZoneID": id(&zones[0]), "AlertLevel": 9}, {"Name": "gamma", "AlertLevel": 1}]);
     let message = server
-        .refused(Method::PUT, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 422, "invalid_data")
+        .refused(
+            Method::PUT,
+            "/v3/modules/zones/batch",
+            Some(zonecast_tests::WRITE_KEY),
+            Some(batch.to_string().into()),
+            422,
+            "invalid_data",
+        )
         .await;
     assert!(message.starts_with("[1].Name: "), "the message names the element and field: {message}");
     assert!(message.contains("gamma"), "{message}");
@@ -315,7 +337,14 @@ async fn a_batch_delete_with_one_unknown_zone_deletes_nothing(mode: Mode) {
     for unknown in [uuid::Uuid::new_v4().to_string(), "not-a-zone".to_owned()] {
         let body = json!([id(&zones[0]), id(&zones[1]), unknown]);
         let message = server
-            .refused(Method::DELETE, "/v3/modules/zones", Some(zonecast_tests::WRITE_KEY), Some(body.to_string().into()), 404, "not_found")
+            .refused(
+                Method::DELETE,
+                "/v3/modules/zones",
+                Some(zonecast_tests::WRITE_KEY),
+                Some(body.to_string().into()),
+                404,
+                "not_found",
+            )
             .await;
         assert!(message.to_uppercase().contains(&unknown.to_uppercase()), "the message names {unknown}: {message}");
     }
@@ -359,9 +388,19 @@ async fn activating_or_deactivating_with_one_unknown_zone_changes_nothing(mode: 
             let body = json!([id(&zones[0]), id(&zones[1]), unknown]);
             let path = format!("/v3/modules/zones/{op}");
             let message = server
-                .refused(Method::POST, &path, Some(zonecast_tests::WRITE_KEY), Some(body.to_string().into()), 404, "not_found")
+                .refused(
+                    Method::POST,
+                    &path,
+                    Some(zonecast_tests::WRITE_KEY),
+                    Some(body.to_string().into()),
+                    404,
+                    "not_found",
+                )
                 .await;
-            assert!(message.to_uppercase().contains(&unknown.to_uppercase()), "{op}: the message names {unknown}: {message}");
+            assert!(
+                message.to_uppercase().contains(&unknown.to_uppercase()),
+                "{op}: the message names {unknown}: {message}"
+            );
         }
     }
     nothing_was_announced(&server, &mut changes).await;
@@ -438,7 +477,11 @@ async fn a_setting_is_written_from_a_number_or_a_numeric_string(mode: Mode) {
     expected[3] = setting("ExitDelayMs", "500", true, "0");
     assert_eq!(settings(&server).await, expected);
 
-    assert_eq!(put(json!({"SettingName": "ExitDelayMs", "SettingValue": 250})).await, ack(), "a setting can be rewritten");
+    assert_eq!(
+        put(json!({"SettingName": "ExitDelayMs", "SettingValue": 250})).await,
+        ack(),
+        "a setting can be rewritten"
+    );
     expected[3] = setting("ExitDelayMs", "250", true, "0");
     assert_eq!(settings(&server).await, expected);
     server.stop().await;
@@ -469,7 +512,14 @@ async fn an_unknown_setting_is_not_found_and_an_unparsable_value_is_invalid(mode
         let server = &server;
         async move {
             server
-                .refused(Method::PUT, "/v3/modules/zones/settings", Some(zonecast_tests::WRITE_KEY), Some(body.to_string().into()), status, kind)
+                .refused(
+                    Method::PUT,
+                    "/v3/modules/zones/settings",
+                    Some(zonecast_tests::WRITE_KEY),
+                    Some(body.to_string().into()),
+                    status,
+                    kind,
+                )
                 .await
         }
     };
@@ -491,9 +541,15 @@ async fn device_radii_are_merged_and_a_null_removes_one(mode: Mode) {
     let mut changes = server.config_changes().await;
     let put = |body: Value| server.ok(Method::PUT, "/v3/modules/zones/devices/radius", Some(body));
     assert_eq!(put(json!({"aa-bb-cc-dd-ee-01": 1.5, "AA:BB:CC:DD:EE:02": 0})).await, ack());
-    assert_eq!(announced(&mut changes).await, json!({"Kind": "radii", "IDs": ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:02"]}));
+    assert_eq!(
+        announced(&mut changes).await,
+        json!({"Kind": "radii", "IDs": ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:02"]})
+    );
     assert_eq!(put(json!({"aa:bb:cc:dd:ee:01": null, "AA-BB-CC-DD-EE-03": 100})).await, ack());
-    assert_eq!(announced(&mut changes).await, json!({"Kind": "radii", "IDs": ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:03"]}));
+    assert_eq!(
+        announced(&mut changes).await,
+        json!({"Kind": "radii", "IDs": ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:03"]})
+    );
     assert_eq!(put(json!({"AA:BB:CC:DD:EE:09": null})).await, ack(), "removing a radius never set is fine");
     assert_eq!(announced(&mut changes).await, json!({"Kind": "radii", "IDs": ["AA:BB:CC:DD:EE:09"]}));
     server.stop().await;
@@ -525,18 +581,25 @@ async fn a_locked_zone_refuses_geometry_changes_until_it_is_unlocked(mode: Mode)
 
     let key = Some(zonecast_tests::WRITE_KEY);
     let data = json!({"GeometryData": [[0, 0, 0], [2, 0, 0]]});
-    let message = server.refused(Method::PUT, &path(&zone_id), key, Some(data.to_string().into()), 422, "invalid_data").await;
+    let message =
+        server.refused(Method::PUT, &path(&zone_id), key, Some(data.to_string().into()), 422, "invalid_data").await;
     assert!(message.starts_with("GeometryData: "), "{message}");
     let kind = json!({"GeometryType": "circle"});
-    let message = server.refused(Method::PUT, &path(&zone_id), key, Some(kind.to_string().into()), 422, "invalid_data").await;
+    let message =
+        server.refused(Method::PUT, &path(&zone_id), key, Some(kind.to_string().into()), 422, "invalid_data").await;
     assert!(message.starts_with("GeometryType: "), "{message}");
     let batch = json!([{"ZoneID": zone_id, "GeometryData": [[1, 0, 0], [1, 0, 0]], "Name": "moved"}]);
-    let message =
-        server.refused(Method::PUT, "/v3/modules/zones/batch", key, Some(batch.to_string().into()), 422, "invalid_data").await;
+    let message = server
+        .refused(Method::PUT, "/v3/modules/zones/batch", key, Some(batch.to_string().into()), 422, "invalid_data")
+        .await;
     assert!(message.starts_with("[0].GeometryData: "), "{message}");
 
     let other = json!({"Name": "still editable", "AlertLevel": 5, "GeometryData": [[0, 0, 0], [1, 0, 0]]});
-    assert_eq!(server.ok(Method::PUT, &path(&zone_id), Some(other)).await, ack(), "other fields, and the same geometry, are fine");
+    assert_eq!(
+        server.ok(Method::PUT, &path(&zone_id), Some(other)).await,
+        ack(),
+        "other fields, and the same geometry, are fine"
+    );
     assert_eq!(announced(&mut changes).await, zones_change(&[&zone_id]));
     expected["Name"] = json!("still editable");
     expected["AlertLevel"] = json!(5);
@@ -565,7 +628,19 @@ async fn every_geometry_type_is_accepted_with_every_kind_of_zone_action(mode: Mo
         ("square", json!([[0.0, 0.0, 0.0], [5.0, 2.0, 0.0], [0.6, 0.8, 0.0], [-0.8, 0.6, 0.0]])),
         ("cylinder", json!([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0], [3.0, 1.5, 0.0]])),
         // An L-shaped prism 2.5 m high.
-        ("polygon", json!([[0.0, 0.0, 0.0], [4.0, 0.0, 0.0], [4.0, 1.0, 0.0], [1.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 3.0, 0.0], [2.5, 0.0, 0.0], [0.0, 0.0, 1.0]])),
+        (
+            "polygon",
+            json!([
+                [0.0, 0.0, 0.0],
+                [4.0, 0.0, 0.0],
+                [4.0, 1.0, 0.0],
+                [1.0, 1.0, 0.0],
+                [1.0, 3.0, 0.0],
+                [0.0, 3.0, 0.0],
+                [2.5, 0.0, 0.0],
+                [0.0, 0.0, 1.0]
+            ]),
+        ),
     ];
     let actions = json!([
         {"type": "info-event", "message": "entered", "on": "enter"},
@@ -643,7 +718,14 @@ async fn a_batch_create_with_one_bad_zone_creates_none(mode: Mode) {
         sphere("d", [12.0, 0.0, 0.0], 1.0),
     ]);
     let message = server
-        .refused(Method::POST, "/v3/modules/zones/batch", Some(zonecast_tests::WRITE_KEY), Some(batch.to_string().into()), 422, "invalid_data")
+        .refused(
+            Method::POST,
+            "/v3/modules/zones/batch",
+            Some(zonecast_tests::WRITE_KEY),
+            Some(batch.to_string().into()),
+            422,
+            "invalid_data",
+        )
         .await;
     assert!(message.starts_with("[2]."), "the message names the element: {message}");
     assert_eq!(message, "[2].GeometryData[1]: radius must be > 0");

@@ -8,7 +8,8 @@ use zonecast_geometry::{Region, Scene, Vec3};
 fn main() {
     single();
     if std::env::var("ONLY_SINGLE").is_ok() { return; }
-    for n in [10_000usize, 100_000] {
+    let sizes: Vec<usize> = std::env::var("SIZES").map(|k| k.split(",").map(|x| x.parse().unwrap()).collect()).unwrap_or(vec![10_000, 100_000]);
+    for n in sizes {
         let mut rng = Rng::new(42);
         let regions: Vec<Region> = (0..n).map(|i| rng.region(i)).collect();
         let scene = Scene::build(regions.clone());
@@ -22,6 +23,12 @@ fn main() {
         c = 0;
         for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); c += out.len(); }
         idx = idx.min(t.elapsed().as_nanos() as f64 / ps.len() as f64);
+        }
+        if std::env::var("INDEX_ONLY").is_ok() {
+            let t = Instant::now();
+            for _ in 0..20 { for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); } }
+            println!("index loop {:.0} ns", t.elapsed().as_nanos() as f64 / ps.len() as f64 / 20.0);
+            continue;
         }
         let mut pairs = Vec::new();
         for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); for &i in &out { pairs.push((p, i)); } }
@@ -54,7 +61,8 @@ fn main() {
 /// Per-kind distance cost for points in the (expanded) box of one region.
 pub fn single() {
     let mut rng = Rng::new(5);
-    for kind in 0..6 {
+    let kinds: Vec<usize> = std::env::var("KINDS").map(|k| k.split(",").map(|x| x.parse().unwrap()).collect()).unwrap_or((0..6).collect());
+    for kind in kinds {
         for rep in 0..3 {
         let r = rng.region(kind);
         let b = r.aabb().expanded(1.0);

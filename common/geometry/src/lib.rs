@@ -43,3 +43,4 @@ pub use scene::{Scene, SceneMemory};
 pub use shape::Shape;
 pub use validate::validate;
 pub use vector::Vec3;
+

@@ -100,6 +100,14 @@ pub struct Config {
     pub max_body_bytes: u64,
     /// `ZONECAST_LOG_FORMAT`: `text` (default) or `json`.
     pub log_json: bool,
+    /// `ZONECAST_INGEST_MQTT_URL`: RTLS broker the ingestor subscribes to, e.g.
+    /// `mqtt://user:pass@host:1883` or `mqtts://host:8883`; may carry credentials.
+    pub ingest_mqtt_url: Option<Secret>,
+    /// `ZONECAST_INGEST_MQTT_TOPICS`: comma-separated topic filters (wildcards allowed).
+    pub ingest_mqtt_topics: Vec<String>,
+    /// `ZONECAST_INGEST_MQTT_CA`: PEM file of the CA that signed the broker's certificate
+    /// (`mqtts://` only; without it the broker is refused, there is no system trust store).
+    pub ingest_mqtt_ca: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -121,6 +129,9 @@ impl Default for Config {
             token_ttl_seconds: 3600,
             max_body_bytes: 8 * 1024 * 1024,
             log_json: false,
+            ingest_mqtt_url: None,
+            ingest_mqtt_topics: Vec::new(),
+            ingest_mqtt_ca: None,
         }
     }
 }
@@ -166,6 +177,9 @@ struct FileConfig {
     token_ttl_seconds: Option<u64>,
     max_body_bytes: Option<u64>,
     log_format: Option<String>,
+    ingest_mqtt_url: Option<String>,
+    ingest_mqtt_topics: Option<Vec<String>>,
+    ingest_mqtt_ca: Option<PathBuf>,
 }
 
 fn bad(name: &str, reason: impl Into<String>) -> ConfigError {
@@ -291,6 +305,17 @@ impl Config {
                 "text" => false,
                 _ => return Err(bad(&n, "must be text or json")),
             };
+        }
+        c.ingest_mqtt_url =
+            pick("INGEST_MQTT_URL", file.ingest_mqtt_url).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
+        if let Some((_, v)) = pick("INGEST_MQTT_TOPICS", file.ingest_mqtt_topics.map(|l| l.join(","))) {
+            c.ingest_mqtt_topics = split_list(&v).map(str::to_owned).collect();
+        }
+        if let Some((_, v)) = pick("INGEST_MQTT_CA", file.ingest_mqtt_ca.map(|p| p.display().to_string())) {
+            c.ingest_mqtt_ca = Some(PathBuf::from(v));
+        }
+        if c.ingest_mqtt_url.is_some() && c.ingest_mqtt_topics.is_empty() {
+            return Err(bad("ZONECAST_INGEST_MQTT_TOPICS", "is required when ZONECAST_INGEST_MQTT_URL is set"));
         }
         Ok(c)
     }

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod http;
 pub mod keys;
 pub mod metrics;
 pub mod ops;

@@ -45,6 +45,15 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The error with its cause, for operators (start-up errors, logs); never for clients.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Unavailable(cause) => format!("store unavailable: {cause}"),
+            Self::Backend(cause) => format!("store error: {cause}"),
+            other => other.to_string(),
+        }
+    }
+
     /// `NotFound` for `what` with the API's upper-case spelling of `id`.
     pub(crate) fn not_found(what: &'static str, id: &uuid::Uuid) -> Self {
         Self::NotFound { what, id: zonecast_model::format_id(id) }

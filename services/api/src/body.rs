@@ -1,9 +1,10 @@
 //! Request bodies: read with a size limit, then parsed as JSON of the type an operation takes.
 
-use bytes::{Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use bytes::Bytes;
+use futures::Stream;
 use serde_json::Value;
 use warp::Buf;
+use zonecast_runtime::http::BodyError;
 
 use crate::error::ApiError;
 
@@ -13,21 +14,10 @@ where
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,
 {
-    let mut body = std::pin::pin!(body);
-    let mut out = BytesMut::new();
-    while let Some(chunk) = body.next().await {
-        let mut chunk = chunk.map_err(|e| ApiError::Malformed(format!("request body could not be read: {e}")))?;
-        if (out.len() + chunk.remaining()) as u64 > limit {
-            return Err(ApiError::TooLarge(limit));
-        }
-        while chunk.has_remaining() {
-            let part = chunk.chunk();
-            let n = part.len();
-            out.extend_from_slice(part);
-            chunk.advance(n);
-        }
-    }
-    Ok(out.freeze())
+    zonecast_runtime::http::read_body(body, limit).await.map_err(|e| match e {
+        BodyError::TooLarge(n) => ApiError::TooLarge(n),
+        BodyError::Broken(_) => ApiError::Malformed(e.to_string()),
+    })
 }
 
 /// The body as JSON; 400 when it is empty or not JSON.

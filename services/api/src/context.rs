@@ -27,6 +27,9 @@ pub struct Context {
     pub max_body_bytes: u64,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
+    /// Position input on this listener (the all-in-one); `None` leaves `POST /v3/positions` out.
+    pub positions: Option<zonecast_ingest::Publisher>,
+    routes: Vec<crate::routes::Route>,
 }
 
 impl Context {
@@ -41,7 +44,21 @@ impl Context {
             site_id: config.site_id,
             max_body_bytes: config.max_body_bytes,
             metrics: zonecast_runtime::metrics::handle(),
+            positions: None,
+            routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),
         }
+    }
+
+    /// This context with position input on its listener.
+    pub fn with_positions(mut self, publisher: zonecast_ingest::Publisher) -> Self {
+        self.positions = Some(publisher);
+        self.routes = crate::routes::ROUTES.to_vec();
+        self
+    }
+
+    /// The routes this listener answers.
+    pub fn routes(&self) -> &[crate::routes::Route] {
+        &self.routes
     }
 
     /// Publishes `<prefix>.config.changed`. The write it announces is already committed, so a

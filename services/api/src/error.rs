@@ -1,7 +1,6 @@
 //! The one mapping from failures to HTTP: status, error kind and a message that names what
 //! and where. 5xx bodies are opaque; their cause is logged once, here.
 
-use serde_json::json;
 use warp::http::StatusCode;
 use zonecast_model::Invalid;
 use zonecast_store::StoreError;
@@ -94,13 +93,7 @@ impl ApiError {
             Self::Internal(cause) => tracing::error!(%cause, "request failed"),
             _ => {}
         }
-        let body = json!({
-            "status": status.as_u16(),
-            "success": false,
-            "error": kind,
-            "message": self.to_string(),
-        });
-        let mut response = crate::reply::json(status, &body);
+        let mut response = zonecast_runtime::http::error_response(status, kind, &self.to_string());
         if let Self::MethodNotAllowed { allow, .. } = &self {
             if let Ok(value) = allow.parse() {
                 response.headers_mut().insert(warp::http::header::ALLOW, value);

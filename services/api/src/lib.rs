@@ -22,7 +22,7 @@ use zonecast_runtime::{Config, Keys, Shutdown};
 pub use context::Context;
 pub use error::ApiError;
 
-use crate::routes::{Lookup, ROUTES, Route, lookup};
+use crate::routes::{Lookup, Route, lookup};
 
 /// Why the API could not start.
 #[derive(Debug, thiserror::Error)]
@@ -35,12 +35,12 @@ pub enum StartError {
         /// Cause.
         reason: String,
     },
-    /// Store could not be opened.
-    #[error("store: {0}")]
-    Store(#[from] zonecast_store::StoreError),
+    /// Store could not be opened (with the cause, which start-up errors may show).
+    #[error("{0}")]
+    Store(String),
     /// Bus could not be connected.
     #[error("bus: {0}")]
-    Bus(#[from] zonecast_bus::BusError),
+    Bus(String),
     /// Key material is missing or bad.
     #[error("{0}")]
     Keys(String),
@@ -69,7 +69,7 @@ where
     B: Buf,
 {
     let started = Instant::now();
-    let (operation, result) = match find(&method, &path) {
+    let (operation, result) = match find(&ctx, &method, &path) {
         Err(e) => ("unmatched", Err(e)),
         Ok((route, params)) => {
             let outcome = async {
@@ -89,8 +89,8 @@ where
     response
 }
 
-fn find<'a>(method: &Method, path: &str) -> Result<(&'a Route, Vec<String>), ApiError> {
-    match lookup(ROUTES, method, path) {
+fn find<'a>(ctx: &'a Context, method: &Method, path: &str) -> Result<(&'a Route, Vec<String>), ApiError> {
+    match lookup(ctx.routes(), method, path) {
         Lookup::Found(route, params) => Ok((route, params)),
         Lookup::WrongMethod(allowed) => Err(ApiError::MethodNotAllowed {
             method: method.to_string(),
@@ -160,4 +160,16 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
 pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
     let running = start(config, shutdown).await?;
     running.task.await.map_err(|e| StartError::Keys(format!("API task failed: {e}")))
+}
+
+impl From<zonecast_store::StoreError> for StartError {
+    fn from(e: zonecast_store::StoreError) -> Self {
+        Self::Store(e.detail())
+    }
+}
+
+impl From<zonecast_bus::BusError> for StartError {
+    fn from(e: zonecast_bus::BusError) -> Self {
+        Self::Bus(e.to_string())
+    }
 }

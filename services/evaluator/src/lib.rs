@@ -28,12 +28,24 @@ pub use crate::engine::{Engine, Output, Ownership, Reason};
 /// Why the evaluator could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// Reading the configuration or collisions failed.
-    #[error("store: {0}")]
-    Store(#[from] zonecast_store::StoreError),
+    /// Reading the configuration or collisions failed (with the cause, for operators).
+    #[error("{0}")]
+    Store(String),
     /// Subscribing failed.
     #[error("bus: {0}")]
-    Bus(#[from] zonecast_bus::BusError),
+    Bus(String),
+}
+
+impl From<zonecast_store::StoreError> for StartError {
+    fn from(e: zonecast_store::StoreError) -> Self {
+        Self::Store(e.detail())
+    }
+}
+
+impl From<zonecast_bus::BusError> for StartError {
+    fn from(e: zonecast_bus::BusError) -> Self {
+        Self::Bus(e.to_string())
+    }
 }
 
 /// What the evaluator runs on.

@@ -1,1 +1,259 @@
-//! x
+//! zonecast forwarder: takes every zone, alarm and position event from the bus (queue group
+//! `forwarders`, so replicas share them), matches it against every MQTT connection's topic
+//! filter chains and publishes it, QoS 1, to each topic it matches.
+//!
+//! The routing table ([`router`]) and the per-connection outbox ([`outbox`]) are pure; this
+//! crate's I/O shell runs one MQTT client per connection that reconnects with capped
+//! exponential backoff, keeps a bounded queue while its broker is away, and writes its status
+//! to the store every second. The bus consumer only ever does non-blocking pushes into the
+//! outboxes, so no broker can stall it or the other connections.
+
+mod backoff;
+mod endpoint;
+mod fleet;
+mod link;
+pub mod outbox;
+pub mod router;
+mod status;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::SelectAll;
+use tokio::sync::Notify;
+use zonecast_bus::{Bus, FORWARDERS, Subjects};
+use zonecast_model::{ConfigChanged, ConfigKind};
+use zonecast_runtime::ratelog::RateLimited;
+use zonecast_runtime::{Keys, Shutdown};
+use zonecast_store::Store;
+
+pub use crate::backoff::Backoff;
+pub use crate::endpoint::{MAX_PAYLOAD, client_id};
+pub use crate::fleet::{Plan, plan};
+pub use crate::router::Router;
+
+use crate::fleet::Fleet;
+use crate::status::Reporter;
+
+/// Messages a connection holds (waiting plus unacknowledged) when `ZONECAST_FORWARDER_QUEUE`
+/// is not set.
+pub const DEFAULT_QUEUE: usize = 10_000;
+
+/// How the forwarder treats its connections. Tests and the bench build it in code; the
+/// `zonecast-forwarder` binary reads [`Settings::from_env`].
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Messages one connection holds, waiting or unacknowledged; beyond it the oldest is
+    /// dropped and counted. `ZONECAST_FORWARDER_QUEUE`, default [`DEFAULT_QUEUE`].
+    pub queue: usize,
+    /// QoS 1 messages in flight per connection (unacknowledged by the broker).
+    pub window: u16,
+    /// First reconnect delay; it doubles after every failed attempt.
+    pub backoff_min: Duration,
+    /// Longest reconnect delay.
+    pub backoff_max: Duration,
+    /// How often status rows are written (also on every connect and disconnect).
+    pub status_every: Duration,
+    /// How often the configuration is re-read even without a `config.changed` announcement,
+    /// in case one was missed.
+    pub resync_every: Duration,
+    /// On shutdown, how long connected clients may go on delivering what they hold.
+    pub drain: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            queue: DEFAULT_QUEUE,
+            window: 1000,
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(10),
+            status_every: Duration::from_secs(1),
+            resync_every: Duration::from_secs(60),
+            drain: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Settings {
+    /// The defaults with `ZONECAST_FORWARDER_QUEUE` from `env` applied.
+    pub fn from_env(env: &HashMap<String, String>) -> Result<Self, String> {
+        let mut settings = Self::default();
+        if let Some(value) = env.get("ZONECAST_FORWARDER_QUEUE") {
+            settings.queue = value
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=10_000_000).contains(n))
+                .ok_or_else(|| format!("ZONECAST_FORWARDER_QUEUE: '{value}' must be a number from 1 to 10000000"))?;
+        }
+        Ok(settings)
+    }
+}
+
+/// This process's replica id: 8 random hex digits, the same for every forwarder it starts.
+pub fn replica_id() -> String {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()).clone()
+}
+
+/// Why the forwarder could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Reading the connections failed.
+    #[error("store: {0}")]
+    Store(#[from] zonecast_store::StoreError),
+    /// Subscribing failed.
+    #[error("bus: {0}")]
+    Bus(#[from] zonecast_bus::BusError),
+}
+
+/// What the forwarder runs on.
+#[derive(Clone)]
+pub struct Deps {
+    /// Connections, certificate profiles; status rows go here.
+    pub store: Arc<dyn Store>,
+    /// Events in, configuration announcements in.
+    pub bus: Arc<dyn Bus>,
+    /// Subject names.
+    pub subjects: Subjects,
+    /// Unseal stored passwords and certificate profiles.
+    pub keys: Arc<Keys>,
+    /// Queue bound, window, backoff, cadences.
+    pub settings: Settings,
+    /// This replica's id, in client ids and status rows.
+    pub replica: String,
+}
+
+impl Deps {
+    /// Dependencies from configuration and an opened store, bus and keys, with default
+    /// [`Settings`] and this process's [`replica_id`].
+    pub fn from_config(
+        config: &zonecast_runtime::Config,
+        store: Arc<dyn Store>,
+        bus: Arc<dyn Bus>,
+        keys: Arc<Keys>,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            subjects: Subjects::new(config.subject_prefix.clone()),
+            keys,
+            settings: Settings::default(),
+            replica: replica_id(),
+        }
+    }
+}
+
+/// Starts the forwarder: loads the connections, starts their clients, subscribes, and forwards
+/// until `shutdown`. The task ends once the clients have delivered what they could within
+/// `settings.drain` and the last status rows are written.
+pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await?;
+    let mut events = SelectAll::new();
+    events.push(deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await?);
+    events.push(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await?);
+    let poke = Arc::new(Notify::new());
+    let (mut fleet, table) = Fleet::new(
+        deps.store.clone(),
+        deps.keys.clone(),
+        deps.settings.clone(),
+        deps.replica.clone(),
+        shutdown.clone(),
+        poke.clone(),
+    );
+    fleet.reload().await?;
+    let reporter = Reporter::new(deps.store.clone(), deps.replica.clone()).spawn(
+        table,
+        poke,
+        deps.settings.status_every,
+        shutdown.clone(),
+    );
+    tracing::info!(replica = %deps.replica, "forwarder started");
+    let resync_every = deps.settings.resync_every;
+    let task = tokio::spawn(async move {
+        let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
+        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut bad_log = RateLimited::new(Duration::from_secs(10));
+        let mut reload_log = RateLimited::new(Duration::from_secs(10));
+        loop {
+            let reload = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                Some(msg) = config_sub.next() => {
+                    let change: Option<ConfigChanged> = serde_json::from_slice(&msg.payload).ok();
+                    // An announcement that does not parse might be a newer kind: reload to be safe.
+                    change.is_none_or(|c| matches!(c.kind, ConfigKind::Connections | ConfigKind::Certificates))
+                }
+                _ = resync.tick() => true,
+                Some(msg) = events.next() => {
+                    match fleet.route(&msg.payload) {
+                        Ok(routed) => {
+                            metrics::counter!("zonecast_forwarder_events_total").increment(1);
+                            metrics::counter!("zonecast_forwarder_routed_total").increment(routed as u64);
+                        }
+                        Err(reason) => {
+                            metrics::counter!("zonecast_forwarder_bad_messages_total").increment(1);
+                            if let Some(held_back) = bad_log.allow() {
+                                tracing::warn!(%reason, subject = %msg.subject, held_back, "event not forwarded");
+                            }
+                        }
+                    }
+                    false
+                }
+                else => break,
+            };
+            if reload {
+                metrics::counter!("zonecast_forwarder_reloads_total").increment(1);
+                if let Err(e) = fleet.reload().await
+                    && let Some(held_back) = reload_log.allow()
+                {
+                    tracing::warn!(error = %e, held_back, "configuration reload failed; keeping the previous one");
+                }
+            }
+        }
+        drop((config_sub, events));
+        let reporter = reporter.await;
+        let table = fleet.finish().await;
+        match reporter {
+            Ok(mut reporter) => reporter.report(&table).await,
+            Err(e) => tracing::error!(error = %e, "forwarder status task failed"),
+        }
+        tracing::info!("forwarder stopped");
+    });
+    Ok(task)
+}
+
+/// Starts the distributed `zonecast-forwarder`: PostgreSQL, NATS and `ZONECAST_SECRET_KEY` (the
+/// API's, to unseal passwords and certificate profiles) are required; `/healthz` and
+/// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
+pub async fn run(config: zonecast_runtime::Config, settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let database_url =
+        config.database_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_DATABASE_URL is required"))?;
+    let nats_url = config.nats_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_NATS_URL is required"))?;
+    let secret = config.secret_key.as_ref().ok_or_else(|| {
+        anyhow::anyhow!("ZONECAST_SECRET_KEY is required (the API's, to unseal passwords and certificate profiles)")
+    })?;
+    let keys = Arc::new(Keys::from_secret(secret)?);
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder").await?;
+    let mut deps = Deps::from_config(&config, store.clone(), bus.clone(), keys);
+    deps.settings = settings;
+    let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
+        let (store, bus) = (store.clone(), bus.clone());
+        Box::pin(async move {
+            let store_ok = store.ping().await.is_ok();
+            let bus_ok = bus.is_connected();
+            (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
+        })
+    });
+    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone()).await?;
+    let bus = deps.bus.clone();
+    let task = start(deps, shutdown).await?;
+    task.await?;
+    bus.drain().await?;
+    Ok(())
+}

@@ -34,18 +34,18 @@ pub enum StartError {
     /// Data directory, keys or credentials.
     #[error("{0}")]
     Setup(String),
-    /// Store could not be opened.
-    #[error("store: {0}")]
-    Store(#[from] zonecast_store::StoreError),
+    /// Store could not be opened (with the cause, which start-up errors may show).
+    #[error("{0}")]
+    Store(String),
     /// Bus could not be connected.
     #[error("bus: {0}")]
-    Bus(#[from] zonecast_bus::BusError),
+    Bus(String),
     /// The API could not start.
     #[error("api: {0}")]
-    Api(#[from] zonecast_api::StartError),
+    Api(String),
     /// The evaluator could not start.
     #[error("evaluator: {0}")]
-    Evaluator(#[from] zonecast_evaluator::StartError),
+    Evaluator(String),
 }
 
 fn key_error(e: impl std::fmt::Display) -> StartError {
@@ -57,6 +57,11 @@ fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
     let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
     let path = dir.join(ADMIN_KEY_FILE);
     match std::fs::read_to_string(&path) {
+        // An empty key would let an empty X-API-Key in as admin (the file can be left empty by
+        // a crash between creating and writing it, or by an operator truncating it).
+        Ok(text) if text.trim().is_empty() => {
+            Err(key_error(format!("admin key file {} is empty; delete it to have a new key generated", path.display())))
+        }
         Ok(text) => Ok((path, Secret::new(text.trim()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = random_base64(24).map_err(key_error)?.replace(['+', '/'], "x");
@@ -94,10 +99,23 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         shutdown.clone(),
     )
     .await?;
-    let ctx = Arc::new(Context::new(&config, store, bus.clone(), Arc::new(keys)));
+    let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
+    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
+    let mut inputs = vec![
+        zonecast_ingestor::start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await?,
+    ];
+    if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(&config).map_err(key_error)? {
+        inputs.push(mqtt.start(publisher.clone(), shutdown.clone()));
+    }
+    let ctx = Arc::new(Context::new(&config, store, bus.clone(), Arc::new(keys)).with_positions(publisher));
     let drain = bus.clone();
     let task = tokio::spawn(async move {
         zonecast_api::serve(ctx, listener, shutdown).await;
+        for input in inputs {
+            if let Err(e) = input.await {
+                tracing::error!(error = %e, "position input task failed");
+            }
+        }
         if let Err(e) = evaluator.await {
             tracing::error!(error = %e, "evaluator task failed");
         }
@@ -106,4 +124,28 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         }
     });
     Ok(AllInOne { http_addr, admin_key_file, bus, task })
+}
+
+impl From<zonecast_store::StoreError> for StartError {
+    fn from(e: zonecast_store::StoreError) -> Self {
+        Self::Store(e.detail())
+    }
+}
+
+impl From<zonecast_bus::BusError> for StartError {
+    fn from(e: zonecast_bus::BusError) -> Self {
+        Self::Bus(e.to_string())
+    }
+}
+
+impl From<zonecast_api::StartError> for StartError {
+    fn from(e: zonecast_api::StartError) -> Self {
+        Self::Api(e.to_string())
+    }
+}
+
+impl From<zonecast_evaluator::StartError> for StartError {
+    fn from(e: zonecast_evaluator::StartError) -> Self {
+        Self::Evaluator(e.to_string())
+    }
 }

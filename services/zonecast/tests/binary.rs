@@ -278,3 +278,14 @@ async fn the_logs_never_show_the_admin_key_or_a_connection_password() {
     assert!(!output.contains(password), "a connection password is in the output:\n{output}");
     assert!(!output.contains("a-wrong-key"), "a presented key is in the output:\n{output}");
 }
+
+#[tokio::test]
+async fn an_empty_admin_key_file_stops_the_start_instead_of_admitting_an_empty_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admin.key");
+    std::fs::write(&file, "\n").unwrap();
+    let (status, stderr) = run_to_failure(dir.path(), &[]).await;
+    assert!(!status.success(), "zonecast started on an empty admin key file");
+    assert!(stderr.contains("admin.key"), "stderr does not name the key file:\n{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+}

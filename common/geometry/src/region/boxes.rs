@@ -10,9 +10,16 @@ use crate::limits::{AABB_PAD_M, BOUNDARY_TOLERANCE_M as EPS, FLAT_Z_BOUND_M};
 use crate::region::primitives::{parallelogram_distance2, segment_distance2_2d};
 use crate::vector::{Vec3, add, cross, dot, scale, sub};
 
+/// Largest `|cos|` between axes that still counts as orthogonal: a rounding-level difference, far
+/// below anything that changes a distance measurably.
+const ORTHOGONAL_COS: f64 = 1e-12;
+
 /// An oriented box with possibly oblique axes.
 #[derive(Clone, Debug)]
 pub(crate) struct Cuboid {
+    /// Whether the axes are orthogonal (to rounding): the box is then a rectangular one and its
+    /// distance is the length of the per-axis excesses.
+    orthogonal: bool,
     origin: Vec3,
     axes: [Vec3; 3],
     extents: [f64; 3],
@@ -27,28 +34,36 @@ impl Cuboid {
             let dual = cross(axes[(i + 1) % 3], axes[(i + 2) % 3]);
             scale(dual, extents[i] / det)
         });
-        Self { origin, axes, extents, edges }
+        let orthogonal = (0..3).all(|i| dot(axes[i], axes[(i + 1) % 3]).abs() <= ORTHOGONAL_COS);
+        Self { orthogonal, origin, axes, extents, edges }
     }
 
-    /// Distance from `p`; 0 inside. Containment is three slab tests; outside, the distance is the
-    /// least distance to the faces `p` is beyond (a convex region's closest point lies on one).
+    /// Distance from `p`; 0 inside. Containment is three slab tests. Outside a rectangular box the
+    /// distance is the length of the per-axis excesses; outside an oblique one it is the least
+    /// distance to the faces `p` is beyond (a convex region's closest point lies on one), measured
+    /// most-violated first so that faces whose plane is already farther can be skipped.
     pub(crate) fn distance(&self, p: Vec3) -> f64 {
         let d = sub(p, self.origin);
         let s = self.axes.map(|a| dot(d, a));
-        if (0..3).all(|i| s[i] >= -EPS && s[i] <= self.extents[i] + EPS) {
+        let excess = [0, 1, 2].map(|i| (-s[i]).max(s[i] - self.extents[i]));
+        if excess.iter().all(|e| *e <= EPS) {
             return 0.0;
         }
+        if self.orthogonal {
+            return excess.iter().map(|e| e.max(0.0) * e.max(0.0)).sum::<f64>().sqrt();
+        }
+        let mut order = [0, 1, 2];
+        order.sort_unstable_by(|a, b| excess[*b].total_cmp(&excess[*a]));
         let mut best = f64::INFINITY;
-        for i in 0..3 {
-            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        for i in order {
             // Faces within the tolerance are measured too: extra faces never make the minimum wrong.
-            if s[i] < EPS {
-                best = best.min(parallelogram_distance2(p, self.origin, self.edges[j], self.edges[k]));
+            if excess[i] <= -EPS || excess[i] * excess[i] >= best {
+                continue;
             }
-            if s[i] > self.extents[i] - EPS {
-                let q = add(self.origin, self.edges[i]);
-                best = best.min(parallelogram_distance2(p, q, self.edges[j], self.edges[k]));
-            }
+            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+            // The face of the slab that `p` is beyond (or nearest, within the tolerance).
+            let q = if 2.0 * s[i] < self.extents[i] { self.origin } else { add(self.origin, self.edges[i]) };
+            best = best.min(parallelogram_distance2(p, q, self.edges[j], self.edges[k]));
         }
         best.sqrt()
     }
@@ -77,6 +92,8 @@ impl Cuboid {
 /// A parallelogram in XY with a corner at `origin`, infinite in z.
 #[derive(Clone, Debug)]
 pub(crate) struct Rect {
+    /// Whether the axes are orthogonal (to rounding): a rectangle.
+    orthogonal: bool,
     origin: [f64; 2],
     /// z of the `bottom_left` row: no part of the region, kept for the centre.
     z: f64,
@@ -92,26 +109,39 @@ impl Rect {
         let det = a * d - b * c;
         // Dual basis: the columns of the inverse of the matrix whose rows are the axes.
         let edges = [[d * extents[0] / det, -c * extents[0] / det], [-b * extents[1] / det, a * extents[1] / det]];
-        Self { origin: [bottom_left[0], bottom_left[1]], z: bottom_left[2], axes: [[a, b], [c, d]], extents, edges }
+        Self {
+            orthogonal: (a * c + b * d).abs() <= ORTHOGONAL_COS,
+            origin: [bottom_left[0], bottom_left[1]],
+            z: bottom_left[2],
+            axes: [[a, b], [c, d]],
+            extents,
+            edges,
+        }
     }
 
-    /// Distance in XY from `p`; 0 inside, whatever the z.
+    /// Distance in XY from `p`; 0 inside, whatever the z. Outside, as for the cuboid: the
+    /// per-axis excesses for a rectangle, else the least distance to the edges `p` is beyond.
     pub(crate) fn distance(&self, p: Vec3) -> f64 {
         let d = [p[0] - self.origin[0], p[1] - self.origin[1]];
         let s = self.axes.map(|a| d[0] * a[0] + d[1] * a[1]);
-        if (0..2).all(|i| s[i] >= -EPS && s[i] <= self.extents[i] + EPS) {
+        let excess = [0, 1].map(|i| (-s[i]).max(s[i] - self.extents[i]));
+        if excess.iter().all(|e| *e <= EPS) {
             return 0.0;
+        }
+        if self.orthogonal {
+            let [x, y] = excess.map(|e| e.max(0.0));
+            return (x * x + y * y).sqrt();
         }
         let q = [p[0], p[1]];
         let mut best = f64::INFINITY;
         for i in 0..2 {
-            let other = self.edges[1 - i];
-            if s[i] < EPS {
-                best = best.min(segment_distance2_2d(q, self.origin, other));
-            }
-            if s[i] > self.extents[i] - EPS {
-                let start = [self.origin[0] + self.edges[i][0], self.origin[1] + self.edges[i][1]];
-                best = best.min(segment_distance2_2d(q, start, other));
+            if excess[i] > -EPS {
+                let start = if 2.0 * s[i] < self.extents[i] {
+                    self.origin
+                } else {
+                    [self.origin[0] + self.edges[i][0], self.origin[1] + self.edges[i][1]]
+                };
+                best = best.min(segment_distance2_2d(q, start, self.edges[1 - i]));
             }
         }
         best.sqrt()

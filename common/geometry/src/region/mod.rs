@@ -8,6 +8,7 @@
 mod boxes;
 mod primitives;
 mod prism;
+
 mod round;
 
 use crate::aabb::Aabb;

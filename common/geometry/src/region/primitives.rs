@@ -43,8 +43,9 @@ pub(crate) fn parallelogram_distance2(p: Vec3, q: Vec3, e1: Vec3, e2: Vec3) -> f
             .min(segment_distance2(p, q, e1))
             .min(segment_distance2(p, far2, e1));
     }
-    let u = (c * r1 - b * r2) / det;
-    let v = (a * r2 - b * r1) / det;
+    let inv = 1.0 / det;
+    let u = (c * r1 - b * r2) * inv;
+    let v = (a * r2 - b * r1) * inv;
     if (0.0..=1.0).contains(&u) && (0.0..=1.0).contains(&v) {
         let r = [0, 1, 2].map(|i| d[i] - u * e1[i] - v * e2[i]);
         return dot(r, r);

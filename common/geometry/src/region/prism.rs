@@ -10,7 +10,7 @@ use crate::limits::{AABB_PAD_M, BOUNDARY_TOLERANCE_M as EPS};
 use crate::polygon::Plane;
 use crate::region::primitives::{crossing_inside, parallelogram_distance2, segment_distance2_2d};
 use crate::simple::{Point2, signed_area};
-use crate::vector::{Vec3, add, cross, dot, norm, scale, sub};
+use crate::vector::{Vec3, add, cross, dot, normalize, scale, sub};
 
 /// A prism over a polygon, prepared for distance queries.
 #[derive(Clone, Debug)]
@@ -26,16 +26,18 @@ pub(crate) struct Prism {
     sweep: Vec3,
     /// Height of the top plane above the base plane, measured along the normal.
     thickness: f64,
-    /// `axis·normal`: how far along the normal one metre along the axis goes.
-    lift: f64,
     /// The axis in 2D plane coordinates: how a point moves in the plane per metre along the axis.
     axis_2d: Point2,
     /// The sweep in 2D plane coordinates: the top polygon is the base ring moved by this.
     sweep_2d: Point2,
-    /// `n` ring vertices (plane coordinates, counter-clockwise), then `n` side-face vectors: for
-    /// edge `k`, the 2D vector `m` such that `(q − ringₖ)·m` is the signed distance to the plane of
-    /// side face `k` of any 3D point whose axial projection onto the base plane is `q`. One
-    /// allocation keeps a prism's data together in memory.
+    /// Unit axes of the plane perpendicular to the axis; `(g1, g2, axis)` is right-handed.
+    g1: Vec3,
+    g2: Vec3,
+    /// `n` ring vertices in base-plane coordinates (counter-clockwise), then the same `n`
+    /// vertices projected along the axis onto the plane perpendicular to it, in `(g1, g2)`
+    /// coordinates. Every side face projects onto an edge of that second ring, so the 2D distance
+    /// to the edge is a lower bound on the distance to the face. One allocation keeps a prism's
+    /// data together in memory.
     data: Vec<Point2>,
 }
 
@@ -57,19 +59,13 @@ impl Prism {
             ring.reverse();
         }
         let lift = dot(axis, plane.normal);
-        let n = ring.len();
-        let mut data = Vec::with_capacity(2 * n);
+        let g1 = least_aligned_perpendicular(axis);
+        let g2 = cross(axis, g1);
+        let mut data = Vec::with_capacity(2 * ring.len());
         data.extend_from_slice(&ring);
-        for k in 0..n {
-            let (a, b) = (ring[k], ring[(k + 1) % n]);
-            let e = [b[0] - a[0], b[1] - a[1]];
-            // The side face spans the 3D edge E and the axis; its outward unit normal is
-            // (E × axis)/|E × axis|. For a point q + t·axis that is lift·(q − a)·(e_y, −e_x) over
-            // |E × axis|: the in-plane right-hand normal of the counter-clockwise edge.
-            let edge_3d = add(scale(plane.u, e[0]), scale(plane.w, e[1]));
-            let area = norm(cross(edge_3d, axis));
-            let k = if area > 0.0 { lift / area } else { 0.0 };
-            data.push([e[1] * k, -e[0] * k]);
+        for q in &ring {
+            let v = add(scale(plane.u, q[0]), scale(plane.w, q[1]));
+            data.push([dot(v, g1), dot(v, g2)]);
         }
         let axis_2d = [dot(axis, plane.u), dot(axis, plane.w)];
         Self {
@@ -79,9 +75,10 @@ impl Prism {
             w: plane.w,
             sweep: scale(axis, height),
             thickness: height * lift,
-            lift,
             axis_2d,
             sweep_2d: axis_2d.map(|c| c * height),
+            g1,
+            g2,
             data,
         }
     }
@@ -97,44 +94,72 @@ impl Prism {
 
     /// Distance from `p`; 0 inside.
     ///
-    /// Containment: `p` is moved along the axis onto the base plane (by its axial height `t`); it
-    /// is inside when `0 ≤ t ≤ height` and the moved point is in the polygon. Outside, the closest
-    /// boundary point lies on a face whose plane `p` is beyond (at a convex edge or vertex the
-    /// outward normals of the faces meeting there span the directions to `p`; a reflex edge is
-    /// never closest), so only those faces are measured: the base cap when `p` is below the base
-    /// plane, the top cap when above the top, and the side quads `p` is outside of. A face whose
-    /// plane is already farther than the best distance so far is skipped.
+    /// Containment: `p` is inside when it lies between the cap planes and its projection along
+    /// the axis falls in the polygon (tested on the projection onto the plane perpendicular to the
+    /// axis, which keeps inside and outside).
+    ///
+    /// Outside, the distance is the least distance to the faces. Each face has a cheap lower
+    /// bound — for a cap, the distance beyond the cap plane; for a side face, also the 2D distance
+    /// from `p`'s perpendicular projection to the face's projected edge — so faces are measured
+    /// smallest bound first and skipped once their bound reaches the best distance so far. A cap
+    /// is measured only when `p` is beyond its plane (the closest point of a face whose plane `p`
+    /// is not beyond is never the closest point of the solid), and settles the answer at once
+    /// when `p`'s foot on the cap plane lies in the cap.
     pub(crate) fn distance(&self, p: Vec3) -> f64 {
         let d = sub(p, self.origin);
         let above_base = dot(d, self.normal);
-        let flat = [dot(d, self.u), dot(d, self.w)];
-        let t = above_base / self.lift;
-        let moved = [flat[0] - t * self.axis_2d[0], flat[1] - t * self.axis_2d[1]];
-        let ring = self.ring();
-        let in_slab = above_base >= -EPS && above_base <= self.thickness + EPS;
-        if in_slab && crossing_inside(moved, ring) {
+        let above_top = above_base - self.thickness;
+        // Distance beyond the slab between the cap planes (negative inside it).
+        let excess = (-above_base).max(above_top);
+        let across_axis = [dot(d, self.g1), dot(d, self.g2)];
+        let n = self.data.len() / 2;
+        let (ring, projected) = self.data.split_at(n);
+        if excess <= EPS && crossing_inside(across_axis, projected) {
             return 0.0;
         }
         let mut best = f64::INFINITY;
-        if above_base < EPS {
-            best = best.min(above_base * above_base + self.ring_distance2(flat));
+        if excess > -EPS {
+            let flat = [dot(d, self.u), dot(d, self.w)];
+            let foot = if -above_base >= above_top {
+                flat
+            } else {
+                [flat[0] - self.sweep_2d[0], flat[1] - self.sweep_2d[1]]
+            };
+            let across = self.ring_distance2(foot);
+            if across == 0.0 {
+                return excess.max(0.0);
+            }
+            best = excess * excess + across;
         }
-        let above_top = above_base - self.thickness;
-        if above_top > -EPS {
-            let on_top = [flat[0] - self.sweep_2d[0], flat[1] - self.sweep_2d[1]];
-            best = best.min(above_top * above_top + self.ring_distance2(on_top));
-        }
-        let n = ring.len();
-        let outward = &self.data[n..];
+        let floor = excess.max(0.0) * excess.max(0.0);
+        let bound = |k: usize| {
+            let (a, b) = (projected[k], projected[(k + 1) % n]);
+            segment_distance2_2d(across_axis, a, [b[0] - a[0], b[1] - a[1]]).max(floor)
+        };
+        let side = |k: usize| {
+            let (a, b) = (ring[k], ring[(k + 1) % n]);
+            let edge = add(scale(self.u, b[0] - a[0]), scale(self.w, b[1] - a[1]));
+            parallelogram_distance2(p, self.corner(a), edge, self.sweep)
+        };
+        // Bounds of up to 16 faces are kept on the stack; larger polygons recompute them.
+        let mut kept = [0.0; 16];
+        let mut closest = (f64::INFINITY, 0);
         for k in 0..n {
-            let a = ring[k];
-            let m = outward[k];
-            let beyond = (moved[0] - a[0]) * m[0] + (moved[1] - a[1]) * m[1];
-            if beyond > -EPS && beyond * beyond < best {
-                let b = ring[(k + 1) % n];
-                let corner = self.corner(a);
-                let edge = add(scale(self.u, b[0] - a[0]), scale(self.w, b[1] - a[1]));
-                best = best.min(parallelogram_distance2(p, corner, edge, self.sweep));
+            let b = bound(k);
+            if let Some(slot) = kept.get_mut(k) {
+                *slot = b;
+            }
+            if b < closest.0 {
+                closest = (b, k);
+            }
+        }
+        if closest.0 < best {
+            best = best.min(side(closest.1));
+        }
+        for k in (0..n).filter(|k| *k != closest.1) {
+            let b = kept.get(k).copied().unwrap_or_else(|| bound(k));
+            if b < best {
+                best = best.min(side(k));
             }
         }
         best.sqrt()
@@ -191,4 +216,12 @@ impl Prism {
     pub(crate) fn heap_bytes(&self) -> usize {
         size_of::<Self>() + self.data.capacity() * size_of::<Point2>()
     }
+}
+
+/// A unit vector perpendicular to unit `v`, from the world axis `v` is least aligned with.
+fn least_aligned_perpendicular(v: Vec3) -> Vec3 {
+    let least = (0..3).min_by(|a, b| v[*a].abs().total_cmp(&v[*b].abs())).unwrap_or(0);
+    let mut world = [0.0; 3];
+    world[least] = 1.0;
+    normalize(cross(v, world)).unwrap_or([1.0, 0.0, 0.0])
 }

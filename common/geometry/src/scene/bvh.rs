@@ -2,11 +2,12 @@
 //!
 //! Each node holds the boxes of its (up to) four children side by side, so one node visit tests
 //! four boxes with straight-line code and no dependent loads; a query descends only into children
-//! its box overlaps. Bounds are `f32` rounded outward — half the bytes of `f64`, so twice as much
-//! of the tree stays in cache — and only prune. Leaves hold up to [`LEAF_SIZE`] items, scanned
-//! with their `f32` boxes; an item is reported only when its exact `f64` box intersects the query,
-//! which the `f32` box settles except within one `f32` ulp of a face, where the exact box (kept in
-//! a parallel array, so it costs no cache traffic otherwise) decides.
+//! its box overlaps. A child is either another node or a single item, so the leaves are part of
+//! the nodes and are tested the same branch-free way. Bounds are `f32` rounded outward — half the
+//! bytes of `f64`, so twice as much of the tree stays in cache. An item is reported only when its
+//! exact `f64` box intersects the query: the `f32` box settles that except within one `f32` ulp of
+//! a face, where the exact box (kept in a parallel array, so it costs no cache traffic otherwise)
+//! decides.
 //!
 //! Built top-down: a node's items are split at the median along the axis of greatest centroid
 //! spread, and each half again, giving four children of about a quarter each, so the depth is at
@@ -14,82 +15,59 @@
 
 use crate::aabb::Aabb;
 
-/// Most items in a leaf.
-const LEAF_SIZE: usize = 8;
-
 /// Traversal stack: a node visit pushes at most 3 more entries than it pops, and the depth is at
 /// most 17 for `u32` item counts, so 3 × 17 + 1 entries suffice.
 const STACK: usize = 64;
 
-/// Child slot marker: an empty slot has inverted bounds, so it never overlaps a query.
-const EMPTY: u32 = u32::MAX;
+/// Flag on a child reference that makes it an item index rather than a node index.
+const ITEM: u32 = 1 << 31;
 
-/// Four child boxes in structure-of-arrays form, with where each child's contents are.
+/// Four child boxes in structure-of-arrays form, with what each child is.
 #[derive(Clone, Copy, Debug)]
 struct Node {
     min: [[f32; 4]; 3],
     max: [[f32; 4]; 3],
-    /// Inner child: its node index. Leaf child: index of its first item.
+    /// A node index, or an item index with [`ITEM`] set. Unused slots have inverted bounds, so
+    /// they never overlap a query.
     child: [u32; 4],
-    /// 0 for an inner child, the item count for a leaf, [`EMPTY`] for an unused slot.
-    count: [u32; 4],
 }
 
 impl Node {
     const fn empty() -> Self {
-        Self {
-            min: [[f32::INFINITY; 4]; 3],
-            max: [[f32::NEG_INFINITY; 4]; 3],
-            child: [0; 4],
-            count: [EMPTY; 4],
-        }
+        Self { min: [[f32::INFINITY; 4]; 3], max: [[f32::NEG_INFINITY; 4]; 3], child: [0; 4] }
     }
-}
-
-/// An item's box rounded outward to `f32`, with the caller's id.
-#[derive(Clone, Copy, Debug)]
-struct Item {
-    min: [f32; 3],
-    max: [f32; 3],
-    id: u32,
 }
 
 /// Boxes with caller ids, indexed for box-overlap queries.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bvh {
     nodes: Vec<Node>,
-    items: Vec<Item>,
-    /// Exact boxes, parallel to `items`.
+    /// Caller ids of the items, in leaf order.
+    ids: Vec<u32>,
+    /// Exact boxes, parallel to `ids`.
     exact: Vec<Aabb>,
-}
-
-/// A query box in both precisions.
-struct Query<'a> {
-    exact: &'a Aabb,
-    min: [f32; 3],
-    max: [f32; 3],
 }
 
 impl Bvh {
     /// Indexes `boxes` (id, box).
+    ///
+    /// # Panics
+    ///
+    /// With `2³¹` boxes or more.
     pub(crate) fn build(boxes: impl IntoIterator<Item = (u32, Aabb)>) -> Self {
         let mut all: Vec<(u32, Aabb)> = boxes.into_iter().collect();
+        assert!(all.len() < ITEM as usize, "a hierarchy holds fewer than 2^31 boxes");
         let mut nodes = Vec::new();
         if !all.is_empty() {
             build_node(&mut nodes, &mut all, 0);
         }
         nodes.shrink_to_fit();
-        let items = all
-            .iter()
-            .map(|(id, b)| Item { min: b.min.map(round_down), max: b.max.map(round_up), id: *id })
-            .collect();
-        let exact = all.iter().map(|(_, b)| *b).collect();
-        Self { nodes, items, exact }
+        Self { nodes, ids: all.iter().map(|(id, _)| *id).collect(), exact: all.iter().map(|(_, b)| *b).collect() }
     }
 
     /// The ids in leaf order: items that are near each other in space are near in this order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.items.iter().map(|item| item.id)
+        self.ids.iter().copied()
     }
 
     /// Appends to `out` the id of every item whose box intersects `query` (closed boxes).
@@ -97,40 +75,33 @@ impl Bvh {
         if self.nodes.is_empty() {
             return;
         }
-        let q = Query { exact: query, min: query.min.map(round_down), max: query.max.map(round_up) };
+        let qmin = query.min.map(round_down);
+        let qmax = query.max.map(round_up);
         let mut stack = [0u32; STACK];
         let mut depth = 1;
         while depth > 0 {
             depth -= 1;
             let node = &self.nodes[stack[depth] as usize];
-            let mut hits = overlaps(node, &q);
+            let mut hits = overlaps(node, qmin, qmax);
             while hits != 0 {
                 let c = hits.trailing_zeros() as usize;
                 hits &= hits - 1;
-                if node.count[c] == 0 {
-                    stack[depth] = node.child[c];
+                let child = node.child[c];
+                if child & ITEM == 0 {
+                    stack[depth] = child;
                     depth += 1;
-                } else {
-                    self.scan_leaf(node.child[c] as usize, node.count[c] as usize, &q, out);
+                    continue;
                 }
-            }
-        }
-    }
-
-    fn scan_leaf(&self, first: usize, count: usize, q: &Query<'_>, out: &mut Vec<usize>) {
-        for (k, item) in self.items[first..first + count].iter().enumerate() {
-            let near = (0..3).fold(true, |acc, i| acc & (item.min[i] <= q.max[i]) & (q.min[i] <= item.max[i]));
-            if !near {
-                continue;
-            }
-            // The exact bound lies between the stored f32 bound and the next f32 inward, so the
-            // exact box is needed only when the query ends within that one-ulp band (rare).
-            let sure = (0..3).fold(true, |acc, i| {
-                acc & (f64::from(item.min[i].next_up()) <= q.exact.max[i])
-                    & (q.exact.min[i] <= f64::from(item.max[i].next_down()))
-            });
-            if sure || self.exact[first + k].intersects(q.exact) {
-                out.push(item.id as usize);
+                let item = (child & !ITEM) as usize;
+                // The exact bound lies between the stored f32 bound and the next f32 inward, so
+                // the exact box is needed only when the query ends within that band (rare).
+                let sure = (0..3).fold(true, |acc, i| {
+                    acc & (f64::from(node.min[i][c].next_up()) <= query.max[i])
+                        & (query.min[i] <= f64::from(node.max[i][c].next_down()))
+                });
+                if sure || self.exact[item].intersects(query) {
+                    out.push(self.ids[item] as usize);
+                }
             }
         }
     }
@@ -138,18 +109,18 @@ impl Bvh {
     /// Bytes held by the node and item arrays.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * size_of::<Node>()
-            + self.items.capacity() * size_of::<Item>()
+            + self.ids.capacity() * size_of::<u32>()
             + self.exact.capacity() * size_of::<Aabb>()
     }
 }
 
-/// Which of the node's four children overlap the query, as a bit mask, computed without branches.
+/// Which of the node's four children overlap the query box, as a bit mask, without branches.
 #[inline]
-fn overlaps(node: &Node, q: &Query<'_>) -> u32 {
+fn overlaps(node: &Node, qmin: [f32; 3], qmax: [f32; 3]) -> u32 {
     let mut hit = [true; 4];
     for axis in 0..3 {
         for c in 0..4 {
-            hit[c] &= (node.min[axis][c] <= q.max[axis]) & (q.min[axis] <= node.max[axis][c]);
+            hit[c] &= (node.min[axis][c] <= qmax[axis]) & (qmin[axis] <= node.max[axis][c]);
         }
     }
     u32::from(hit[0]) | u32::from(hit[1]) << 1 | u32::from(hit[2]) << 2 | u32::from(hit[3]) << 3
@@ -159,38 +130,32 @@ fn overlaps(node: &Node, q: &Query<'_>) -> u32 {
 fn build_node(nodes: &mut Vec<Node>, items: &mut [(u32, Aabb)], offset: usize) -> u32 {
     let at = nodes.len();
     nodes.push(Node::empty());
-    // Two rounds of median splits give up to four groups; a group small enough stays a leaf.
-    let mut groups: Vec<(usize, usize)> = Vec::with_capacity(4);
-    let halves = if items.len() > LEAF_SIZE { split_at_median(items) } else { items.len() };
-    for (start, end) in [(0, halves), (halves, items.len())] {
-        if end - start > LEAF_SIZE {
-            let mid = start + split_at_median(&mut items[start..end]);
-            groups.extend([(start, mid), (mid, end)]);
-        } else if end > start {
-            groups.push((start, end));
-        }
-    }
+    // Up to four items become the children; more are split in two rounds of median splits.
+    let groups: Vec<(usize, usize)> = if items.len() <= 4 {
+        (0..items.len()).map(|i| (i, i + 1)).collect()
+    } else {
+        let half = split_at_median(items);
+        let first = split_at_median(&mut items[..half]);
+        let second = half + split_at_median(&mut items[half..]);
+        vec![(0, first), (first, half), (half, second), (second, items.len())]
+    };
     for (slot, (start, end)) in groups.into_iter().enumerate() {
         let group = &mut items[start..end];
         let bounds = group.iter().skip(1).fold(group[0].1, |b, (_, item)| b.union(item));
-        let (child, count) = if group.len() > LEAF_SIZE {
-            (build_node(nodes, group, offset + start), 0)
-        } else {
-            ((offset + start) as u32, group.len() as u32)
-        };
+        let child =
+            if group.len() == 1 { (offset + start) as u32 | ITEM } else { build_node(nodes, group, offset + start) };
         let node = &mut nodes[at];
         for axis in 0..3 {
             node.min[axis][slot] = round_down(bounds.min[axis]);
             node.max[axis][slot] = round_up(bounds.max[axis]);
         }
         node.child[slot] = child;
-        node.count[slot] = count;
     }
     at as u32
 }
 
-/// Reorders `items` so the first half has the lower centroids along the axis of greatest centroid
-/// spread; returns the size of that half.
+/// Reorders `items` (at least 2) so the first half has the lower centroids along the axis of
+/// greatest centroid spread; returns the size of that half.
 fn split_at_median(items: &mut [(u32, Aabb)]) -> usize {
     let centres =
         Aabb::enclosing(items.iter().map(|(_, b)| b.centre())).unwrap_or(Aabb { min: [0.0; 3], max: [0.0; 3] });
@@ -224,7 +189,8 @@ mod tests {
 
     fn depth(bvh: &Bvh, at: usize) -> usize {
         let node = bvh.nodes[at];
-        1 + (0..4).filter(|c| node.count[*c] == 0).map(|c| depth(bvh, node.child[c] as usize)).max().unwrap_or(0)
+        let inner = (0..4).filter(|c| node.min[0][*c] <= node.max[0][*c] && node.child[*c] & ITEM == 0);
+        1 + inner.map(|c| depth(bvh, node.child[c] as usize)).max().unwrap_or(0)
     }
 
     #[test]
@@ -257,7 +223,7 @@ mod tests {
     #[test]
     fn depth_is_logarithmic_even_for_identical_boxes() {
         let bvh = Bvh::build((0..4096).map(|i| (i, unit_box(0.0))));
-        assert!(depth(&bvh, 0) <= 6, "{}", depth(&bvh, 0));
+        assert!(depth(&bvh, 0) <= 7, "{}", depth(&bvh, 0));
         let mut out = Vec::new();
         bvh.query(&unit_box(0.0), &mut out);
         assert_eq!(out.len(), 4096);

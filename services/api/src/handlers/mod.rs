@@ -53,8 +53,9 @@ pub async fn dispatch(
         Op::CreateCertificate => certificates::create(ctx, &body).await,
         Op::UpdateCertificate => certificates::update(ctx, id("certificate profile")?, &body).await,
         Op::DeleteCertificate => certificates::delete(ctx, id("certificate profile")?).await,
+        Op::Positions => system::positions(ctx, &body).await,
         Op::Token => system::token(ctx, headers, &body),
-        Op::OpenApi => Ok(system::openapi()),
+        Op::OpenApi => Ok(system::openapi(ctx)),
         Op::Health => Ok(system::health(ctx).await),
         Op::Metrics => Ok(system::metrics(ctx)),
     }

@@ -40,9 +40,22 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
     Ok(reply::ok(&json!({"access_token": token, "token_type": "Bearer", "expires_in": expires_in})))
 }
 
-/// `GET /v3/openapi.json`.
-pub fn openapi() -> Response {
-    reply::ok(&crate::openapi::document())
+/// `GET /v3/openapi.json`: the routes this listener answers.
+pub fn openapi(ctx: &Context) -> Response {
+    reply::ok(&crate::openapi::document(ctx.routes()))
+}
+
+/// `POST /v3/positions` (all-in-one): answered per element; 503 when the bus cannot take them.
+pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
+    let Some(publisher) = &ctx.positions else {
+        return Err(ApiError::NotFound("no route /v3/positions".into()));
+    };
+    let payload = body::json(body)?;
+    if !payload.is_object() && !payload.is_array() {
+        return Err(ApiError::Malformed("request body must be a JSON object or array".into()));
+    }
+    let results = publisher.accept(&payload, "http").await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    Ok(reply::ok(&zonecast_ingest::answer(&results)))
 }
 
 /// `GET /healthz`: 200 when the store answers and the bus is connected, else 503.

@@ -1,0 +1,242 @@
+//! The forwarder's connections: the routing table, one outbox and client per connection, and
+//! reloading both from the store. A reload starts added connections, stops removed ones,
+//! restarts those whose client settings (host, port, TLS, profile, credentials) changed, and
+//! only re-routes those whose topics alone changed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use uuid::Uuid;
+use zonecast_model::format_id;
+use zonecast_runtime::{Keys, Shutdown};
+use zonecast_store::{Store, StoreError, StoredCertificate};
+
+use crate::Settings;
+use crate::endpoint::{self, Key, MAX_PAYLOAD};
+use crate::link::{Link, Shared};
+use crate::outbox::Message;
+use crate::router::Router;
+use crate::status::Table;
+
+/// What a reload does to the running clients.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// New connections.
+    pub start: Vec<Uuid>,
+    /// Connections whose client settings changed.
+    pub restart: Vec<Uuid>,
+    /// Connections that are gone.
+    pub stop: Vec<Uuid>,
+}
+
+/// Compares the running clients' keys with the wanted ones. Pure; order follows `wanted`
+/// (and, for `stop`, is sorted).
+pub fn plan<K: PartialEq>(current: &HashMap<Uuid, K>, wanted: &[(Uuid, K)]) -> Plan {
+    let mut plan = Plan::default();
+    for (id, key) in wanted {
+        match current.get(id) {
+            None => plan.start.push(*id),
+            Some(old) if old != key => plan.restart.push(*id),
+            Some(_) => {}
+        }
+    }
+    plan.stop = current.keys().filter(|id| !wanted.iter().any(|(w, _)| w == *id)).copied().collect();
+    plan.stop.sort_unstable();
+    plan
+}
+
+/// One connection: what its client was built from, its outbox, and its client if it has one.
+struct Entry {
+    key: Key,
+    shared: Arc<Shared>,
+    link: Option<Link>,
+}
+
+/// Why an event was not routed.
+#[derive(Debug, thiserror::Error)]
+pub enum BadEvent {
+    /// The payload does not parse.
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// It parses but is no event envelope.
+    #[error("not a JSON object")]
+    NotObject,
+}
+
+/// Every connection of this replica.
+pub struct Fleet {
+    store: Arc<dyn Store>,
+    keys: Arc<Keys>,
+    settings: Settings,
+    replica: String,
+    shutdown: Shutdown,
+    poke: Arc<Notify>,
+    table: watch::Sender<Table>,
+    router: Router,
+    /// Outboxes in router order.
+    outboxes: Vec<Arc<Shared>>,
+    entries: HashMap<Uuid, Entry>,
+    /// Clients told to stop and not yet awaited.
+    retired: Vec<Link>,
+}
+
+impl Fleet {
+    /// An empty fleet; [`Fleet::reload`] fills it. `poke` wakes the status reporter.
+    pub fn new(
+        store: Arc<dyn Store>,
+        keys: Arc<Keys>,
+        settings: Settings,
+        replica: String,
+        shutdown: Shutdown,
+        poke: Arc<Notify>,
+    ) -> (Self, watch::Receiver<Table>) {
+        let (table, reader) = watch::channel(Table::default());
+        let fleet = Self {
+            store,
+            keys,
+            settings,
+            replica,
+            shutdown,
+            poke,
+            table,
+            router: Router::default(),
+            outboxes: Vec::new(),
+            entries: HashMap::new(),
+            retired: Vec::new(),
+        };
+        (fleet, reader)
+    }
+
+    /// Reads every connection and the certificate profiles they use and brings the clients and
+    /// routes in line. On a store error nothing changes.
+    pub async fn reload(&mut self) -> Result<(), StoreError> {
+        let stored = self.store.list_connections().await?;
+        let mut certificates: HashMap<Uuid, Option<StoredCertificate>> = HashMap::new();
+        for s in stored.iter().filter(|s| s.connection.tls) {
+            let Some(profile) = s.connection.certificate_profile_id else { continue };
+            if certificates.contains_key(&profile) {
+                continue;
+            }
+            let certificate = match self.store.get_certificate(profile).await {
+                Ok(c) => Some(c),
+                Err(StoreError::NotFound { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            certificates.insert(profile, certificate);
+        }
+        let certificate_of =
+            |s: &zonecast_store::StoredConnection| s.connection.certificate_profile_id.and_then(|p| certificates.get(&p)?.as_ref());
+        let wanted: Vec<(Uuid, Key)> =
+            stored.iter().map(|s| (s.connection.id, Key::of(s, certificate_of(s)))).collect();
+        let current: HashMap<Uuid, Key> = self.entries.iter().map(|(id, e)| (*id, e.key.clone())).collect();
+        let plan = plan(&current, &wanted);
+
+        for id in &plan.stop {
+            if let Some(link) = self.entries.remove(id).and_then(|e| e.link) {
+                link.stop();
+                self.retired.push(link);
+            }
+        }
+        for s in stored.iter().filter(|s| plan.start.contains(&s.connection.id) || plan.restart.contains(&s.connection.id)) {
+            let id = s.connection.id;
+            let shared = match self.entries.remove(&id) {
+                Some(Entry { shared, link, .. }) => {
+                    if let Some(link) = link {
+                        link.stop();
+                        self.retired.push(link);
+                    }
+                    shared
+                }
+                None => Shared::new(&self.settings, self.poke.clone()),
+            };
+            let certificate = certificate_of(s);
+            let client_id = endpoint::client_id(&self.replica, id);
+            let link = match endpoint::options(s, certificate, &self.keys, client_id, &self.settings) {
+                Ok(options) => {
+                    let name = format!("{} ({}:{})", format_id(&id), s.connection.host, s.connection.port);
+                    Some(Link::spawn(shared.clone(), options, &self.settings, &self.shutdown, name))
+                }
+                Err(error) => {
+                    tracing::warn!(connection = %format_id(&id), %error, "MQTT connection cannot be started");
+                    shared.fail(error);
+                    None
+                }
+            };
+            self.entries.insert(id, Entry { key: Key::of(s, certificate), shared, link });
+        }
+        self.retired.retain(|link| !link.is_finished());
+
+        let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection));
+        for skip in skipped {
+            tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, error = %skip.error,
+                "stored filter chain does not compile; topic skipped");
+        }
+        self.outboxes = router.connections().filter_map(|id| self.entries.get(&id).map(|e| e.shared.clone())).collect();
+        self.router = router;
+        let table: Vec<(Uuid, Arc<Shared>)> = self.entries.iter().map(|(id, e)| (*id, e.shared.clone())).collect();
+        self.table.send_replace(Arc::new(table));
+        tracing::info!(
+            connections = self.entries.len(),
+            started = plan.start.len(),
+            restarted = plan.restart.len(),
+            stopped = plan.stop.len(),
+            "forwarder configuration loaded"
+        );
+        Ok(())
+    }
+
+    /// Routes one bus message to the outboxes of the topics it matches; returns how many.
+    pub fn route(&self, payload: &Bytes) -> Result<usize, BadEvent> {
+        let event: Value = serde_json::from_slice(payload)?;
+        if !event.is_object() {
+            return Err(BadEvent::NotObject);
+        }
+        let mut count = 0;
+        for (index, topic) in self.router.route_indexed(&event) {
+            let Some(shared) = self.outboxes.get(index) else { continue };
+            count += 1;
+            if payload.len() > MAX_PAYLOAD {
+                shared.count_dropped();
+                continue;
+            }
+            shared.push(Message { topic: topic.clone(), payload: payload.clone() });
+        }
+        Ok(count)
+    }
+
+    /// Stops every client, letting each deliver what it holds for up to `settings.drain`,
+    /// and returns the connections for the final status round.
+    pub async fn finish(mut self) -> Table {
+        let table = self.table.borrow().clone();
+        let links = self.entries.drain().filter_map(|(_, e)| e.link).chain(self.retired.drain(..));
+        futures::future::join_all(links.map(Link::finish)).await;
+        table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn new_changed_and_removed_connections_are_told_apart() {
+        let current: HashMap<Uuid, u32> = [(id(1), 10), (id(2), 20), (id(3), 30)].into();
+        let wanted = [(id(4), 40), (id(2), 21), (id(1), 10)];
+        let p = plan(&current, &wanted);
+        assert_eq!(p, Plan { start: vec![id(4)], restart: vec![id(2)], stop: vec![id(3)] });
+    }
+
+    #[test]
+    fn an_unchanged_configuration_changes_nothing() {
+        let current: HashMap<Uuid, u32> = [(id(1), 10), (id(2), 20)].into();
+        assert_eq!(plan(&current, &[(id(2), 20), (id(1), 10)]), Plan::default());
+        assert_eq!(plan(&HashMap::<Uuid, u32>::new(), &[]), Plan::default());
+    }
+}

@@ -1,0 +1,314 @@
+//! One connection's MQTT client: its outbox shared with the bus consumer, and the task that
+//! polls the client's event loop, reconnects with backoff and tells the outbox what the
+//! broker acknowledged.
+//!
+//! The bus consumer never waits here: [`Shared::push`] takes a short lock, queues the message
+//! and, while connected and the in-flight window has room, hands it to the client with a
+//! non-blocking `try_publish` (the client's request channel is larger than the window, so it
+//! cannot be full). A dead, slow or refusing broker only fills this connection's outbox.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::Settings;
+use crate::backoff::Backoff;
+use crate::outbox::{Message, Outbox};
+
+/// A connection that stays up this long resets the reconnect backoff.
+const STABLE: Duration = Duration::from_secs(1);
+
+/// What the status reporter reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Connected now.
+    pub connected: bool,
+    /// Last connection error, if any.
+    pub last_error: Option<String>,
+    /// Acknowledged by the broker.
+    pub forwarded: u64,
+    /// Given up on.
+    pub dropped: u64,
+    /// Waiting or in flight.
+    pub queued: u64,
+}
+
+struct Inner {
+    outbox: Outbox,
+    /// The client of the running generation, while it is connected.
+    client: Option<AsyncClient>,
+    /// Bumped whenever the client is replaced, so a stopping task cannot touch its successor's
+    /// state.
+    generation: u64,
+    last_error: Option<String>,
+}
+
+/// The state of one connection that outlives its clients: the outbox, counters and last error.
+pub struct Shared {
+    inner: Mutex<Inner>,
+    /// Poked on connect and disconnect so the status is written at once.
+    status: Arc<Notify>,
+}
+
+impl Shared {
+    /// An empty outbox bounded by `settings`.
+    pub fn new(settings: &Settings, status: Arc<Notify>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Mutex::new(Inner {
+                outbox: Outbox::new(settings.queue, usize::from(settings.window)),
+                client: None,
+                generation: 0,
+                last_error: None,
+            }),
+            status,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every critical section leaves the outbox consistent, so a panic elsewhere while the
+        // lock was held leaves nothing to repair.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `message` and, if the client can take it now, hands it over. Never waits.
+    pub fn push(&self, message: Message) {
+        let mut inner = self.lock();
+        inner.outbox.push(message);
+        inner.pump();
+    }
+
+    /// Counts a message that was never queued (too large to send).
+    pub fn count_dropped(&self) {
+        self.lock().outbox.count_dropped();
+    }
+
+    /// The figures for the status row and metrics.
+    pub fn snapshot(&self) -> Snapshot {
+        let inner = self.lock();
+        Snapshot {
+            connected: inner.outbox.is_connected(),
+            last_error: inner.last_error.clone(),
+            forwarded: inner.outbox.forwarded(),
+            dropped: inner.outbox.dropped(),
+            queued: inner.outbox.held() as u64,
+        }
+    }
+
+    /// A new client generation takes over: the previous one no longer counts as connected.
+    fn begin(&self) -> u64 {
+        let mut inner = self.lock();
+        inner.generation += 1;
+        inner.outbox.on_disconnected();
+        inner.client = None;
+        inner.generation
+    }
+
+    /// Marks the connection as unusable without a client (bad profile, unreadable password).
+    pub fn fail(&self, error: String) {
+        let generation = self.begin();
+        self.disconnected(generation, Some(error));
+    }
+
+    /// Runs `f` on the state if `generation` is still the current one.
+    fn current(&self, generation: u64, f: impl FnOnce(&mut Inner)) {
+        let mut inner = self.lock();
+        if inner.generation == generation {
+            f(&mut inner);
+        }
+    }
+
+    fn connected(&self, generation: u64, client: &AsyncClient) {
+        self.current(generation, |inner| {
+            inner.client = Some(client.clone());
+            inner.outbox.on_connected();
+            inner.pump();
+        });
+        self.status.notify_one();
+    }
+
+    fn disconnected(&self, generation: u64, error: Option<String>) {
+        self.current(generation, |inner| {
+            inner.client = None;
+            inner.outbox.on_disconnected();
+            if error.is_some() {
+                inner.last_error = error;
+            }
+        });
+        self.status.notify_one();
+    }
+
+    fn written(&self, generation: u64, pkid: u16) {
+        self.current(generation, |inner| inner.outbox.on_written(pkid));
+    }
+
+    fn acked(&self, generation: u64, pkid: u16) {
+        self.current(generation, |inner| {
+            inner.outbox.on_acked(pkid);
+            inner.pump();
+        });
+    }
+
+    fn is_empty(&self, generation: u64) -> bool {
+        let inner = self.lock();
+        inner.generation != generation || inner.outbox.held() == 0
+    }
+}
+
+impl Inner {
+    /// Hands messages to the client while the outbox allows.
+    fn pump(&mut self) {
+        let Some(client) = &self.client else { return };
+        while let Some(message) = self.outbox.next_to_send() {
+            if client.try_publish(&*message.topic, QoS::AtLeastOnce, false, message.payload.to_vec()).is_err() {
+                // The event loop is gone or behind; the message waits for the next pump.
+                self.outbox.give_back();
+                break;
+            }
+        }
+    }
+}
+
+/// The running client of one connection: stop it to replace or remove it.
+pub struct Link {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Link {
+    /// Starts a client generation for `shared` with `options`. `stop` ends it at once;
+    /// `shutdown` (the service's) first gives it `settings.drain` to deliver what it holds.
+    pub fn spawn(
+        shared: Arc<Shared>,
+        options: MqttOptions,
+        settings: &Settings,
+        shutdown: &CancellationToken,
+        log_name: String,
+    ) -> Self {
+        let stop = shutdown.child_token();
+        let generation = shared.begin();
+        let task = tokio::spawn(run(
+            shared,
+            generation,
+            options,
+            settings.clone(),
+            Stops { stop: stop.clone(), shutdown: shutdown.clone() },
+            log_name,
+        ));
+        Self { stop, task }
+    }
+
+    /// Stops the client without waiting for it.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Whether the client task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops the client and waits until it has let go of the broker.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "forwarder connection task failed");
+        }
+    }
+}
+
+struct Stops {
+    /// This client only.
+    stop: CancellationToken,
+    /// The whole service (a parent of `stop`).
+    shutdown: CancellationToken,
+}
+
+async fn run(shared: Arc<Shared>, generation: u64, options: MqttOptions, settings: Settings, stops: Stops, name: String) {
+    let (client, mut eventloop) = AsyncClient::new(options, usize::from(settings.window) + 16);
+    let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
+    let mut connected_at: Option<Instant> = None;
+    loop {
+        let polled = tokio::select! {
+            biased;
+            () = stops.stop.cancelled() => break,
+            polled = eventloop.poll() => polled,
+        };
+        match polled {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                tracing::info!(connection = %name, "MQTT broker connected");
+                connected_at = Some(Instant::now());
+                shared.connected(generation, &client);
+            }
+            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.written(generation, pkid),
+            Ok(Event::Incoming(Packet::PubAck(ack))) => shared.acked(generation, ack.pkid),
+            Ok(_) => {}
+            Err(error) => {
+                if connected_at.take().is_some_and(|at| at.elapsed() >= STABLE) {
+                    backoff.reset();
+                }
+                let text = describe(&error);
+                tracing::warn!(connection = %name, error = %text, "MQTT connection failed; will retry");
+                shared.disconnected(generation, Some(text));
+                forget_in_flight(&mut eventloop);
+                let delay = backoff.next_delay();
+                tokio::select! {
+                    biased;
+                    () = stops.stop.cancelled() => break,
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+        }
+    }
+    if stops.shutdown.is_cancelled() && connected_at.is_some() {
+        deliver_rest(&shared, generation, &mut eventloop, settings.drain).await;
+    }
+    shared.disconnected(generation, None);
+    if connected_at.is_some() && client.try_disconnect().is_ok() {
+        // Sends DISCONNECT so the broker drops the session at once; bounded, as the broker may
+        // be the reason we are stopping.
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            while let Ok(event) = eventloop.poll().await {
+                if event == Event::Outgoing(Outgoing::Disconnect) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    tracing::debug!(connection = %name, "MQTT client stopped");
+}
+
+/// After a connection error: the client must not resend anything on its own (the outbox has
+/// put every unacknowledged message back in its queue), nor report events of the old session.
+fn forget_in_flight(eventloop: &mut EventLoop) {
+    eventloop.clean();
+    eventloop.pending.clear();
+    eventloop.state.events.clear();
+}
+
+/// On service shutdown: keep the connection going until the outbox is empty or `limit` passed.
+async fn deliver_rest(shared: &Shared, generation: u64, eventloop: &mut EventLoop, limit: Duration) {
+    let _ = tokio::time::timeout(limit, async {
+        while !shared.is_empty(generation) {
+            match eventloop.poll().await {
+                Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.written(generation, pkid),
+                Ok(Event::Incoming(Packet::PubAck(ack))) => shared.acked(generation, ack.pkid),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    })
+    .await;
+}
+
+/// The error as shown in status and logs: what failed, never a secret (none of these carry one).
+fn describe(error: &ConnectionError) -> String {
+    match error {
+        ConnectionError::ConnectionRefused(code) => format!("broker refused the connection: {code:?}"),
+        ConnectionError::NetworkTimeout => "no answer from the broker in time".to_owned(),
+        other => other.to_string(),
+    }
+}

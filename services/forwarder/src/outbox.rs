@@ -1,0 +1,306 @@
+//! One connection's bounded outbox: messages waiting for the broker and messages handed to the
+//! MQTT client but not yet acknowledged. Pure state, no I/O: the link feeds it client events.
+//!
+//! A message stays here until the broker's PUBACK, so a connection that drops loses nothing it
+//! held: the unacknowledged messages go back to the front of the queue, in order, and are sent
+//! again on the next connection (at least once; a message the broker had received but not yet
+//! acknowledged arrives twice). The bound covers both parts; when full, the oldest message is
+//! dropped and counted.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// One event for one topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// MQTT topic.
+    pub topic: Arc<str>,
+    /// The event JSON as it came from the bus.
+    pub payload: Bytes,
+}
+
+/// A message handed to the client; `pkid` once the client has written it.
+#[derive(Debug)]
+struct InFlight {
+    pkid: Option<u16>,
+    message: Message,
+}
+
+/// The queue and in-flight window of one connection, with its counters.
+#[derive(Debug)]
+pub struct Outbox {
+    capacity: usize,
+    window: usize,
+    connected: bool,
+    queue: VecDeque<Message>,
+    /// Oldest first; the first `written` entries have packet ids.
+    in_flight: VecDeque<InFlight>,
+    written: usize,
+    forwarded: u64,
+    dropped: u64,
+}
+
+impl Outbox {
+    /// Holds at most `capacity` messages (at least 1), of which at most `window` (at least 1,
+    /// at most `capacity`) are handed to the client at a time.
+    pub fn new(capacity: usize, window: usize) -> Self {
+        let capacity = capacity.max(1);
+        Self {
+            capacity,
+            window: window.clamp(1, capacity),
+            connected: false,
+            queue: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            written: 0,
+            forwarded: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Adds a message. When the outbox is full the oldest waiting message is dropped, or this
+    /// one if every held message is already in flight.
+    pub fn push(&mut self, message: Message) {
+        if self.held() >= self.capacity {
+            self.dropped += 1;
+            if self.queue.pop_front().is_none() {
+                return;
+            }
+        }
+        self.queue.push_back(message);
+    }
+
+    /// The next message to hand to the client: while connected and the window has room. It
+    /// counts as in flight from now on; call [`Outbox::give_back`] if the client refused it.
+    pub fn next_to_send(&mut self) -> Option<Message> {
+        if !self.connected || self.in_flight.len() >= self.window {
+            return None;
+        }
+        let message = self.queue.pop_front()?;
+        self.in_flight.push_back(InFlight { pkid: None, message: message.clone() });
+        Some(message)
+    }
+
+    /// The client did not take the last message from [`Outbox::next_to_send`]: it waits again,
+    /// first in line.
+    pub fn give_back(&mut self) {
+        if self.in_flight.len() > self.written
+            && let Some(entry) = self.in_flight.pop_back()
+        {
+            self.queue.push_front(entry.message);
+        }
+    }
+
+    /// The client wrote the oldest unwritten in-flight message with packet id `pkid` (clients
+    /// write in the order they were handed messages).
+    pub fn on_written(&mut self, pkid: u16) {
+        if let Some(entry) = self.in_flight.get_mut(self.written) {
+            entry.pkid = Some(pkid);
+            self.written += 1;
+        }
+    }
+
+    /// The broker acknowledged `pkid`: that message is delivered. Returns false for an
+    /// unknown packet id.
+    pub fn on_acked(&mut self, pkid: u16) -> bool {
+        let Some(index) = self.in_flight.iter().take(self.written).position(|e| e.pkid == Some(pkid)) else {
+            return false;
+        };
+        self.in_flight.remove(index);
+        self.written -= 1;
+        self.forwarded += 1;
+        true
+    }
+
+    /// A connection is up: messages may be handed out.
+    pub fn on_connected(&mut self) {
+        self.connected = true;
+    }
+
+    /// The connection is gone (or the client replaced): everything not acknowledged waits
+    /// again, oldest first, ahead of newer messages.
+    pub fn on_disconnected(&mut self) {
+        self.connected = false;
+        while let Some(entry) = self.in_flight.pop_back() {
+            self.queue.push_front(entry.message);
+        }
+        self.written = 0;
+    }
+
+    /// Whether messages may be handed out.
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// Messages held: waiting plus in flight.
+    pub fn held(&self) -> usize {
+        self.queue.len() + self.in_flight.len()
+    }
+
+    /// Messages acknowledged by the broker.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded
+    }
+
+    /// Messages given up on (overflow, or refused before sending).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Counts a message given up on outside [`Outbox::push`].
+    pub fn count_dropped(&mut self) {
+        self.dropped += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn msg(n: u32) -> Message {
+        Message { topic: Arc::from("t"), payload: Bytes::from(n.to_string()) }
+    }
+
+    fn num(m: &Message) -> u32 {
+        std::str::from_utf8(&m.payload).unwrap().parse().unwrap()
+    }
+
+    fn drain(outbox: &mut Outbox, pkid: &mut u16) -> Vec<u32> {
+        let mut sent = Vec::new();
+        while let Some(m) = outbox.next_to_send() {
+            *pkid += 1;
+            outbox.on_written(*pkid);
+            sent.push(num(&m));
+        }
+        sent
+    }
+
+    #[test]
+    fn nothing_is_handed_out_until_connected_and_then_only_a_window_at_a_time() {
+        let mut o = Outbox::new(10, 2);
+        (1..=4).for_each(|n| o.push(msg(n)));
+        assert_eq!(o.next_to_send(), None);
+        o.on_connected();
+        let mut pkid = 0;
+        assert_eq!(drain(&mut o, &mut pkid), vec![1, 2]);
+        assert!(o.on_acked(1));
+        assert_eq!(drain(&mut o, &mut pkid), vec![3]);
+        assert_eq!((o.forwarded(), o.held()), (1, 3));
+    }
+
+    #[test]
+    fn overflow_drops_the_oldest_and_counts_it() {
+        let mut o = Outbox::new(3, 3);
+        (1..=5).for_each(|n| o.push(msg(n)));
+        assert_eq!((o.dropped(), o.held()), (2, 3));
+        o.on_connected();
+        assert_eq!(drain(&mut o, &mut 0), vec![3, 4, 5]);
+        // Everything held is in flight: a new message has nothing older to displace.
+        o.push(msg(6));
+        assert_eq!((o.dropped(), o.held()), (3, 3));
+    }
+
+    #[test]
+    fn a_dropped_connection_puts_unacknowledged_messages_back_in_order() {
+        let mut o = Outbox::new(10, 3);
+        (1..=5).for_each(|n| o.push(msg(n)));
+        o.on_connected();
+        let mut pkid = 0;
+        assert_eq!(drain(&mut o, &mut pkid), vec![1, 2, 3]);
+        assert!(o.on_acked(1));
+        o.on_disconnected();
+        o.push(msg(6));
+        assert_eq!(o.next_to_send(), None);
+        o.on_connected();
+        let mut pkid = 0;
+        assert_eq!(drain(&mut o, &mut pkid), vec![2, 3, 4]);
+        (1..=3).for_each(|p| assert!(o.on_acked(p)));
+        assert_eq!(drain(&mut o, &mut pkid), vec![5, 6]);
+        assert_eq!(o.forwarded(), 4);
+    }
+
+    #[test]
+    fn a_message_the_client_refused_is_first_in_line_again() {
+        let mut o = Outbox::new(10, 5);
+        (1..=2).for_each(|n| o.push(msg(n)));
+        o.on_connected();
+        assert_eq!(num(&o.next_to_send().unwrap()), 1);
+        o.give_back();
+        assert_eq!(drain(&mut o, &mut 0), vec![1, 2]);
+    }
+
+    #[test]
+    fn acks_out_of_order_and_unknown_acks_are_handled() {
+        let mut o = Outbox::new(10, 5);
+        (1..=3).for_each(|n| o.push(msg(n)));
+        o.on_connected();
+        let mut pkid = 0;
+        drain(&mut o, &mut pkid);
+        assert!(o.on_acked(2));
+        assert!(!o.on_acked(2));
+        assert!(!o.on_acked(99));
+        assert!(o.on_acked(3) && o.on_acked(1));
+        assert_eq!((o.forwarded(), o.held()), (3, 0));
+    }
+
+    /// One step a connection can take.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Push,
+        Connect,
+        Disconnect,
+        Send,
+        AckOldest,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => Just(Step::Push),
+            1 => Just(Step::Connect),
+            1 => Just(Step::Disconnect),
+            3 => Just(Step::Send),
+            3 => Just(Step::AckOldest),
+        ]
+    }
+
+    proptest! {
+        /// Whatever happens, every message pushed is exactly one of: forwarded, dropped, held;
+        /// the bound is never exceeded; and no message is acknowledged twice.
+        #[test]
+        fn every_message_is_accounted_for_and_the_bound_holds(
+            capacity in 1usize..8, window in 1usize..8, steps in proptest::collection::vec(step(), 0..200),
+        ) {
+            let mut o = Outbox::new(capacity, window);
+            let (mut pushed, mut pkid) = (0u32, 0u16);
+            let mut written: VecDeque<(u16, u32)> = VecDeque::new();
+            let mut acked: Vec<u32> = Vec::new();
+            for s in steps {
+                match s {
+                    Step::Push => { pushed += 1; o.push(msg(pushed)); }
+                    Step::Connect => o.on_connected(),
+                    Step::Disconnect => { o.on_disconnected(); written.clear(); }
+                    Step::Send => if let Some(m) = o.next_to_send() {
+                        pkid = pkid.wrapping_add(1);
+                        o.on_written(pkid);
+                        written.push_back((pkid, num(&m)));
+                    },
+                    Step::AckOldest => if let Some((p, n)) = written.pop_front() {
+                        prop_assert!(o.on_acked(p));
+                        acked.push(n);
+                    },
+                }
+                prop_assert!(o.held() <= capacity);
+                prop_assert_eq!(o.forwarded() + o.dropped() + o.held() as u64, u64::from(pushed));
+            }
+            let mut unique = acked.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            prop_assert_eq!(unique.len(), acked.len(), "no message is acknowledged twice");
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The routing table: which connection topics an event goes to. Pure and synchronous: built
+//! from the stored connections, consulted once per event.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use uuid::Uuid;
+use zonecast_filter::{Chain, FilterError};
+use zonecast_model::Connection;
+
+/// One `topics` element of a connection: the MQTT topic and its compiled chain.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// MQTT topic name (shared with every queued message for it).
+    pub topic: Arc<str>,
+    /// The compiled `FilterChain`.
+    pub chain: Chain,
+}
+
+/// A topic whose stored chain no longer compiles; it is left out of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The connection.
+    pub connection: Uuid,
+    /// Index in its `topics`.
+    pub index: usize,
+    /// Why, with the place in the chain.
+    pub error: FilterError,
+}
+
+/// Every connection's topics with compiled chains, in connection order.
+#[derive(Debug, Clone, Default)]
+pub struct Router {
+    connections: Vec<(Uuid, Vec<Route>)>,
+}
+
+impl Router {
+    /// Compiles the chains of `connections`. Chains were checked when the connections were
+    /// written, so a chain that fails now (stored by another version) only drops its topic,
+    /// reported in the second value.
+    pub fn build<'a>(connections: impl IntoIterator<Item = &'a Connection>) -> (Self, Vec<Skipped>) {
+        let mut skipped = Vec::new();
+        let connections = connections
+            .into_iter()
+            .map(|c| {
+                let routes = c
+                    .topics
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, t)| match zonecast_filter::compile(&t.filter_chain) {
+                        Ok(chain) => Some(Route { topic: Arc::from(t.topic.as_str()), chain }),
+                        Err(error) => {
+                            skipped.push(Skipped { connection: c.id, index, error });
+                            None
+                        }
+                    })
+                    .collect();
+                (c.id, routes)
+            })
+            .collect();
+        (Self { connections }, skipped)
+    }
+
+    /// The connections in the table, in order.
+    pub fn connections(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.connections.iter().map(|(id, _)| *id)
+    }
+
+    /// Every (connection, topic) whose chain `event` matches, in connection then topic order.
+    /// A topic listed twice in one connection is yielded twice, as the event is published to
+    /// each element.
+    pub fn route<'a>(&'a self, event: &'a Value) -> impl Iterator<Item = (Uuid, &'a Arc<str>)> + 'a {
+        self.connections.iter().flat_map(move |(id, routes)| {
+            routes.iter().filter(move |r| r.chain.matches(event)).map(move |r| (*id, &r.topic))
+        })
+    }
+
+    /// Like [`Router::route`], with the connection's position in the table instead of its id,
+    /// for callers that keep per-connection state in a parallel `Vec`.
+    pub fn route_indexed<'a>(&'a self, event: &'a Value) -> impl Iterator<Item = (usize, &'a Arc<str>)> + 'a {
+        self.connections.iter().enumerate().flat_map(move |(i, (_, routes))| {
+            routes.iter().filter(move |r| r.chain.matches(event)).map(move |r| (i, &r.topic))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+    use zonecast_model::Topic;
+
+    use super::*;
+
+    fn connection(topics: Value) -> Connection {
+        Connection {
+            id: Uuid::new_v4(),
+            host: "localhost".into(),
+            port: 1883,
+            tls: false,
+            certificate_profile_id: None,
+            username: None,
+            has_password: false,
+            topics: serde_json::from_value::<Vec<Topic>>(topics).unwrap(),
+        }
+    }
+
+    fn routed(router: &Router, event: &Value) -> Vec<(Uuid, String)> {
+        router.route(event).map(|(id, t)| (id, t.to_string())).collect()
+    }
+
+    fn position(mac: &str, z: f64) -> Value {
+        json!({"Category": "LOCATION", "Type": "LOCATION_RAW_UPDATE", "Source": {"MAC": mac},
+               "Content": {"Position": [1.0, 2.0, z]}})
+    }
+
+    #[test]
+    fn an_event_goes_to_every_topic_whose_chain_it_matches_in_order() {
+        let a = connection(json!([
+            {"topic": "a/all", "FilterChain": []},
+            {"topic": "a/zones", "FilterChain": [{"FilterTemplate": "zone_events"}]},
+            {"topic": "a/low", "FilterChain": [{"Selector": "Content.Position.2", "Type": "lt", "Match": 1}]},
+        ]));
+        let b = connection(json!([{"topic": "b/positions", "FilterChain": [{"FilterTemplate": "position_events"}]}]));
+        let (router, skipped) = Router::build([&a, &b]);
+        assert!(skipped.is_empty());
+        assert_eq!(
+            routed(&router, &position("00:00:00:00:00:01", 0.5)),
+            vec![(a.id, "a/all".into()), (a.id, "a/low".into()), (b.id, "b/positions".into())]
+        );
+        assert_eq!(
+            routed(&router, &position("00:00:00:00:00:01", 3.0)),
+            vec![(a.id, "a/all".into()), (b.id, "b/positions".into())]
+        );
+        let enter = json!({"Category": "ZONE", "Type": "ZONE_ENTER", "Content": {}});
+        assert_eq!(routed(&router, &enter), vec![(a.id, "a/all".into()), (a.id, "a/zones".into())]);
+        let indexed: Vec<usize> = router.route_indexed(&enter).map(|(i, _)| i).collect();
+        assert_eq!(indexed, vec![0, 0]);
+    }
+
+    #[test]
+    fn a_connection_without_topics_gets_nothing_and_an_empty_router_routes_nowhere() {
+        let a = connection(json!([]));
+        let (router, _) = Router::build([&a]);
+        assert_eq!(router.connections().collect::<Vec<_>>(), vec![a.id]);
+        assert!(routed(&router, &position("00:00:00:00:00:01", 0.0)).is_empty());
+        assert!(routed(&Router::default(), &position("00:00:00:00:00:01", 0.0)).is_empty());
+    }
+
+    #[test]
+    fn a_stored_chain_that_no_longer_compiles_drops_only_its_topic() {
+        let mut a = connection(json!([{"topic": "ok", "FilterChain": []}]));
+        a.topics.insert(0, Topic { topic: "bad".into(), filter_chain: json!([{"FilterTemplate": "nope"}]) });
+        let (router, skipped) = Router::build([&a]);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!((skipped[0].connection, skipped[0].index), (a.id, 0));
+        assert_eq!(routed(&router, &position("00:00:00:00:00:01", 0.0)), vec![(a.id, "ok".into())]);
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn chain_strategy() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(json!([])),
+                Just(json!([{"FilterTemplate": "position_events"}])),
+                Just(json!([{"FilterTemplate": "zone_events"}])),
+                (0i64..5).prop_map(|m| json!([{"Selector": "Content.Position.2", "Type": "lt", "Match": m}])),
+                (0i64..5).prop_map(|m| json!([{"Selector": "Content.Position.2", "Type": "gte", "Match": m}])),
+                (0u8..4).prop_map(|m| json!([{"Selector": "Source.MAC", "Type": "equals",
+                                              "Match": format!("00:00:00:00:00:0{m}"), "Invert": true}])),
+            ]
+        }
+
+        fn event_strategy() -> impl Strategy<Value = Value> {
+            (0u8..4, -1.0f64..6.0, any::<bool>()).prop_map(|(m, z, zone)| {
+                let mac = format!("00:00:00:00:00:0{m}");
+                if zone {
+                    json!({"Category": "ZONE", "Type": "ZONE_ENTER", "Source": {"MAC": mac},
+                           "Content": {"Position": [0, 0, z]}})
+                } else {
+                    position(&mac, z)
+                }
+            })
+        }
+
+        proptest! {
+            /// The table is exactly the chains applied one by one: nothing added, nothing lost,
+            /// order kept.
+            #[test]
+            fn routing_equals_matching_each_chain_in_order(
+                chains in proptest::collection::vec(proptest::collection::vec(chain_strategy(), 0..5), 0..5),
+                event in event_strategy(),
+            ) {
+                let connections: Vec<Connection> = chains
+                    .iter()
+                    .map(|topics| {
+                        let topics: Vec<Value> = topics.iter().enumerate()
+                            .map(|(i, chain)| json!({"topic": format!("t{i}"), "FilterChain": chain}))
+                            .collect();
+                        connection(Value::Array(topics))
+                    })
+                    .collect();
+                let (router, skipped) = Router::build(&connections);
+                prop_assert!(skipped.is_empty());
+                let expected: Vec<(Uuid, String)> = connections
+                    .iter()
+                    .flat_map(|c| c.topics.iter().filter(|t| zonecast_filter::compile(&t.filter_chain).unwrap().matches(&event))
+                        .map(|t| (c.id, t.topic.clone())))
+                    .collect();
+                prop_assert_eq!(routed(&router, &event), expected);
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The ingestor's own listener: `POST /v3/positions` (write authority), `/healthz`, `/metrics`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::Stream;
+use warp::http::{HeaderMap, Method, StatusCode};
+use warp::reply::Response;
+use warp::{Buf, Filter};
+use zonecast_ingest::Publisher;
+use zonecast_runtime::http::{BodyError, error_response, json_response, read_body};
+use zonecast_runtime::{Auth, AuthError, Authority, Shutdown};
+
+struct Listener {
+    auth: Arc<Auth>,
+    publisher: Publisher,
+    max_body: u64,
+}
+
+async fn positions<S, B>(l: &Listener, headers: &HeaderMap, body: S) -> Response
+where
+    S: Stream<Item = Result<B, warp::Error>> + Send,
+    B: Buf,
+{
+    if let Err(e) = l.auth.require(headers, Authority::Write) {
+        return match e {
+            AuthError::Forbidden(m) => error_response(StatusCode::FORBIDDEN, "forbidden", &m),
+            other => error_response(StatusCode::UNAUTHORIZED, "unauthorized", &other.to_string()),
+        };
+    }
+    let body = match read_body(body, l.max_body).await {
+        Ok(b) => b,
+        Err(e @ BodyError::TooLarge(_)) => return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string()),
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
+    };
+    let payload: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => v,
+        Ok(_) => return error_response(StatusCode::BAD_REQUEST, "malformed", "request body must be a JSON object or array"),
+        Err(e) => {
+            return error_response(StatusCode::BAD_REQUEST, "malformed", &format!("request body is not valid JSON: {e}"));
+        }
+    };
+    match l.publisher.accept(&payload, "http").await {
+        Ok(results) => json_response(StatusCode::OK, &zonecast_ingest::answer(&results)),
+        Err(e) => {
+            tracing::warn!(error = %e, "positions refused: bus unavailable");
+            error_response(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the message bus is not connected; nothing was accepted")
+        }
+    }
+}
+
+async fn respond<S, B>(l: Arc<Listener>, method: Method, path: String, headers: HeaderMap, body: S) -> Response
+where
+    S: Stream<Item = Result<B, warp::Error>> + Send,
+    B: Buf,
+{
+    let path = path.trim_end_matches('/');
+    match (path, &method) {
+        ("/v3/positions", &Method::POST) => positions(&l, &headers, body).await,
+        ("/healthz", &Method::GET) => {
+            let ok = l.publisher.ready();
+            let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            json_response(status, &serde_json::json!({"status": if ok { "ok" } else { "degraded" }, "bus": if ok { "ok" } else { "disconnected" }}))
+        }
+        ("/metrics", &Method::GET) => {
+            let mut r = Response::new(zonecast_runtime::metrics::handle().render().into());
+            r.headers_mut().insert("content-type", warp::http::HeaderValue::from_static("text/plain; version=0.0.4"));
+            r
+        }
+        ("/v3/positions" | "/healthz" | "/metrics", _) => {
+            error_response(StatusCode::METHOD_NOT_ALLOWED, "not_found", &format!("method {method} is not allowed here"))
+        }
+        _ => error_response(StatusCode::NOT_FOUND, "not_found", &format!("no route {path}")),
+    }
+}
+
+/// Binds `addr` and serves until `shutdown`; returns the bound address.
+pub async fn serve(
+    addr: SocketAddr,
+    auth: Arc<Auth>,
+    publisher: Publisher,
+    max_body: u64,
+    shutdown: Shutdown,
+) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let state = Arc::new(Listener { auth, publisher, max_body });
+    let routes = warp::method()
+        .and(warp::path::full())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::stream())
+        .then(move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
+            let state = state.clone();
+            async move { respond(state, method, path.as_str().to_owned(), headers, body).await }
+        });
+    tokio::spawn(async move {
+        warp::serve(routes).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
+    });
+    tracing::info!(addr = %bound, "ingestor HTTP listening");
+    Ok(bound)
+}
