@@ -63,6 +63,9 @@ pub const CLIENT_SECRET: &str = "s3cret:with:colons";
 pub struct Server {
     pub mode: Mode,
     pub base: String,
+    /// Where `POST /v3/positions` is answered: the API listener in the all-in-one, the
+    /// ingestor's own listener in distributed mode.
+    pub ingest_base: String,
     pub subjects: Subjects,
     /// A bus on which the test sees what the service publishes.
     pub bus: Arc<dyn Bus>,
@@ -111,10 +114,10 @@ impl Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let subjects = Subjects::new(config.subject_prefix.clone());
         let shutdown = Shutdown::new();
-        let (addr, bus, task, database_url, evaluator) = match mode {
+        let (addr, ingest_addr, bus, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
                 let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
-                (running.http_addr, running.bus, running.task, None, None)
+                (running.http_addr, running.http_addr, running.bus, running.task, None, None)
             }
             Mode::Distributed => {
                 let url = match &config.database_url {
@@ -126,12 +129,14 @@ impl Server {
                 config.nats_url = Some(Secret::new(nats_url()));
                 let running = zonecast_api::start(config.clone(), shutdown.clone()).await.expect("zonecast-api starts");
                 let evaluator = start_evaluator(&config).await;
-                (running.addr, bus, running.task, Some(url), Some(evaluator))
+                let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
+                (running.addr, ingest_addr, bus, running.task, Some(url), Some(evaluator))
             }
         };
         Self {
             mode,
             base: format!("http://{addr}"),
+            ingest_base: format!("http://{ingest_addr}"),
             subjects,
             bus,
             database_url,
@@ -277,6 +282,24 @@ impl Drop for Server {
             shutdown.cancel();
         }
     }
+}
+
+/// A distributed ingestor on `config`'s NATS with a connection of its own: HTTP listener on a
+/// free port, NATS input, and the MQTT input when `config` asks for one. Returns its address.
+async fn start_ingestor(config: &Config, shutdown: Shutdown) -> std::net::SocketAddr {
+    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-ingestor-test").await.expect("ingestor bus");
+    let subjects = Subjects::new(config.subject_prefix.clone());
+    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
+    let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
+    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, config.token_ttl_seconds));
+    let addr = zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher.clone(), config.max_body_bytes, shutdown.clone())
+        .await
+        .expect("ingestor listens");
+    zonecast_ingestor::start_nats_input(bus, &subjects, publisher.clone(), shutdown.clone()).await.expect("ingest subscription");
+    if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(config).expect("MQTT input config") {
+        mqtt.start(publisher, shutdown);
+    }
+    addr
 }
 
 /// A distributed evaluator on `config`'s database and NATS, with a connection of its own.

@@ -28,6 +28,12 @@ fn main() {
             let t = Instant::now();
             for _ in 0..20 { for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); } }
             println!("index loop {:.0} ns", t.elapsed().as_nanos() as f64 / ps.len() as f64 / 20.0);
+            // The same few points again and again: all in cache.
+            let few: Vec<Vec3> = ps[..16].to_vec();
+            let t = Instant::now();
+            let mut c = 0;
+            for _ in 0..200_000 { for &p in &few { out.clear(); scene.static_candidates(p, 0.5, &mut out); c += out.len(); } }
+            println!("cached loop {:.0} ns ({:.2} found)", t.elapsed().as_nanos() as f64 / 3_200_000.0, c as f64 / 3_200_000.0);
             continue;
         }
         let mut pairs = Vec::new();

@@ -82,27 +82,33 @@ impl Bvh {
         while depth > 0 {
             depth -= 1;
             let node = &self.nodes[stack[depth] as usize];
-            let mut hits = overlaps(node, qmin, qmax);
-            while hits != 0 {
-                let c = hits.trailing_zeros() as usize;
-                hits &= hits - 1;
+            let hits = overlaps(node, qmin, qmax);
+            for (c, hit) in hits.into_iter().enumerate() {
+                // Branch-free push of an overlapping inner child: the slot is always written and
+                // kept only when it counts. Branches here would be mispredicted about half the time.
                 let child = node.child[c];
-                if child & ITEM == 0 {
-                    stack[depth] = child;
-                    depth += 1;
-                    continue;
-                }
-                let item = (child & !ITEM) as usize;
-                // The exact bound lies between the stored f32 bound and the next f32 inward, so
-                // the exact box is needed only when the query ends within that band (rare).
-                let sure = (0..3).fold(true, |acc, i| {
-                    acc & (f64::from(node.min[i][c].next_up()) <= query.max[i])
-                        & (query.min[i] <= f64::from(node.max[i][c].next_down()))
-                });
-                if sure || self.exact[item].intersects(query) {
-                    out.push(self.ids[item] as usize);
+                let inner = child & ITEM == 0;
+                stack[depth] = child;
+                depth += usize::from(hit & inner);
+                if hit & !inner {
+                    self.report(child & !ITEM, node, c, query, out);
                 }
             }
+        }
+    }
+
+    /// Reports item `item`, child `c` of `node`, if its exact box intersects `query`.
+    #[inline]
+    fn report(&self, item: u32, node: &Node, c: usize, query: &Aabb, out: &mut Vec<usize>) {
+        let item = item as usize;
+        // The exact bound lies between the stored f32 bound and the next f32 inward, so the exact
+        // box is needed only when the query ends within that band (rare).
+        let sure = (0..3).fold(true, |acc, i| {
+            acc & (f64::from(node.min[i][c].next_up()) <= query.max[i])
+                & (query.min[i] <= f64::from(node.max[i][c].next_down()))
+        });
+        if sure || self.exact[item].intersects(query) {
+            out.push(self.ids[item] as usize);
         }
     }
 
@@ -114,16 +120,16 @@ impl Bvh {
     }
 }
 
-/// Which of the node's four children overlap the query box, as a bit mask, without branches.
+/// Which of the node's four children overlap the query box, without branches.
 #[inline]
-fn overlaps(node: &Node, qmin: [f32; 3], qmax: [f32; 3]) -> u32 {
+fn overlaps(node: &Node, qmin: [f32; 3], qmax: [f32; 3]) -> [bool; 4] {
     let mut hit = [true; 4];
     for axis in 0..3 {
         for c in 0..4 {
             hit[c] &= (node.min[axis][c] <= qmax[axis]) & (qmin[axis] <= node.max[axis][c]);
         }
     }
-    u32::from(hit[0]) | u32::from(hit[1]) << 1 | u32::from(hit[2]) << 2 | u32::from(hit[3]) << 3
+    hit
 }
 
 /// Adds the subtree over `items` (which start at `offset` in the full array) and returns its index.

@@ -1,0 +1,283 @@
+//! The ingestor seen from outside: positions in over HTTP, NATS and MQTT; normalised
+//! LOCATION_RAW_UPDATE events out on their partition subjects, in both deployment modes.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use zonecast_tests::{Mode, READ_KEY, Server, WRITE_KEY, both_modes, eventually, next_json, next_matching, sphere, test_config};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn post(server: &Server, key: Option<&str>, body: Vec<u8>) -> (StatusCode, Value) {
+    let mut req = server.http.post(format!("{}/v3/positions", server.ingest_base)).body(body);
+    if let Some(key) = key {
+        req = req.header("X-API-Key", key);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+fn partition(mac: &str) -> u32 {
+    mac.parse::<zonecast_model::Mac>().unwrap().partition(16)
+}
+
+/// Collects `n` positions with their subjects.
+async fn positions(sub: &mut zonecast_bus::Subscription, n: usize) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let msg = tokio::time::timeout(WAIT, sub.next()).await.expect("position within the timeout").unwrap();
+        out.push((msg.subject, serde_json::from_slice(&msg.payload).unwrap()));
+    }
+    out
+}
+
+async fn every_payload_form_is_published_normalised_on_its_partition_subject(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let event = json!({"Category": "LOCATION", "Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00.250Z",
+        "Source": {"MAC": "0a:0b:0c:0d:0e:01", "GatewayURI": "gw-7"},
+        "Content": {"Position": [1, 2, 3], "Velocity": [0.5, 0, 0], "Orientation": [1, 0, 0, 0], "Sequence": 42}});
+    let body = json!([
+        event,
+        {"MAC": "0a-0b-0c-0d-0e-02", "Position": [4.5, 5, -6]},
+        {"Type": "LOCATION_BATCH_UPDATE", "Content": [
+            {"MAC": "0A:0B:0C:0D:0E:03", "Position": [0, 0, 0], "Timestamp": "2026-11-21T11:00:00+01:00"},
+            {"Type": "LOCATION_RAW_UPDATE", "Source": {"MAC": "0a:0b:0c:0d:0e:04"}, "Content": {"Position": [9, 9, 9]}}]}
+    ]);
+    let before = chrono::Utc::now();
+    let (status, answer) = post(&server, Some(WRITE_KEY), serde_json::to_vec(&body).unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer, json!({"accepted": 4, "rejected": []}));
+    let mut got = positions(&mut sub, 4).await;
+    got.sort_by(|a, b| a.1["Source"]["MAC"].as_str().cmp(&b.1["Source"]["MAC"].as_str()));
+    for (subject, event) in &got {
+        let mac = event["Source"]["MAC"].as_str().unwrap();
+        assert_eq!(subject, &server.subjects.positions(partition(mac), mac), "partition subject of {mac}");
+        assert_eq!((event["Category"].as_str(), event["Type"].as_str()), (Some("LOCATION"), Some("LOCATION_RAW_UPDATE")));
+        assert_eq!(event["Source"]["SiteID"], 501);
+    }
+    let macs: Vec<&str> = got.iter().map(|(_, e)| e["Source"]["MAC"].as_str().unwrap()).collect();
+    assert_eq!(macs, ["0A:0B:0C:0D:0E:01", "0A:0B:0C:0D:0E:02", "0A:0B:0C:0D:0E:03", "0A:0B:0C:0D:0E:04"]);
+    let first = &got[0].1;
+    assert_eq!(first["Timestamp"], "2026-11-21T10:00:00.250Z");
+    assert_eq!(first["Source"]["GatewayURI"], "gw-7");
+    assert_eq!(first["Content"], json!({"Position": [1.0, 2.0, 3.0], "Velocity": [0.5, 0, 0], "Orientation": [1, 0, 0, 0], "Sequence": 42}));
+    assert_eq!(got[1].1["Content"]["Position"], json!([4.5, 5.0, -6.0]));
+    assert_eq!(got[2].1["Timestamp"], "2026-11-21T10:00:00.000Z", "offsets become UTC");
+    let received: chrono::DateTime<chrono::Utc> = got[3].1["Timestamp"].as_str().unwrap().parse().unwrap();
+    assert!(received >= before - chrono::Duration::milliseconds(1), "a missing Timestamp is the time of receipt");
+    server.stop().await;
+}
+
+async fn bad_elements_are_rejected_with_their_index_and_the_rest_accepted(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let body = json!([
+        {"MAC": "00:00:00:00:0F:01", "Position": [0, 0, 0]},
+        {"MAC": "00:00:00:00:0F", "Position": [0, 0, 0]},
+        {"MAC": "00:00:00:00:0F:02", "Position": [0, 0]},
+        {"MAC": "00:00:00:00:0F:02", "Position": [0, 0, "INF"]},
+        {"MAC": "00:00:00:00:0F:02", "Position": [0, 0, 0], "Timestamp": 5},
+        {"Type": "ZONE_ENTER"},
+        "text",
+        {"MAC": "00:00:00:00:0F:03", "Position": [1, 1, 1]},
+    ]);
+    // 1e400 does not fit a double: the JSON parser refuses the whole body.
+    let text = serde_json::to_string(&body).unwrap().replace("\"INF\"", "1e400");
+    let (status, _) = post(&server, Some(WRITE_KEY), text.into_bytes()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a number out of range makes the body malformed");
+    let mut body = body;
+    body[3] = json!({"MAC": "00:00:00:00:0F:02", "Position": [0, "0", 0]});
+    let (status, answer) = post(&server, Some(WRITE_KEY), serde_json::to_vec(&body).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["accepted"], 2);
+    let rejected = answer["rejected"].as_array().unwrap();
+    let indexes: Vec<u64> = rejected.iter().map(|r| r["index"].as_u64().unwrap()).collect();
+    assert_eq!(indexes, [1, 2, 3, 4, 5, 6]);
+    assert!(rejected[0]["message"].as_str().unwrap().starts_with("MAC:"), "{}", rejected[0]);
+    assert_eq!(rejected[1]["message"], "Position: must be an array of three finite numbers");
+    assert_eq!(rejected[3]["message"], "Timestamp: must be an ISO 8601 string");
+    let got = positions(&mut sub, 2).await;
+    assert_eq!(got.len(), 2);
+    for (status, body, kind) in [
+        (400, b"{\"MAC\":".to_vec(), "malformed"),
+        (400, b"42".to_vec(), "malformed"),
+        (413, vec![b' '; 300 * 1024], "malformed"),
+    ] {
+        let answer = post(&server, Some(WRITE_KEY), body).await;
+        zonecast_tests::assert_error(&answer, status, kind);
+    }
+    zonecast_tests::assert_error(&post(&server, None, b"[]".to_vec()).await, 401, "unauthorized");
+    zonecast_tests::assert_error(&post(&server, Some("wrong"), b"[]".to_vec()).await, 401, "unauthorized");
+    zonecast_tests::assert_error(&post(&server, Some(READ_KEY), b"[]".to_vec()).await, 403, "forbidden");
+    server.stop().await;
+}
+
+fn rejected_count(metrics: &str, input: &str) -> f64 {
+    let prefix = format!("zonecast_ingest_rejected_total{{input=\"{input}\"}} ");
+    metrics.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+async fn metrics_text(server: &Server) -> String {
+    let (_, body) = server.raw(Method::GET, "/metrics", Some(READ_KEY), None).await;
+    body.as_str().unwrap().to_owned()
+}
+
+async fn positions_on_the_ingest_subject_are_published_and_bad_ones_counted(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let before = rejected_count(&metrics_text(&server).await, "nats");
+    let ingest = server.subjects.ingest();
+    for payload in [
+        br#"not json"#.to_vec(),
+        br#"{"MAC": "00:00:00:00:0E:01", "Position": [1, 2]}"#.to_vec(),
+        br#"[{"MAC": "00:00:00:00:0E:02", "Position": [1, 2, 3]}, {"MAC": "bad"}]"#.to_vec(),
+        br#"{"MAC": "00:00:00:00:0E:03", "Position": [4, 5, 6]}"#.to_vec(),
+    ] {
+        server.bus.publish(ingest.clone(), payload.into()).await.unwrap();
+    }
+    let got = positions(&mut sub, 2).await;
+    let macs: Vec<&str> = got.iter().map(|(_, e)| e["Source"]["MAC"].as_str().unwrap()).collect();
+    assert_eq!(macs, ["00:00:00:00:0E:02", "00:00:00:00:0E:03"], "bad payloads were skipped, the loop went on");
+    eventually(WAIT, || async {
+        (rejected_count(&metrics_text(&server).await, "nats") >= before + 3.0).then_some(())
+    })
+    .await;
+    server.stop().await;
+}
+
+async fn positions_from_an_rtls_broker_over_mqtt_are_ingested(mode: Mode) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    let root = format!("zt{}", uuid::Uuid::new_v4().simple());
+    config.ingest_mqtt_url = Some(zonecast_runtime::Secret::new("mqtt://127.0.0.1:1883"));
+    config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
+    let server = Server::start_with(mode, config, dir).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
+    options.set_keep_alive(Duration::from_secs(5));
+    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
+    tokio::spawn(async move {
+        while eventloop.poll().await.is_ok() {}
+        panic!("the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf");
+    });
+    // The input subscribes asynchronously: publish until the first position comes through.
+    let topic = format!("{root}/positions/gw1");
+    let got = tokio::time::timeout(WAIT, async {
+        loop {
+            client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec()).await.unwrap();
+            if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), sub.next()).await {
+                break serde_json::from_slice::<Value>(&msg.payload).unwrap();
+            }
+        }
+    })
+    .await
+    .expect("a position from MQTT within the timeout");
+    assert_eq!(got["Source"]["MAC"], "AA:00:00:00:00:01");
+    client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, b"garbage".to_vec()).await.unwrap();
+    let batch = json!({"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "aa:00:00:00:00:02", "Position": [0, 0, 0]}]});
+    client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, serde_json::to_vec(&batch).unwrap()).await.unwrap();
+    let next = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:02").await;
+    assert_eq!(next["Content"]["Position"], json!([0.0, 0.0, 0.0]), "garbage before it was skipped");
+    server.stop().await;
+}
+
+async fn a_posted_position_reaches_the_evaluator(mode: Mode) {
+    let server = Server::start(mode).await;
+    let zone = server.create_zone(sphere("door", [3.0, 3.0, 0.0], 1.0)).await;
+    let mut events = server.events().await;
+    let (status, answer) = post(&server, Some(WRITE_KEY), br#"{"MAC": "00:00:00:00:0D:01", "Position": [3, 3.5, 0]}"#.to_vec()).await;
+    assert_eq!((status, answer["accepted"].as_u64()), (StatusCode::OK, Some(1)));
+    let enter = next_json(&mut events, WAIT).await;
+    assert_eq!(enter["Type"], "ZONE_ENTER");
+    assert_eq!(enter["Content"]["ZoneID"], zone["ZoneID"]);
+    server.stop().await;
+}
+
+both_modes!(
+    every_payload_form_is_published_normalised_on_its_partition_subject,
+    bad_elements_are_rejected_with_their_index_and_the_rest_accepted,
+    positions_on_the_ingest_subject_are_published_and_bad_ones_counted,
+    positions_from_an_rtls_broker_over_mqtt_are_ingested,
+    a_posted_position_reaches_the_evaluator,
+);
+
+/// A nats-server of the test's own on a free port, killed on drop.
+struct OwnNats {
+    child: std::process::Child,
+    url: String,
+}
+
+impl OwnNats {
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("/usr/sbin/nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nats-server runs (apt-get install nats-server)");
+        eventually(WAIT, || async { tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ()) }).await;
+        Self { child, url: format!("nats://127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for OwnNats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {
+    let mut nats = OwnNats::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path());
+    let bus = zonecast_bus::connect(Some(&nats.url), "ingestor-503").await.unwrap();
+    let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
+    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects, 16, 1);
+    let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
+    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, 60));
+    let shutdown = zonecast_runtime::Shutdown::new();
+    let addr = zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher, 1 << 20, shutdown.clone()).await.unwrap();
+    let http = reqwest::Client::new();
+    let post = || async {
+        let r = http
+            .post(format!("http://{addr}/v3/positions"))
+            .header("X-API-Key", WRITE_KEY)
+            .body(r#"{"MAC": "00:00:00:00:0C:01", "Position": [0, 0, 0]}"#)
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.json::<Value>().await.unwrap())
+    };
+    assert_eq!(post().await.0, StatusCode::OK);
+    let port = nats.url.rsplit(':').next().unwrap().to_owned();
+    let _ = nats.child.kill();
+    let _ = nats.child.wait();
+    let answer = eventually(WAIT, || async {
+        let answer = post().await;
+        (answer.0 == StatusCode::SERVICE_UNAVAILABLE).then_some(answer)
+    })
+    .await;
+    zonecast_tests::assert_error(&answer, 503, "unavailable");
+    let (status, health) = {
+        let r = http.get(format!("http://{addr}/healthz")).send().await.unwrap();
+        (r.status(), r.json::<Value>().await.unwrap())
+    };
+    assert_eq!((status, health["bus"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("disconnected")));
+    // NATS back on the same port: the client reconnects and input is accepted again.
+    nats.child = std::process::Command::new("/usr/sbin/nats-server")
+        .args(["-a", "127.0.0.1", "-p", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(Duration::from_secs(20), || async { (post().await.0 == StatusCode::OK).then_some(()) }).await;
+    shutdown.cancel();
+}
