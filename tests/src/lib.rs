@@ -13,6 +13,7 @@ use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret, Shutdown};
 
 pub use serde_json::json;
 
+pub mod mosquitto;
 pub mod pki;
 
 /// PostgreSQL server whose `postgres` role may create databases.
@@ -80,6 +81,8 @@ pub struct Server {
     task: Option<tokio::task::JoinHandle<()>>,
     /// Distributed mode: the evaluator, separately stoppable.
     evaluator: Option<(Shutdown, tokio::task::JoinHandle<()>)>,
+    /// Distributed mode: the forwarder, separately stoppable.
+    forwarder: Option<(Shutdown, tokio::task::JoinHandle<()>)>,
 }
 
 /// A configuration with the test credentials, port 0 and a random subject prefix.
@@ -114,6 +117,7 @@ impl Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let subjects = Subjects::new(config.subject_prefix.clone());
         let shutdown = Shutdown::new();
+        let mut forwarder = None;
         let (addr, ingest_addr, bus, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
                 let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
@@ -129,6 +133,7 @@ impl Server {
                 config.nats_url = Some(Secret::new(nats_url()));
                 let running = zonecast_api::start(config.clone(), shutdown.clone()).await.expect("zonecast-api starts");
                 let evaluator = start_evaluator(&config).await;
+                forwarder = Some(start_forwarder(&config).await);
                 let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
                 (running.addr, ingest_addr, bus, running.task, Some(url), Some(evaluator))
             }
@@ -146,6 +151,7 @@ impl Server {
             shutdown,
             task: Some(task),
             evaluator,
+            forwarder,
         }
     }
 
@@ -272,6 +278,10 @@ impl Server {
             shutdown.cancel();
             task.await.unwrap();
         }
+        if let Some((shutdown, task)) = self.forwarder.take() {
+            shutdown.cancel();
+            task.await.unwrap();
+        }
     }
 }
 
@@ -279,6 +289,9 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown.cancel();
         if let Some((shutdown, _)) = &self.evaluator {
+            shutdown.cancel();
+        }
+        if let Some((shutdown, _)) = &self.forwarder {
             shutdown.cancel();
         }
     }
@@ -300,6 +313,19 @@ async fn start_ingestor(config: &Config, shutdown: Shutdown) -> std::net::Socket
         mqtt.start(publisher, shutdown);
     }
     addr
+}
+
+/// A distributed forwarder on `config`'s database and NATS, with a connection of its own.
+async fn start_forwarder(config: &Config) -> (Shutdown, tokio::task::JoinHandle<()>) {
+    let url = config.database_url.as_ref().map(|u| u.expose().to_owned());
+    let store = zonecast_store::open(url.as_deref(), &config.data_dir).await.expect("forwarder store");
+    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-forwarder-test").await.expect("forwarder bus");
+    let secret = config.secret_key.as_ref().expect("test configurations carry a secret key");
+    let keys = Arc::new(zonecast_runtime::Keys::from_secret(secret).expect("forwarder keys"));
+    let shutdown = Shutdown::new();
+    let deps = zonecast_forwarder::Deps::from_config(config, store, bus, keys);
+    let task = zonecast_forwarder::start(deps, shutdown.clone()).await.expect("forwarder starts");
+    (shutdown, task)
 }
 
 /// A distributed evaluator on `config`'s database and NATS, with a connection of its own.

@@ -28,6 +28,9 @@ fn main() {
             let t = Instant::now();
             for _ in 0..20 { for &p in &ps { out.clear(); scene.static_candidates(p, 0.5, &mut out); } }
             println!("index loop {:.0} ns", t.elapsed().as_nanos() as f64 / ps.len() as f64 / 20.0);
+            let (mut a, mut b) = (0, 0);
+            for &p in &ps[..10000] { let (x, y) = scene.visits(p, 0.5); a += x; b += y; }
+            println!("visits solid {:.1} flat {:.1}", a as f64 / 1e4, b as f64 / 1e4);
             // The same few points again and again: all in cache.
             let few: Vec<Vec3> = ps[..16].to_vec();
             let t = Instant::now();

@@ -46,6 +46,9 @@ pub enum StartError {
     /// The evaluator could not start.
     #[error("evaluator: {0}")]
     Evaluator(String),
+    /// The forwarder could not start.
+    #[error("forwarder: {0}")]
+    Forwarder(String),
 }
 
 fn key_error(e: impl std::fmt::Display) -> StartError {
@@ -107,7 +110,13 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(&config).map_err(key_error)? {
         inputs.push(mqtt.start(publisher.clone(), shutdown.clone()));
     }
-    let ctx = Arc::new(Context::new(&config, store, bus.clone(), Arc::new(keys)).with_positions(publisher));
+    let keys = Arc::new(keys);
+    let forwarder = zonecast_forwarder::start(
+        zonecast_forwarder::Deps::from_config(&config, store.clone(), bus.clone(), keys.clone()),
+        shutdown.clone(),
+    )
+    .await?;
+    let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys).with_positions(publisher));
     let drain = bus.clone();
     let task = tokio::spawn(async move {
         zonecast_api::serve(ctx, listener, shutdown).await;
@@ -118,6 +127,9 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         }
         if let Err(e) = evaluator.await {
             tracing::error!(error = %e, "evaluator task failed");
+        }
+        if let Err(e) = forwarder.await {
+            tracing::error!(error = %e, "forwarder task failed");
         }
         if let Err(e) = drain.drain().await {
             tracing::warn!(error = %e, "bus drain failed");
@@ -147,5 +159,11 @@ impl From<zonecast_api::StartError> for StartError {
 impl From<zonecast_evaluator::StartError> for StartError {
     fn from(e: zonecast_evaluator::StartError) -> Self {
         Self::Evaluator(e.to_string())
+    }
+}
+
+impl From<zonecast_forwarder::StartError> for StartError {
+    fn from(e: zonecast_forwarder::StartError) -> Self {
+        Self::Forwarder(e.to_string())
     }
 }

@@ -100,6 +100,12 @@ impl Scene {
         self.flat.query(&query, out);
     }
 
+    /// Temporary.
+    pub fn visits(&self, p: Vec3, margin: f64) -> (usize, usize) {
+        let q = ball_box(p, margin);
+        (self.solid.visits(&q), self.flat.visits(&q))
+    }
+
     /// Inserts or moves movable region `key` to `aabb` (already translated to where it is now).
     pub fn set_movable(&mut self, key: u32, aabb: Aabb) {
         self.movable.set(key, aabb);

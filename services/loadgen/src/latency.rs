@@ -1,0 +1,87 @@
+//! Latency recording: the time from a position's measurement (`Timestamp`) to the moment an
+//! event or MQTT message carrying it is seen here.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use serde_json::Value;
+
+/// Latencies in microseconds.
+#[derive(Default)]
+pub struct Recorder {
+    samples: Mutex<Vec<u64>>,
+}
+
+impl Recorder {
+    fn record(&self, payload: &[u8], only_position_events: bool) {
+        let Ok(v) = serde_json::from_slice::<Value>(payload) else { return };
+        if only_position_events {
+            let kind = v["Type"].as_str().unwrap_or_default();
+            let from_position = kind == "ZONE_ENTER" || (kind == "ZONE_EXIT" && v["Content"]["Reason"] == "position");
+            if !from_position {
+                return;
+            }
+        }
+        let Some(ts) = v["Timestamp"].as_str().and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()) else { return };
+        let micros = (chrono::Utc::now() - ts).num_microseconds().unwrap_or(0).max(0) as u64;
+        if let Ok(mut s) = self.samples.lock() {
+            s.push(micros);
+        }
+    }
+
+    /// An event from the bus: only enters and position exits count (clock-driven exits carry
+    /// computed times).
+    pub fn observe_event(&self, payload: &[u8]) {
+        self.record(payload, true);
+    }
+
+    /// `count, p50, p90, p99, max` in milliseconds.
+    pub fn summary(&self) -> String {
+        let mut s = self.samples.lock().map(|s| s.clone()).unwrap_or_default();
+        if s.is_empty() {
+            return "0 messages".into();
+        }
+        s.sort_unstable();
+        let p = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+        format!(
+            "{} messages; latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
+            s.len(),
+            p(0.5),
+            p(0.9),
+            p(0.99),
+            p(1.0)
+        )
+    }
+}
+
+/// Subscribes to `topic` on `broker` (`host:port`) and records every message's latency.
+pub async fn subscribe_mqtt(broker: &str, topic: &str, rec: std::sync::Arc<Recorder>) -> anyhow::Result<()> {
+    let (host, port) = broker.rsplit_once(':').ok_or_else(|| anyhow::anyhow!("--mqtt takes host:port"))?;
+    let mut options = MqttOptions::new(format!("zonecast-loadgen-{}", uuid::Uuid::new_v4().simple()), host, port.parse()?);
+    options.set_keep_alive(Duration::from_secs(30)).set_max_packet_size(8 << 20, 8 << 20);
+    let (client, mut events) = AsyncClient::new(options, 10_000);
+    client.subscribe(topic, QoS::AtMostOnce).await?;
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let mut ready = Some(ready_tx);
+    tokio::spawn(async move {
+        let _client = client;
+        loop {
+            match events.poll().await {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => rec.record(&p.payload, false),
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("loadgen: MQTT subscriber: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), ready_rx).await??;
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! `zonecast-loadgen`: simulates devices moving through a site with zones, publishes their
+//! positions over NATS or HTTP at a set rate, and measures throughput and latency (position
+//! timestamp → event on NATS, and → message on MQTT) with percentiles.
+
+mod latency;
+mod site;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use futures::StreamExt;
+use zonecast_bus::Subjects;
+
+use crate::latency::Recorder;
+use crate::site::Site;
+
+/// How positions are sent.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Input {
+    /// Normalised positions straight onto `<prefix>.positions.<P>.<MAC>` (bypasses the ingestor).
+    Positions,
+    /// Compact positions on `<prefix>.ingest` (through the ingestor), in arrays of `--batch`.
+    Ingest,
+    /// `POST /v3/positions` in arrays of `--batch`.
+    Http,
+}
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Input path.
+    #[arg(long, value_enum, default_value = "ingest")]
+    input: Input,
+    /// NATS URL (inputs positions/ingest, and event latency).
+    #[arg(long, default_value = "nats://127.0.0.1:4222")]
+    nats: String,
+    /// Subject prefix.
+    #[arg(long, default_value = "zonecast")]
+    prefix: String,
+    /// Partition count of the cluster.
+    #[arg(long, default_value_t = 16)]
+    partitions: u32,
+    /// Base URL of the API (zone setup) and, for `--input http`, of the positions endpoint.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    api: String,
+    /// Base URL of `POST /v3/positions` when it differs from `--api` (distributed ingestor).
+    #[arg(long)]
+    ingest_url: Option<String>,
+    /// API key with write authority (zone setup, HTTP input).
+    #[arg(long, env = "ZONECAST_LOADGEN_KEY", default_value = "")]
+    key: String,
+    /// Number of simulated devices.
+    #[arg(long, default_value_t = 10_000)]
+    devices: u32,
+    /// Number of zones to create (0: use what exists).
+    #[arg(long, default_value_t = 1_000)]
+    zones: u32,
+    /// Site edge length in metres (square site, 20 m high).
+    #[arg(long, default_value_t = 1000.0)]
+    site: f64,
+    /// Target positions per second (0: as fast as possible).
+    #[arg(long, default_value_t = 100_000)]
+    rate: u64,
+    /// Seconds to send.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// Positions per HTTP request or ingest message.
+    #[arg(long, default_value_t = 1000)]
+    batch: usize,
+    /// Concurrent senders.
+    #[arg(long, default_value_t = 4)]
+    senders: usize,
+    /// Measure position → event latency on `<prefix>.events.>`.
+    #[arg(long)]
+    events: bool,
+    /// Measure position → MQTT latency: broker `host:port` (a connection to it must exist).
+    #[arg(long)]
+    mqtt: Option<String>,
+    /// MQTT topic filter to subscribe for `--mqtt`.
+    #[arg(long, default_value = "zonecast/#")]
+    mqtt_topic: String,
+    /// Count normalised positions on `<prefix>.positions.>` (processing throughput of the ingestor).
+    #[arg(long)]
+    count_positions: bool,
+    /// Seconds to keep listening after sending stops.
+    #[arg(long, default_value_t = 3)]
+    drain: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let args = Args::parse();
+    let subjects = Subjects::new(args.prefix.clone());
+    let http = reqwest::Client::new();
+    let mut site = Site::new(args.site, args.devices, 42);
+    if args.zones > 0 {
+        let created = site.create_zones(&http, &args.api, &args.key, args.zones).await?;
+        eprintln!("loadgen: created {created} zones");
+    }
+    let bus = zonecast_bus::connect(Some(&args.nats), "zonecast-loadgen").await?;
+    let events = Arc::new(Recorder::default());
+    let mqtt = Arc::new(Recorder::default());
+    let positions_seen = Arc::new(AtomicU64::new(0));
+    if args.events {
+        let mut sub = bus.subscribe(&subjects.events_all()).await?;
+        let rec = events.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = sub.next().await {
+                rec.observe_event(&msg.payload);
+            }
+        });
+    }
+    if args.count_positions {
+        let mut sub = bus.subscribe(&subjects.positions_all()).await?;
+        let seen = positions_seen.clone();
+        tokio::spawn(async move {
+            while sub.next().await.is_some() {
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    if let Some(broker) = &args.mqtt {
+        latency::subscribe_mqtt(broker, &args.mqtt_topic, mqtt.clone()).await?;
+    }
+    bus.flush().await?;
+
+    let sent = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(args.duration);
+    let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    let devices = site.devices();
+    for sender in 0..args.senders {
+        let mine: Vec<_> = devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
+        let ctx = site::Sender {
+            input: args.input,
+            bus: bus.clone(),
+            subjects: subjects.clone(),
+            partitions: args.partitions,
+            http: http.clone(),
+            url: format!("{}/v3/positions", args.ingest_url.as_deref().unwrap_or(&args.api)),
+            key: args.key.clone(),
+            batch: args.batch,
+            rate: per_sender_rate,
+            site: args.site,
+            sent: sent.clone(),
+            deadline,
+        };
+        tasks.push(tokio::spawn(ctx.run(mine, sender as u64)));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    bus.flush().await?;
+    let send_secs = started.elapsed().as_secs_f64();
+    let total = sent.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(args.drain)).await;
+    println!("input           {:?}", args.input);
+    println!("sent            {total} positions in {send_secs:.2} s = {:.0} positions/s", total as f64 / send_secs);
+    if args.count_positions {
+        let seen = positions_seen.load(Ordering::Relaxed);
+        println!("normalised      {seen} positions seen on positions.> ({:.1}% of sent)", 100.0 * seen as f64 / total.max(1) as f64);
+    }
+    if args.events {
+        println!("events          {}", events.summary());
+    }
+    if args.mqtt.is_some() {
+        println!("mqtt            {}", mqtt.summary());
+    }
+    Ok(())
+}
