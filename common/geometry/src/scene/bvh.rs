@@ -142,18 +142,23 @@ impl Bvh {
     }
 }
 
-/// Which of the node's four children overlap the query box, without branches. Written lane by
-/// lane over masks so that the compiler turns it into packed compares.
+/// Which of the node's four children overlap the query box, without branches: the largest gap
+/// between the query and a child along any axis is ≤ 0 exactly when they overlap. Written as lane
+/// arithmetic with a `>`-select (the semantics of a packed max) so the compiler vectorises it.
+/// The query must be finite.
 #[inline]
 fn overlaps(node: &Node, qmin: [f32; 3], qmax: [f32; 3]) -> [bool; 4] {
-    let mut acc = [u32::MAX; 4];
+    let mut gap = [f32::NEG_INFINITY; 4];
     for axis in 0..3 {
         let (lo, hi) = (&node.min[axis], &node.max[axis]);
         for c in 0..4 {
-            acc[c] &= u32::from(lo[c] <= qmax[axis]).wrapping_neg() & u32::from(qmin[axis] <= hi[c]).wrapping_neg();
+            let below = lo[c] - qmax[axis];
+            gap[c] = if below > gap[c] { below } else { gap[c] };
+            let above = qmin[axis] - hi[c];
+            gap[c] = if above > gap[c] { above } else { gap[c] };
         }
     }
-    acc.map(|a| a != 0)
+    gap.map(|g| g <= 0.0)
 }
 
 /// Adds the subtree over `items` (which start at `offset` in the full array) and returns its index.
