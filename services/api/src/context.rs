@@ -73,7 +73,12 @@ impl Context {
                 return;
             }
         };
-        if let Err(e) = self.bus.publish(self.subjects.config_changed(), payload.into()).await {
+        // Flushed, so that a 200 means every subscriber can already see the change.
+        let published = match self.bus.publish(self.subjects.config_changed(), payload.into()).await {
+            Ok(()) => self.bus.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = published {
             metrics::counter!("zonecast_api_announce_failures_total").increment(1);
             tracing::warn!(error = %e, kind = ?kind, "config change saved but not announced");
         }

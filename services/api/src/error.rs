@@ -94,10 +94,10 @@ impl ApiError {
             _ => {}
         }
         let mut response = zonecast_runtime::http::error_response(status, kind, &self.to_string());
-        if let Self::MethodNotAllowed { allow, .. } = &self {
-            if let Ok(value) = allow.parse() {
-                response.headers_mut().insert(warp::http::header::ALLOW, value);
-            }
+        if let Self::MethodNotAllowed { allow, .. } = &self
+            && let Ok(value) = allow.parse()
+        {
+            response.headers_mut().insert(warp::http::header::ALLOW, value);
         }
         if let Self::Unauthorized(_) = &self {
             response

@@ -91,7 +91,8 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
             // Text that is not a UUID names no zone (404 below), but a ZoneID that is not text
             // at all is a type error, as in operations 8–10.
             if let Some(id) = v.get("ZoneID").filter(|id| !id.is_null() && !id.is_string()) {
-                return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), format!("must be a zone ID string, got {id}")));
+                let message = format!("must be a zone ID string, got {id}");
+                return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), message));
             }
             ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]")))
         })
