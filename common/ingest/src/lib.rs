@@ -5,15 +5,25 @@
 mod normalize;
 mod publish;
 
-pub use normalize::{Element, normalize};
-pub use publish::{PublishError, Publisher};
+pub use normalize::{Element, normalize, normalize_bytes};
+pub use publish::{AcceptError, PublishError, Publisher};
 pub use zonecast_model::PositionUpdate;
 
-/// The HTTP answer for `results`: `{"accepted": n, "rejected": [{"index", "message"}]}`.
-pub fn answer(results: &[Element]) -> serde_json::Value {
-    let rejected: Vec<serde_json::Value> = results
-        .iter()
-        .filter_map(|e| e.result.as_ref().err().map(|m| serde_json::json!({"index": e.index, "message": m})))
-        .collect();
-    serde_json::json!({"accepted": results.len() - rejected.len(), "rejected": rejected})
+/// What became of a payload: how many positions were published, and each rejected element
+/// with its index and reason.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    /// Positions published.
+    pub accepted: usize,
+    /// `(index, reason)` of each rejected element.
+    pub rejected: Vec<(usize, String)>,
+}
+
+impl Outcome {
+    /// The HTTP answer: `{"accepted": n, "rejected": [{"index", "message"}]}`.
+    pub fn answer(&self) -> serde_json::Value {
+        let rejected: Vec<serde_json::Value> =
+            self.rejected.iter().map(|(i, m)| serde_json::json!({"index": i, "message": m})).collect();
+        serde_json::json!({"accepted": self.accepted, "rejected": rejected})
+    }
 }

@@ -18,6 +18,68 @@ pub struct Element {
     pub result: Result<PositionUpdate, String>,
 }
 
+/// The compact form exactly, borrowed from the input: the common case, read without building
+/// a JSON tree. Anything else (extra fields, other forms, bad values) takes the general path,
+/// which also gives the precise per-element reasons.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Compact<'a> {
+    #[serde(rename = "MAC", borrow)]
+    mac: std::borrow::Cow<'a, str>,
+    #[serde(rename = "Position")]
+    position: [f64; 3],
+    #[serde(rename = "Timestamp", borrow, default)]
+    timestamp: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum CompactPayload<'a> {
+    #[serde(borrow)]
+    Many(Vec<Compact<'a>>),
+    #[serde(borrow)]
+    One(Compact<'a>),
+}
+
+fn fast(bytes: &[u8], now: DateTime<Utc>) -> Option<Vec<Element>> {
+    let items = match serde_json::from_slice::<CompactPayload<'_>>(bytes).ok()? {
+        CompactPayload::Many(items) => items,
+        CompactPayload::One(item) => vec![item],
+    };
+    let mut last: Option<(String, DateTime<Utc>)> = None;
+    let mut out = Vec::with_capacity(items.len());
+    for (index, c) in items.into_iter().enumerate() {
+        let mac = c.mac.parse::<Mac>().ok()?;
+        let timestamp = match c.timestamp.as_deref() {
+            None => now,
+            Some(text) => match &last {
+                Some((t, parsed)) if t == text => *parsed,
+                _ => {
+                    let parsed = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
+                    last = Some((text.to_owned(), parsed));
+                    parsed
+                }
+            },
+        };
+        let update = PositionUpdate { mac, position: c.position, timestamp, gateway_uri: None, extra: Map::new() };
+        out.push(Element { index, result: Ok(update) });
+    }
+    Some(out)
+}
+
+/// Reads a payload from its bytes: the compact fast path, else the general path. `Err` when the
+/// bytes are not JSON, or JSON that is neither an object nor an array.
+pub fn normalize_bytes(bytes: &[u8], now: DateTime<Utc>) -> Result<Vec<Element>, String> {
+    if let Some(out) = fast(bytes, now) {
+        return Ok(out);
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => Ok(normalize(&v, now)),
+        Ok(_) => Err("body must be a JSON object or array".into()),
+        Err(e) => Err(format!("not valid JSON: {e}")),
+    }
+}
+
 /// Reads any accepted payload form; `now` is the time of receipt.
 pub fn normalize(payload: &Value, now: DateTime<Utc>) -> Vec<Element> {
     let mut out = Vec::new();
@@ -202,10 +264,26 @@ mod tests {
         assert_eq!(rejected[3].1, "Timestamp: 'soon' is not an ISO 8601 time");
         assert!(rejected[4].1.starts_with("Type: 'ZONE_ENTER' is not a position event"));
         assert_eq!(rejected[7].1, "Content[1]: MAC: must be a string");
-        let answer = crate::answer(&results);
-        assert_eq!(answer["accepted"], 2);
-        assert_eq!(answer["rejected"][0], json!({"index": 1, "message": rejected[0].1}));
+        let outcome = crate::Outcome { accepted: 2, rejected: rejected.clone() };
+        assert_eq!(outcome.answer()["rejected"][0], json!({"index": 1, "message": rejected[0].1}));
     }
+
+    #[test]
+    fn the_fast_path_and_the_general_path_agree() {
+        let payloads = [
+            json!([{"MAC": "aa-bb-cc-dd-ee-01", "Position": [1, 2, 3]}, {"MAC": "AA:BB:CC:DD:EE:02", "Position": [1.5, 0, -2], "Timestamp": "2026-11-21T09:00:00Z"}]),
+            json!({"MAC": "aa:bb:cc:dd:ee:03", "Position": [0, 0, 0]}),
+            json!([{"MAC": "bad", "Position": [1, 2, 3]}, {"MAC": "aa:bb:cc:dd:ee:04", "Position": [1, 2, 3], "Velocity": [1, 0, 0]}]),
+        ];
+        for p in payloads {
+            let bytes = serde_json::to_vec(&p).unwrap();
+            assert_eq!(normalize_bytes(&bytes, now()).unwrap(), normalize(&p, now()), "{p}");
+        }
+        assert!(normalize_bytes(b"{\"MAC\":", now()).unwrap_err().starts_with("not valid JSON"));
+        assert_eq!(normalize_bytes(b"42", now()).unwrap_err(), "body must be a JSON object or array");
+    }
+
+    use proptest::prelude::Strategy as _;
 
     proptest::proptest! {
         #[test]
@@ -217,8 +295,6 @@ mod tests {
                 proptest::strategy::Just(json!("text")),
                 (-1e6f64..1e6).prop_map(|x| json!({"MAC": "00:00:00:00:00:02", "Position": [x, x, x]})),
             ], 0..40)) {
-            use proptest::prelude::Strategy as _;
-            let _ = &items;
             let results = normalize(&Value::Array(items.clone()), now());
             proptest::prop_assert_eq!(results.len(), items.len());
             for (i, e) in results.iter().enumerate() {

@@ -17,6 +17,17 @@ pub enum PublishError {
     Bus(#[from] BusError),
 }
 
+/// Why a payload was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    /// Not JSON, or not an object or array (HTTP 400).
+    #[error("request body is {0}")]
+    Malformed(String),
+    /// The positions could not be published (HTTP 503).
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+}
+
 /// Publishes positions on their partition subjects.
 #[derive(Clone)]
 pub struct Publisher {
@@ -37,30 +48,51 @@ impl Publisher {
         self.bus.is_connected()
     }
 
-    /// Normalises `payload` received now on `input` (`http`, `nats`, `mqtt`), publishes what is
-    /// valid and counts both outcomes. Returns every element with its outcome.
-    pub async fn accept(&self, payload: &serde_json::Value, input: &'static str) -> Result<Vec<crate::Element>, PublishError> {
+    /// Normalises `payload` (raw bytes) received now on `input` (`http`, `nats`, `mqtt`),
+    /// publishes what is valid and counts both outcomes.
+    pub async fn accept(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
         let now = Utc::now();
-        let results = crate::normalize(payload, now);
-        let accepted: Vec<PositionUpdate> = results.iter().filter_map(|e| e.result.as_ref().ok().cloned()).collect();
-        self.publish(&accepted, now).await?;
-        metrics::counter!("zonecast_ingest_accepted_total", "input" => input).increment(accepted.len() as u64);
-        metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment((results.len() - accepted.len()) as u64);
-        Ok(results)
+        let results = match crate::normalize_bytes(payload, now) {
+            Ok(r) => r,
+            Err(reason) => {
+                metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(1);
+                return Err(AcceptError::Malformed(reason));
+            }
+        };
+        let mut valid = Vec::with_capacity(results.len());
+        let mut outcome = crate::Outcome::default();
+        for element in results {
+            match element.result {
+                Ok(update) => valid.push(update),
+                Err(reason) => outcome.rejected.push((element.index, reason)),
+            }
+        }
+        outcome.accepted = self.publish(&valid, now).await?;
+        metrics::counter!("zonecast_ingest_accepted_total", "input" => input).increment(outcome.accepted as u64);
+        metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(outcome.rejected.len() as u64);
+        Ok(outcome)
     }
 
-    /// Publishes `updates`, produced at `now`. Refuses everything when the bus is not connected.
-    pub async fn publish(&self, updates: &[PositionUpdate], now: DateTime<Utc>) -> Result<(), PublishError> {
+    /// Publishes `updates`, produced at `now`, returning how many. Refuses everything when the
+    /// bus is not connected.
+    pub async fn publish(&self, updates: &[PositionUpdate], now: DateTime<Utc>) -> Result<usize, PublishError> {
         if !self.ready() {
             return Err(PublishError::Disconnected);
         }
+        let local = zonecast_model::format_timestamp(&now);
+        // Positions of one batch mostly share their timestamp: format it once.
+        let mut last: Option<(DateTime<Utc>, String)> = None;
+        let mut count = 0;
         for update in updates {
             let subject = self.subjects.positions(update.mac.partition(self.partitions), update.mac.as_str());
-            let event = update.to_event(self.site_id, now);
-            // An envelope of strings and numbers always serialises.
-            let payload = serde_json::to_vec(&event).unwrap_or_default();
+            let stamp = match &last {
+                Some((t, text)) if *t == update.timestamp => text,
+                _ => &last.insert((update.timestamp, zonecast_model::format_timestamp(&update.timestamp))).1,
+            };
+            let payload = update.event_bytes(self.site_id, stamp, &local);
             self.bus.publish(subject, payload.into()).await?;
+            count += 1;
         }
-        Ok(())
+        Ok(count)
     }
 }

@@ -34,12 +34,28 @@ impl FromStr for Mac {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || format!("'{s}' is not a MAC address (six hex octets separated by ':' or '-')");
-        let sep = if s.contains('-') { '-' } else { ':' };
-        let octets: Vec<&str> = s.split(sep).collect();
-        if octets.len() != 6 || octets.iter().any(|o| o.len() != 2 || !o.bytes().all(|b| b.is_ascii_hexdigit())) {
+        let bytes = s.as_bytes();
+        if bytes.len() != 17 {
             return Err(bad());
         }
-        Ok(Self(octets.join(":").to_ascii_uppercase()))
+        let sep = bytes[2];
+        if sep != b':' && sep != b'-' {
+            return Err(bad());
+        }
+        let mut out = String::with_capacity(17);
+        for (i, &b) in bytes.iter().enumerate() {
+            if i % 3 == 2 {
+                if b != sep {
+                    return Err(bad());
+                }
+                out.push(':');
+            } else if b.is_ascii_hexdigit() {
+                out.push(b.to_ascii_uppercase() as char);
+            } else {
+                return Err(bad());
+            }
+        }
+        Ok(Self(out))
     }
 }
 

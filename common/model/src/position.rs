@@ -65,6 +65,49 @@ impl PositionUpdate {
         Ok(Self { mac, position, timestamp, gateway_uri, extra })
     }
 
+    /// The normalised event as JSON bytes, without building an intermediate value: `timestamp`
+    /// is this update's formatted Timestamp, `local` the formatted LocalTimestamp (callers cache
+    /// both across a batch).
+    pub fn event_bytes(&self, site_id: i64, timestamp: &str, local: &str) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct Source<'a> {
+            #[serde(rename = "MAC")]
+            mac: &'a str,
+            #[serde(rename = "GatewayURI")]
+            gateway_uri: Option<&'a str>,
+            #[serde(rename = "SiteID")]
+            site_id: i64,
+        }
+        #[derive(serde::Serialize)]
+        struct Content<'a> {
+            #[serde(rename = "Position")]
+            position: &'a [f64; 3],
+            #[serde(flatten)]
+            extra: &'a serde_json::Map<String, Value>,
+        }
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "PascalCase")]
+        struct Event<'a> {
+            category: &'static str,
+            #[serde(rename = "Type")]
+            kind: &'static str,
+            timestamp: &'a str,
+            local_timestamp: &'a str,
+            source: Source<'a>,
+            content: Content<'a>,
+        }
+        let event = Event {
+            category: "LOCATION",
+            kind: "LOCATION_RAW_UPDATE",
+            timestamp,
+            local_timestamp: local,
+            source: Source { mac: self.mac.as_str(), gateway_uri: self.gateway_uri.as_deref(), site_id },
+            content: Content { position: &self.position, extra: &self.extra },
+        };
+        // Strings, finite numbers and a JSON map always serialise.
+        serde_json::to_vec(&event).unwrap_or_default()
+    }
+
     /// The normalised event, produced at `now` on site `site_id`.
     pub fn to_event(&self, site_id: i64, now: DateTime<Utc>) -> Envelope {
         let mut content = json!({"Position": self.position});
@@ -99,6 +142,14 @@ mod tests {
         assert_eq!(v["Content"]["Sequence"], 7);
         assert_eq!(v["Source"]["SiteID"], 501);
         assert_eq!(PositionUpdate::from_event(&v).unwrap(), p);
+        let now = Utc::now();
+        let direct: Value = serde_json::from_slice(&p.event_bytes(
+            501,
+            &format_timestamp(&p.timestamp),
+            &format_timestamp(&now),
+        ))
+        .unwrap();
+        assert_eq!(direct, serde_json::to_value(p.to_event(501, now)).unwrap(), "both encodings agree");
     }
 
     #[test]

@@ -155,8 +155,12 @@ impl Shell {
         let parsed = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}")).and_then(|v| PositionUpdate::from_event(&v));
         match parsed {
             Ok(p) => {
+                let now = Utc::now();
                 metrics::counter!("zonecast_evaluator_positions_total").increment(1);
-                engine.on_position(&p.mac, p.position, p.timestamp, Utc::now(), out);
+                // Lag: measurement to evaluation (includes ingestion and the bus).
+                let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
+                metrics::histogram!("zonecast_evaluator_lag_seconds").record(lag.max(0.0));
+                engine.on_position(&p.mac, p.position, p.timestamp, now, out);
             }
             Err(reason) => {
                 metrics::counter!("zonecast_evaluator_bad_messages_total").increment(1);

@@ -228,6 +228,11 @@ struct Stops {
 
 async fn run(shared: Arc<Shared>, generation: u64, options: MqttOptions, settings: Settings, stops: Stops, name: String) {
     let (client, mut eventloop) = AsyncClient::new(options, usize::from(settings.window) + 16);
+    if std::env::var("XX_NODELAY").is_ok() {
+        let mut n = eventloop.network_options();
+        n.set_tcp_nodelay(true);
+        eventloop.set_network_options(n);
+    }
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
     let mut connected_at: Option<Instant> = None;
     loop {

@@ -7,7 +7,7 @@ use futures::Stream;
 use warp::http::{HeaderMap, Method, StatusCode};
 use warp::reply::Response;
 use warp::{Buf, Filter};
-use zonecast_ingest::Publisher;
+use zonecast_ingest::{AcceptError, Publisher};
 use zonecast_runtime::http::{BodyError, error_response, json_response, read_body};
 use zonecast_runtime::{Auth, AuthError, Authority, Shutdown};
 
@@ -33,16 +33,10 @@ where
         Err(e @ BodyError::TooLarge(_)) => return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string()),
         Err(e) => return error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
     };
-    let payload: serde_json::Value = match serde_json::from_slice(&body) {
-        Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => v,
-        Ok(_) => return error_response(StatusCode::BAD_REQUEST, "malformed", "request body must be a JSON object or array"),
-        Err(e) => {
-            return error_response(StatusCode::BAD_REQUEST, "malformed", &format!("request body is not valid JSON: {e}"));
-        }
-    };
-    match l.publisher.accept(&payload, "http").await {
-        Ok(results) => json_response(StatusCode::OK, &zonecast_ingest::answer(&results)),
-        Err(e) => {
+    match l.publisher.accept(&body, "http").await {
+        Ok(outcome) => json_response(StatusCode::OK, &outcome.answer()),
+        Err(e @ AcceptError::Malformed(_)) => error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
+        Err(AcceptError::Publish(e)) => {
             tracing::warn!(error = %e, "positions refused: bus unavailable");
             error_response(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the message bus is not connected; nothing was accepted")
         }

@@ -20,28 +20,20 @@ pub use crate::mqtt::{MqttInput, MqttInputError};
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the
 /// rejected elements counted and logged at a limited rate. Never fails the loop.
 async fn take(publisher: &Publisher, payload: &[u8], input: &'static str, log: &mut RateLimited) {
-    let value: serde_json::Value = match serde_json::from_slice(payload) {
-        Ok(v) => v,
-        Err(e) => {
-            metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(1);
-            if let Some(held_back) = log.allow() {
-                tracing::warn!(input, error = %e, held_back, "position payload is not JSON");
-            }
-            return;
-        }
-    };
-    match publisher.accept(&value, input).await {
-        Ok(results) => {
-            if let Some(bad) = results.iter().find_map(|e| e.result.as_ref().err()) {
-                if let Some(held_back) = log.allow() {
-                    tracing::warn!(input, reason = %bad, held_back, "position rejected");
-                }
+    match publisher.accept(payload, input).await {
+        Ok(outcome) => {
+            if let Some((index, reason)) = outcome.rejected.first()
+                && let Some(held_back) = log.allow()
+            {
+                tracing::warn!(input, index, %reason, held_back, "position rejected");
             }
         }
         Err(e) => {
-            metrics::counter!("zonecast_ingest_publish_failures_total", "input" => input).increment(1);
+            if let zonecast_ingest::AcceptError::Publish(_) = e {
+                metrics::counter!("zonecast_ingest_publish_failures_total", "input" => input).increment(1);
+            }
             if let Some(held_back) = log.allow() {
-                tracing::warn!(input, error = %e, held_back, "positions not published");
+                tracing::warn!(input, error = %e, held_back, "positions not taken");
             }
         }
     }

@@ -16,6 +16,10 @@ use zonecast_bus::Subjects;
 use crate::latency::Recorder;
 use crate::site::Site;
 
+/// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How positions are sent.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Input {

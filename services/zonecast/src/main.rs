@@ -2,6 +2,10 @@
 
 use zonecast_runtime::{Config, shutdown, telemetry};
 
+/// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();

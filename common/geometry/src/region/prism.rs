@@ -26,8 +26,6 @@ pub(crate) struct Prism {
     sweep: Vec3,
     /// Height of the top plane above the base plane, measured along the normal.
     thickness: f64,
-    /// The axis in 2D plane coordinates: how a point moves in the plane per metre along the axis.
-    axis_2d: Point2,
     /// The sweep in 2D plane coordinates: the top polygon is the base ring moved by this.
     sweep_2d: Point2,
     /// Unit axes of the plane perpendicular to the axis; `(g1, g2, axis)` is right-handed.
@@ -75,7 +73,6 @@ impl Prism {
             w: plane.w,
             sweep: scale(axis, height),
             thickness: height * lift,
-            axis_2d,
             sweep_2d: axis_2d.map(|c| c * height),
             g1,
             g2,

@@ -48,6 +48,20 @@ pub(crate) struct Bvh {
     exact: Vec<Aabb>,
 }
 
+/// A query box, exact and rounded outward to `f32` for the node tests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Query {
+    exact: Aabb,
+    min: [f32; 3],
+    max: [f32; 3],
+}
+
+impl Query {
+    pub(crate) fn new(exact: Aabb) -> Self {
+        Self { exact, min: exact.min.map(outward_down), max: exact.max.map(outward_up) }
+    }
+}
+
 impl Bvh {
     /// Indexes `boxes` (id, box).
     ///
@@ -71,45 +85,60 @@ impl Bvh {
     }
 
     /// Appends to `out` the id of every item whose box intersects `query` (closed boxes).
-    pub(crate) fn query(&self, query: &Aabb, out: &mut Vec<usize>) {
+    pub(crate) fn query(&self, query: &Query, out: &mut Vec<usize>) {
         if self.nodes.is_empty() {
             return;
         }
-        let qmin = query.min.map(round_down);
-        let qmax = query.max.map(round_up);
         let mut stack = [0u32; STACK];
         let mut depth = 1;
         while depth > 0 {
             depth -= 1;
-            let node = &self.nodes[stack[depth] as usize];
-            let hits = overlaps(node, qmin, qmax);
+            let node = &self.nodes[stack[depth % STACK] as usize];
+            let hits = overlaps(node, query);
+            // Overlapping inner children are pushed without branches (every slot is written,
+            // kept only when it counts): branching here is mispredicted about half the time.
+            let mut items = 0u32;
             for (c, hit) in hits.into_iter().enumerate() {
-                // Branch-free push of an overlapping inner child: the slot is always written and
-                // kept only when it counts. Branches here would be mispredicted about half the time.
                 let child = node.child[c];
-                let inner = child & ITEM == 0;
-                stack[depth] = child;
-                depth += usize::from(hit & inner);
-                if hit & !inner {
-                    self.report(child & !ITEM, node, c, query, out);
-                }
+                let is_item = child >> 31;
+                stack[depth % STACK] = child;
+                depth += (u32::from(hit) & (is_item ^ 1)) as usize;
+                items |= (u32::from(hit) & is_item) << c;
+            }
+            while items != 0 {
+                let c = items.trailing_zeros() as usize;
+                items &= items - 1;
+                self.report(node, c, query, out);
             }
         }
     }
 
+    /// Reports the item that is child `c` of `node` if its exact box intersects the query.
+    #[inline]
+    fn report(&self, node: &Node, c: usize, query: &Query, out: &mut Vec<usize>) {
+        let item = (node.child[c] & !ITEM) as usize;
+        // The exact bound lies within one f32 ulp inside the stored bound, so the exact box is
+        // needed only when the query ends within (a little more than) that band: rarely.
+        let sure = (0..3).fold(true, |acc, i| {
+            acc & (inward_up(node.min[i][c]) <= query.exact.max[i])
+                & (query.exact.min[i] <= inward_down(node.max[i][c]))
+        });
+        if sure || self.exact[item].intersects(&query.exact) {
+            out.push(self.ids[item] as usize);
+        }
+    }
+
     /// Temporary: nodes visited by a query.
-    pub(crate) fn visits(&self, query: &Aabb) -> usize {
+    pub(crate) fn visits(&self, query: &Query) -> usize {
         if self.nodes.is_empty() {
             return 0;
         }
-        let qmin = query.min.map(round_down);
-        let qmax = query.max.map(round_up);
         let mut stack = vec![0u32];
         let mut n = 0;
         while let Some(at) = stack.pop() {
             n += 1;
             let node = &self.nodes[at as usize];
-            let hits = overlaps(node, qmin, qmax);
+            let hits = overlaps(node, query);
             for c in 0..4 {
                 if hits[c] && node.child[c] & ITEM == 0 {
                     stack.push(node.child[c]);
@@ -117,21 +146,6 @@ impl Bvh {
             }
         }
         n
-    }
-
-    /// Reports item `item`, child `c` of `node`, if its exact box intersects `query`.
-    #[inline]
-    fn report(&self, item: u32, node: &Node, c: usize, query: &Aabb, out: &mut Vec<usize>) {
-        let item = item as usize;
-        // The exact bound lies between the stored f32 bound and the next f32 inward, so the exact
-        // box is needed only when the query ends within that band (rare).
-        let sure = (0..3).fold(true, |acc, i| {
-            acc & (f64::from(node.min[i][c].next_up()) <= query.max[i])
-                & (query.min[i] <= f64::from(node.max[i][c].next_down()))
-        });
-        if sure || self.exact[item].intersects(query) {
-            out.push(self.ids[item] as usize);
-        }
     }
 
     /// Bytes held by the node and item arrays.
@@ -142,23 +156,16 @@ impl Bvh {
     }
 }
 
-/// Which of the node's four children overlap the query box, without branches: the largest gap
-/// between the query and a child along any axis is ≤ 0 exactly when they overlap. Written as lane
-/// arithmetic with a `>`-select (the semantics of a packed max) so the compiler vectorises it.
-/// The query must be finite.
+/// Which of the node's four children overlap the query box, without branches.
 #[inline]
-fn overlaps(node: &Node, qmin: [f32; 3], qmax: [f32; 3]) -> [bool; 4] {
-    let mut gap = [f32::NEG_INFINITY; 4];
+fn overlaps(node: &Node, q: &Query) -> [bool; 4] {
+    let mut hit = [true; 4];
     for axis in 0..3 {
-        let (lo, hi) = (&node.min[axis], &node.max[axis]);
         for c in 0..4 {
-            let below = lo[c] - qmax[axis];
-            gap[c] = if below > gap[c] { below } else { gap[c] };
-            let above = qmin[axis] - hi[c];
-            gap[c] = if above > gap[c] { above } else { gap[c] };
+            hit[c] &= (node.min[axis][c] <= q.max[axis]) & (q.min[axis] <= node.max[axis][c]);
         }
     }
-    gap.map(|g| g <= 0.0)
+    hit
 }
 
 /// Adds the subtree over `items` (which start at `offset` in the full array) and returns its index.
@@ -202,6 +209,33 @@ fn split_at_median(items: &mut [(u32, Aabb)]) -> usize {
     mid
 }
 
+/// A little more than two `f32` ulps, relative: rounding to the nearest `f32` moves a value by at
+/// most half an ulp, so a value moved by this first still ends up on the same side.
+const F32_SLACK: f64 = 1.0 / (1u64 << 22) as f64;
+
+/// An `f32` at or below `x`, without branches (so, for a query, cheaply); a few ulps low.
+fn outward_down(x: f64) -> f32 {
+    (x - x.abs() * F32_SLACK - f64::from(f32::MIN_POSITIVE)) as f32
+}
+
+/// An `f32` at or above `x`, without branches; a few ulps high.
+fn outward_up(x: f64) -> f32 {
+    (x + x.abs() * F32_SLACK + f64::from(f32::MIN_POSITIVE)) as f32
+}
+
+/// A value at or above the next `f32` above `f`: exact bounds stored as `f32` rounded down lie
+/// below it.
+fn inward_up(f: f32) -> f64 {
+    let x = f64::from(f);
+    x + x.abs() * F32_SLACK + f64::from(f32::MIN_POSITIVE)
+}
+
+/// A value at or below the next `f32` below `f`.
+fn inward_down(f: f32) -> f64 {
+    let x = f64::from(f);
+    x - x.abs() * F32_SLACK - f64::from(f32::MIN_POSITIVE)
+}
+
 /// The largest `f32` not above `x` (NaN stays NaN, which then matches nothing).
 fn round_down(x: f64) -> f32 {
     let f = x as f32;
@@ -241,17 +275,17 @@ mod tests {
     fn queries_find_exactly_the_overlapping_boxes() {
         let bvh = Bvh::build((0..1000).map(|i| (i, unit_box(i as f64 * 2.0))));
         let mut out = Vec::new();
-        bvh.query(&Aabb::around([101.5, 0.5, 0.5], 0.1), &mut out);
+        bvh.query(&Query::new(Aabb::around([101.5, 0.5, 0.5], 0.1)), &mut out);
         assert!(out.is_empty(), "{out:?}");
-        bvh.query(&Aabb::around([100.5, 0.5, 0.5], 1.6), &mut out);
+        bvh.query(&Query::new(Aabb::around([100.5, 0.5, 0.5], 1.6)), &mut out);
         out.sort_unstable();
         assert_eq!(out, vec![49, 50, 51]);
         // Touching counts, a hair (below f32 resolution) away does not.
         out.clear();
-        bvh.query(&Aabb { min: [101.0, 0.0, 0.0], max: [101.5, 1.0, 1.0] }, &mut out);
+        bvh.query(&Query::new(Aabb { min: [101.0, 0.0, 0.0], max: [101.5, 1.0, 1.0] }), &mut out);
         assert_eq!(out, vec![50]);
         out.clear();
-        bvh.query(&Aabb { min: [101.0 + 1e-12, 0.0, 0.0], max: [101.5, 1.0, 1.0] }, &mut out);
+        bvh.query(&Query::new(Aabb { min: [101.0 + 1e-12, 0.0, 0.0], max: [101.5, 1.0, 1.0] }), &mut out);
         assert!(out.is_empty(), "{out:?}");
     }
 
@@ -260,16 +294,16 @@ mod tests {
         let bvh = Bvh::build((0..4096).map(|i| (i, unit_box(0.0))));
         assert!(depth(&bvh, 0) <= 7, "{}", depth(&bvh, 0));
         let mut out = Vec::new();
-        bvh.query(&unit_box(0.0), &mut out);
+        bvh.query(&Query::new(unit_box(0.0)), &mut out);
         assert_eq!(out.len(), 4096);
     }
 
     #[test]
     fn small_and_empty_hierarchies_answer() {
         let mut out = Vec::new();
-        Bvh::build([]).query(&unit_box(0.0), &mut out);
+        Bvh::build([]).query(&Query::new(unit_box(0.0)), &mut out);
         assert!(out.is_empty());
-        Bvh::build([(9, unit_box(0.0))]).query(&unit_box(0.5), &mut out);
+        Bvh::build([(9, unit_box(0.0))]).query(&Query::new(unit_box(0.5)), &mut out);
         assert_eq!(out, vec![9]);
         assert_eq!(Bvh::build([(3, unit_box(0.0)), (4, unit_box(5.0))]).ids().collect::<Vec<_>>().len(), 2);
     }
@@ -298,7 +332,7 @@ mod visits {
                 })
                 .collect();
             let bvh = Bvh::build(boxes);
-            let qs: Vec<Aabb> = (0..100_000).map(|_| Aabb::around([r() * 1000.0, r() * 1000.0, r() * 20.0], 0.5)).collect();
+            let qs: Vec<Query> = (0..100_000).map(|_| Query::new(Aabb::around([r() * 1000.0, r() * 1000.0, r() * 20.0], 0.5))).collect();
             let mut out = Vec::with_capacity(100);
             let mut best = f64::INFINITY;
             for _ in 0..5 {
@@ -312,7 +346,7 @@ mod visits {
             let t = std::time::Instant::now();
             let mut cnt = 0;
             for q in &qs[..1000] {
-                for it in &bvh.exact { cnt += it.intersects(q) as usize; }
+                for it in &bvh.exact { cnt += it.intersects(&q.exact) as usize; }
             }
             let lin = t.elapsed().as_nanos() as f64 / 1e3;
             let t = std::time::Instant::now();

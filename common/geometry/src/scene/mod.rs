@@ -12,7 +12,7 @@ mod grid;
 use crate::aabb::Aabb;
 use crate::region::Region;
 use crate::vector::Vec3;
-use bvh::Bvh;
+use bvh::{Bvh, Query};
 use grid::{Grid, ball_box};
 
 /// Static zones in a bounding-volume hierarchy plus movable (mobile) zones in a spatial hash grid,
@@ -95,14 +95,14 @@ impl Scene {
     ///
     /// Every region within `margin` of `p` is among them (each AABB holds its region).
     pub fn static_candidates(&self, p: Vec3, margin: f64, out: &mut Vec<usize>) {
-        let query = ball_box(p, margin);
+        let query = Query::new(ball_box(p, margin));
         self.solid.query(&query, out);
         self.flat.query(&query, out);
     }
 
     /// Temporary.
     pub fn visits(&self, p: Vec3, margin: f64) -> (usize, usize) {
-        let q = ball_box(p, margin);
+        let q = Query::new(ball_box(p, margin));
         (self.solid.visits(&q), self.flat.visits(&q))
     }
 

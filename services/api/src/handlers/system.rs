@@ -50,12 +50,11 @@ pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError
     let Some(publisher) = &ctx.positions else {
         return Err(ApiError::NotFound("no route /v3/positions".into()));
     };
-    let payload = body::json(body)?;
-    if !payload.is_object() && !payload.is_array() {
-        return Err(ApiError::Malformed("request body must be a JSON object or array".into()));
-    }
-    let results = publisher.accept(&payload, "http").await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    Ok(reply::ok(&zonecast_ingest::answer(&results)))
+    let outcome = publisher.accept(body, "http").await.map_err(|e| match e {
+        zonecast_ingest::AcceptError::Malformed(_) => ApiError::Malformed(e.to_string()),
+        zonecast_ingest::AcceptError::Publish(p) => ApiError::Unavailable(p.to_string()),
+    })?;
+    Ok(reply::ok(&outcome.answer()))
 }
 
 /// `GET /healthz`: 200 when the store answers and the bus is connected, else 503.
