@@ -14,7 +14,9 @@ use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret, Shutdown};
 pub use serde_json::json;
 
 pub mod mosquitto;
+pub mod nats;
 pub mod pki;
+pub mod process;
 
 /// PostgreSQL server whose `postgres` role may create databases.
 pub fn database_admin_url() -> String {

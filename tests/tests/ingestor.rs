@@ -206,39 +206,12 @@ both_modes!(
     a_posted_position_reaches_the_evaluator,
 );
 
-/// A nats-server of the test's own on a free port, killed on drop.
-struct OwnNats {
-    child: std::process::Child,
-    url: String,
-}
-
-impl OwnNats {
-    async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = std::process::Command::new("/usr/sbin/nats-server")
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nats-server runs (apt-get install nats-server)");
-        eventually(WAIT, || async { tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ()) }).await;
-        Self { child, url: format!("nats://127.0.0.1:{port}") }
-    }
-}
-
-impl Drop for OwnNats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {
-    let mut nats = OwnNats::start().await;
+    let mut nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path());
-    let bus = zonecast_bus::connect(Some(&nats.url), "ingestor-503").await.unwrap();
+    let bus = zonecast_bus::connect(Some(&nats.url()), "ingestor-503").await.unwrap();
     let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
     let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects, 16, 1);
     let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
@@ -257,9 +230,7 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
         (r.status(), r.json::<Value>().await.unwrap())
     };
     assert_eq!(post().await.0, StatusCode::OK);
-    let port = nats.url.rsplit(':').next().unwrap().to_owned();
-    let _ = nats.child.kill();
-    let _ = nats.child.wait();
+    nats.stop();
     let answer = eventually(WAIT, || async {
         let answer = post().await;
         (answer.0 == StatusCode::SERVICE_UNAVAILABLE).then_some(answer)
@@ -272,12 +243,7 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     };
     assert_eq!((status, health["bus"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("disconnected")));
     // NATS back on the same port: the client reconnects and input is accepted again.
-    nats.child = std::process::Command::new("/usr/sbin/nats-server")
-        .args(["-a", "127.0.0.1", "-p", &port])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    nats.resume().await;
     eventually(Duration::from_secs(20), || async { (post().await.0 == StatusCode::OK).then_some(()) }).await;
     shutdown.cancel();
 }

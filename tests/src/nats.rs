@@ -1,0 +1,59 @@
+//! A nats-server of the test's own on a free port, which a test can stop and start again on
+//! the same port (the shared server on 4222 must never be disturbed).
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A nats-server child process; killed on drop.
+pub struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+const BINARY: &str = "/usr/sbin/nats-server";
+
+impl NatsServer {
+    /// Starts one on a free port and waits until it accepts connections.
+    pub async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+        let mut server = Self { child: None, port };
+        server.resume().await;
+        server
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and waits until it accepts connections.
+    pub async fn resume(&mut self) {
+        self.stop();
+        let child = Command::new(BINARY)
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{BINARY} does not run ({e}); install it with: apt-get install nats-server"));
+        self.child = Some(child);
+        let port = self.port;
+        crate::eventually(Duration::from_secs(10), || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ())
+        })
+        .await;
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

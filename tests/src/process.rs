@@ -1,0 +1,114 @@
+//! The service binaries as real processes: found next to the test executable in the target
+//! directory (built once with cargo if missing), started with an environment of their own,
+//! and killed on drop so a failing test leaves nothing behind.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+/// Every service binary the cluster tests run.
+pub const BINARIES: [&str; 4] = ["zonecast-api", "zonecast-ingestor", "zonecast-evaluator", "zonecast-forwarder"];
+
+fn target_dir() -> PathBuf {
+    // <target>/<profile>/deps/<test executable>
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(|deps| deps.parent()).expect("target profile directory").to_owned()
+}
+
+/// The path of binary `name`, building the service binaries first if any is missing.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let dir = target_dir();
+    BUILT.get_or_init(|| {
+        if BINARIES.iter().all(|b| dir.join(b).exists()) {
+            return;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.arg("build");
+        for b in BINARIES {
+            cmd.args(["-p", b]);
+        }
+        if dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "building the service binaries failed");
+    });
+    let path = dir.join(name);
+    assert!(path.exists(), "{} is missing; build it with: cargo build -p {name}", path.display());
+    path
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; the caller binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port()
+}
+
+/// A running service process.
+pub struct Service {
+    /// Binary name.
+    pub name: String,
+    /// Where its `/healthz` is.
+    pub health_url: String,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl Service {
+    /// Starts `name` with `env` (on top of a clean environment without `ZONECAST_*`);
+    /// `health_port` is where it serves `/healthz`.
+    pub fn start(name: &str, env: Vec<(String, String)>, health_port: u16) -> Self {
+        let mut service = Self { name: name.to_owned(), health_url: format!("http://127.0.0.1:{health_port}/healthz"), env, child: None };
+        service.spawn();
+        service
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new(binary(&self.name));
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZONECAST_") || k == "RUST_LOG") {
+            cmd.env_remove(k);
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        self.child = Some(cmd.spawn().unwrap_or_else(|e| panic!("{} does not start: {e}", self.name)));
+    }
+
+    /// Waits until `/healthz` answers 200.
+    pub async fn healthy(&mut self, http: &reqwest::Client, timeout: Duration) {
+        let url = self.health_url.clone();
+        let name = self.name.clone();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("{name} exited with {status} before it was healthy");
+            }
+            if let Ok(r) = http.get(&url).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{name} not healthy at {url} within {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await; // sleep-ok: polling interval of a bounded wait
+        }
+    }
+
+    /// Kills the process at once (SIGKILL): nothing is flushed.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Starts it again with the same environment.
+    pub fn restart(&mut self) {
+        self.spawn();
+    }
+}
