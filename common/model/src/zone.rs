@@ -34,8 +34,8 @@ impl InclusionPolicy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct ZoneSpec {
-    /// Identity, assigned on create.
-    #[serde(rename = "ZoneID")]
+    /// Identity, assigned on create; written as an upper-case UUID.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
     pub id: Uuid,
     /// Free text, may repeat across zones.
     pub name: String,
@@ -55,9 +55,11 @@ pub struct ZoneSpec {
     pub zone_actions: Vec<ZoneAction>,
     /// Whether the zone is live only between StartTime and StopTime.
     pub is_timed: bool,
-    /// Start of the time window (inclusive).
+    /// Start of the time window (inclusive); written with milliseconds.
+    #[serde(with = "millis")]
     pub start_time: Option<DateTime<Utc>>,
-    /// End of the time window (exclusive).
+    /// End of the time window (exclusive); written with milliseconds.
+    #[serde(with = "millis")]
     pub stop_time: Option<DateTime<Utc>>,
     /// Device whose position carries a mobile zone.
     pub mobile_origin_source: Option<Mac>,
@@ -72,64 +74,53 @@ pub fn format_id(id: &Uuid) -> String {
 
 /// A zone as the API returns it: the spec plus site and current collisions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "PascalCase")]
 pub struct Zone {
     /// Site from configuration.
     #[serde(rename = "SiteID")]
     pub site_id: i64,
-    /// Upper-case UUID.
-    #[serde(rename = "ZoneID")]
-    pub zone_id: String,
-    /// See [`ZoneSpec::name`].
-    pub name: String,
-    /// See [`ZoneSpec::geometry_type`].
-    pub geometry_type: GeometryType,
-    /// See [`ZoneSpec::geometry_data`].
-    pub geometry_data: Vec<Vec3>,
-    /// See [`ZoneSpec::alert_level`].
-    pub alert_level: i64,
-    /// See [`ZoneSpec::active`].
-    pub active: bool,
-    /// See [`ZoneSpec::inclusion_policy`].
-    pub inclusion_policy: InclusionPolicy,
-    /// See [`ZoneSpec::device_list`].
-    pub device_list: Vec<Mac>,
-    /// See [`ZoneSpec::zone_actions`].
-    pub zone_actions: Vec<ZoneAction>,
-    /// See [`ZoneSpec::is_timed`].
-    pub is_timed: bool,
-    /// ISO 8601 UTC with milliseconds, or null.
-    pub start_time: Option<String>,
-    /// ISO 8601 UTC with milliseconds, or null.
-    pub stop_time: Option<String>,
-    /// See [`ZoneSpec::mobile_origin_source`].
-    pub mobile_origin_source: Option<Mac>,
+    /// The configuration.
+    #[serde(flatten)]
+    pub spec: ZoneSpec,
     /// Devices inside the zone now.
+    #[serde(rename = "CollidingDevices")]
     pub colliding_devices: Vec<Mac>,
-    /// See [`ZoneSpec::is_geometry_locked`].
-    pub is_geometry_locked: bool,
 }
 
 impl Zone {
     /// The API view of `spec` on `site_id` with the devices inside it now.
     pub fn new(spec: ZoneSpec, site_id: i64, colliding_devices: Vec<Mac>) -> Self {
-        Self {
-            site_id,
-            zone_id: format_id(&spec.id),
-            name: spec.name,
-            geometry_type: spec.geometry_type,
-            geometry_data: spec.geometry_data,
-            alert_level: spec.alert_level,
-            active: spec.active,
-            inclusion_policy: spec.inclusion_policy,
-            device_list: spec.device_list,
-            zone_actions: spec.zone_actions,
-            is_timed: spec.is_timed,
-            start_time: spec.start_time.map(|t| crate::format_timestamp(&t)),
-            stop_time: spec.stop_time.map(|t| crate::format_timestamp(&t)),
-            mobile_origin_source: spec.mobile_origin_source,
-            colliding_devices,
-            is_geometry_locked: spec.is_geometry_locked,
+        Self { site_id, spec, colliding_devices }
+    }
+}
+
+/// Upper-case UUIDs out, any case in.
+mod upper_uuid {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use uuid::Uuid;
+
+    pub fn serialize<S: Serializer>(id: &Uuid, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_id(id))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Optional times as ISO 8601 UTC with milliseconds.
+mod millis {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_str(&crate::format_timestamp(t)),
+            None => s.serialize_none(),
         }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        Option::<DateTime<Utc>>::deserialize(d)
     }
 }

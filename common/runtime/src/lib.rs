@@ -9,10 +9,12 @@ pub mod metrics;
 pub mod ops;
 pub mod ratelog;
 pub mod shutdown;
+pub mod start;
 pub mod telemetry;
 
 pub use auth::{Auth, AuthError, Principal};
 pub use config::{ApiKey, Authority, Client, Config, ConfigError};
 pub use keys::{KeyError, Keys};
 pub use shutdown::Shutdown;
+pub use start::{StartError, boot};
 pub use zonecast_model::Secret;

@@ -17,34 +17,12 @@ use std::time::Instant;
 use futures::Stream;
 use warp::http::{HeaderMap, Method};
 use warp::{Buf, Filter};
-use zonecast_runtime::{Config, Keys, Shutdown};
+use zonecast_runtime::{Config, Keys, Shutdown, StartError};
 
 pub use context::Context;
 pub use error::ApiError;
 
 use crate::routes::{Lookup, Route, lookup};
-
-/// Why the API could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// Listener could not bind.
-    #[error("cannot listen on {addr}: {reason}")]
-    Bind {
-        /// Address.
-        addr: SocketAddr,
-        /// Cause.
-        reason: String,
-    },
-    /// Store could not be opened (with the cause, which start-up errors may show).
-    #[error("{0}")]
-    Store(String),
-    /// Bus could not be connected.
-    #[error("bus: {0}")]
-    Bus(String),
-    /// Key material is missing or bad.
-    #[error("{0}")]
-    Keys(String),
-}
 
 /// The warp filter answering every request through the route table.
 /// Its only rejection is a body already taken, which cannot happen here.
@@ -117,7 +95,7 @@ pub async fn serve(ctx: Arc<Context>, listener: tokio::net::TcpListener, shutdow
 
 /// Binds `addr`, reporting a clear error instead of warp's panic.
 pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {
-    tokio::net::TcpListener::bind(addr).await.map_err(|e| StartError::Bind { addr, reason: e.to_string() })
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| StartError::new("listener", format!("{addr}: {e}")))
 }
 
 /// A started API: where it listens and the task serving it.
@@ -132,20 +110,22 @@ pub struct Running {
 /// NATS (`ZONECAST_NATS_URL`, required) and the shared `ZONECAST_SECRET_KEY`.
 pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartError> {
     let required = |value: &Option<zonecast_runtime::Secret>, name: &str| {
-        value.clone().ok_or_else(|| StartError::Keys(format!("{name} is required for zonecast-api")))
+        value.clone().ok_or_else(|| StartError::new("config", format!("{name} is required for zonecast-api")))
     };
     let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
     let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
     let secret =
         required(&config.secret_key, "ZONECAST_SECRET_KEY (base64 of 32 random bytes, the same for every replica)")?;
-    let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::Keys(e.to_string()))?);
+    let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::new("keys", e))?);
     if config.api_keys.is_empty() && config.clients.is_empty() {
         tracing::warn!("no ZONECAST_API_KEYS or ZONECAST_CLIENTS configured: every request will be refused");
     }
-    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await?;
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
+        .await
+        .map_err(|e| StartError::new("store", e.detail()))?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await.map_err(|e| StartError::new("bus", e))?;
     let listener = bind(config.http_addr).await?;
-    let addr = listener.local_addr().map_err(|e| StartError::Bind { addr: config.http_addr, reason: e.to_string() })?;
+    let addr = listener.local_addr().map_err(|e| StartError::new("listener", e))?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys));
     let task = tokio::spawn(async move {
         serve(ctx, listener, shutdown).await;
@@ -159,17 +139,5 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
 /// Runs `zonecast-api` until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
     let running = start(config, shutdown).await?;
-    running.task.await.map_err(|e| StartError::Keys(format!("API task failed: {e}")))
-}
-
-impl From<zonecast_store::StoreError> for StartError {
-    fn from(e: zonecast_store::StoreError) -> Self {
-        Self::Store(e.detail())
-    }
-}
-
-impl From<zonecast_bus::BusError> for StartError {
-    fn from(e: zonecast_bus::BusError) -> Self {
-        Self::Bus(e.to_string())
-    }
+    running.task.await.map_err(|e| StartError::new("api task", e))
 }

@@ -18,35 +18,12 @@ use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, Mac, PositionUpdate};
-use zonecast_runtime::Shutdown;
+use zonecast_runtime::{Shutdown, StartError};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::Store;
 
 use crate::catalog::Catalog;
 pub use crate::engine::{Engine, Output, Ownership, Reason};
-
-/// Why the evaluator could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// Reading the configuration or collisions failed (with the cause, for operators).
-    #[error("{0}")]
-    Store(String),
-    /// Subscribing failed.
-    #[error("bus: {0}")]
-    Bus(String),
-}
-
-impl From<zonecast_store::StoreError> for StartError {
-    fn from(e: zonecast_store::StoreError) -> Self {
-        Self::Store(e.detail())
-    }
-}
-
-impl From<zonecast_bus::BusError> for StartError {
-    fn from(e: zonecast_bus::BusError) -> Self {
-        Self::Bus(e.to_string())
-    }
-}
 
 /// What the evaluator runs on.
 #[derive(Clone)]
@@ -74,7 +51,7 @@ async fn load_catalog(store: &dyn Store) -> Result<Catalog, zonecast_store::Stor
 }
 
 /// Subscriptions to the positions of mobile-zone sources outside the owned partitions.
-async fn source_subscriptions(deps: &Deps, engine: &Engine) -> Result<(SelectAll<Subscription>, HashSet<Mac>), StartError> {
+async fn source_subscriptions(deps: &Deps, engine: &Engine) -> Result<(SelectAll<Subscription>, HashSet<Mac>), zonecast_bus::BusError> {
     let wanted: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
     let mut all = SelectAll::new();
     for mac in &wanted {
@@ -86,19 +63,22 @@ async fn source_subscriptions(deps: &Deps, engine: &Engine) -> Result<(SelectAll
 /// Starts the evaluator: loads configuration and this replica's collisions, subscribes, and
 /// evaluates until `shutdown`. The task ends after pending collision writes are flushed.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
+    // http-request actions build TLS clients: ring must be the process's provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await?;
-    let catalog = load_catalog(deps.store.as_ref()).await?;
+    let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
+    let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
+    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
+    let catalog = load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     let mut engine = Engine::new(catalog, deps.subjects.clone(), deps.site_id, deps.ownership);
     let mut positions = SelectAll::new();
     for p in deps.ownership.lo..=deps.ownership.hi {
-        positions.push(deps.bus.subscribe(&deps.subjects.positions_partition(p)).await?);
+        positions.push(deps.bus.subscribe(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
     }
-    let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await?;
+    let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await.map_err(bus_err)?;
     let (collision_tx, collision_task) = collisions::spawn(deps.store.clone());
     let (http_tx, http_task) = actions::spawn();
     let mut out = Vec::new();
-    engine.restore(deps.store.all_collisions().await?, Utc::now(), &mut out);
+    engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
     let mut shell = Shell { bus: deps.bus.clone(), collisions: collision_tx, http: http_tx, publish_log: RateLimited::new(Duration::from_secs(10)) };
     shell.emit(&mut out).await;
     tracing::info!(lo = deps.ownership.lo, hi = deps.ownership.hi, zones = engine.catalog().zones.len(), "evaluator started");
@@ -212,27 +192,31 @@ impl Shell {
 /// Starts the distributed `zonecast-evaluator`: PostgreSQL and NATS are required; the owned
 /// partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/healthz` and `/metrics` are served on
 /// `ZONECAST_HTTP_ADDR`.
-pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    let database_url = config.database_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_DATABASE_URL is required"))?;
-    let nats_url = config.nats_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_NATS_URL is required"))?;
-    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator").await?;
+pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
+    let required = |v: &Option<zonecast_runtime::Secret>, name: &str| {
+        v.clone().ok_or_else(|| StartError::new("config", format!("{name} is required for zonecast-evaluator")))
+    };
+    let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
+    let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
+        .await
+        .map_err(|e| StartError::new("store", e.detail()))?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator").await.map_err(|e| StartError::new("bus", e))?;
     let deps = Deps::from_config(&config, store.clone(), bus.clone());
-    let health_store = store.clone();
-    let health_bus = bus.clone();
     let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
-        let (store, bus) = (health_store.clone(), health_bus.clone());
+        let (store, bus) = (store.clone(), bus.clone());
         Box::pin(async move {
             let store_ok = store.ping().await.is_ok();
             let bus_ok = bus.is_connected();
             (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
         })
     });
-    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone()).await?;
-    let task = start(deps, shutdown).await?;
-    task.await?;
-    bus.drain().await?;
-    Ok(())
+    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone())
+        .await
+        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.http_addr)))?;
+    let task = start(deps.clone(), shutdown).await?;
+    task.await.map_err(|e| StartError::new("evaluator task", e))?;
+    deps.bus.drain().await.map_err(|e| StartError::new("bus", e))
 }
 
 impl Deps {

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use zonecast_bus::{Bus, INGESTORS, Subjects};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Auth, Config, Keys, Shutdown};
+use zonecast_runtime::{Auth, Config, Keys, Shutdown, StartError};
 
 pub use crate::http::serve as serve_http;
 pub use crate::mqtt::{MqttInput, MqttInputError};
@@ -65,27 +65,28 @@ pub async fn start_nats_input(
 /// Starts the distributed `zonecast-ingestor`: NATS (required), the HTTP listener on
 /// `ZONECAST_INGEST_HTTP_ADDR` (credentials as the API's: `ZONECAST_API_KEYS`,
 /// `ZONECAST_CLIENTS`, `ZONECAST_SECRET_KEY`), and the MQTT input when configured.
-pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    let nats_url = config.nats_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_NATS_URL is required"))?;
-    let secret = config
-        .secret_key
+pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
+    let nats_url = config
+        .nats_url
         .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("ZONECAST_SECRET_KEY is required (the same as the API's, to accept its tokens)"))?;
-    let keys = Arc::new(Keys::from_secret(secret)?);
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-ingestor").await?;
+        .ok_or_else(|| StartError::new("config", "ZONECAST_NATS_URL is required for zonecast-ingestor"))?;
+    let secret = config.secret_key.as_ref().ok_or_else(|| {
+        StartError::new("config", "ZONECAST_SECRET_KEY is required (the same as the API's, to accept its tokens)")
+    })?;
+    let keys = Arc::new(Keys::from_secret(secret).map_err(|e| StartError::new("keys", e))?);
+    let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-ingestor").await.map_err(bus_err)?;
     let subjects = Subjects::new(config.subject_prefix.clone());
     let publisher = Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
     let auth = Arc::new(Auth::new(keys, &config.api_keys, &config.clients, config.token_ttl_seconds));
-    http::serve(config.ingest_http_addr, auth, publisher.clone(), config.max_body_bytes, shutdown.clone()).await?;
-    let nats = start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await?;
-    let mqtt = match MqttInput::from_config(&config)? {
-        Some(input) => Some(input.start(publisher, shutdown.clone())),
-        None => None,
-    };
-    nats.await?;
+    http::serve(config.ingest_http_addr, auth, publisher.clone(), config.max_body_bytes, shutdown.clone())
+        .await
+        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.ingest_http_addr)))?;
+    let nats = start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await.map_err(bus_err)?;
+    let mqtt = MqttInput::from_config(&config).map_err(|e| StartError::new("config", e))?.map(|i| i.start(publisher, shutdown));
+    nats.await.map_err(|e| StartError::new("NATS input task", e))?;
     if let Some(task) = mqtt {
-        task.await?;
+        task.await.map_err(|e| StartError::new("MQTT input task", e))?;
     }
-    bus.drain().await?;
-    Ok(())
+    bus.drain().await.map_err(bus_err)
 }

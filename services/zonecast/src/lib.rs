@@ -9,7 +9,7 @@ use std::sync::Arc;
 use zonecast_api::Context;
 use zonecast_bus::Bus;
 use zonecast_runtime::keys::{random_base64, write_private};
-use zonecast_runtime::{ApiKey, Authority, Config, Keys, Secret, Shutdown};
+use zonecast_runtime::{ApiKey, Authority, Config, Keys, Secret, Shutdown, StartError};
 
 /// File name of the SQLite database inside the data directory.
 pub const DATABASE_FILE: &str = "zonecast.sqlite";
@@ -28,31 +28,8 @@ pub struct AllInOne {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-/// Why the all-in-one could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// Data directory, keys or credentials.
-    #[error("{0}")]
-    Setup(String),
-    /// Store could not be opened (with the cause, which start-up errors may show).
-    #[error("{0}")]
-    Store(String),
-    /// Bus could not be connected.
-    #[error("bus: {0}")]
-    Bus(String),
-    /// The API could not start.
-    #[error("api: {0}")]
-    Api(String),
-    /// The evaluator could not start.
-    #[error("evaluator: {0}")]
-    Evaluator(String),
-    /// The forwarder could not start.
-    #[error("forwarder: {0}")]
-    Forwarder(String),
-}
-
 fn key_error(e: impl std::fmt::Display) -> StartError {
-    StartError::Setup(e.to_string())
+    StartError::new("setup", e)
 }
 
 /// The admin key of `<data_dir>/admin.key`, generated (mode 0600) on first start.
@@ -91,9 +68,11 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         admin_key_file = Some(path);
     }
     let database_url = config.database_url.as_ref().map(|s| s.expose().to_owned());
-    let store = zonecast_store::open(database_url.as_deref(), &config.data_dir.join(DATABASE_FILE)).await?;
+    let store = zonecast_store::open(database_url.as_deref(), &config.data_dir.join(DATABASE_FILE))
+        .await
+        .map_err(|e| StartError::new("store", e.detail()))?;
     let nats_url = config.nats_url.as_ref().map(|s| s.expose().to_owned());
-    let bus = zonecast_bus::connect(nats_url.as_deref(), "zonecast").await?;
+    let bus = zonecast_bus::connect(nats_url.as_deref(), "zonecast").await.map_err(|e| StartError::new("bus", e))?;
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let listener = zonecast_api::bind(config.http_addr).await?;
     let http_addr = listener.local_addr().map_err(|e| key_error(format!("listener: {e}")))?;
@@ -105,7 +84,9 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
     let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
     let mut inputs = vec![
-        zonecast_ingestor::start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await?,
+        zonecast_ingestor::start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone())
+            .await
+            .map_err(|e| StartError::new("bus", e))?,
     ];
     if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(&config).map_err(key_error)? {
         inputs.push(mqtt.start(publisher.clone(), shutdown.clone()));
@@ -115,7 +96,7 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         zonecast_forwarder::Deps::from_config(&config, store.clone(), bus.clone(), keys.clone()),
         shutdown.clone(),
     )
-    .await?;
+    .await.map_err(|e| StartError::new("forwarder", e))?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys).with_positions(publisher));
     let drain = bus.clone();
     let task = tokio::spawn(async move {
@@ -136,34 +117,4 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         }
     });
     Ok(AllInOne { http_addr, admin_key_file, bus, task })
-}
-
-impl From<zonecast_store::StoreError> for StartError {
-    fn from(e: zonecast_store::StoreError) -> Self {
-        Self::Store(e.detail())
-    }
-}
-
-impl From<zonecast_bus::BusError> for StartError {
-    fn from(e: zonecast_bus::BusError) -> Self {
-        Self::Bus(e.to_string())
-    }
-}
-
-impl From<zonecast_api::StartError> for StartError {
-    fn from(e: zonecast_api::StartError) -> Self {
-        Self::Api(e.to_string())
-    }
-}
-
-impl From<zonecast_evaluator::StartError> for StartError {
-    fn from(e: zonecast_evaluator::StartError) -> Self {
-        Self::Evaluator(e.to_string())
-    }
-}
-
-impl From<zonecast_forwarder::StartError> for StartError {
-    fn from(e: zonecast_forwarder::StartError) -> Self {
-        Self::Forwarder(e.to_string())
-    }
 }

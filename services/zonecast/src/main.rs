@@ -1,6 +1,5 @@
 //! `zonecast`: the all-in-one binary. `cargo run --release` starts it on its embedded defaults.
 
-use zonecast_runtime::{Config, shutdown, telemetry};
 
 /// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
 #[global_allocator]
@@ -8,10 +7,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = Config::from_env()?;
-    telemetry::init(config.log_json);
-    let running = zonecast::start(config, shutdown::on_signals()).await?;
+    let (config, shutdown) = zonecast_runtime::boot()?;
+    let running = zonecast::start(config, shutdown).await?;
     if let Some(file) = &running.admin_key_file {
         eprintln!("zonecast: admin API key is in {} (send it as X-API-Key)", file.display());
     }
