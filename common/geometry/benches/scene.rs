@@ -132,7 +132,7 @@ fn movable_zones(c: &mut Criterion) {
 }
 
 /// The static index alone (candidate lists, no distances), ours against parry3d's BVH over the
-/// same boxes (as `f32`, 3D and 2D shapes in separate trees as ours), to back the choice of index.
+/// same boxes (as `f32`, 3D and 2D shapes in two trees), to back the choice of index.
 fn index_only(c: &mut Criterion) {
     let n = 100_000;
     let mut rng = Rng::new(42);

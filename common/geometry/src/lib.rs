@@ -17,7 +17,13 @@
 //! non-zero length; the shape carries them at unit length. The tolerances and limits the checks use
 //! are the constants re-exported here ([`MAX_POLYGON_VERTICES`] and friends).
 //!
-//! Everything here is pure, synchronous arithmetic on plain data.
+//! A validated shape becomes a [`Region`]: its exact distance query (boundaries inclusive, within
+//! [`BOUNDARY_TOLERANCE_M`]), axis-aligned box ([`Aabb`]) and mobile-zone centre. A [`Scene`]
+//! indexes a site's regions — static zones in a bounding-volume hierarchy, mobile zones in a
+//! spatial hash grid — so a position is measured only against the regions whose boxes it is near.
+//!
+//! Everything here is pure, synchronous arithmetic on plain data, in `f64`: parry3d's `f32`
+//! shapes would round site coordinates to tens of micrometres (see `docs/benchmarks.md`).
 
 mod aabb;
 mod error;
@@ -43,4 +49,3 @@ pub use scene::{Scene, SceneMemory};
 pub use shape::Shape;
 pub use validate::validate;
 pub use vector::Vec3;
-

@@ -7,7 +7,7 @@
 
 use crate::aabb::Aabb;
 use crate::limits::{AABB_PAD_M, BOUNDARY_TOLERANCE_M as EPS, FLAT_Z_BOUND_M};
-use crate::region::primitives::{parallelogram_distance2, segment_distance2_2d};
+use crate::region::primitives::{inv_len2, parallelogram_distance2, segment_distance2_2d};
 use crate::vector::{Vec3, add, cross, dot, scale, sub};
 
 /// Largest `|cos|` between axes that still counts as orthogonal: a rounding-level difference, far
@@ -69,14 +69,16 @@ impl Cuboid {
     }
 
     fn corners(&self) -> impl Iterator<Item = Vec3> + '_ {
-        (0..8).map(|bits: usize| {
-            (0..3).filter(|i| bits >> i & 1 == 1).fold(self.origin, |c, i| add(c, self.edges[i]))
-        })
+        (0..8).map(|bits: usize| (0..3).filter(|i| bits >> i & 1 == 1).fold(self.origin, |c, i| add(c, self.edges[i])))
     }
 
     /// The box of the eight corners, padded.
     pub(crate) fn aabb(&self) -> Aabb {
         Aabb::enclosing(self.corners()).unwrap_or(Aabb { min: self.origin, max: self.origin }).expanded(AABB_PAD_M)
+    }
+
+    pub(crate) fn first_word(&self) -> u64 {
+        self.origin[0].to_bits()
     }
 
     /// `origin + (E₀ + E₁ + E₂)/2`.
@@ -101,6 +103,8 @@ pub(crate) struct Rect {
     extents: [f64; 2],
     /// Edge vectors `Eᵢ` from `origin`.
     edges: [[f64; 2]; 2],
+    /// `1/|Eᵢ|²`.
+    inv_len2: [f64; 2],
 }
 
 impl Rect {
@@ -116,6 +120,7 @@ impl Rect {
             axes: [[a, b], [c, d]],
             extents,
             edges,
+            inv_len2: edges.map(|e| inv_len2([0.0, 0.0], e)),
         }
     }
 
@@ -141,7 +146,8 @@ impl Rect {
                 } else {
                     [self.origin[0] + self.edges[i][0], self.origin[1] + self.edges[i][1]]
                 };
-                best = best.min(segment_distance2_2d(q, start, self.edges[1 - i]));
+                let (edge, inv) = (self.edges[1 - i], self.inv_len2[1 - i]);
+                best = best.min(segment_distance2_2d(q, start, [start[0] + edge[0], start[1] + edge[1]], inv));
             }
         }
         best.sqrt()
@@ -156,6 +162,10 @@ impl Rect {
         let lo = |v: [f64; 4]| v.iter().copied().fold(f64::INFINITY, f64::min) - AABB_PAD_M;
         let hi = |v: [f64; 4]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max) + AABB_PAD_M;
         Aabb { min: [lo(xs), lo(ys), -FLAT_Z_BOUND_M], max: [hi(xs), hi(ys), FLAT_Z_BOUND_M] }
+    }
+
+    pub(crate) fn first_word(&self) -> u64 {
+        self.origin[0].to_bits()
     }
 
     /// Centre of the parallelogram, at the z of the `bottom_left` row.

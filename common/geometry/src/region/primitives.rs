@@ -14,14 +14,22 @@ pub(crate) fn segment_distance2(p: Vec3, a: Vec3, dir: Vec3) -> f64 {
     dot(r, r)
 }
 
-/// Squared distance from `p` to the 2D segment from `a` to `a + dir`.
+/// Squared distance from `p` to the 2D segment from `a` to `b`, given `1/|b − a|²` (0 for a
+/// degenerate segment).
 #[inline]
-pub(crate) fn segment_distance2_2d(p: Point2, a: Point2, dir: Point2) -> f64 {
+pub(crate) fn segment_distance2_2d(p: Point2, a: Point2, b: Point2, inv_len2: f64) -> f64 {
     let d = [p[0] - a[0], p[1] - a[1]];
-    let len2 = dir[0] * dir[0] + dir[1] * dir[1];
-    let t = if len2 > 0.0 { ((d[0] * dir[0] + d[1] * dir[1]) / len2).clamp(0.0, 1.0) } else { 0.0 };
+    let dir = [b[0] - a[0], b[1] - a[1]];
+    let t = ((d[0] * dir[0] + d[1] * dir[1]) * inv_len2).clamp(0.0, 1.0);
     let r = [d[0] - t * dir[0], d[1] - t * dir[1]];
     r[0] * r[0] + r[1] * r[1]
+}
+
+/// `1/|b − a|²`, or 0 when `a == b`.
+#[inline]
+pub(crate) fn inv_len2(a: Point2, b: Point2) -> f64 {
+    let len2 = (b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]);
+    if len2 > 0.0 { 1.0 / len2 } else { 0.0 }
 }
 
 /// Squared distance from `p` to the filled parallelogram `{q + u·U + v·V : u, v ∈ [0, 1]}`.
@@ -64,27 +72,17 @@ pub(crate) fn parallelogram_distance2(p: Vec3, q: Vec3, e1: Vec3, e2: Vec3) -> f
     best
 }
 
-/// Whether `p` is inside the closed polygon `ring` by the crossing-number (even–odd) rule.
-///
-/// Points exactly on an edge may go either way; callers that need inclusive boundaries measure the
-/// distance to the boundary when this says outside.
-pub(crate) fn crossing_inside(p: Point2, ring: &[Point2]) -> bool {
-    let mut inside = false;
-    let mut prev = match ring.last() {
-        Some(v) => *v,
-        None => return false,
-    };
-    for &cur in ring {
-        // Half-open rule on y, so a vertex on the ray's height is counted once.
-        if (cur[1] > p[1]) != (prev[1] > p[1]) {
-            let x = cur[0] + (p[1] - cur[1]) * (prev[0] - cur[0]) / (prev[1] - cur[1]);
-            if p[0] < x {
-                inside = !inside;
-            }
-        }
-        prev = cur;
+/// Whether the edge from `prev` to `cur` crosses the ray from `p` towards +x: the crossing-number
+/// (even–odd) rule counts these. Half-open in y, so a vertex at the ray's height counts once.
+/// Points exactly on an edge may go either way; callers that need inclusive boundaries measure
+/// the distance to the boundary when the count says outside.
+#[inline]
+pub(crate) fn crosses(p: Point2, prev: Point2, cur: Point2) -> bool {
+    if (cur[1] > p[1]) == (prev[1] > p[1]) {
+        return false;
     }
-    inside
+    let x = cur[0] + (p[1] - cur[1]) * (prev[0] - cur[0]) / (prev[1] - cur[1]);
+    p[0] < x
 }
 
 #[cfg(test)]
@@ -96,7 +94,8 @@ mod tests {
         assert_eq!(segment_distance2([0.0, 1.0, 0.0], [0.0; 3], [2.0, 0.0, 0.0]), 1.0);
         assert_eq!(segment_distance2([-3.0, 4.0, 0.0], [0.0; 3], [2.0, 0.0, 0.0]), 25.0);
         assert_eq!(segment_distance2([5.0, 0.0, 4.0], [0.0; 3], [2.0, 0.0, 0.0]), 25.0);
-        assert_eq!(segment_distance2_2d([1.0, -2.0], [0.0, 0.0], [2.0, 0.0]), 4.0);
+        assert_eq!(segment_distance2_2d([1.0, -2.0], [0.0, 0.0], [2.0, 0.0], 0.25), 4.0);
+        assert_eq!(segment_distance2_2d([3.0, 4.0], [0.0, 0.0], [0.0, 0.0], inv_len2([0.0; 2], [0.0; 2])), 25.0);
     }
 
     #[test]
@@ -109,13 +108,19 @@ mod tests {
         assert!((parallelogram_distance2([0.0, 0.5, 0.0], q, e1, e2) - 0.125).abs() < 1e-12);
     }
 
+    fn inside(p: Point2, ring: &[Point2]) -> bool {
+        (0..ring.len()).fold(false, |acc, k| acc ^ crosses(p, ring[(k + ring.len() - 1) % ring.len()], ring[k]))
+    }
+
     #[test]
     fn crossing_test_handles_a_concave_ring() {
         let l = [[0.0, 0.0], [2.0, 0.0], [2.0, 1.0], [1.0, 1.0], [1.0, 2.0], [0.0, 2.0]];
-        assert!(crossing_inside([0.5, 1.5], &l));
-        assert!(crossing_inside([1.5, 0.5], &l));
-        assert!(!crossing_inside([1.5, 1.5], &l));
-        assert!(!crossing_inside([-0.5, 0.5], &l));
-        assert!(!crossing_inside([0.5, 0.5], &[]));
+        assert!(inside([0.5, 1.5], &l));
+        assert!(inside([1.5, 0.5], &l));
+        assert!(!inside([1.5, 1.5], &l));
+        assert!(!inside([-0.5, 0.5], &l));
+        // A ray through a vertex at the point's height counts once.
+        assert!(inside([0.5, 1.0], &l));
+        assert!(!inside([0.5, 0.5], &[]));
     }
 }

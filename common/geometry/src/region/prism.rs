@@ -8,7 +8,7 @@
 use crate::aabb::Aabb;
 use crate::limits::{AABB_PAD_M, BOUNDARY_TOLERANCE_M as EPS};
 use crate::polygon::Plane;
-use crate::region::primitives::{crossing_inside, parallelogram_distance2, segment_distance2_2d};
+use crate::region::primitives::{crosses, inv_len2, parallelogram_distance2, segment_distance2_2d};
 use crate::simple::{Point2, signed_area};
 use crate::vector::{Vec3, add, cross, dot, normalize, scale, sub};
 
@@ -31,12 +31,27 @@ pub(crate) struct Prism {
     /// Unit axes of the plane perpendicular to the axis; `(g1, g2, axis)` is right-handed.
     g1: Vec3,
     g2: Vec3,
-    /// `n` ring vertices in base-plane coordinates (counter-clockwise), then the same `n`
-    /// vertices projected along the axis onto the plane perpendicular to it, in `(g1, g2)`
-    /// coordinates. Every side face projects onto an edge of that second ring, so the 2D distance
-    /// to the edge is a lower bound on the distance to the face. One allocation keeps a prism's
-    /// data together in memory.
-    data: Vec<Point2>,
+    /// Whether the axis is the plane normal: the prism is then the product of the polygon and a
+    /// segment, and its distance the hypotenuse of the in-plane and the axial distances.
+    right: bool,
+    /// One record per vertex, in ring order (counter-clockwise about the normal), for the edge
+    /// from that vertex to the next; one allocation keeps a prism's data together in memory.
+    edges: Vec<Edge>,
+}
+
+/// A vertex and the edge to the next one, in the base plane and projected along the axis onto the
+/// plane perpendicular to it. Every side face projects onto its projected edge, so the 2D distance
+/// to that edge is a lower bound on the distance to the face.
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    /// The vertex in base-plane coordinates.
+    at: Point2,
+    /// `1 / |edge|²` in the base plane.
+    inv_len2: f64,
+    /// The vertex in `(g1, g2)` coordinates.
+    projected: Point2,
+    /// `1 / |projected edge|²`.
+    projected_inv_len2: f64,
 }
 
 impl Prism {
@@ -47,7 +62,9 @@ impl Prism {
             u: [1.0, 0.0, 0.0],
             w: [0.0, 1.0, 0.0],
         };
-        let mut plane = Plane::fit(vertices).unwrap_or_else(|_| fallback());
+        // Validated polygons always fit a plane; anything else gets a fallback, not a panic.
+        let fitted = if vertices.len() >= 3 { Plane::fit(vertices).ok() } else { None };
+        let mut plane = fitted.unwrap_or_else(fallback);
         if dot(axis, plane.normal) < 0.0 {
             // Flip the normal and swap the in-plane axes so the frame stays right-handed.
             plane = Plane { origin: plane.origin, normal: scale(plane.normal, -1.0), u: plane.w, w: plane.u };
@@ -59,12 +76,22 @@ impl Prism {
         let lift = dot(axis, plane.normal);
         let g1 = least_aligned_perpendicular(axis);
         let g2 = cross(axis, g1);
-        let mut data = Vec::with_capacity(2 * ring.len());
-        data.extend_from_slice(&ring);
-        for q in &ring {
-            let v = add(scale(plane.u, q[0]), scale(plane.w, q[1]));
-            data.push([dot(v, g1), dot(v, g2)]);
-        }
+        let n = ring.len();
+        let projected: Vec<Point2> = ring
+            .iter()
+            .map(|q| {
+                let v = add(scale(plane.u, q[0]), scale(plane.w, q[1]));
+                [dot(v, g1), dot(v, g2)]
+            })
+            .collect();
+        let edges = (0..n)
+            .map(|k| Edge {
+                at: ring[k],
+                inv_len2: inv_len2(ring[k], ring[(k + 1) % n]),
+                projected: projected[k],
+                projected_inv_len2: inv_len2(projected[k], projected[(k + 1) % n]),
+            })
+            .collect();
         let axis_2d = [dot(axis, plane.u), dot(axis, plane.w)];
         Self {
             origin: plane.origin,
@@ -76,12 +103,9 @@ impl Prism {
             sweep_2d: axis_2d.map(|c| c * height),
             g1,
             g2,
-            data,
+            right: (1.0 - lift).abs() <= 1e-12,
+            edges,
         }
-    }
-
-    fn ring(&self) -> &[Point2] {
-        &self.data[..self.data.len() / 2]
     }
 
     /// A point of the base plane, from its plane coordinates.
@@ -108,20 +132,22 @@ impl Prism {
         let above_top = above_base - self.thickness;
         // Distance beyond the slab between the cap planes (negative inside it).
         let excess = (-above_base).max(above_top);
+        let flat = [dot(d, self.u), dot(d, self.w)];
+        if self.right {
+            if excess <= EPS && self.crossing(flat, |e| e.at) {
+                return 0.0;
+            }
+            let axial = excess.max(0.0);
+            return (axial * axial + self.ring_distance2(flat)).sqrt();
+        }
         let across_axis = [dot(d, self.g1), dot(d, self.g2)];
-        let n = self.data.len() / 2;
-        let (ring, projected) = self.data.split_at(n);
-        if excess <= EPS && crossing_inside(across_axis, projected) {
+        if excess <= EPS && self.crossing(across_axis, |e| e.projected) {
             return 0.0;
         }
         let mut best = f64::INFINITY;
         if excess > -EPS {
-            let flat = [dot(d, self.u), dot(d, self.w)];
-            let foot = if -above_base >= above_top {
-                flat
-            } else {
-                [flat[0] - self.sweep_2d[0], flat[1] - self.sweep_2d[1]]
-            };
+            let foot =
+                if -above_base >= above_top { flat } else { [flat[0] - self.sweep_2d[0], flat[1] - self.sweep_2d[1]] };
             let across = self.ring_distance2(foot);
             if across == 0.0 {
                 return excess.max(0.0);
@@ -129,12 +155,13 @@ impl Prism {
             best = excess * excess + across;
         }
         let floor = excess.max(0.0) * excess.max(0.0);
+        let n = self.edges.len();
         let bound = |k: usize| {
-            let (a, b) = (projected[k], projected[(k + 1) % n]);
-            segment_distance2_2d(across_axis, a, [b[0] - a[0], b[1] - a[1]]).max(floor)
+            let (e, next) = (&self.edges[k], &self.edges[(k + 1) % n]);
+            segment_distance2_2d(across_axis, e.projected, next.projected, e.projected_inv_len2).max(floor)
         };
         let side = |k: usize| {
-            let (a, b) = (ring[k], ring[(k + 1) % n]);
+            let (a, b) = (self.edges[k].at, self.edges[(k + 1) % n].at);
             let edge = add(scale(self.u, b[0] - a[0]), scale(self.w, b[1] - a[1]));
             parallelogram_distance2(p, self.corner(a), edge, self.sweep)
         };
@@ -162,25 +189,43 @@ impl Prism {
         best.sqrt()
     }
 
+    /// Whether `q` is inside the ring whose vertices `vertex` picks, by the crossing rule.
+    #[inline]
+    fn crossing(&self, q: Point2, vertex: impl Fn(&Edge) -> Point2) -> bool {
+        let mut inside = false;
+        let Some(last) = self.edges.last() else { return false };
+        let mut prev = vertex(last);
+        for e in &self.edges {
+            let cur = vertex(e);
+            inside ^= crosses(q, prev, cur);
+            prev = cur;
+        }
+        inside
+    }
+
     /// Squared 2D distance from `q` to the filled base ring: 0 inside.
     fn ring_distance2(&self, q: Point2) -> f64 {
-        let ring = self.ring();
-        if crossing_inside(q, ring) {
+        if self.crossing(q, |e| e.at) {
             return 0.0;
         }
-        let n = ring.len();
+        let n = self.edges.len();
         (0..n)
             .map(|k| {
-                let (a, b) = (ring[k], ring[(k + 1) % n]);
-                segment_distance2_2d(q, a, [b[0] - a[0], b[1] - a[1]])
+                let (e, next) = (&self.edges[k], &self.edges[(k + 1) % n]);
+                segment_distance2_2d(q, e.at, next.at, e.inv_len2)
             })
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// The first words of the header and of the edge records (see `Region::touch`).
+    pub(crate) fn first_word(&self) -> u64 {
+        self.origin[0].to_bits() ^ self.edges.first().map_or(0, |e| e.at[0].to_bits())
+    }
+
     /// The box of the base and top corners, padded.
     pub(crate) fn aabb(&self) -> Aabb {
-        let all = self.ring().iter().flat_map(|q| {
-            let c = self.corner(*q);
+        let all = self.edges.iter().flat_map(|e| {
+            let c = self.corner(e.at);
             [c, add(c, self.sweep)]
         });
         Aabb::enclosing(all).unwrap_or(Aabb { min: self.origin, max: self.origin }).expanded(AABB_PAD_M)
@@ -188,7 +233,7 @@ impl Prism {
 
     /// The area centroid of the base polygon moved half the sweep along the axis.
     pub(crate) fn centre(&self) -> Vec3 {
-        let ring = self.ring();
+        let ring: Vec<Point2> = self.edges.iter().map(|e| e.at).collect();
         let n = ring.len();
         let (mut twice_area, mut cx, mut cy) = (0.0, 0.0, 0.0);
         // Relative to the first vertex, so large coordinates do not cancel.
@@ -211,7 +256,7 @@ impl Prism {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        size_of::<Self>() + self.data.capacity() * size_of::<Point2>()
+        size_of::<Self>() + self.edges.capacity() * size_of::<Edge>()
     }
 }
 

@@ -27,10 +27,7 @@ pub(crate) fn sphere_aabb(centre: Vec3, radius: f64) -> Aabb {
 /// Box of a disc, with the z bounds of a 2D shape.
 pub(crate) fn circle_aabb(centre: [f64; 2], radius: f64) -> Aabb {
     let r = radius + AABB_PAD_M;
-    Aabb {
-        min: [centre[0] - r, centre[1] - r, -FLAT_Z_BOUND_M],
-        max: [centre[0] + r, centre[1] + r, FLAT_Z_BOUND_M],
-    }
+    Aabb { min: [centre[0] - r, centre[1] - r, -FLAT_Z_BOUND_M], max: [centre[0] + r, centre[1] + r, FLAT_Z_BOUND_M] }
 }
 
 /// A capped cylinder: `0 ≤ (p − origin)·axis ≤ height` and distance from the axis line ≤ `radius`.

@@ -28,12 +28,7 @@ struct Cells {
 
 impl Cells {
     fn of(bounds: &Aabb) -> Self {
-        Self {
-            x0: cell(bounds.min[0]),
-            y0: cell(bounds.min[1]),
-            x1: cell(bounds.max[0]),
-            y1: cell(bounds.max[1]),
-        }
+        Self { x0: cell(bounds.min[0]), y0: cell(bounds.min[1]), x1: cell(bounds.max[0]), y1: cell(bounds.max[1]) }
     }
 
     fn count(&self) -> i64 {

@@ -1,9 +1,13 @@
 //! [`Scene`]: every zone region of a site, indexed so that a position is tested only against the
 //! regions whose boxes it is near.
 //!
-//! Static regions live in two bounding-volume hierarchies ([`bvh`]): one for 3D shapes and one for
-//! 2D shapes (circle, square), whose boxes span z ±1e9 and would otherwise make every node they
-//! fall in as tall as the world. Movable (mobile) regions, whose boxes change with their source
+//! Static regions live in one bounding-volume hierarchy ([`bvh`]). The boxes of 2D shapes (circle,
+//! square) span z ±1e9, but their centres sit at z = 0 and splits follow the spread of the box
+//! centres, so they never drive a split along z: on a site spread over a few storeys and a
+//! kilometre, splits run along x and y, and where z splits do happen the 2D shapes all go to the
+//! low side, leaving the upper subtrees bounded in z. (Two hierarchies, one per dimensionality,
+//! took up to 30 % longer on the benchmark site: every query then walks two sets of top levels;
+//! see `docs/benchmarks.md`.) Movable (mobile) regions, whose boxes change with their source
 //! device's position, live in a spatial hash grid ([`grid`]).
 
 mod bvh;
@@ -19,13 +23,15 @@ use grid::{Grid, ball_box};
 /// so a position is tested only against candidates.
 #[derive(Clone, Debug)]
 pub struct Scene {
-    /// The static regions, stored in leaf order of the hierarchies so that the candidates of one
-    /// position, which are close in space, are close in memory too.
+    /// The static regions, in the caller's order; their heap parts were laid out in leaf order
+    /// of the hierarchy, so that the candidates of one position, which are close in space, are
+    /// close in memory too.
     regions: Vec<Region>,
-    /// Caller's index → position in `regions`.
-    slot: Vec<u32>,
-    solid: Bvh,
-    flat: Bvh,
+    /// The static regions' exact boxes, in the caller's order.
+    boxes: Vec<Aabb>,
+    /// Every static region, by index.
+    hierarchy: Bvh,
+    /// Movable regions, by the caller's key.
     movable: Grid,
 }
 
@@ -34,7 +40,7 @@ pub struct Scene {
 pub struct SceneMemory {
     /// The prepared static regions, inline and on the heap.
     pub regions: usize,
-    /// The two hierarchies over the static regions.
+    /// The hierarchy over the static regions and their exact boxes.
     pub static_index: usize,
     /// The movable grid.
     pub movable_index: usize,
@@ -53,27 +59,18 @@ impl Scene {
     ///
     /// # Panics
     ///
-    /// With more than `u32::MAX` regions.
+    /// With `2³¹` regions or more.
     pub fn build(static_regions: Vec<Region>) -> Self {
-        assert!(u32::try_from(static_regions.len()).is_ok(), "a scene holds at most u32::MAX static regions");
-        let boxes = |flat: bool| {
-            static_regions
-                .iter()
-                .enumerate()
-                .filter(move |(_, r)| r.is_flat() == flat)
-                .map(|(i, r)| (i as u32, r.aabb()))
-        };
-        let solid = Bvh::build(boxes(false));
-        let flat = Bvh::build(boxes(true));
-        // Cloning in leaf order also lays the regions' heap parts out in that order.
-        let order: Vec<u32> = solid.ids().chain(flat.ids()).collect();
-        let regions: Vec<Region> = order.iter().map(|i| static_regions[*i as usize].clone()).collect();
-        drop(static_regions);
-        let mut slot = vec![0; regions.len()];
-        for (at, i) in order.iter().enumerate() {
-            slot[*i as usize] = at as u32;
+        assert!(static_regions.len() < 1 << 31, "a scene holds fewer than 2^31 static regions");
+        let boxes: Vec<Aabb> = static_regions.iter().map(Region::aabb).collect();
+        let (hierarchy, order) = Bvh::build(boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
+        // Cloning in leaf order lays the regions' heap parts out in that order.
+        let mut regions: Vec<Option<Region>> = vec![None; static_regions.len()];
+        for i in order {
+            regions[i as usize] = Some(static_regions[i as usize].clone());
         }
-        Self { regions, slot, solid, flat, movable: Grid::default() }
+        let regions = regions.into_iter().zip(static_regions).map(|(copy, given)| copy.unwrap_or(given)).collect();
+        Self { regions, boxes, hierarchy, movable: Grid::default() }
     }
 
     /// Static region `i`.
@@ -82,7 +79,7 @@ impl Scene {
     ///
     /// When `i >= self.static_len()`.
     pub fn static_region(&self, i: usize) -> &Region {
-        &self.regions[self.slot[i] as usize]
+        &self.regions[i]
     }
 
     /// Number of static regions.
@@ -96,14 +93,15 @@ impl Scene {
     /// Every region within `margin` of `p` is among them (each AABB holds its region).
     pub fn static_candidates(&self, p: Vec3, margin: f64, out: &mut Vec<usize>) {
         let query = Query::new(ball_box(p, margin));
-        self.solid.query(&query, out);
-        self.flat.query(&query, out);
-    }
-
-    /// Temporary.
-    pub fn visits(&self, p: Vec3, margin: f64) -> (usize, usize) {
-        let q = Query::new(ball_box(p, margin));
-        (self.solid.visits(&q), self.flat.visits(&q))
+        let first = out.len();
+        self.hierarchy.query(&query, &self.boxes, out);
+        // Touch every candidate's data now, in one branch-free sweep, so that the cache misses
+        // overlap instead of each stalling the caller's distance computation in turn.
+        let mut touched = 0u64;
+        for &i in &out[first..] {
+            touched ^= self.regions[i].touch();
+        }
+        std::hint::black_box(touched);
     }
 
     /// Inserts or moves movable region `key` to `aabb` (already translated to where it is now).
@@ -131,9 +129,8 @@ impl Scene {
     pub fn memory(&self) -> SceneMemory {
         SceneMemory {
             regions: self.regions.iter().map(Region::memory_bytes).sum::<usize>()
-                + (self.regions.capacity() - self.regions.len()) * size_of::<Region>()
-                + self.slot.capacity() * size_of::<u32>(),
-            static_index: self.solid.memory_bytes() + self.flat.memory_bytes(),
+                + (self.regions.capacity() - self.regions.len()) * size_of::<Region>(),
+            static_index: self.hierarchy.memory_bytes() + self.boxes.capacity() * size_of::<Aabb>(),
             movable_index: self.movable.memory_bytes(),
         }
     }
