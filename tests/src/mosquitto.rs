@@ -25,9 +25,14 @@ const READY: Duration = Duration::from_secs(10);
 enum Access {
     Anonymous,
     /// TLS with `require_certificate true`; client certificates must chain to this CA (PEM).
-    Tls { client_ca_pem: Vec<u8> },
+    Tls {
+        client_ca_pem: Vec<u8>,
+    },
     /// `allow_anonymous false` with a password file holding this user.
-    Password { user: String, password: String },
+    Password {
+        user: String,
+        password: String,
+    },
 }
 
 /// A running (or stopped) Mosquitto of the test's own.
@@ -188,7 +193,10 @@ impl Broker {
 
     /// How often a client whose id starts with `client_id` has connected, from the log.
     pub fn connects(&self, client_id: &str) -> usize {
-        self.log().lines().filter(|l| l.contains("New client connected") && l.contains(&format!(" as {client_id}"))).count()
+        self.log()
+            .lines()
+            .filter(|l| l.contains("New client connected") && l.contains(&format!(" as {client_id}")))
+            .count()
     }
 }
 
@@ -251,7 +259,11 @@ impl Subscriber {
     }
 
     /// Messages until `done` says the last one was the one awaited; panics after `timeout`.
-    pub async fn until(&mut self, timeout: Duration, mut done: impl FnMut(&str, &Value) -> bool) -> Vec<(String, Value)> {
+    pub async fn until(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&str, &Value) -> bool,
+    ) -> Vec<(String, Value)> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut got = Vec::new();
         loop {

@@ -165,7 +165,8 @@ async fn mutual_tls_works_with_default_and_legacy_bundles(mode: Mode) {
 /// Waits until `id` shows a refused connection holding `held` messages, and proves nothing
 /// reached the broker.
 async fn assert_refused(server: &Server, broker: &Broker, sub: &mut Subscriber, id: &str, error_mentions: &str) {
-    let s = wait_status(server, id, "a connection error", |s| s["connected"] == false && s["lastError"].is_string()).await;
+    let s =
+        wait_status(server, id, "a connection error", |s| s["connected"] == false && s["lastError"].is_string()).await;
     let error = s["lastError"].as_str().unwrap();
     assert!(error.to_lowercase().contains(error_mentions), "lastError {error:?} should mention {error_mentions}");
     for n in 0..3 {
@@ -228,8 +229,10 @@ async fn user_name_and_password_are_sent_and_a_wrong_password_is_refused(mode: M
     let got = sub.until(WAIT, |t, v| t == "zc/bad" && seq(v) == 2).await;
     let seqs: Vec<u64> = got.iter().map(|(_, v)| seq(v)).collect();
     assert_eq!(seqs, vec![0, 1, 2], "the messages held while refused go out once the password is right");
-    wait_status(&server, &bad, "three forwarded", |s| s["connected"] == true && s["forwarded"] == 3 && s["queued"] == 0)
-        .await;
+    wait_status(&server, &bad, "three forwarded", |s| {
+        s["connected"] == true && s["forwarded"] == 3 && s["queued"] == 0
+    })
+    .await;
     server.stop().await;
 }
 
@@ -406,7 +409,8 @@ async fn changing_topics_redirects_new_events_without_restarting_any_client(mode
     // A deleted connection lets go of its broker; the others go on.
     server.ok(Method::DELETE, &format!("{CONNECTIONS}/{b}"), None).await;
     let gone = format!("Client {} ", client_id(&b));
-    let let_go = |log: String| log.lines().any(|l| l.contains(&gone) && (l.contains("disconnected") || l.contains("closed")));
+    let let_go =
+        |log: String| log.lines().any(|l| l.contains(&gone) && (l.contains("disconnected") || l.contains("closed")));
     eventually(WAIT, || async { let_go(broker.log()).then_some(()) }).await;
     position(&server, &mac(5), 1.0, 1000).await;
     let (topic, value) = sub.until(WAIT, |_, v| seq(v) == 1000).await.pop().unwrap();

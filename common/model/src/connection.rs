@@ -99,7 +99,7 @@ impl ConnectionInput {
         }
         let username = f.string("username")?.filter(|s| !s.is_empty()).map(str::to_owned);
         let password = if f.has("password") {
-            Some(f.string("password")?.filter(|s| !s.is_empty()).map(|s| Secret::new(s)))
+            Some(f.string("password")?.filter(|s| !s.is_empty()).map(Secret::new))
         } else {
             None
         };

@@ -57,10 +57,10 @@ impl ZoneInput {
         let f = Fields::of(value, "")?;
         let zone_id = f.raw("ZoneID").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         let name = f.string("Name")?.map(str::to_owned);
-        if let Some(n) = &name {
-            if n.chars().count() > MAX_NAME_CHARS {
-                return Err(Invalid::new("Name", format!("must be at most {MAX_NAME_CHARS} characters")));
-            }
+        if let Some(n) = &name
+            && n.chars().count() > MAX_NAME_CHARS
+        {
+            return Err(Invalid::new("Name", format!("must be at most {MAX_NAME_CHARS} characters")));
         }
         let geometry_type = f
             .string("GeometryType")?
@@ -348,9 +348,9 @@ mod tests {
     fn inclusion_policy_admits_by_default_and_list() {
         let a: Mac = "00:00:00:00:00:01".parse().unwrap();
         let b: Mac = "00:00:00:00:00:02".parse().unwrap();
-        assert!(InclusionPolicy::All.admits(&[a.clone()], &b));
-        assert!(!InclusionPolicy::All.admits(&[a.clone()], &a));
-        assert!(InclusionPolicy::None.admits(&[a.clone()], &a));
+        assert!(InclusionPolicy::All.admits(std::slice::from_ref(&a), &b));
+        assert!(!InclusionPolicy::All.admits(std::slice::from_ref(&a), &a));
+        assert!(InclusionPolicy::None.admits(std::slice::from_ref(&a), &a));
         assert!(!InclusionPolicy::None.admits(&[a], &b));
     }
 }

@@ -105,6 +105,9 @@ pub struct Config {
     pub ingest_mqtt_url: Option<Secret>,
     /// `ZONECAST_INGEST_MQTT_TOPICS`: comma-separated topic filters (wildcards allowed).
     pub ingest_mqtt_topics: Vec<String>,
+    /// `ZONECAST_FORWARDER_QUEUE`: messages one MQTT connection holds (waiting or unacknowledged)
+    /// while its broker is away; beyond it the oldest is dropped and counted.
+    pub forwarder_queue: usize,
     /// `ZONECAST_INGEST_MQTT_CA`: PEM file of the CA that signed the broker's certificate
     /// (`mqtts://` only; without it the broker is refused, there is no system trust store).
     pub ingest_mqtt_ca: Option<PathBuf>,
@@ -132,6 +135,7 @@ impl Default for Config {
             ingest_mqtt_url: None,
             ingest_mqtt_topics: Vec::new(),
             ingest_mqtt_ca: None,
+            forwarder_queue: 10_000,
         }
     }
 }
@@ -180,6 +184,7 @@ struct FileConfig {
     ingest_mqtt_url: Option<String>,
     ingest_mqtt_topics: Option<Vec<String>>,
     ingest_mqtt_ca: Option<PathBuf>,
+    forwarder_queue: Option<usize>,
 }
 
 fn bad(name: &str, reason: impl Into<String>) -> ConfigError {
@@ -314,6 +319,12 @@ impl Config {
         if let Some((_, v)) = pick("INGEST_MQTT_CA", file.ingest_mqtt_ca.map(|p| p.display().to_string())) {
             c.ingest_mqtt_ca = Some(PathBuf::from(v));
         }
+        if let Some((n, v)) = pick("FORWARDER_QUEUE", file.forwarder_queue.map(|q| q.to_string())) {
+            c.forwarder_queue = parse(&n, &v)?;
+            if !(1..=10_000_000).contains(&c.forwarder_queue) {
+                return Err(bad(&n, "must be between 1 and 10000000"));
+            }
+        }
         if c.ingest_mqtt_url.is_some() && c.ingest_mqtt_topics.is_empty() {
             return Err(bad("ZONECAST_INGEST_MQTT_TOPICS", "is required when ZONECAST_INGEST_MQTT_URL is set"));
         }
@@ -381,6 +392,8 @@ mod tests {
         assert_eq!(e.to_string(), "ZONECAST_API_KEYS: unknown authority 'root' (expected read, write or admin)");
         let e = Config::load(None, &env(&[("ZONECAST_EVALUATOR_PARTITIONS", "0-16")])).unwrap_err();
         assert!(e.to_string().starts_with("ZONECAST_EVALUATOR_PARTITIONS"), "{e}");
+        let e = Config::load(None, &env(&[("ZONECAST_FORWARDER_QUEUE", "0")])).unwrap_err();
+        assert_eq!(e.to_string(), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
         let e = Config::load(None, &env(&[("ZONECAST_HTTP_ADDR", "nowhere")])).unwrap_err();
         assert!(e.to_string().starts_with("ZONECAST_HTTP_ADDR"), "{e}");
     }

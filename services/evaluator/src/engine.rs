@@ -356,20 +356,20 @@ impl Engine {
             }
             (Some(Phase::Entering { .. }), Verdict::Distance(_)) => self.forget(mac, zone_id),
             (Some(Phase::Inside { .. }), Verdict::Distance(d)) if d <= radius + tolerance => {
-                if let Some(i) = slot {
-                    if let Phase::Inside { exit_since, .. } = &mut device.zones[i].1 {
-                        *exit_since = None;
-                    }
+                if let Some(i) = slot
+                    && let Phase::Inside { exit_since, .. } = &mut device.zones[i].1
+                {
+                    *exit_since = None;
                 }
             }
             (Some(Phase::Inside { exit_since, .. }), Verdict::Distance(_)) => {
                 let since = exit_since.unwrap_or(ts);
                 if ts - since >= exit_delay {
                     self.exit(mac, zi, Reason::Position, ts, now, out);
-                } else if let Some(i) = slot {
-                    if let Phase::Inside { exit_since, .. } = &mut device.zones[i].1 {
-                        *exit_since = Some(since);
-                    }
+                } else if let Some(i) = slot
+                    && let Phase::Inside { exit_since, .. } = &mut device.zones[i].1
+                {
+                    *exit_since = Some(since);
                 }
             }
         }
@@ -514,11 +514,11 @@ impl Engine {
         let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
         let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
         for (mac, device) in &self.devices {
-            if let Some(t) = timeout {
-                if now - device.ts >= t {
-                    timed_out.push((mac.clone(), device.ts + t));
-                    continue;
-                }
+            if let Some(t) = timeout
+                && now - device.ts >= t
+            {
+                timed_out.push((mac.clone(), device.ts + t));
+                continue;
             }
             for (id, phase) in &device.zones {
                 match phase {

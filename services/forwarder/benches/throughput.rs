@@ -69,7 +69,8 @@ fn start_mosquitto(port: u16) -> Option<Mosquitto> {
         let _ = std::os::unix::fs::chown(dir.path(), Some(uid), None);
         let _ = std::os::unix::fs::chown(&conf, Some(uid), None);
     }
-    let child = Command::new("mosquitto").arg("-c").arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()?;
+    let child =
+        Command::new("mosquitto").arg("-c").arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "mosquitto did not start listening");
@@ -78,13 +79,14 @@ fn start_mosquitto(port: u16) -> Option<Mosquitto> {
     Some(Mosquitto { child, _dir: dir })
 }
 
-/// Connection `c`, topic `t`: position events whose height is in `[t, t + 1)`; odd connections
-/// add a regex on the MAC and an `any` group, so the chains are not all alike.
+/// Connection `c`, topic `t`: position events whose height is in `[t, t + 1)` from a site up to
+/// `501 + c` (all 100 chains differ); odd connections add a regex on the MAC and an `any` group.
 fn chain(c: usize, t: usize) -> serde_json::Value {
     let mut chain = vec![
         json!({"FilterTemplate": "position_events"}),
         json!({"Selector": "Content.Position.2", "Type": "gte", "Match": t}),
         json!({"Selector": "Content.Position.2", "Type": "lt", "Match": t + 1}),
+        json!({"Selector": "Source.SiteID", "Type": "lte", "Match": 501 + c}),
     ];
     if c % 2 == 1 {
         chain.push(json!({"Selector": "Source.MAC", "Type": "regex", "Match": "^00:00:"}));
@@ -107,11 +109,20 @@ fn event(n: u64) -> Vec<u8> {
     .unwrap()
 }
 
-/// Counts every message under `bench/#` on its own thread and runtime, so its CPU time can be
-/// told apart; returns the counter and the thread (which yields its CPU seconds).
+/// Counts every message under `bench/#` on its own thread, so its CPU time can be told apart;
+/// returns the counter and the thread (which yields its CPU seconds). By default a minimal
+/// MQTT 3.1.1 reader (CONNECT, SUBSCRIBE QoS 0, then only PUBLISH fixed headers are parsed);
+/// with `BENCH_SUBSCRIBER=rumqttc` a full rumqttc client, which costs about 2.5 µs per message.
 fn spawn_subscriber(port: u16, ready: std::sync::mpsc::Sender<()>) -> (Arc<AtomicU64>, std::thread::JoinHandle<f64>) {
     let count = Arc::new(AtomicU64::new(0));
     let counter = count.clone();
+    if std::env::var("BENCH_SUBSCRIBER").as_deref() != Ok("rumqttc") {
+        let thread = std::thread::spawn(move || {
+            raw_count(port, &counter, &ready);
+            proc_cpu("/proc/thread-self/stat")
+        });
+        return (count, thread);
+    }
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
@@ -124,7 +135,8 @@ fn spawn_subscriber(port: u16, ready: std::sync::mpsc::Sender<()>) -> (Arc<Atomi
                     Event::Incoming(Packet::ConnAck(_)) => client.try_subscribe("bench/#", QoS::AtMostOnce).unwrap(),
                     Event::Incoming(Packet::SubAck(_)) => ready.send(()).unwrap(),
                     Event::Incoming(Packet::Publish(_)) => {
-                        if counter.fetch_add(1, Ordering::Relaxed) + 1 >= target {
+                        let seen = counter.fetch_add(1, Ordering::Relaxed) + 1;
+                        if seen >= target {
                             break;
                         }
                     }
@@ -135,6 +147,65 @@ fn spawn_subscriber(port: u16, ready: std::sync::mpsc::Sender<()>) -> (Arc<Atomi
         proc_cpu("/proc/thread-self/stat")
     });
     (count, thread)
+}
+
+/// Counts PUBLISH packets on a plain socket, reading at most every millisecond: the cheapest
+/// possible subscriber, so the figure is the forwarder's and the broker's.
+fn raw_count(port: u16, counter: &AtomicU64, ready: &std::sync::mpsc::Sender<()>) {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let id = b"bench-counter";
+    let mut connect =
+        vec![0x10, (12 + id.len()) as u8, 0, 4, b'M', b'Q', b'T', b'T', 4, 0x02, 0, 60, 0, id.len() as u8];
+    connect.extend_from_slice(id);
+    socket.write_all(&connect).unwrap();
+    let filter = b"bench/#";
+    let mut subscribe = vec![0x82, (5 + filter.len()) as u8, 0, 1, 0, filter.len() as u8];
+    subscribe.extend_from_slice(filter);
+    subscribe.push(0);
+    socket.write_all(&subscribe).unwrap();
+    let target = EVENTS * CONNECTIONS as u64;
+    let mut buffer = vec![0u8; 1 << 16];
+    let (mut filled, mut seen) = (0usize, 0u64);
+    loop {
+        let n = socket.read(&mut buffer[filled..]).unwrap();
+        assert!(n > 0, "broker closed the counting subscriber");
+        filled += n;
+        let mut at = 0;
+        // Walk complete packets: type nibble, remaining length (varint), body.
+        while filled - at >= 2 {
+            let (mut length, mut shift, mut i) = (0usize, 0, at + 1);
+            while i < filled && buffer[i] & 0x80 != 0 {
+                length |= usize::from(buffer[i] & 0x7f) << shift;
+                shift += 7;
+                i += 1;
+            }
+            if i >= filled {
+                break;
+            }
+            length |= usize::from(buffer[i]) << shift;
+            let end = i + 1 + length;
+            if end > filled {
+                break;
+            }
+            match buffer[at] >> 4 {
+                3 => seen += 1,
+                9 => ready.send(()).unwrap(),
+                _ => {}
+            }
+            at = end;
+        }
+        buffer.copy_within(at..filled, 0);
+        filled -= at;
+        counter.store(seen, Ordering::Relaxed);
+        if seen >= target {
+            return;
+        }
+        if n < 16 * 1024 {
+            // Let the socket fill up instead of waking for every message.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 /// How long routing alone takes per event over the same 100 chains, no I/O.
@@ -172,7 +243,9 @@ fn main() {
                 certificate_profile_id: None,
                 username: None,
                 has_password: false,
-                topics: (0..TOPICS).map(|t| Topic { topic: format!("bench/{c}/{t}"), filter_chain: chain(c, t) }).collect(),
+                topics: (0..TOPICS)
+                    .map(|t| Topic { topic: format!("bench/{c}/{t}"), filter_chain: chain(c, t) })
+                    .collect(),
             })
             .collect();
         for c in &connections {
@@ -182,7 +255,8 @@ fn main() {
 
         let bus = Arc::new(InProcessBus::new());
         let subjects = Subjects::new("bench");
-        let keys = Arc::new(Keys::from_secret(&Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())).unwrap());
+        let keys =
+            Arc::new(Keys::from_secret(&Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())).unwrap());
         let status_store = store.clone();
         let deps = zonecast_forwarder::Deps {
             store,
@@ -218,7 +292,11 @@ fn main() {
             bus.publish(subject.clone(), payload).await.unwrap();
         }
         while count.load(Ordering::Relaxed) < target {
-            assert!(start.elapsed() < Duration::from_secs(300), "only {} of {target} arrived", count.load(Ordering::Relaxed));
+            assert!(
+                start.elapsed() < Duration::from_secs(300),
+                "only {} of {target} arrived",
+                count.load(Ordering::Relaxed)
+            );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let elapsed = start.elapsed();
@@ -228,10 +306,15 @@ fn main() {
         shutdown.cancel();
         task.await.unwrap();
         let rate = target as f64 / elapsed.as_secs_f64();
-        println!("forwarder throughput: {CONNECTIONS} connections x {TOPICS} topics, QoS 1, one local Mosquitto");
+        let counter = std::env::var("BENCH_SUBSCRIBER").unwrap_or_else(|_| "raw".into());
+        println!("forwarder throughput: {CONNECTIONS} connections x {TOPICS} topics, QoS 1, one local Mosquitto, {counter} subscriber");
         println!("  {target} MQTT messages ({EVENTS} events) in {:.2} s", elapsed.as_secs_f64());
         println!("  {rate:.0} messages/s forwarded ({:.0} events/s in)", rate / CONNECTIONS as f64);
-        println!("  routing alone: {:.2} µs per event over {} chains", per_event.as_secs_f64() * 1e6, CONNECTIONS * TOPICS);
+        println!(
+            "  routing alone: {:.2} µs per event over {} chains",
+            per_event.as_secs_f64() * 1e6,
+            CONNECTIONS * TOPICS
+        );
         println!(
             "  CPU seconds: bench process {:.2} (of which subscriber thread {:.2}), mosquitto {:.2}, wall {:.2}",
             cpu_self,

@@ -74,7 +74,7 @@ pub fn options(
         .set_keep_alive(KEEP_ALIVE)
         .set_clean_session(true)
         .set_inflight(settings.window)
-        .set_max_packet_size(64 * 1024, MAX_PAYLOAD + 64 * 1024);
+        .set_max_packet_size(64 * 1024, MAX_PAYLOAD + 128 * 1024);
     if let Some(username) = &c.username {
         let password = match &stored.password_sealed {
             None => String::new(),

@@ -127,8 +127,9 @@ impl Fleet {
             };
             certificates.insert(profile, certificate);
         }
-        let certificate_of =
-            |s: &zonecast_store::StoredConnection| s.connection.certificate_profile_id.and_then(|p| certificates.get(&p)?.as_ref());
+        let certificate_of = |s: &zonecast_store::StoredConnection| {
+            s.connection.certificate_profile_id.and_then(|p| certificates.get(&p)?.as_ref())
+        };
         let wanted: Vec<(Uuid, Key)> =
             stored.iter().map(|s| (s.connection.id, Key::of(s, certificate_of(s)))).collect();
         let current: HashMap<Uuid, Key> = self.entries.iter().map(|(id, e)| (*id, e.key.clone())).collect();
@@ -140,7 +141,9 @@ impl Fleet {
                 self.retired.push(link);
             }
         }
-        for s in stored.iter().filter(|s| plan.start.contains(&s.connection.id) || plan.restart.contains(&s.connection.id)) {
+        for s in
+            stored.iter().filter(|s| plan.start.contains(&s.connection.id) || plan.restart.contains(&s.connection.id))
+        {
             let id = s.connection.id;
             let shared = match self.entries.remove(&id) {
                 Some(Entry { shared, link, .. }) => {
@@ -171,8 +174,8 @@ impl Fleet {
 
         let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection));
         for skip in skipped {
-            tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, error = %skip.error,
-                "stored filter chain does not compile; topic skipped");
+            tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, reason = %skip.reason,
+                "stored topic cannot be used; skipped");
         }
         self.outboxes = router.connections().filter_map(|id| self.entries.get(&id).map(|e| e.shared.clone())).collect();
         self.router = router;

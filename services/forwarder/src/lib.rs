@@ -16,7 +16,6 @@ pub mod outbox;
 pub mod router;
 mod status;
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,7 +25,7 @@ use tokio::sync::Notify;
 use zonecast_bus::{Bus, FORWARDERS, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Keys, Shutdown};
+use zonecast_runtime::{Keys, Shutdown, StartError};
 use zonecast_store::Store;
 
 pub use crate::backoff::Backoff;
@@ -37,12 +36,12 @@ pub use crate::router::Router;
 use crate::fleet::Fleet;
 use crate::status::Reporter;
 
-/// Messages a connection holds (waiting plus unacknowledged) when `ZONECAST_FORWARDER_QUEUE`
-/// is not set.
+/// Messages a connection holds (waiting plus unacknowledged) by default (the configuration's
+/// `ZONECAST_FORWARDER_QUEUE`).
 pub const DEFAULT_QUEUE: usize = 10_000;
 
-/// How the forwarder treats its connections. Tests and the bench build it in code; the
-/// `zonecast-forwarder` binary reads [`Settings::from_env`].
+/// How the forwarder treats its connections. The queue bound comes from the configuration;
+/// tests and the bench set the rest in code.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Messages one connection holds, waiting or unacknowledged; beyond it the oldest is
@@ -77,37 +76,10 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// The defaults with `ZONECAST_FORWARDER_QUEUE` from `env` applied.
-    pub fn from_env(env: &HashMap<String, String>) -> Result<Self, String> {
-        let mut settings = Self::default();
-        if let Some(value) = env.get("ZONECAST_FORWARDER_QUEUE") {
-            settings.queue = value
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=10_000_000).contains(n))
-                .ok_or_else(|| format!("ZONECAST_FORWARDER_QUEUE: '{value}' must be a number from 1 to 10000000"))?;
-        }
-        Ok(settings)
-    }
-}
-
 /// This process's replica id: 8 random hex digits, the same for every forwarder it starts.
 pub fn replica_id() -> String {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()).clone()
-}
-
-/// Why the forwarder could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// Reading the connections failed.
-    #[error("store: {0}")]
-    Store(#[from] zonecast_store::StoreError),
-    /// Subscribing failed.
-    #[error("bus: {0}")]
-    Bus(#[from] zonecast_bus::BusError),
 }
 
 /// What the forwarder runs on.
@@ -128,8 +100,8 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// Dependencies from configuration and an opened store, bus and keys, with default
-    /// [`Settings`] and this process's [`replica_id`].
+    /// Dependencies from configuration and an opened store, bus and keys, with the configured
+    /// queue bound, default [`Settings`] otherwise, and this process's [`replica_id`].
     pub fn from_config(
         config: &zonecast_runtime::Config,
         store: Arc<dyn Store>,
@@ -141,7 +113,7 @@ impl Deps {
             bus,
             subjects: Subjects::new(config.subject_prefix.clone()),
             keys,
-            settings: Settings::default(),
+            settings: Settings { queue: config.forwarder_queue, ..Settings::default() },
             replica: replica_id(),
         }
     }
@@ -151,11 +123,13 @@ impl Deps {
 /// until `shutdown`. The task ends once the clients have delivered what they could within
 /// `settings.drain` and the last status rows are written.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
+    // The MQTT clients build rustls configurations: ring must be the process's provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await?;
+    let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
+    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut events = SelectAll::new();
-    events.push(deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await?);
-    events.push(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await?);
+    events.push(deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?);
+    events.push(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await.map_err(bus_err)?);
     let poke = Arc::new(Notify::new());
     let (mut fleet, table) = Fleet::new(
         deps.store.clone(),
@@ -165,7 +139,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         shutdown.clone(),
         poke.clone(),
     );
-    fleet.reload().await?;
+    fleet.reload().await.map_err(|e| StartError::new("store", e.detail()))?;
     let reporter = Reporter::new(deps.store.clone(), deps.replica.clone()).spawn(
         table,
         poke,
@@ -230,18 +204,19 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
 /// Starts the distributed `zonecast-forwarder`: PostgreSQL, NATS and `ZONECAST_SECRET_KEY` (the
 /// API's, to unseal passwords and certificate profiles) are required; `/healthz` and
 /// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
-pub async fn run(config: zonecast_runtime::Config, settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
-    let database_url =
-        config.database_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_DATABASE_URL is required"))?;
-    let nats_url = config.nats_url.as_ref().ok_or_else(|| anyhow::anyhow!("ZONECAST_NATS_URL is required"))?;
-    let secret = config.secret_key.as_ref().ok_or_else(|| {
-        anyhow::anyhow!("ZONECAST_SECRET_KEY is required (the API's, to unseal passwords and certificate profiles)")
-    })?;
-    let keys = Arc::new(Keys::from_secret(secret)?);
-    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir).await?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder").await?;
-    let mut deps = Deps::from_config(&config, store.clone(), bus.clone(), keys);
-    deps.settings = settings;
+pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
+    let required = |v: &Option<zonecast_runtime::Secret>, what: &str| {
+        v.clone().ok_or_else(|| StartError::new("config", format!("{what} is required for zonecast-forwarder")))
+    };
+    let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
+    let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
+    let secret = required(&config.secret_key, "ZONECAST_SECRET_KEY (the API's, to unseal passwords and profiles)")?;
+    let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::new("keys", e))?);
+    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
+        .await
+        .map_err(|e| StartError::new("store", e.detail()))?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder").await.map_err(|e| StartError::new("bus", e))?;
+    let deps = Deps::from_config(&config, store.clone(), bus.clone(), keys);
     let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
         let (store, bus) = (store.clone(), bus.clone());
         Box::pin(async move {
@@ -250,10 +225,26 @@ pub async fn run(config: zonecast_runtime::Config, settings: Settings, shutdown:
             (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
         })
     });
-    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone()).await?;
+    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone())
+        .await
+        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.http_addr)))?;
     let bus = deps.bus.clone();
     let task = start(deps, shutdown).await?;
-    task.await?;
-    bus.drain().await?;
-    Ok(())
+    task.await.map_err(|e| StartError::new("forwarder task", e))?;
+    bus.drain().await.map_err(|e| StartError::new("bus", e))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_replica_id_is_eight_hex_digits_and_stable_within_the_process() {
+        let id = replica_id();
+        assert_eq!(id.len(), 8);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(id, replica_id());
+    }
 }

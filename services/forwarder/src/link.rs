@@ -10,6 +10,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -162,8 +163,11 @@ impl Inner {
     fn pump(&mut self) {
         let Some(client) = &self.client else { return };
         while let Some(message) = self.outbox.next_to_send() {
-            if client.try_publish(&*message.topic, QoS::AtLeastOnce, false, message.payload.to_vec()).is_err() {
-                // The event loop is gone or behind; the message waits for the next pump.
+            // `publish_bytes` shares the payload instead of copying it; the request channel is
+            // larger than the window, so the send completes on its first poll. If it does not
+            // (the event loop is gone), the message waits for the next pump.
+            let sent = client.publish_bytes(&*message.topic, QoS::AtLeastOnce, false, message.payload).now_or_never();
+            if !matches!(sent, Some(Ok(()))) {
                 self.outbox.give_back();
                 break;
             }
@@ -226,13 +230,15 @@ struct Stops {
     shutdown: CancellationToken,
 }
 
-async fn run(shared: Arc<Shared>, generation: u64, options: MqttOptions, settings: Settings, stops: Stops, name: String) {
+async fn run(
+    shared: Arc<Shared>,
+    generation: u64,
+    options: MqttOptions,
+    settings: Settings,
+    stops: Stops,
+    name: String,
+) {
     let (client, mut eventloop) = AsyncClient::new(options, usize::from(settings.window) + 16);
-    if std::env::var("XX_NODELAY").is_ok() {
-        let mut n = eventloop.network_options();
-        n.set_tcp_nodelay(true);
-        eventloop.set_network_options(n);
-    }
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
     let mut connected_at: Option<Instant> = None;
     loop {

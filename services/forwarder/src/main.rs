@@ -1,12 +1,12 @@
 //! `zonecast-forwarder`: the forwarder as its own service, on PostgreSQL and NATS.
 
-use zonecast_runtime::{Config, shutdown, telemetry};
+/// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = Config::from_env()?;
-    let settings = zonecast_forwarder::Settings::from_env(&std::env::vars().collect()).map_err(anyhow::Error::msg)?;
-    telemetry::init(config.log_json);
-    zonecast_forwarder::run(config, settings, shutdown::on_signals()).await
+    let (config, shutdown) = zonecast_runtime::boot()?;
+    zonecast_forwarder::run(config, shutdown).await?;
+    Ok(())
 }

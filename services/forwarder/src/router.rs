@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use uuid::Uuid;
-use zonecast_filter::{Chain, FilterError};
+use zonecast_filter::Chain;
 use zonecast_model::Connection;
 
 /// One `topics` element of a connection: the MQTT topic and its compiled chain.
@@ -17,7 +17,8 @@ pub struct Route {
     pub chain: Chain,
 }
 
-/// A topic whose stored chain no longer compiles; it is left out of the table.
+/// A stored topic that cannot be used (its chain no longer compiles, or its name is not a
+/// publishable topic); it is left out of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
     /// The connection.
@@ -25,7 +26,13 @@ pub struct Skipped {
     /// Index in its `topics`.
     pub index: usize,
     /// Why, with the place in the chain.
-    pub error: FilterError,
+    pub reason: String,
+}
+
+/// Whether `topic` can be published to: 1 to 65535 bytes, no wildcard, no NUL. A broker
+/// drops the client that publishes to anything else, which would stall the connection.
+fn publishable(topic: &str) -> bool {
+    !topic.is_empty() && topic.len() <= 65_535 && !topic.contains(['+', '#', '\0'])
 }
 
 /// Every connection's topics with compiled chains, in connection order.
@@ -35,8 +42,8 @@ pub struct Router {
 }
 
 impl Router {
-    /// Compiles the chains of `connections`. Chains were checked when the connections were
-    /// written, so a chain that fails now (stored by another version) only drops its topic,
+    /// Compiles the chains of `connections`. Topics were checked when the connections were
+    /// written, so one that fails now (stored by another version) only drops that topic,
     /// reported in the second value.
     pub fn build<'a>(connections: impl IntoIterator<Item = &'a Connection>) -> (Self, Vec<Skipped>) {
         let mut skipped = Vec::new();
@@ -47,11 +54,18 @@ impl Router {
                     .topics
                     .iter()
                     .enumerate()
-                    .filter_map(|(index, t)| match zonecast_filter::compile(&t.filter_chain) {
-                        Ok(chain) => Some(Route { topic: Arc::from(t.topic.as_str()), chain }),
-                        Err(error) => {
-                            skipped.push(Skipped { connection: c.id, index, error });
-                            None
+                    .filter_map(|(index, t)| {
+                        let compiled = if publishable(&t.topic) {
+                            zonecast_filter::compile(&t.filter_chain).map_err(|e| format!("FilterChain{e}"))
+                        } else {
+                            Err("topic is not a publishable MQTT topic name".to_owned())
+                        };
+                        match compiled {
+                            Ok(chain) => Some(Route { topic: Arc::from(t.topic.as_str()), chain }),
+                            Err(reason) => {
+                                skipped.push(Skipped { connection: c.id, index, reason });
+                                None
+                            }
                         }
                     })
                     .collect();
@@ -149,12 +163,15 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_chain_that_no_longer_compiles_drops_only_its_topic() {
+    fn a_stored_topic_that_cannot_be_used_drops_only_that_topic() {
         let mut a = connection(json!([{"topic": "ok", "FilterChain": []}]));
         a.topics.insert(0, Topic { topic: "bad".into(), filter_chain: json!([{"FilterTemplate": "nope"}]) });
+        a.topics.insert(1, Topic { topic: "site/+/all".into(), filter_chain: json!([]) });
         let (router, skipped) = Router::build([&a]);
-        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped.len(), 2);
         assert_eq!((skipped[0].connection, skipped[0].index), (a.id, 0));
+        assert!(skipped[0].reason.contains("FilterTemplate"), "{}", skipped[0].reason);
+        assert_eq!(skipped[1].index, 1);
         assert_eq!(routed(&router, &position("00:00:00:00:00:01", 0.0)), vec![(a.id, "ok".into())]);
     }
 

@@ -41,8 +41,11 @@ impl Reporter {
             metrics::counter!("zonecast_forwarder_dropped_total", "connection" => label.clone())
                 .absolute(snapshot.dropped);
             metrics::gauge!("zonecast_forwarder_queued", "connection" => label.clone()).set(snapshot.queued as f64);
-            metrics::gauge!("zonecast_forwarder_connected", "connection" => label)
-                .set(if snapshot.connected { 1.0 } else { 0.0 });
+            metrics::gauge!("zonecast_forwarder_connected", "connection" => label).set(if snapshot.connected {
+                1.0
+            } else {
+                0.0
+            });
             let row = ConnectionStatus {
                 connection_id: *id,
                 replica: self.replica.clone(),

@@ -96,7 +96,7 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         zonecast_forwarder::Deps::from_config(&config, store.clone(), bus.clone(), keys.clone()),
         shutdown.clone(),
     )
-    .await.map_err(|e| StartError::new("forwarder", e))?;
+    .await?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys).with_positions(publisher));
     let drain = bus.clone();
     let task = tokio::spawn(async move {

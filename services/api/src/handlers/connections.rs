@@ -61,28 +61,35 @@ pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     Ok(reply::ack())
 }
 
-/// Forwarding status summed over forwarder replicas, with each replica's row.
+/// A replica whose row is older than this has stopped (rows are written every second).
+const STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(15);
+
+/// Forwarding status summed over forwarder replicas, with each replica's row. Rows of replicas
+/// that stopped reporting are listed as stale and do not count towards `connected`; their
+/// counters stay in the sums.
 pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_connection(id).await?;
     let rows = ctx.store.connection_status(id).await?;
-    let latest_error = rows.iter().filter(|r| r.last_error.is_some()).max_by_key(|r| r.updated_at);
+    let now = chrono::Utc::now();
+    let live: Vec<_> = rows.iter().filter(|r| now - r.updated_at <= STALE_AFTER).collect();
+    let latest_error = live.iter().filter(|r| r.last_error.is_some()).max_by_key(|r| r.updated_at);
     let replicas: Vec<_> = rows
         .iter()
         .map(|r| {
             json!({
                 "replica": r.replica, "connected": r.connected, "lastError": r.last_error,
                 "forwarded": r.forwarded, "dropped": r.dropped, "queued": r.queued,
-                "updatedAt": format_timestamp(&r.updated_at),
+                "updatedAt": format_timestamp(&r.updated_at), "stale": now - r.updated_at > STALE_AFTER,
             })
         })
         .collect();
     Ok(reply::ok(&json!({
         "ConnectionID": format_id(&id),
-        "connected": !rows.is_empty() && rows.iter().all(|r| r.connected),
+        "connected": !live.is_empty() && live.iter().all(|r| r.connected),
         "lastError": latest_error.and_then(|r| r.last_error.clone()),
         "forwarded": rows.iter().map(|r| r.forwarded).sum::<u64>(),
         "dropped": rows.iter().map(|r| r.dropped).sum::<u64>(),
-        "queued": rows.iter().map(|r| r.queued).sum::<u64>(),
+        "queued": live.iter().map(|r| r.queued).sum::<u64>(),
         "replicas": replicas,
     })))
 }

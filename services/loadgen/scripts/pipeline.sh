@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End-to-end benchmark of the distributed pipeline on this machine: one API, one ingestor, two
+# evaluators (0-7, 8-15) and one forwarder as release processes on the local NATS (4222),
+# PostgreSQL (5432) and Mosquitto (1883); zones and an MQTT connection set up through the API;
+# then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
+#   services/loadgen/scripts/pipeline.sh <rate> [seconds] [input: ingest|positions|http]
+#   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
+set -euo pipefail
+rate=${1:-20000}; secs=${2:-10}; input=${3:-ingest}
+root=$(cd "$(dirname "$0")/../../.." && pwd); bin=$root/target/release
+for b in zonecast zonecast-api zonecast-ingestor zonecast-evaluator zonecast-forwarder zonecast-loadgen; do
+  [ -x "$bin/$b" ] || { echo "build first: cargo build --release --workspace" >&2; exit 1; }
+done
+work=$(mktemp -d); pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+prefix=bench$RANDOM; key=bench-$RANDOM
+export ZONECAST_SECRET_KEY=$(head -c 32 /dev/urandom | base64) ZONECAST_API_KEYS="$key:admin" \
+  ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=warn
+wait_http() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
+if [ "${MODE:-distributed}" = all-in-one ]; then
+  ZONECAST_DATA_DIR=$work/data ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast" 2>"$work/zonecast.log" & pids+=($!)
+  api=http://127.0.0.1:18180; ingest=$api
+  wait_http $api/healthz
+else
+  db=zc_bench_$RANDOM
+  psql -q -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE $db" >/dev/null
+  export ZONECAST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/$db ZONECAST_NATS_URL=nats://127.0.0.1:4222
+  ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast-api" 2>"$work/api.log" & pids+=($!)
+  wait_http http://127.0.0.1:18180/healthz
+  ZONECAST_INGEST_HTTP_ADDR=127.0.0.1:18181 "$bin/zonecast-ingestor" 2>"$work/ingestor.log" & pids+=($!)
+  ZONECAST_HTTP_ADDR=127.0.0.1:18182 ZONECAST_EVALUATOR_PARTITIONS=0-7 "$bin/zonecast-evaluator" 2>"$work/eval-a.log" & pids+=($!)
+  ZONECAST_HTTP_ADDR=127.0.0.1:18183 ZONECAST_EVALUATOR_PARTITIONS=8-15 "$bin/zonecast-evaluator" 2>"$work/eval-b.log" & pids+=($!)
+  ZONECAST_HTTP_ADDR=127.0.0.1:18184 "$bin/zonecast-forwarder" 2>"$work/forwarder.log" & pids+=($!)
+  for p in 18181 18182 18183 18184; do wait_http http://127.0.0.1:$p/healthz; done
+  api=http://127.0.0.1:18180; ingest=http://127.0.0.1:18181
+fi
+curl -fs -H "X-API-Key: $key" "$api/v3/modules/mqtt/connections" --json \
+  "{\"host\": \"127.0.0.1\", \"port\": 1883, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
+mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:1883 --mqtt-topic "$prefix/#")
+events=(--events); [ "${MODE:-distributed}" = all-in-one ] && events=()
+"$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
+  --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
+  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" --drain 3
+if [ "${MODE:-distributed}" = all-in-one ]; then
+  curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted)_total' || true
+else
+  for p in 18182 18183; do curl -fs http://127.0.0.1:$p/metrics | grep -E '^zonecast_evaluator_positions_total' | sed "s/^/evaluator :$p /"; done
+fi
