@@ -306,11 +306,24 @@ async fn start_ingestor(config: &Config, shutdown: Shutdown) -> std::net::Socket
     let subjects = Subjects::new(config.subject_prefix.clone());
     let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
     let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
-    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, config.token_ttl_seconds));
-    let addr = zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher.clone(), config.max_body_bytes, shutdown.clone())
+    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(
+        keys,
+        &config.api_keys,
+        &config.clients,
+        config.token_ttl_seconds,
+    ));
+    let addr = zonecast_ingestor::serve_http(
+        "127.0.0.1:0".parse().unwrap(),
+        auth,
+        publisher.clone(),
+        config.max_body_bytes,
+        shutdown.clone(),
+    )
+    .await
+    .expect("ingestor listens");
+    zonecast_ingestor::start_nats_input(bus, &subjects, publisher.clone(), shutdown.clone())
         .await
-        .expect("ingestor listens");
-    zonecast_ingestor::start_nats_input(bus, &subjects, publisher.clone(), shutdown.clone()).await.expect("ingest subscription");
+        .expect("ingest subscription");
     if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(config).expect("MQTT input config") {
         mqtt.start(publisher, shutdown);
     }

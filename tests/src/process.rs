@@ -61,7 +61,12 @@ impl Service {
     /// Starts `name` with `env` (on top of a clean environment without `ZONECAST_*`);
     /// `health_port` is where it serves `/healthz`.
     pub fn start(name: &str, env: Vec<(String, String)>, health_port: u16) -> Self {
-        let mut service = Self { name: name.to_owned(), health_url: format!("http://127.0.0.1:{health_port}/healthz"), env, child: None };
+        let mut service = Self {
+            name: name.to_owned(),
+            health_url: format!("http://127.0.0.1:{health_port}/healthz"),
+            env,
+            child: None,
+        };
         service.spawn();
         service
     }

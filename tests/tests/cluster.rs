@@ -74,7 +74,11 @@ impl Cluster {
         let mut evaluators = Vec::new();
         for range in ["0-7", "8-15"] {
             let port = free_port();
-            evaluators.push(Service::start("zonecast-evaluator", common(port, &[("ZONECAST_EVALUATOR_PARTITIONS", range)]), port));
+            evaluators.push(Service::start(
+                "zonecast-evaluator",
+                common(port, &[("ZONECAST_EVALUATOR_PARTITIONS", range)]),
+                port,
+            ));
         }
         for s in all.iter_mut().chain(evaluators.iter_mut()) {
             s.healthy(&http, WAIT).await;
@@ -178,12 +182,22 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
 
     // Configuration through either API replica reaches every evaluator and forwarder.
     let zone = cluster
-        .call(0, reqwest::Method::POST, "/v3/modules/zones", Some(json!({"Name": "hall", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [10, 0, 0]]})))
+        .call(
+            0,
+            reqwest::Method::POST,
+            "/v3/modules/zones",
+            Some(json!({"Name": "hall", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [10, 0, 0]]})),
+        )
         .await;
     let zone_id = zone["ZoneID"].as_str().unwrap().to_owned();
     let connection = cluster
-        .call(1, reqwest::Method::POST, "/v3/modules/mqtt/connections", Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
-            "topics": [{"topic": "site/zones", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})))
+        .call(
+            1,
+            reqwest::Method::POST,
+            "/v3/modules/mqtt/connections",
+            Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
+            "topics": [{"topic": "site/zones", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})),
+        )
         .await;
     let conn_id = connection["ConnectionID"].as_str().unwrap().to_owned();
     let status_path = format!("/v3/modules/mqtt/connections/{conn_id}/status");
@@ -213,7 +227,10 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
     cluster.positions(&macs, false).await;
     let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
     for (mac, exit) in &exits {
-        assert_eq!(exit["Content"]["CollisionID"], enters[mac]["Content"]["CollisionID"], "{mac}: same stay, no new enter");
+        assert_eq!(
+            exit["Content"]["CollisionID"], enters[mac]["Content"]["CollisionID"],
+            "{mac}: same stay, no new enter"
+        );
         assert_eq!(exit["Content"]["Reason"], "position");
     }
     exactly_once_mqtt(&mut mqtt, "site/zones", "ZONE_EXIT", DEVICES).await;
@@ -229,8 +246,13 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
 
     // A change through API 2 reaches both forwarders: new events go to the new topic only.
     cluster
-        .call(1, reqwest::Method::PUT, &format!("/v3/modules/mqtt/connections/{conn_id}"), Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
-            "topics": [{"topic": "site/moved", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})))
+        .call(
+            1,
+            reqwest::Method::PUT,
+            &format!("/v3/modules/mqtt/connections/{conn_id}"),
+            Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
+            "topics": [{"topic": "site/moved", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})),
+        )
         .await;
     cluster.call(1, reqwest::Method::POST, "/v3/modules/zones/activate", Some(json!([zone_id]))).await;
     cluster.positions(&macs, true).await;

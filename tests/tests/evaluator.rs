@@ -95,8 +95,16 @@ fn shape_cases() -> Vec<(Value, [f64; 3], [f64; 3])> {
     let perp = [0.0, 1.0, 0.0];
     let co = [300.0, 300.0, 0.0];
     vec![
-        (json!({"GeometryType": "sphere", "GeometryData": [[50, 50, 5], [2, 0, 0]]}), [51.99, 50.0, 5.0], [52.01, 50.0, 5.0]),
-        (json!({"GeometryType": "circle", "GeometryData": [[60, 60, 0], [1, 0, 0]]}), [60.99, 60.0, 100.0], [61.01, 60.0, -50.0]),
+        (
+            json!({"GeometryType": "sphere", "GeometryData": [[50, 50, 5], [2, 0, 0]]}),
+            [51.99, 50.0, 5.0],
+            [52.01, 50.0, 5.0],
+        ),
+        (
+            json!({"GeometryType": "circle", "GeometryData": [[60, 60, 0], [1, 0, 0]]}),
+            [60.99, 60.0, 100.0],
+            [61.01, 60.0, -50.0],
+        ),
         (
             // Axes given with non-unit lengths: they are normalised.
             json!({"GeometryType": "cuboid", "GeometryData": [o, [4, 3, 2], [al[0] * 3.0, al[1] * 3.0, al[2] * 3.0], aw, [ah[0] * 0.5, ah[1] * 0.5, ah[2] * 0.5]]}),
@@ -135,7 +143,11 @@ async fn every_shape_holds_a_point_1_cm_inside_and_not_one_1_cm_outside(mode: Mo
         let enter = next_matching(&mut events, WAIT, |e| e["Source"]["MAC"] == d.as_str()).await;
         assert_eq!(enter["Type"], "ZONE_ENTER", "{kind}: {enter}");
         assert_eq!(enter["Content"]["ZoneID"], zone.as_str(), "{kind}");
-        assert_eq!(enter["Timestamp"], zonecast_model::format_timestamp(&(t + ms(5))), "{kind}: entered at the inside point");
+        assert_eq!(
+            enter["Timestamp"],
+            zonecast_model::format_timestamp(&(t + ms(5))),
+            "{kind}: entered at the inside point"
+        );
         server.position(&d, outside, t + ms(10)).await;
         let exit = next_matching(&mut events, WAIT, |e| e["Source"]["MAC"] == d.as_str()).await;
         assert_eq!(exit["Type"], "ZONE_EXIT", "{kind}: 1 cm outside is outside");
@@ -147,8 +159,10 @@ async fn a_mobile_zone_captures_a_device_standing_still_when_its_source_moves_on
     let server = Server::start(mode).await;
     let forklift = mac(0xF00);
     let zone = id(&server
-        .create_zone(json!({"Name": "forklift", "GeometryType": "cylinder", "GeometryData": [[0, 0, 0], [0, 0, 1], [2, 1.5, 0]],
-            "MobileOriginSource": forklift.to_lowercase()}))
+        .create_zone(
+            json!({"Name": "forklift", "GeometryType": "cylinder", "GeometryData": [[0, 0, 0], [0, 0, 1], [2, 1.5, 0]],
+            "MobileOriginSource": forklift.to_lowercase()}),
+        )
         .await);
     let mut events = server.events().await;
     let worker = mac(7);
@@ -179,10 +193,16 @@ async fn inclusion_lists_decide_who_triggers_and_an_exclusion_exits_the_device(m
     server.position(&b, [0.0, 0.0, 0.0], t).await;
     server.position(&a, [0.0, 0.0, 0.0], t).await;
     let enter = next_json(&mut events, WAIT).await;
-    assert_eq!((enter["Source"]["MAC"].as_str(), enter["Content"]["ZoneID"].as_str()), (Some(a.as_str()), Some(only.as_str())));
+    assert_eq!(
+        (enter["Source"]["MAC"].as_str(), enter["Content"]["ZoneID"].as_str()),
+        (Some(a.as_str()), Some(only.as_str()))
+    );
     server.position(&b, [10.0, 0.0, 0.0], t + ms(10)).await;
     let enter = next_json(&mut events, WAIT).await;
-    assert_eq!((enter["Source"]["MAC"].as_str(), enter["Content"]["ZoneID"].as_str()), (Some(b.as_str()), Some(open.as_str())));
+    assert_eq!(
+        (enter["Source"]["MAC"].as_str(), enter["Content"]["ZoneID"].as_str()),
+        (Some(b.as_str()), Some(open.as_str()))
+    );
     server.ok(Method::POST, &format!("/v3/modules/zones/{open}/devices"), Some(json!([b]))).await;
     let exit = next_json(&mut events, WAIT).await;
     assert_eq!((exit["Type"].as_str(), exit["Content"]["Reason"].as_str()), (Some("ZONE_EXIT"), Some("excluded")));
@@ -210,7 +230,9 @@ async fn a_timed_zone_exits_its_devices_at_stop_time_by_the_clock(mode: Mode) {
 async fn exit_tolerance_and_exit_delay_hold_the_exit_back(mode: Mode) {
     let server = Server::start(mode).await;
     for (name, value) in [("ExitToleranceMeters", "0.5"), ("ExitDelayMs", "300")] {
-        server.ok(Method::PUT, "/v3/modules/zones/settings", Some(json!({"SettingName": name, "SettingValue": value}))).await;
+        server
+            .ok(Method::PUT, "/v3/modules/zones/settings", Some(json!({"SettingName": name, "SettingValue": value})))
+            .await;
     }
     let mut changes = server.config_changes().await;
     server.create_zone(sphere("bay", [0.0, 0.0, 0.0], 1.0)).await;
@@ -230,7 +252,13 @@ async fn exit_tolerance_and_exit_delay_hold_the_exit_back(mode: Mode) {
 
 async fn a_silent_device_times_out_of_its_zones(mode: Mode) {
     let server = Server::start(mode).await;
-    server.ok(Method::PUT, "/v3/modules/zones/settings", Some(json!({"SettingName": "DeviceTimeoutSeconds", "SettingValue": 1}))).await;
+    server
+        .ok(
+            Method::PUT,
+            "/v3/modules/zones/settings",
+            Some(json!({"SettingName": "DeviceTimeoutSeconds", "SettingValue": 1})),
+        )
+        .await;
     let zone = id(&server.create_zone(sphere("cell", [0.0, 0.0, 0.0], 1.0)).await);
     let mut events = server.events().await;
     let d = mac(5);
@@ -264,12 +292,19 @@ async fn configuration_changes_exit_devices_with_their_reason(mode: Mode) {
     server.ok(Method::DELETE, &format!("/v3/modules/zones/{}", zones[1]), None).await;
     server.ok(Method::POST, &format!("/v3/modules/zones/{}/reset", zones[2]), None).await;
     server
-        .ok(Method::PUT, &format!("/v3/modules/zones/{}", zones[3]), Some(json!({"GeometryData": [[50, 0, 0], [1, 0, 0]]})))
+        .ok(
+            Method::PUT,
+            &format!("/v3/modules/zones/{}", zones[3]),
+            Some(json!({"GeometryData": [[50, 0, 0], [1, 0, 0]]})),
+        )
         .await;
     for (zone, reason) in zones.iter().zip(names) {
         let exit = next_json(&mut events, WAIT).await;
         assert_eq!(exit["Type"], "ZONE_EXIT");
-        assert_eq!((exit["Content"]["ZoneID"].as_str(), exit["Content"]["Reason"].as_str()), (Some(zone.as_str()), Some(reason)));
+        assert_eq!(
+            (exit["Content"]["ZoneID"].as_str(), exit["Content"]["Reason"].as_str()),
+            (Some(zone.as_str()), Some(reason))
+        );
     }
     wait_colliding(&server, &zones[2], vec![]).await;
     server.stop().await;
@@ -317,7 +352,9 @@ async fn receiver() -> (String, tokio::sync::oneshot::Receiver<(String, Value)>)
                 let head = text[..split].to_owned();
                 let length: usize = head
                     .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                    .find_map(|l| {
+                        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+                    })
                     .unwrap_or(0);
                 if buf.len() >= split + 4 + length {
                     break (head, serde_json::from_slice(&buf[split + 4..split + 4 + length]).unwrap());

@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use zonecast_tests::{Mode, READ_KEY, Server, WRITE_KEY, both_modes, eventually, next_json, next_matching, sphere, test_config};
+use zonecast_tests::{
+    Mode, READ_KEY, Server, WRITE_KEY, both_modes, eventually, next_json, next_matching, sphere, test_config,
+};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -57,7 +59,10 @@ async fn every_payload_form_is_published_normalised_on_its_partition_subject(mod
     for (subject, event) in &got {
         let mac = event["Source"]["MAC"].as_str().unwrap();
         assert_eq!(subject, &server.subjects.positions(partition(mac), mac), "partition subject of {mac}");
-        assert_eq!((event["Category"].as_str(), event["Type"].as_str()), (Some("LOCATION"), Some("LOCATION_RAW_UPDATE")));
+        assert_eq!(
+            (event["Category"].as_str(), event["Type"].as_str()),
+            (Some("LOCATION"), Some("LOCATION_RAW_UPDATE"))
+        );
         assert_eq!(event["Source"]["SiteID"], 501);
     }
     let macs: Vec<&str> = got.iter().map(|(_, e)| e["Source"]["MAC"].as_str().unwrap()).collect();
@@ -65,7 +70,10 @@ async fn every_payload_form_is_published_normalised_on_its_partition_subject(mod
     let first = &got[0].1;
     assert_eq!(first["Timestamp"], "2026-11-21T10:00:00.250Z");
     assert_eq!(first["Source"]["GatewayURI"], "gw-7");
-    assert_eq!(first["Content"], json!({"Position": [1.0, 2.0, 3.0], "Velocity": [0.5, 0, 0], "Orientation": [1, 0, 0, 0], "Sequence": 42}));
+    assert_eq!(
+        first["Content"],
+        json!({"Position": [1.0, 2.0, 3.0], "Velocity": [0.5, 0, 0], "Orientation": [1, 0, 0, 0], "Sequence": 42})
+    );
     assert_eq!(got[1].1["Content"]["Position"], json!([4.5, 5.0, -6.0]));
     assert_eq!(got[2].1["Timestamp"], "2026-11-21T10:00:00.000Z", "offsets become UTC");
     let received: chrono::DateTime<chrono::Utc> = got[3].1["Timestamp"].as_str().unwrap().parse().unwrap();
@@ -143,10 +151,8 @@ async fn positions_on_the_ingest_subject_are_published_and_bad_ones_counted(mode
     let got = positions(&mut sub, 2).await;
     let macs: Vec<&str> = got.iter().map(|(_, e)| e["Source"]["MAC"].as_str().unwrap()).collect();
     assert_eq!(macs, ["00:00:00:00:0E:02", "00:00:00:00:0E:03"], "bad payloads were skipped, the loop went on");
-    eventually(WAIT, || async {
-        (rejected_count(&metrics_text(&server).await, "nats") >= before + 3.0).then_some(())
-    })
-    .await;
+    eventually(WAIT, || async { (rejected_count(&metrics_text(&server).await, "nats") >= before + 3.0).then_some(()) })
+        .await;
     server.stop().await;
 }
 
@@ -163,13 +169,23 @@ async fn positions_from_an_rtls_broker_over_mqtt_are_ingested(mode: Mode) {
     let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
     tokio::spawn(async move {
         while eventloop.poll().await.is_ok() {}
-        panic!("the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf");
+        panic!(
+            "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
+        );
     });
     // The input subscribes asynchronously: publish until the first position comes through.
     let topic = format!("{root}/positions/gw1");
     let got = tokio::time::timeout(WAIT, async {
         loop {
-            client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec()).await.unwrap();
+            client
+                .publish(
+                    &topic,
+                    rumqttc::QoS::AtLeastOnce,
+                    false,
+                    br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec(),
+                )
+                .await
+                .unwrap();
             if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), sub.next()).await {
                 break serde_json::from_slice::<Value>(&msg.payload).unwrap();
             }
@@ -179,7 +195,8 @@ async fn positions_from_an_rtls_broker_over_mqtt_are_ingested(mode: Mode) {
     .expect("a position from MQTT within the timeout");
     assert_eq!(got["Source"]["MAC"], "AA:00:00:00:00:01");
     client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, b"garbage".to_vec()).await.unwrap();
-    let batch = json!({"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "aa:00:00:00:00:02", "Position": [0, 0, 0]}]});
+    let batch =
+        json!({"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "aa:00:00:00:00:02", "Position": [0, 0, 0]}]});
     client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, serde_json::to_vec(&batch).unwrap()).await.unwrap();
     let next = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:02").await;
     assert_eq!(next["Content"]["Position"], json!([0.0, 0.0, 0.0]), "garbage before it was skipped");
@@ -190,7 +207,8 @@ async fn a_posted_position_reaches_the_evaluator(mode: Mode) {
     let server = Server::start(mode).await;
     let zone = server.create_zone(sphere("door", [3.0, 3.0, 0.0], 1.0)).await;
     let mut events = server.events().await;
-    let (status, answer) = post(&server, Some(WRITE_KEY), br#"{"MAC": "00:00:00:00:0D:01", "Position": [3, 3.5, 0]}"#.to_vec()).await;
+    let (status, answer) =
+        post(&server, Some(WRITE_KEY), br#"{"MAC": "00:00:00:00:0D:01", "Position": [3, 3.5, 0]}"#.to_vec()).await;
     assert_eq!((status, answer["accepted"].as_u64()), (StatusCode::OK, Some(1)));
     let enter = next_json(&mut events, WAIT).await;
     assert_eq!(enter["Type"], "ZONE_ENTER");
@@ -217,7 +235,10 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
     let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, 60));
     let shutdown = zonecast_runtime::Shutdown::new();
-    let addr = zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher, 1 << 20, shutdown.clone()).await.unwrap();
+    let addr =
+        zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher, 1 << 20, shutdown.clone())
+            .await
+            .unwrap();
     let http = reqwest::Client::new();
     let post = || async {
         let r = http

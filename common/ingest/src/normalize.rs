@@ -187,7 +187,9 @@ fn one(v: &Value, now: DateTime<Utc>) -> Result<PositionUpdate, String> {
                 extra: extras(content)?,
             })
         }
-        Some(other) => Err(format!("Type: '{other}' is not a position event (LOCATION_RAW_UPDATE or LOCATION_BATCH_UPDATE)")),
+        Some(other) => {
+            Err(format!("Type: '{other}' is not a position event (LOCATION_RAW_UPDATE or LOCATION_BATCH_UPDATE)"))
+        }
         None if fields.contains_key("MAC") => Ok(PositionUpdate {
             mac: mac(fields.get("MAC"), "MAC")?,
             position: position(fields.get("Position"), "Position")?,
@@ -220,7 +222,9 @@ mod tests {
         assert_eq!(p.mac.as_str(), "AA:BB:CC:DD:EE:FF");
         assert_eq!(p.position, [1.0, 2.0, 3.0]);
         assert_eq!(p.timestamp, now(), "missing Timestamp is the time of receipt");
-        let p = &ok(json!({"MAC": "aa:bb:cc:dd:ee:ff", "Position": [1, 2, 3], "Timestamp": "2026-11-21T11:00:00+01:00", "Sequence": 4}))[0];
+        let p = &ok(
+            json!({"MAC": "aa:bb:cc:dd:ee:ff", "Position": [1, 2, 3], "Timestamp": "2026-11-21T11:00:00+01:00", "Sequence": 4}),
+        )[0];
         assert_eq!(p.timestamp, now());
         assert_eq!(p.extra["Sequence"], 4);
     }

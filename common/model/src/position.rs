@@ -50,10 +50,7 @@ impl PositionUpdate {
             .get("Position")
             .and_then(parse_vec3)
             .ok_or("Content.Position: must be an array of three finite numbers")?;
-        let timestamp = v
-            .get("Timestamp")
-            .and_then(Value::as_str)
-            .ok_or("Timestamp: is required")?;
+        let timestamp = v.get("Timestamp").and_then(Value::as_str).ok_or("Timestamp: is required")?;
         let timestamp = DateTime::parse_from_rfc3339(timestamp)
             .map_err(|_| format!("Timestamp: '{timestamp}' is not an ISO 8601 time"))?
             .with_timezone(&Utc);
@@ -143,12 +140,9 @@ mod tests {
         assert_eq!(v["Source"]["SiteID"], 501);
         assert_eq!(PositionUpdate::from_event(&v).unwrap(), p);
         let now = Utc::now();
-        let direct: Value = serde_json::from_slice(&p.event_bytes(
-            501,
-            &format_timestamp(&p.timestamp),
-            &format_timestamp(&now),
-        ))
-        .unwrap();
+        let direct: Value =
+            serde_json::from_slice(&p.event_bytes(501, &format_timestamp(&p.timestamp), &format_timestamp(&now)))
+                .unwrap();
         assert_eq!(direct, serde_json::to_value(p.to_event(501, now)).unwrap(), "both encodings agree");
     }
 
@@ -159,7 +153,10 @@ mod tests {
         assert!(PositionUpdate::from_event(&base).is_ok());
         let mut v = base.clone();
         v["Content"]["Position"] = json!([1, 2]);
-        assert_eq!(PositionUpdate::from_event(&v).unwrap_err(), "Content.Position: must be an array of three finite numbers");
+        assert_eq!(
+            PositionUpdate::from_event(&v).unwrap_err(),
+            "Content.Position: must be an array of three finite numbers"
+        );
         let mut v = base.clone();
         v["Source"]["MAC"] = json!("nope");
         assert!(PositionUpdate::from_event(&v).unwrap_err().starts_with("Source.MAC"));

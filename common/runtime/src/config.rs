@@ -311,8 +311,9 @@ impl Config {
                 _ => return Err(bad(&n, "must be text or json")),
             };
         }
-        c.ingest_mqtt_url =
-            pick("INGEST_MQTT_URL", file.ingest_mqtt_url).map(|(_, v)| Secret::new(v)).filter(|s| !s.expose().is_empty());
+        c.ingest_mqtt_url = pick("INGEST_MQTT_URL", file.ingest_mqtt_url)
+            .map(|(_, v)| Secret::new(v))
+            .filter(|s| !s.expose().is_empty());
         if let Some((_, v)) = pick("INGEST_MQTT_TOPICS", file.ingest_mqtt_topics.map(|l| l.join(","))) {
             c.ingest_mqtt_topics = split_list(&v).map(str::to_owned).collect();
         }

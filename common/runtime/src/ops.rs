@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
-use warp::{Filter, Reply};
 use warp::http::StatusCode;
+use warp::{Filter, Reply};
 
 use crate::Shutdown;
 

@@ -8,7 +8,6 @@ use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::{Auth, Config, Keys};
 use zonecast_store::Store;
 
-
 /// Shared state of the API: store, bus, keys and credentials.
 pub struct Context {
     /// Where configuration lives.

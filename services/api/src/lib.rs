@@ -123,7 +123,8 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
     let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
         .await
         .map_err(|e| StartError::new("store", e.detail()))?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await.map_err(|e| StartError::new("bus", e))?;
+    let bus =
+        zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await.map_err(|e| StartError::new("bus", e))?;
     let listener = bind(config.http_addr).await?;
     let addr = listener.local_addr().map_err(|e| StartError::new("listener", e))?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys));

@@ -2,12 +2,11 @@
 //! distances, enter/exit state machine, event construction) on one core, for 1k, 10k and 100k
 //! static zones and for 1k mobile zones; and memory per device. Zones are mixed (sphere,
 //! circle, cuboid and square with rotated axes, cylinder, polygon prism; 1–20 m) at random
-//! places on a 1 km × 1 km × 20 m site; 10,000 devices at random positions.
+//! places on a 1 km × 1 km × 20 m site; 10,000 devices at random positions. Memory is the
+//! growth of resident memory while zones, then devices, are added.
 //! Run with `cargo bench -p zonecast-evaluator`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -18,27 +17,15 @@ use zonecast_evaluator::catalog::Catalog;
 use zonecast_evaluator::{Engine, Ownership};
 use zonecast_model::{Mac, ZoneInput};
 
-/// Counts live heap bytes, for memory per device.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
+/// Resident memory of this process in bytes (Linux), for memory per zone and per device.
+fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
 
 struct Rng(u64);
 
@@ -62,7 +49,9 @@ fn zone_json(r: &mut Rng, i: usize, mobile: Option<&Mac>) -> Value {
     let mut v = match i % 6 {
         0 => json!({"GeometryType": "sphere", "GeometryData": [[x, y, z], [s / 2.0, 0, 0]]}),
         1 => json!({"GeometryType": "circle", "GeometryData": [[x, y, 0], [s / 2.0, 0, 0]]}),
-        2 => json!({"GeometryType": "cuboid", "GeometryData": [[x, y, z], [s, s / 2.0, 2.0], [c, n, 0.1], [-n, c, 0], [0, 0.1, 1]]}),
+        2 => {
+            json!({"GeometryType": "cuboid", "GeometryData": [[x, y, z], [s, s / 2.0, 2.0], [c, n, 0.1], [-n, c, 0], [0, 0.1, 1]]})
+        }
         3 => json!({"GeometryType": "square", "GeometryData": [[x, y, 0], [s, s / 2.0, 0], [c, n, 0], [-n, c, 0]]}),
         4 => json!({"GeometryType": "cylinder", "GeometryData": [[x, y, z], [0.1, 0, 1], [2.0, s / 2.0, 0]]}),
         _ => json!({"GeometryType": "polygon", "GeometryData": [[x, y, z], [x + s, y, z], [x + s, y + s, z],
@@ -82,18 +71,32 @@ fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);
     let mut specs = Vec::new();
     for i in 0..static_zones {
-        specs.push(ZoneInput::parse(&zone_json(&mut r, i, None)).and_then(|z| z.create(uuid::Uuid::new_v4())).expect("valid zone"));
+        specs.push(
+            ZoneInput::parse(&zone_json(&mut r, i, None))
+                .and_then(|z| z.create(uuid::Uuid::new_v4()))
+                .expect("valid zone"),
+        );
     }
     for i in 0..mobile_zones {
         let source = mac(1_000_000 + i);
-        specs.push(ZoneInput::parse(&zone_json(&mut r, i, Some(&source))).and_then(|z| z.create(uuid::Uuid::new_v4())).expect("valid zone"));
+        specs.push(
+            ZoneInput::parse(&zone_json(&mut r, i, Some(&source)))
+                .and_then(|z| z.create(uuid::Uuid::new_v4()))
+                .expect("valid zone"),
+        );
     }
     let catalog = Catalog::build(specs, &[], Vec::new());
     let mut e = Engine::new(catalog, Subjects::new("zc"), 1, Ownership { count: 16, lo: 0, hi: 15 });
     // Mobile zones wander: give each source a position so its zone is placed.
     let mut out = Vec::new();
     for i in 0..mobile_zones {
-        e.on_position(&mac(1_000_000 + i), [r.range(0.0, 1000.0), r.range(0.0, 1000.0), 1.0], Utc::now(), Utc::now(), &mut out);
+        e.on_position(
+            &mac(1_000_000 + i),
+            [r.range(0.0, 1000.0), r.range(0.0, 1000.0), 1.0],
+            Utc::now(),
+            Utc::now(),
+            &mut out,
+        );
     }
     e
 }
@@ -121,30 +124,34 @@ fn evaluations(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine_positions");
     group.throughput(Throughput::Elements(BATCH as u64)).measurement_time(Duration::from_secs(5));
     let batch = positions();
-    for (label, statics, mobiles) in [("1k", 1_000, 0), ("10k", 10_000, 0), ("100k", 100_000, 0), ("1k_mobile", 0, 1_000)] {
+    for (label, statics, mobiles) in
+        [("1k", 1_000, 0), ("10k", 10_000, 0), ("100k", 100_000, 0), ("1k_mobile", 0, 1_000)]
+    {
         let mut e = engine(statics, mobiles);
         let mut out = Vec::new();
         run(&mut e, &batch, &mut out);
-        group.bench_function(BenchmarkId::from_parameter(label), |b| b.iter(|| run(&mut e, black_box(&batch), &mut out)));
+        group.bench_function(BenchmarkId::from_parameter(label), |b| {
+            b.iter(|| run(&mut e, black_box(&batch), &mut out))
+        });
     }
     group.finish();
 }
 
 fn memory(_: &mut Criterion) {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = rss();
     let mut e = engine(10_000, 0);
-    let zones_bytes = LIVE.load(Ordering::Relaxed) - before;
+    let zones_bytes = rss().saturating_sub(before);
     let mut out = Vec::new();
     let mut r = Rng(99);
-    let base = LIVE.load(Ordering::Relaxed);
+    let base = rss();
     let now = Utc::now();
     for i in 0..100_000 {
         out.clear();
         e.on_position(&mac(i), [r.range(0.0, 1000.0), r.range(0.0, 1000.0), r.range(0.0, 20.0)], now, now, &mut out);
     }
-    let device_bytes = LIVE.load(Ordering::Relaxed) - base;
+    let device_bytes = rss().saturating_sub(base);
     println!(
-        "memory: {:.0} B per zone (catalog of 10k zones incl. specs, regions, scene); {:.0} B per device (100k devices)",
+        "memory (resident growth): {:.0} B per zone (catalog of 10k zones incl. specs, regions, scene); {:.0} B per device (100k devices)",
         zones_bytes as f64 / 10_000.0,
         device_bytes as f64 / 100_000.0
     );

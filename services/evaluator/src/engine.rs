@@ -217,8 +217,12 @@ impl Engine {
                 continue;
             };
             let alarm = self.catalog.alarm_kind(self.catalog.zones[zi].spec.alert_level);
-            let device = self.devices.entry(c.mac.clone()).or_insert_with(|| Device { pos: None, ts: now, zones: Vec::new() });
-            device.zones.push((c.zone_id, Phase::Inside { collision: c.collision_id, entry_time: c.entry_time, alarm, exit_since: None }));
+            let device =
+                self.devices.entry(c.mac.clone()).or_insert_with(|| Device { pos: None, ts: now, zones: Vec::new() });
+            device.zones.push((
+                c.zone_id,
+                Phase::Inside { collision: c.collision_id, entry_time: c.entry_time, alarm, exit_since: None },
+            ));
             self.occupants.entry(c.zone_id).or_default().insert(c.mac);
         }
         // The exits owed for changes made while this evaluator was away.
@@ -328,7 +332,16 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn step(&mut self, mac: &Mac, zi: usize, verdict: Verdict, radius: f64, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn step(
+        &mut self,
+        mac: &Mac,
+        zi: usize,
+        verdict: Verdict,
+        radius: f64,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let zone_id = self.catalog.zones[zi].spec.id;
         let (entry_delay, exit_delay, tolerance) =
             (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.exit_tolerance);
@@ -387,7 +400,15 @@ impl Engine {
         }
     }
 
-    fn envelope(&self, category: &str, kind: &str, mac: &Mac, ts: DateTime<Utc>, now: DateTime<Utc>, content: Value) -> Envelope {
+    fn envelope(
+        &self,
+        category: &str,
+        kind: &str,
+        mac: &Mac,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        content: Value,
+    ) -> Envelope {
         Envelope {
             category: category.into(),
             kind: kind.into(),
@@ -410,7 +431,12 @@ impl Engine {
         });
         let event = self.envelope("ZONE", "ZONE_ENTER", mac, ts, now, content);
         out.push(Output::Publish { subject: self.subjects.zone_event(&zone.id_text, "enter"), event: event.clone() });
-        out.push(Output::Entered(Collision { zone_id: zone.spec.id, mac: mac.clone(), collision_id: collision, entry_time: ts }));
+        out.push(Output::Entered(Collision {
+            zone_id: zone.spec.id,
+            mac: mac.clone(),
+            collision_id: collision,
+            entry_time: ts,
+        }));
         tracing::info!(target: "zonecast::entry", zone = %zone.id_text, name = %zone.spec.name, mac = %mac, alarm, "zone entered");
         self.alarms_and_actions(zi, mac, alarm, &event, ActionTrigger::Enter, ts, now, out);
         if let Some(device) = self.devices.get_mut(mac) {
@@ -420,14 +446,30 @@ impl Engine {
     }
 
     /// Exit of `mac` from zone `zi` of the current catalog.
-    fn exit(&mut self, mac: &Mac, zi: usize, reason: Reason, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn exit(
+        &mut self,
+        mac: &Mac,
+        zi: usize,
+        reason: Reason,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let zone = self.catalog.zones[zi].clone();
         self.exit_zone(mac, &zone, reason, ts, now, out);
     }
 
     /// Exit of `mac` from `zone` (which may be gone from the catalog already).
     #[allow(clippy::too_many_arguments)]
-    fn exit_zone(&mut self, mac: &Mac, zone: &Zone, reason: Reason, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn exit_zone(
+        &mut self,
+        mac: &Mac,
+        zone: &Zone,
+        reason: Reason,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let Some(device) = self.devices.get(mac) else { return };
         let Some((_, Phase::Inside { collision, entry_time, alarm, .. })) =
             device.zones.iter().find(|(id, _)| *id == zone.spec.id).cloned()
@@ -449,11 +491,20 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn alarms_and_actions(&self, zi: usize, mac: &Mac, alarm: &str, event: &Envelope, when: ActionTrigger, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn alarms_and_actions(
+        &self,
+        zi: usize,
+        mac: &Mac,
+        alarm: &str,
+        event: &Envelope,
+        when: ActionTrigger,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let zone = &self.catalog.zones[zi];
         let collision = &event.content["CollisionID"];
-        let alarm_content =
-            json!({"ZoneID": zone.id_text, "ZoneName": zone.spec.name, "AlertLevel": zone.spec.alert_level, "CollisionID": collision});
+        let alarm_content = json!({"ZoneID": zone.id_text, "ZoneName": zone.spec.name, "AlertLevel": zone.spec.alert_level, "CollisionID": collision});
         if alarm == "site" {
             let e = self.envelope("ALARM", "SITE_ALARM", mac, ts, now, alarm_content.clone());
             out.push(Output::Publish { subject: self.subjects.alarm("site", mac.as_str()), event: e });
@@ -476,7 +527,17 @@ impl Engine {
     /// Runs the zone's actions for `when`; `device_alarm_done` avoids a second device alarm
     /// when the alarm kind already raised one for this entry.
     #[allow(clippy::too_many_arguments)]
-    fn run_actions(&self, zone: &Zone, mac: &Mac, device_alarm_done: bool, event: &Envelope, when: ActionTrigger, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn run_actions(
+        &self,
+        zone: &Zone,
+        mac: &Mac,
+        device_alarm_done: bool,
+        event: &Envelope,
+        when: ActionTrigger,
+        ts: DateTime<Utc>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let collision = &event.content["CollisionID"];
         for action in &zone.spec.zone_actions {
             let fires = action.trigger() == ActionTrigger::Both || action.trigger() == when;
@@ -510,7 +571,8 @@ impl Engine {
     /// The clock: fires delayed entries and exits that are due, device timeouts and the ends of
     /// time windows.
     pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
-        let (entry_delay, exit_delay, timeout) = (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
+        let (entry_delay, exit_delay, timeout) =
+            (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
         let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
         let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
         for (mac, device) in &self.devices {
@@ -543,7 +605,8 @@ impl Engine {
             }
         }
         for (mac, at) in timed_out {
-            let zones: Vec<Uuid> = self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
+            let zones: Vec<Uuid> =
+                self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
             for id in zones {
                 match self.catalog.by_id.get(&id) {
                     Some(&zi) => self.exit(&mac, zi, Reason::Timeout, at, now, out),
@@ -573,7 +636,13 @@ impl Engine {
     }
 
     /// Installs a new catalog and emits the exits the change implies.
-    pub fn reload(&mut self, catalog: Catalog, change: Option<&ConfigChanged>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    pub fn reload(
+        &mut self,
+        catalog: Catalog,
+        change: Option<&ConfigChanged>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let old = std::mem::replace(&mut self.catalog, catalog);
         let moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
         for (mac, pos) in moves {
@@ -586,7 +655,14 @@ impl Engine {
 
     /// Exits for devices in zones that `new` deletes, deactivates, closes, excludes them from,
     /// resets, or moves away from them. Runs with `self.catalog` taken out, so it is passed in.
-    fn reconcile(&mut self, old: &Catalog, new: &Catalog, change: Option<&ConfigChanged>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+    fn reconcile(
+        &mut self,
+        old: &Catalog,
+        new: &Catalog,
+        change: Option<&ConfigChanged>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let reset: HashSet<Uuid> = change
             .filter(|c| c.operation.as_deref() == Some("reset"))
             .map(|c| c.ids.iter().filter_map(|s| s.parse().ok()).collect())

@@ -18,8 +18,8 @@ use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, Mac, PositionUpdate};
-use zonecast_runtime::{Shutdown, StartError};
 use zonecast_runtime::ratelog::RateLimited;
+use zonecast_runtime::{Shutdown, StartError};
 use zonecast_store::Store;
 
 use crate::catalog::Catalog;
@@ -51,7 +51,10 @@ async fn load_catalog(store: &dyn Store) -> Result<Catalog, zonecast_store::Stor
 }
 
 /// Subscriptions to the positions of mobile-zone sources outside the owned partitions.
-async fn source_subscriptions(deps: &Deps, engine: &Engine) -> Result<(SelectAll<Subscription>, HashSet<Mac>), zonecast_bus::BusError> {
+async fn source_subscriptions(
+    deps: &Deps,
+    engine: &Engine,
+) -> Result<(SelectAll<Subscription>, HashSet<Mac>), zonecast_bus::BusError> {
     let wanted: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
     let mut all = SelectAll::new();
     for mac in &wanted {
@@ -79,9 +82,19 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     let (http_tx, http_task) = actions::spawn();
     let mut out = Vec::new();
     engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
-    let mut shell = Shell { bus: deps.bus.clone(), collisions: collision_tx, http: http_tx, publish_log: RateLimited::new(Duration::from_secs(10)) };
+    let mut shell = Shell {
+        bus: deps.bus.clone(),
+        collisions: collision_tx,
+        http: http_tx,
+        publish_log: RateLimited::new(Duration::from_secs(10)),
+    };
     shell.emit(&mut out).await;
-    tracing::info!(lo = deps.ownership.lo, hi = deps.ownership.hi, zones = engine.catalog().zones.len(), "evaluator started");
+    tracing::info!(
+        lo = deps.ownership.lo,
+        hi = deps.ownership.hi,
+        zones = engine.catalog().zones.len(),
+        "evaluator started"
+    );
     let task = tokio::spawn(async move {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -132,7 +145,9 @@ struct Shell {
 
 impl Shell {
     fn position(&mut self, engine: &mut Engine, payload: &[u8], bad_log: &mut RateLimited, out: &mut Vec<Output>) {
-        let parsed = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}")).and_then(|v| PositionUpdate::from_event(&v));
+        let parsed = serde_json::from_slice(payload)
+            .map_err(|e| format!("not JSON: {e}"))
+            .and_then(|v| PositionUpdate::from_event(&v));
         match parsed {
             Ok(p) => {
                 let now = Utc::now();
@@ -201,7 +216,9 @@ pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result
     let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
         .await
         .map_err(|e| StartError::new("store", e.detail()))?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator").await.map_err(|e| StartError::new("bus", e))?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator")
+        .await
+        .map_err(|e| StartError::new("bus", e))?;
     let deps = Deps::from_config(&config, store.clone(), bus.clone());
     let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
         let (store, bus) = (store.clone(), bus.clone());

@@ -103,7 +103,8 @@ fn a_device_radius_makes_a_ball_that_collides_before_its_centre_is_inside() {
 
 #[test]
 fn exit_tolerance_keeps_a_device_inside_until_it_is_farther_out() {
-    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitToleranceMeters, 0.5)], vec![]);
+    let mut e =
+        engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitToleranceMeters, 0.5)], vec![]);
     let d = mac(1);
     step(&mut e, &d, [0.0, 0.0, 0.0], t0());
     assert!(kinds(&step(&mut e, &d, [1.49, 0.0, 0.0], t0() + ms(1))).is_empty());
@@ -181,18 +182,26 @@ fn timed_zones_are_live_only_in_their_window_and_exit_at_stop_time_by_the_clock(
     assert!(out.is_empty());
     e.on_tick(t0() + Duration::seconds(61), &mut out);
     let ev = events(&out);
-    assert_eq!((ev[0].2["Reason"].as_str(), ev[0].2["ExitTime"].as_str()), (Some("window"), Some("2026-11-21T10:01:00.000Z")));
+    assert_eq!(
+        (ev[0].2["Reason"].as_str(), ev[0].2["ExitTime"].as_str()),
+        (Some("window"), Some("2026-11-21T10:01:00.000Z"))
+    );
 }
 
 #[test]
 fn inclusion_policy_and_device_list_decide_who_triggers() {
     let only = zone(json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]],
         "InclusionPolicy": "none", "DeviceList": ["00:00:00:00:00:01"]}));
-    let except = zone(json!({"GeometryType": "sphere", "GeometryData": [[10, 0, 0], [1, 0, 0]], "DeviceList": ["00:00:00:00:00:01"]}));
+    let except = zone(
+        json!({"GeometryType": "sphere", "GeometryData": [[10, 0, 0], [1, 0, 0]], "DeviceList": ["00:00:00:00:00:01"]}),
+    );
     let mut e = engine(vec![only, except], &[], vec![]);
     assert_eq!(kinds(&step(&mut e, &mac(1), [0.0, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
     assert!(kinds(&step(&mut e, &mac(2), [0.0, 0.0, 0.0], t0())).is_empty());
-    assert!(kinds(&step(&mut e, &mac(1), [10.0, 0.0, 0.0], t0())).len() == 1, "exit from `only`, no entry into `except`");
+    assert!(
+        kinds(&step(&mut e, &mac(1), [10.0, 0.0, 0.0], t0())).len() == 1,
+        "exit from `only`, no entry into `except`"
+    );
     assert_eq!(kinds(&step(&mut e, &mac(2), [10.0, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
 }
 
@@ -210,7 +219,11 @@ fn alert_levels_raise_site_and_device_alarms_and_actions_run() {
     assert_eq!(events(&out)[2].2["Message"], "hello");
     assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_ENTER")));
     let out = step(&mut e, &d, [10.0, 0.0, 0.0], t0());
-    assert_eq!(kinds(&out), ["ZONE_EXIT", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"], "one device alarm, not two");
+    assert_eq!(
+        kinds(&out),
+        ["ZONE_EXIT", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"],
+        "one device alarm, not two"
+    );
     assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_EXIT")), "on: both");
     assert_eq!(events(&out)[2].1, "zc.devices.00:00:00:00:00:01.alarm");
 }
@@ -231,11 +244,17 @@ fn configuration_changes_emit_the_exits_they_imply() {
     c2.device_list = vec![dev.clone()];
     let mut g2 = g.clone();
     g2.geometry_data = vec![[50.0, 0.0, 0.0], [1.0, 0.0, 0.0]];
-    let change = ConfigChanged { kind: ConfigKind::Zones, ids: vec![zonecast_model::format_id(&d.id)], operation: Some("reset".into()) };
+    let change = ConfigChanged {
+        kind: ConfigKind::Zones,
+        ids: vec![zonecast_model::format_id(&d.id)],
+        operation: Some("reset".into()),
+    };
     let mut out = Vec::new();
     e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), Some(&change), t0(), &mut out);
-    let mut reasons: Vec<(String, String)> =
-        events(&out).into_iter().map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned())).collect();
+    let mut reasons: Vec<(String, String)> = events(&out)
+        .into_iter()
+        .map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned()))
+        .collect();
     reasons.sort();
     assert_eq!(
         reasons,
@@ -248,13 +267,20 @@ fn configuration_changes_emit_the_exits_they_imply() {
 #[test]
 fn a_mobile_zone_follows_its_source_and_captures_a_device_that_stands_still() {
     let forklift = mac(0xF0);
-    let m = zone(json!({"Name": "around forklift", "GeometryType": "sphere", "GeometryData": [[100, 100, 0], [2, 0, 0]],
+    let m =
+        zone(json!({"Name": "around forklift", "GeometryType": "sphere", "GeometryData": [[100, 100, 0], [2, 0, 0]],
         "MobileOriginSource": forklift.as_str()}));
     let mut e = engine(vec![m], &[], vec![]);
     let worker = mac(1);
     assert!(kinds(&step(&mut e, &worker, [10.0, 0.0, 0.0], t0())).is_empty(), "no source position yet: holds nobody");
-    assert!(kinds(&step(&mut e, &worker, [100.0, 100.0, 0.0], t0())).is_empty(), "the configured place is not where it is");
-    assert!(kinds(&step(&mut e, &forklift, [0.0, 0.0, 0.0], t0())).is_empty(), "the source never collides with its own zone");
+    assert!(
+        kinds(&step(&mut e, &worker, [100.0, 100.0, 0.0], t0())).is_empty(),
+        "the configured place is not where it is"
+    );
+    assert!(
+        kinds(&step(&mut e, &forklift, [0.0, 0.0, 0.0], t0())).is_empty(),
+        "the source never collides with its own zone"
+    );
     let out = step(&mut e, &forklift, [9.0, 0.0, 0.0], t0() + ms(100));
     assert!(kinds(&out).is_empty(), "worker is at (100,100) now");
     step(&mut e, &worker, [10.0, 0.0, 0.0], t0() + ms(150));
@@ -273,7 +299,8 @@ fn restored_collisions_give_no_second_enter_and_owed_exits_are_emitted() {
     let mut b = sphere("b", [0.0, 0.0, 0.0], 1.0);
     b.active = false;
     let dev = mac(1);
-    let collision = |z: &ZoneSpec| Collision { zone_id: z.id, mac: dev.clone(), collision_id: Uuid::new_v4(), entry_time: t0() };
+    let collision =
+        |z: &ZoneSpec| Collision { zone_id: z.id, mac: dev.clone(), collision_id: Uuid::new_v4(), entry_time: t0() };
     let mut e = engine(vec![a.clone(), b.clone()], &[], vec![]);
     let mut out = Vec::new();
     e.restore(vec![collision(&a), collision(&b)], t0() + ms(10), &mut out);
@@ -291,9 +318,19 @@ fn devices_of_other_partitions_are_ignored() {
     let z = sphere("s", [0.0, 0.0, 0.0], 1.0);
     let dev = mac(1);
     let p = dev.partition(16);
-    let mut mine = Engine::new(Catalog::build(vec![z.clone()], &[], vec![]), Subjects::new("zc"), 1, Ownership { count: 16, lo: p, hi: p });
+    let mut mine = Engine::new(
+        Catalog::build(vec![z.clone()], &[], vec![]),
+        Subjects::new("zc"),
+        1,
+        Ownership { count: 16, lo: p, hi: p },
+    );
     let other = if p == 0 { 1 } else { 0 };
-    let mut theirs = Engine::new(Catalog::build(vec![z], &[], vec![]), Subjects::new("zc"), 1, Ownership { count: 16, lo: other, hi: other });
+    let mut theirs = Engine::new(
+        Catalog::build(vec![z], &[], vec![]),
+        Subjects::new("zc"),
+        1,
+        Ownership { count: 16, lo: other, hi: other },
+    );
     assert_eq!(kinds(&step(&mut mine, &dev, [0.0, 0.0, 0.0], t0())).len(), 1);
     assert!(kinds(&step(&mut theirs, &dev, [0.0, 0.0, 0.0], t0())).is_empty());
 }

@@ -215,7 +215,9 @@ pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result
     let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
         .await
         .map_err(|e| StartError::new("store", e.detail()))?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder").await.map_err(|e| StartError::new("bus", e))?;
+    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder")
+        .await
+        .map_err(|e| StartError::new("bus", e))?;
     let deps = Deps::from_config(&config, store.clone(), bus.clone(), keys);
     let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
         let (store, bus) = (store.clone(), bus.clone());

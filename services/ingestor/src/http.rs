@@ -30,7 +30,9 @@ where
     }
     let body = match read_body(body, l.max_body).await {
         Ok(b) => b,
-        Err(e @ BodyError::TooLarge(_)) => return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string()),
+        Err(e @ BodyError::TooLarge(_)) => {
+            return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string());
+        }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
     };
     match l.publisher.accept(&body, "http").await {
@@ -38,7 +40,11 @@ where
         Err(e @ AcceptError::Malformed(_)) => error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
         Err(AcceptError::Publish(e)) => {
             tracing::warn!(error = %e, "positions refused: bus unavailable");
-            error_response(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the message bus is not connected; nothing was accepted")
+            error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the message bus is not connected; nothing was accepted",
+            )
         }
     }
 }
@@ -54,7 +60,10 @@ where
         ("/healthz", &Method::GET) => {
             let ok = l.publisher.ready();
             let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-            json_response(status, &serde_json::json!({"status": if ok { "ok" } else { "degraded" }, "bus": if ok { "ok" } else { "disconnected" }}))
+            json_response(
+                status,
+                &serde_json::json!({"status": if ok { "ok" } else { "degraded" }, "bus": if ok { "ok" } else { "disconnected" }}),
+            )
         }
         ("/metrics", &Method::GET) => {
             let mut r = Response::new(zonecast_runtime::metrics::handle().render().into());
@@ -79,14 +88,13 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let state = Arc::new(Listener { auth, publisher, max_body });
-    let routes = warp::method()
-        .and(warp::path::full())
-        .and(warp::header::headers_cloned())
-        .and(warp::body::stream())
-        .then(move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
-            let state = state.clone();
-            async move { respond(state, method, path.as_str().to_owned(), headers, body).await }
-        });
+    let routes =
+        warp::method().and(warp::path::full()).and(warp::header::headers_cloned()).and(warp::body::stream()).then(
+            move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
+                let state = state.clone();
+                async move { respond(state, method, path.as_str().to_owned(), headers, body).await }
+            },
+        );
     tokio::spawn(async move {
         warp::serve(routes).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
     });

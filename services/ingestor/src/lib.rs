@@ -83,7 +83,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
         .await
         .map_err(|e| StartError::new("listener", format!("{}: {e}", config.ingest_http_addr)))?;
     let nats = start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await.map_err(bus_err)?;
-    let mqtt = MqttInput::from_config(&config).map_err(|e| StartError::new("config", e))?.map(|i| i.start(publisher, shutdown));
+    let mqtt = MqttInput::from_config(&config)
+        .map_err(|e| StartError::new("config", e))?
+        .map(|i| i.start(publisher, shutdown));
     nats.await.map_err(|e| StartError::new("NATS input task", e))?;
     if let Some(task) = mqtt {
         task.await.map_err(|e| StartError::new("MQTT input task", e))?;

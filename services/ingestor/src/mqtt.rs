@@ -54,18 +54,21 @@ impl MqttInput {
             other => return Err(MqttInputError::Url(format!("scheme '{other}' (use mqtt:// or mqtts://)"))),
         };
         let host = url.host_str().ok_or_else(|| MqttInputError::Url("no host".into()))?.to_owned();
-        let decode = |s: &str| url::form_urlencoded::parse(s.as_bytes()).map(|(k, _)| k.into_owned()).collect::<String>();
+        let decode =
+            |s: &str| url::form_urlencoded::parse(s.as_bytes()).map(|(k, _)| k.into_owned()).collect::<String>();
         let username = (!url.username().is_empty()).then(|| decode(url.username()));
         let password = url.password().map(|p| Secret::new(decode(p)));
         let tls = if tls {
-            let path = config.ingest_mqtt_ca.as_ref().ok_or_else(|| MqttInputError::Ca("is required for mqtts://".into()))?;
+            let path =
+                config.ingest_mqtt_ca.as_ref().ok_or_else(|| MqttInputError::Ca("is required for mqtts://".into()))?;
             let pem = std::fs::read(path).map_err(|e| MqttInputError::Ca(format!("{}: {e}", path.display())))?;
             let roots = zonecast_tls::parse_ca(&pem).map_err(|e| MqttInputError::Ca(e.to_string()))?;
-            let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .map_err(|e| MqttInputError::Ca(e.to_string()))?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+            let client =
+                rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| MqttInputError::Ca(e.to_string()))?
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
             Some(Arc::new(client))
         } else {
             None
@@ -87,10 +90,14 @@ impl MqttInput {
 
     /// Subscribes and publishes what arrives until `shutdown`.
     pub fn start(self, publisher: Publisher, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
-        let mut options = MqttOptions::new(format!("zonecast-ingestor-{}", uuid::Uuid::new_v4().simple()), &self.host, self.port);
+        let mut options =
+            MqttOptions::new(format!("zonecast-ingestor-{}", uuid::Uuid::new_v4().simple()), &self.host, self.port);
         options.set_keep_alive(Duration::from_secs(30)).set_clean_session(true).set_max_packet_size(8 << 20, 8 << 20);
         if let Some(user) = &self.username {
-            options.set_credentials(user.clone(), self.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default());
+            options.set_credentials(
+                user.clone(),
+                self.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default(),
+            );
         }
         if let Some(tls) = &self.tls {
             options.set_transport(Transport::tls_with_config(TlsConfiguration::Rustls(tls.clone())));

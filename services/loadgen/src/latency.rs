@@ -23,7 +23,9 @@ impl Recorder {
                 return;
             }
         }
-        let Some(ts) = v["Timestamp"].as_str().and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()) else { return };
+        let Some(ts) = v["Timestamp"].as_str().and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()) else {
+            return;
+        };
         let micros = (chrono::Utc::now() - ts).num_microseconds().unwrap_or(0).max(0) as u64;
         if let Ok(mut s) = self.samples.lock() {
             s.push(micros);
@@ -58,7 +60,8 @@ impl Recorder {
 /// Subscribes to `topic` on `broker` (`host:port`) and records every message's latency.
 pub async fn subscribe_mqtt(broker: &str, topic: &str, rec: std::sync::Arc<Recorder>) -> anyhow::Result<()> {
     let (host, port) = broker.rsplit_once(':').ok_or_else(|| anyhow::anyhow!("--mqtt takes host:port"))?;
-    let mut options = MqttOptions::new(format!("zonecast-loadgen-{}", uuid::Uuid::new_v4().simple()), host, port.parse()?);
+    let mut options =
+        MqttOptions::new(format!("zonecast-loadgen-{}", uuid::Uuid::new_v4().simple()), host, port.parse()?);
     options.set_keep_alive(Duration::from_secs(30)).set_max_packet_size(8 << 20, 8 << 20);
     let (client, mut events) = AsyncClient::new(options, 10_000);
     client.subscribe(topic, QoS::AtMostOnce).await?;

@@ -139,7 +139,8 @@ async fn main() -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     let devices = site.devices();
     for sender in 0..args.senders {
-        let mine: Vec<_> = devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
+        let mine: Vec<_> =
+            devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
         let ctx = site::Sender {
             input: args.input,
             bus: bus.clone(),
@@ -167,7 +168,10 @@ async fn main() -> anyhow::Result<()> {
     println!("sent            {total} positions in {send_secs:.2} s = {:.0} positions/s", total as f64 / send_secs);
     if args.count_positions {
         let seen = positions_seen.load(Ordering::Relaxed);
-        println!("normalised      {seen} positions seen on positions.> ({:.1}% of sent)", 100.0 * seen as f64 / total.max(1) as f64);
+        println!(
+            "normalised      {seen} positions seen on positions.> ({:.1}% of sent)",
+            100.0 * seen as f64 / total.max(1) as f64
+        );
     }
     if args.events {
         println!("events          {}", events.summary());

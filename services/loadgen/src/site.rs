@@ -53,10 +53,16 @@ impl Site {
         let mut rng = Rng::new(seed);
         let devices = (0..devices)
             .map(|i| Device {
-                mac: format!("02:00:{:02X}:{:02X}:{:02X}:{:02X}", (i >> 24) & 0xff, (i >> 16) & 0xff, (i >> 8) & 0xff, i & 0xff)
-                    .parse()
-                    // Start-up: the format above always gives six two-digit hex octets.
-                    .expect("valid MAC"),
+                mac: format!(
+                    "02:00:{:02X}:{:02X}:{:02X}:{:02X}",
+                    (i >> 24) & 0xff,
+                    (i >> 16) & 0xff,
+                    (i >> 8) & 0xff,
+                    i & 0xff
+                )
+                .parse()
+                // Start-up: the format above always gives six two-digit hex octets.
+                .expect("valid MAC"),
                 pos: [rng.range(0.0, size), rng.range(0.0, size), rng.range(0.0, 3.0)],
                 heading: rng.range(0.0, std::f64::consts::TAU),
             })
@@ -74,7 +80,8 @@ impl Site {
         let mut created = 0;
         while created < n {
             let chunk: Vec<Value> = (created..n.min(created + 500)).map(|i| self.zone(i)).collect();
-            let r = http.post(format!("{api}/v3/modules/zones/batch")).header("X-API-Key", key).json(&chunk).send().await?;
+            let r =
+                http.post(format!("{api}/v3/modules/zones/batch")).header("X-API-Key", key).json(&chunk).send().await?;
             if !r.status().is_success() {
                 anyhow::bail!("zone setup failed: {} {}", r.status(), r.text().await.unwrap_or_default());
             }
@@ -95,9 +102,13 @@ impl Site {
                 json!({"Name": name, "GeometryType": "cuboid", "GeometryData": [[x, y, 0.0], [s, s / 2.0, 4.0],
                     [a.cos(), a.sin(), 0.0], [-a.sin(), a.cos(), 0.0], [0, 0, 1]]})
             }
-            2 => json!({"Name": name, "GeometryType": "cylinder", "GeometryData": [[x, y, 0.0], [0, 0, 1], [5.0, s / 2.0, 0]]}),
-            _ => json!({"Name": name, "GeometryType": "polygon", "GeometryData": [[x, y, 0.0], [x + s, y, 0.0], [x + s, y + s, 0.0],
-                [x + s / 2.0, y + s / 2.0, 0.0], [x, y + s, 0.0], [3.0, 0, 0], [0, 0, 1]]}),
+            2 => {
+                json!({"Name": name, "GeometryType": "cylinder", "GeometryData": [[x, y, 0.0], [0, 0, 1], [5.0, s / 2.0, 0]]})
+            }
+            _ => {
+                json!({"Name": name, "GeometryType": "polygon", "GeometryData": [[x, y, 0.0], [x + s, y, 0.0], [x + s, y + s, 0.0],
+                [x + s / 2.0, y + s / 2.0, 0.0], [x, y + s, 0.0], [3.0, 0, 0], [0, 0, 1]]})
+            }
         }
     }
 }
@@ -140,7 +151,13 @@ impl Sender {
                 d.heading += rng.range(-0.3, 0.3);
                 d.pos[0] = (d.pos[0] + 0.5 * d.heading.cos()).clamp(0.0, self.site);
                 d.pos[1] = (d.pos[1] + 0.5 * d.heading.sin()).clamp(0.0, self.site);
-                batch.push(PositionUpdate { mac: d.mac.clone(), position: d.pos, timestamp: now, gateway_uri: None, extra: Default::default() });
+                batch.push(PositionUpdate {
+                    mac: d.mac.clone(),
+                    position: d.pos,
+                    timestamp: now,
+                    gateway_uri: None,
+                    extra: Default::default(),
+                });
             }
             match self.input {
                 Input::Positions => {
@@ -154,7 +171,8 @@ impl Sender {
                     self.bus.publish(self.subjects.ingest(), compact(&batch).into()).await?;
                 }
                 Input::Http => {
-                    let r = self.http.post(&self.url).header("X-API-Key", &self.key).body(compact(&batch)).send().await?;
+                    let r =
+                        self.http.post(&self.url).header("X-API-Key", &self.key).body(compact(&batch)).send().await?;
                     if !r.status().is_success() {
                         anyhow::bail!("POST /v3/positions: {}", r.status());
                     }

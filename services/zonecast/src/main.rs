@@ -1,6 +1,5 @@
 //! `zonecast`: the all-in-one binary. `cargo run --release` starts it on its embedded defaults.
 
-
 /// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

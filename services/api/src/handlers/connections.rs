@@ -4,7 +4,7 @@ use bytes::Bytes;
 use serde_json::json;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{ConfigKind, ConnectionInput, format_timestamp, format_id};
+use zonecast_model::{ConfigKind, ConnectionInput, format_id, format_timestamp};
 use zonecast_store::StoredConnection;
 
 use crate::body;
