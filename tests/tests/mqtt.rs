@@ -298,7 +298,7 @@ both_modes!(
     updating_a_connection_without_a_password_keeps_the_stored_one,
     no_password_or_private_key_is_stored_in_the_clear,
     a_profile_in_use_cannot_be_deleted_until_its_connection_is,
-    a_new_connection_reports_that_nothing_was_forwarded_yet,
+    a_connection_to_an_unreachable_broker_reports_that_it_is_down_and_forwarded_nothing,
     an_unknown_connection_is_not_found,
 );
 
@@ -573,16 +573,25 @@ async fn a_profile_in_use_cannot_be_deleted_until_its_connection_is(mode: Mode) 
     server.stop().await;
 }
 
-async fn a_new_connection_reports_that_nothing_was_forwarded_yet(mode: Mode) {
+async fn a_connection_to_an_unreachable_broker_reports_that_it_is_down_and_forwarded_nothing(mode: Mode) {
     let server = Server::start(mode).await;
     let id = create_connection(&server, plain_connection("idle.example")).await;
-    let status = server.ok(Method::GET, &format!("{}/status", connection_path(&id.to_lowercase())), None).await;
+    let path = format!("{}/status", connection_path(&id.to_lowercase()));
+    // The forwarder tries the broker and writes its status row within seconds.
+    let status = zonecast_tests::eventually(std::time::Duration::from_secs(20), || async {
+        let status = server.ok(Method::GET, &path, None).await;
+        (status["lastError"].is_string()).then_some(status)
+    })
+    .await;
     assert_eq!(status["ConnectionID"], json!(id), "{status}");
     assert_eq!(status["connected"], json!(false), "{status}");
     assert_eq!(status["forwarded"], json!(0), "{status}");
     assert_eq!(status["dropped"], json!(0), "{status}");
     assert_eq!(status["queued"], json!(0), "{status}");
-    assert_eq!(status["replicas"], json!([]), "{status}");
+    let replicas = status["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 1, "one forwarder replica runs: {status}");
+    assert_eq!(replicas[0]["connected"], json!(false));
+    assert_eq!(replicas[0]["stale"], json!(false));
     server.stop().await;
 }
 
