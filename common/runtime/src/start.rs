@@ -24,12 +24,14 @@ impl StartError {
 }
 
 /// Every binary's first steps: install ring as the only rustls crypto provider, load the
-/// configuration from the environment, start tracing, and cancel the returned token on
+/// configuration from the environment, start tracing, install the metrics recorder (so that
+/// nothing counted before the first scrape is lost), and cancel the returned token on
 /// SIGINT/SIGTERM. Must run inside the tokio runtime.
 pub fn boot() -> Result<(Config, Shutdown), ConfigError> {
     // Ignored when a provider is installed already (the same one).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = Config::from_env()?;
     crate::telemetry::init(config.log_json);
+    crate::metrics::handle();
     Ok((config, crate::shutdown::on_signals()))
 }
