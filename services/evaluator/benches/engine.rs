@@ -137,6 +137,7 @@ fn evaluations(c: &mut Criterion) {
     group.finish();
 }
 
+/// Runs first, in a fresh process, so that resident growth is the structures' own.
 fn memory(_: &mut Criterion) {
     let before = rss();
     let mut e = engine(10_000, 0);
@@ -157,5 +158,5 @@ fn memory(_: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, evaluations, memory);
+criterion_group!(benches, memory, evaluations);
 criterion_main!(benches);
