@@ -103,6 +103,9 @@ impl MqttInput {
             options.set_transport(Transport::tls_with_config(TlsConfiguration::Rustls(tls.clone())));
         }
         let (client, mut events) = AsyncClient::new(options, 1024);
+        let mut network = events.network_options();
+        network.set_tcp_nodelay(true);
+        events.set_network_options(network);
         tokio::spawn(async move {
             let mut log = RateLimited::new(Duration::from_secs(10));
             let mut error_log = RateLimited::new(Duration::from_secs(10));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end benchmark of the distributed pipeline on this machine: one API, one ingestor, two
 # evaluators (0-7, 8-15) and one forwarder as release processes on the local NATS (4222),
-# PostgreSQL (5432) and Mosquitto (1883); zones and an MQTT connection set up through the API;
+# PostgreSQL (5432) and a Mosquitto of its own; zones and an MQTT connection set up through the API;
 # then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
 #   services/loadgen/scripts/pipeline.sh <rate> [seconds] [input: ingest|positions|http]
 #   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
@@ -15,6 +15,11 @@ work=$(mktemp -d); pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 prefix=bench$RANDOM; key=bench-$RANDOM
+# A broker of the benchmark's own, without Nagle delays towards subscribers.
+mqtt_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n' "$mqtt_port" > "$work/mosquitto.conf"
+chmod 755 "$work"; chmod 644 "$work/mosquitto.conf"
+mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" & pids+=($!)
 export ZONECAST_SECRET_KEY=$(head -c 32 /dev/urandom | base64) ZONECAST_API_KEYS="$key:admin" \
   ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=warn
 wait_http() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
@@ -36,8 +41,8 @@ else
   api=http://127.0.0.1:18180; ingest=http://127.0.0.1:18181
 fi
 curl -fs -H "X-API-Key: $key" "$api/v3/modules/mqtt/connections" --json \
-  "{\"host\": \"127.0.0.1\", \"port\": 1883, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
-mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:1883 --mqtt-topic "$prefix/#")
+  "{\"host\": \"127.0.0.1\", \"port\": $mqtt_port, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
+mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#")
 events=(--events); [ "${MODE:-distributed}" = all-in-one ] && events=()
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \

@@ -64,6 +64,9 @@ pub async fn subscribe_mqtt(broker: &str, topic: &str, rec: std::sync::Arc<Recor
         MqttOptions::new(format!("zonecast-loadgen-{}", uuid::Uuid::new_v4().simple()), host, port.parse()?);
     options.set_keep_alive(Duration::from_secs(30)).set_max_packet_size(8 << 20, 8 << 20);
     let (client, mut events) = AsyncClient::new(options, 10_000);
+    let mut network = events.network_options();
+    network.set_tcp_nodelay(true);
+    events.set_network_options(network);
     client.subscribe(topic, QoS::AtMostOnce).await?;
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let mut ready = Some(ready_tx);
