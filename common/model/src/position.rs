@@ -20,6 +20,58 @@ pub struct PositionUpdate {
     pub extra: serde_json::Map<String, Value>,
 }
 
+/// The part of a `LOCATION_RAW_UPDATE` the evaluator needs, read straight from the bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionFix {
+    /// The device.
+    pub mac: Mac,
+    /// `[x, y, z]`, finite.
+    pub position: [f64; 3],
+    /// When it was measured.
+    pub timestamp: DateTime<Utc>,
+}
+
+impl PositionFix {
+    /// Reads a normalised event without building a JSON tree (other fields are skipped);
+    /// the error is the general parser's precise reason.
+    pub fn from_event_bytes(bytes: &[u8]) -> Result<Self, String> {
+        #[derive(serde::Deserialize)]
+        struct Source<'a> {
+            #[serde(rename = "MAC", borrow)]
+            mac: std::borrow::Cow<'a, str>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Content {
+            #[serde(rename = "Position")]
+            position: [f64; 3],
+        }
+        #[derive(serde::Deserialize)]
+        struct Event<'a> {
+            #[serde(rename = "Type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+            #[serde(rename = "Timestamp", borrow)]
+            timestamp: std::borrow::Cow<'a, str>,
+            #[serde(rename = "Source", borrow)]
+            source: Source<'a>,
+            #[serde(rename = "Content")]
+            content: Content,
+        }
+        let fast = serde_json::from_slice::<Event<'_>>(bytes).ok().and_then(|e| {
+            let timestamp = DateTime::parse_from_rfc3339(&e.timestamp).ok()?.with_timezone(&Utc);
+            let mac = e.source.mac.parse::<Mac>().ok()?;
+            (e.kind == "LOCATION_RAW_UPDATE").then_some(Self { mac, position: e.content.position, timestamp })
+        });
+        match fast {
+            Some(fix) => Ok(fix),
+            None => {
+                let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+                let full = PositionUpdate::from_event(&value)?;
+                Ok(Self { mac: full.mac, position: full.position, timestamp: full.timestamp })
+            }
+        }
+    }
+}
+
 /// Content fields passed through from input to the normalised event.
 pub const PASSTHROUGH_FIELDS: [&str; 3] = ["Velocity", "Orientation", "Sequence"];
 
@@ -144,6 +196,23 @@ mod tests {
             serde_json::from_slice(&p.event_bytes(501, &format_timestamp(&p.timestamp), &format_timestamp(&now)))
                 .unwrap();
         assert_eq!(direct, serde_json::to_value(p.to_event(501, now)).unwrap(), "both encodings agree");
+    }
+
+    #[test]
+    fn the_lean_reader_agrees_with_the_general_one() {
+        let p = PositionUpdate {
+            mac: "00:aa:bb:cc:dd:ee".parse().unwrap(),
+            position: [1.0, -2.5, 3.25],
+            timestamp: "2026-11-21T10:00:00.123Z".parse().unwrap(),
+            gateway_uri: Some("gw".into()),
+            extra: [("Sequence".to_owned(), json!(7))].into_iter().collect(),
+        };
+        let bytes = serde_json::to_vec(&p.to_event(1, Utc::now())).unwrap();
+        let fix = PositionFix::from_event_bytes(&bytes).unwrap();
+        assert_eq!((fix.mac, fix.position, fix.timestamp), (p.mac, p.position, p.timestamp));
+        let bad = br#"{"Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00Z", "Source": {"MAC": "00:AA:BB:CC:DD:EE"}, "Content": {"Position": [1, 2]}}"#;
+        assert_eq!(PositionFix::from_event_bytes(bad).unwrap_err(), "Content.Position: must be an array of three finite numbers");
+        assert!(PositionFix::from_event_bytes(b"nope").unwrap_err().starts_with("not JSON"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Subjects, Subscription};
-use zonecast_model::{ConfigChanged, Mac, PositionUpdate};
+use zonecast_model::{ConfigChanged, Mac, PositionFix};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Shutdown, StartError};
 use zonecast_store::Store;
@@ -145,9 +145,7 @@ struct Shell {
 
 impl Shell {
     fn position(&mut self, engine: &mut Engine, payload: &[u8], bad_log: &mut RateLimited, out: &mut Vec<Output>) {
-        let parsed = serde_json::from_slice(payload)
-            .map_err(|e| format!("not JSON: {e}"))
-            .and_then(|v| PositionUpdate::from_event(&v));
+        let parsed = PositionFix::from_event_bytes(payload);
         match parsed {
             Ok(p) => {
                 let now = Utc::now();
