@@ -211,7 +211,10 @@ mod tests {
         let fix = PositionFix::from_event_bytes(&bytes).unwrap();
         assert_eq!((fix.mac, fix.position, fix.timestamp), (p.mac, p.position, p.timestamp));
         let bad = br#"{"Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00Z", "Source": {"MAC": "00:AA:BB:CC:DD:EE"}, "Content": {"Position": [1, 2]}}"#;
-        assert_eq!(PositionFix::from_event_bytes(bad).unwrap_err(), "Content.Position: must be an array of three finite numbers");
+        assert_eq!(
+            PositionFix::from_event_bytes(bad).unwrap_err(),
+            "Content.Position: must be an array of three finite numbers"
+        );
         assert!(PositionFix::from_event_bytes(b"nope").unwrap_err().starts_with("not JSON"));
     }
 
