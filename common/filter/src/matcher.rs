@@ -26,6 +26,13 @@ impl Chain {
         all(&self.filters, event)
     }
 
+    /// Whether an event of this `Category` and `Type` could pass the chain: false only when a
+    /// top-level template that is not inverted rules it out. Lets a caller skip parsing events
+    /// that no chain can take.
+    pub fn admits(&self, category: Option<&str>, kind: Option<&str>) -> bool {
+        self.filters.iter().all(|f| f.invert || f.template.is_none_or(|t| t.matches_kind(category, kind)))
+    }
+
     /// Whether the chain has no filters, so it matches every event.
     pub fn is_empty(&self) -> bool {
         self.filters.is_empty()

@@ -37,11 +37,16 @@ impl Template {
     // The envelope's category and type names are spelled out here because the model crate, which
     // owns them, depends on this one.
     pub(crate) fn matches(self, event: &Value) -> bool {
+        self.matches_kind(text(event, "Category"), text(event, "Type"))
+    }
+
+    /// Whether an event with this `Category` and `Type` is one the template stands for.
+    pub(crate) fn matches_kind(self, category: Option<&str>, kind: Option<&str>) -> bool {
         match self {
-            Self::Dashboard => matches!(text(event, "Type"), Some("LOCATION_RAW_UPDATE" | "ZONE_ENTER" | "ZONE_EXIT")),
-            Self::PositionEvents => text(event, "Category") == Some("LOCATION"),
-            Self::ZoneEvents => text(event, "Category") == Some("ZONE"),
-            Self::AlarmEvents => text(event, "Category") == Some("ALARM"),
+            Self::Dashboard => matches!(kind, Some("LOCATION_RAW_UPDATE" | "ZONE_ENTER" | "ZONE_EXIT")),
+            Self::PositionEvents => category == Some("LOCATION"),
+            Self::ZoneEvents => category == Some("ZONE"),
+            Self::AlarmEvents => category == Some("ALARM"),
             Self::All => true,
         }
     }

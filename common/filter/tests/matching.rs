@@ -424,3 +424,19 @@ fn a_compiled_chain_can_be_cloned_and_shared_across_threads() {
     assert!(handle.join().unwrap());
     assert!(chain.matches(&position()));
 }
+
+#[test]
+fn admits_rules_out_only_what_a_top_level_template_excludes() {
+    let zones = compile(&json!([{"FilterTemplate": "zone_events"}])).unwrap();
+    assert!(zones.admits(Some("ZONE"), Some("ZONE_ENTER")));
+    assert!(!zones.admits(Some("LOCATION"), Some("LOCATION_RAW_UPDATE")));
+    let dashboard =
+        compile(&json!([{"FilterTemplate": "dashboard"}, {"Selector": "Source.MAC", "Type": "exists"}])).unwrap();
+    assert!(dashboard.admits(Some("LOCATION"), Some("LOCATION_RAW_UPDATE")));
+    assert!(!dashboard.admits(Some("ALARM"), Some("SITE_ALARM")));
+    let inverted = compile(&json!([{"FilterTemplate": "zone_events", "Invert": true}])).unwrap();
+    assert!(inverted.admits(Some("ZONE"), Some("ZONE_ENTER")), "an inverted template decides nothing alone");
+    let test_only = compile(&json!([{"Selector": "Content.ZoneID", "Type": "exists"}])).unwrap();
+    assert!(test_only.admits(Some("LOCATION"), None));
+    assert!(compile(&json!([])).unwrap().admits(None, None), "the empty chain takes everything");
+}

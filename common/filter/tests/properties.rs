@@ -122,7 +122,28 @@ fn matches(filter: &Value, event: &Value) -> bool {
     compile(&json!([filter])).unwrap().matches(event)
 }
 
+/// A chain of one to three filters, each a template (sometimes inverted) or a test.
+fn chain() -> impl Strategy<Value = Value> {
+    let template = prop::sample::select(vec!["dashboard", "position_events", "zone_events", "alarm_events", "all"]);
+    let filter = prop_oneof![
+        (template, any::<bool>()).prop_map(|(t, invert)| json!({"FilterTemplate": t, "Invert": invert})),
+        "[A-Z]{1,3}".prop_map(|m| json!({"Selector": "Type", "Type": "regex", "Match": m})),
+        Just(json!({"Selector": "Content.ZoneID", "Type": "exists"})),
+    ];
+    prop::collection::vec(filter, 1..4).prop_map(Value::Array)
+}
+
 proptest! {
+    #[test]
+    fn admits_never_refuses_an_event_the_chain_matches(event in event(), chain in chain()) {
+        let compiled = compile(&chain).unwrap();
+        let category = event["Category"].as_str();
+        let kind = event["Type"].as_str();
+        if compiled.matches(&event) {
+            prop_assert!(compiled.admits(category, kind), "{chain} matches {event} but does not admit it");
+        }
+    }
+
     #[test]
     fn lt_and_gte_are_complementary_on_numeric_fields(
         (event, (value, field)) in (event(), numeric_field()),

@@ -193,6 +193,20 @@ impl Fleet {
 
     /// Routes one bus message to the outboxes of the topics it matches; returns how many.
     pub fn route(&self, payload: &Bytes) -> Result<usize, BadEvent> {
+        // Most chains start with a template: read only Category and Type first, and skip the
+        // full parse of events (mostly positions) that no chain can take.
+        #[derive(serde::Deserialize)]
+        struct Kind<'a> {
+            #[serde(rename = "Category", borrow, default)]
+            category: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "Type", borrow, default)]
+            kind: Option<std::borrow::Cow<'a, str>>,
+        }
+        if let Ok(k) = serde_json::from_slice::<Kind<'_>>(payload)
+            && !self.router.admits(k.category.as_deref(), k.kind.as_deref())
+        {
+            return Ok(0);
+        }
         let event: Value = serde_json::from_slice(payload)?;
         if !event.is_object() {
             return Err(BadEvent::NotObject);

@@ -89,6 +89,12 @@ impl Router {
         })
     }
 
+    /// Whether any chain could take an event of this `Category` and `Type` (see
+    /// [`zonecast_filter::Chain::admits`]); when not, the event need not be parsed at all.
+    pub fn admits(&self, category: Option<&str>, kind: Option<&str>) -> bool {
+        self.connections.iter().any(|(_, routes)| routes.iter().any(|r| r.chain.admits(category, kind)))
+    }
+
     /// Like [`Router::route`], with the connection's position in the table instead of its id,
     /// for callers that keep per-connection state in a parallel `Vec`.
     pub fn route_indexed<'a>(&'a self, event: &'a Value) -> impl Iterator<Item = (usize, &'a Arc<str>)> + 'a {

@@ -52,6 +52,19 @@ fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
     }
 }
 
+/// The partition ranges of the all-in-one's evaluators: the configured one, else the
+/// partitions split evenly over the available cores.
+fn evaluator_ranges(config: &Config) -> Vec<zonecast_evaluator::Ownership> {
+    let count = config.partitions;
+    if let Some((lo, hi)) = config.evaluator_partitions {
+        return vec![zonecast_evaluator::Ownership { count, lo, hi }];
+    }
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, count as usize) as u32;
+    (0..workers)
+        .map(|w| zonecast_evaluator::Ownership { count, lo: w * count / workers, hi: (w + 1) * count / workers - 1 })
+        .collect()
+}
+
 /// Starts the all-in-one on `config`.
 pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, StartError> {
     std::fs::create_dir_all(&config.data_dir)
@@ -76,11 +89,14 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let listener = zonecast_api::bind(config.http_addr).await?;
     let http_addr = listener.local_addr().map_err(|e| key_error(format!("listener: {e}")))?;
-    let evaluator = zonecast_evaluator::start(
-        zonecast_evaluator::Deps::from_config(&config, store.clone(), bus.clone()),
-        shutdown.clone(),
-    )
-    .await?;
+    // One evaluator per core, each owning a partition range, as in the distributed deployment:
+    // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
+    let mut evaluators = Vec::new();
+    for ownership in evaluator_ranges(&config) {
+        let mut deps = zonecast_evaluator::Deps::from_config(&config, store.clone(), bus.clone());
+        deps.ownership = ownership;
+        evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
+    }
     let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
     let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
     let mut inputs = vec![
@@ -106,8 +122,10 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
                 tracing::error!(error = %e, "position input task failed");
             }
         }
-        if let Err(e) = evaluator.await {
-            tracing::error!(error = %e, "evaluator task failed");
+        for evaluator in evaluators {
+            if let Err(e) = evaluator.await {
+                tracing::error!(error = %e, "evaluator task failed");
+            }
         }
         if let Err(e) = forwarder.await {
             tracing::error!(error = %e, "forwarder task failed");
