@@ -164,7 +164,7 @@ impl Server {
         let mut config = config;
         // Listen on a new free port: the old one may linger.
         config.http_addr = "127.0.0.1:0".parse().unwrap();
-        self.stop().await;
+        self.halt().await;
         Self::start_with(mode, config, data_dir).await
     }
 
@@ -270,8 +270,8 @@ impl Server {
         self.bus.subscribe(&self.subjects.config_changed()).await.unwrap()
     }
 
-    /// Stops the server and waits until it has drained.
-    pub async fn stop(mut self) {
+    /// Stops every part and waits until each has drained.
+    async fn halt(&mut self) {
         self.shutdown.cancel();
         if let Some(task) = self.task.take() {
             task.await.unwrap();
@@ -283,6 +283,17 @@ impl Server {
         if let Some((shutdown, task)) = self.forwarder.take() {
             shutdown.cancel();
             task.await.unwrap();
+        }
+    }
+
+    /// Stops the server, waits until it has drained, and drops its database: a test that gets
+    /// here passed (a failing one keeps its database for inspection; CI drops leftovers).
+    pub async fn stop(mut self) {
+        self.halt().await;
+        if let Some(url) = &self.database_url
+            && let Some(name) = url.rsplit('/').next()
+        {
+            let _ = zonecast_store::postgres::drop_database(&database_admin_url(), name).await;
         }
     }
 }

@@ -271,4 +271,9 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
     cluster.positions(&macs, false).await;
     exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
     exactly_once_mqtt(&mut mqtt, "site/moved", "ZONE_EXIT", DEVICES).await;
+
+    // Passed: stop the processes and drop the test database.
+    drop(cluster);
+    let name = database.rsplit('/').next().unwrap();
+    zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await.unwrap();
 }
