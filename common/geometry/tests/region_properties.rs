@@ -1,6 +1,7 @@
 //! Property tests of `Region` against the independent reference in `tests/reference`: random
 //! shapes of every kind with random (rotated, tilted, oblique) axes and random points near them;
-//! invariance under rigid motions; `distance_offset` against a translated shape; centres; boxes.
+//! invariance under rigid motions; `distance_within` against `distance`; `distance_offset` against a
+//! translated shape; centres; boxes.
 
 mod reference;
 mod shapes_strategy;
@@ -23,6 +24,23 @@ proptest! {
             let (got, want) = (region.distance(p), reference::distance(&shape, p));
             prop_assert!(close(got, want, 1e-9), "{:?} at {:?}: {} vs reference {}", shape, p, got, want);
             prop_assert_eq!(region.contains(p), want <= 1e-9, "containment at {:?}", p);
+        }
+    }
+
+    #[test]
+    fn a_distance_within_a_limit_is_exact_up_to_it_and_above_it_beyond(
+        (_, _, shape) in any_shape(),
+        points in prop::collection::vec((prop::array::uniform3(0.0..1.0_f64), 0.0..3.0_f64), 16),
+    ) {
+        let region = Region::new(&shape);
+        for (u, limit) in points {
+            let p = point_near(&region, u);
+            let (got, exact) = (region.distance_within(p, limit), region.distance(p));
+            if exact <= limit {
+                prop_assert_eq!(got, exact, "{:?} at {:?} within {}", shape, p, limit);
+            } else {
+                prop_assert!(got > limit && got <= exact + 1e-9, "{:?} at {:?}: {} for {} beyond {}", shape, p, got, exact, limit);
+            }
         }
     }
 

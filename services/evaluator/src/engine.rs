@@ -269,7 +269,10 @@ impl Engine {
         }
     }
 
-    fn verdict(&self, zone: &Zone, mac: &Mac, pos: Option<Vec3>, ts: DateTime<Utc>) -> Verdict {
+    /// Whether `mac` at `pos` may be in `zone` at all, and if so its distance from the zone:
+    /// exact up to `limit` (the device radius plus the exit tolerance, the largest distance any
+    /// rule compares with), and some value above it beyond.
+    fn verdict(&self, zone: &Zone, mac: &Mac, pos: Option<Vec3>, ts: DateTime<Utc>, limit: f64) -> Verdict {
         if !zone.spec.active {
             return Verdict::Gone(Reason::Deactivated);
         }
@@ -281,9 +284,9 @@ impl Engine {
         }
         let Some(pos) = pos else { return Verdict::Distance(f64::INFINITY) };
         match &zone.spec.mobile_origin_source {
-            None => Verdict::Distance(zone.region.distance(pos)),
+            None => Verdict::Distance(zone.region.distance_within(pos, limit)),
             Some(source) => match self.sources.get(source) {
-                Some(at) => Verdict::Distance(zone.region.distance_offset(pos, sub(*at, zone.centre))),
+                Some(at) => Verdict::Distance(zone.region.distance_within(sub(pos, sub(*at, zone.centre)), limit)),
                 None => Verdict::Gone(Reason::Geometry),
             },
         }
@@ -325,7 +328,7 @@ impl Engine {
             if zone.spec.mobile_origin_source.as_ref() == Some(mac) {
                 continue;
             }
-            let verdict = self.verdict(zone, mac, pos, ts);
+            let verdict = self.verdict(zone, mac, pos, ts, radius + tolerance);
             self.step(mac, zi, verdict, radius, ts, now, out);
         }
         self.candidates = candidates;
@@ -678,7 +681,8 @@ impl Engine {
                     if reset.contains(&id) {
                         Some(Reason::Reset)
                     } else {
-                        match self.verdict(zone, &mac, pos, now) {
+                        let limit = new.radius(&mac) + new.exit_tolerance;
+                        match self.verdict(zone, &mac, pos, now, limit) {
                             Verdict::Gone(r) => Some(r),
                             Verdict::Distance(d) => {
                                 let moved = old.by_id.get(&id).is_none_or(|&oi| {
@@ -687,7 +691,6 @@ impl Engine {
                                         || o.geometry_data != zone.spec.geometry_data
                                         || o.mobile_origin_source != zone.spec.mobile_origin_source
                                 });
-                                let limit = new.radius(&mac) + new.exit_tolerance;
                                 (moved && pos.is_some() && d > limit).then_some(Reason::Geometry)
                             }
                         }

@@ -42,12 +42,19 @@ impl Cuboid {
     /// distance is the length of the per-axis excesses; outside an oblique one it is the least
     /// distance to the faces `p` is beyond (a convex region's closest point lies on one), measured
     /// most-violated first so that faces whose plane is already farther can be skipped.
-    pub(crate) fn distance(&self, p: Vec3) -> f64 {
+    ///
+    /// Beyond a slab by more than `limit`, that excess (a lower bound, the slab holding the box)
+    /// is returned at once.
+    pub(crate) fn distance(&self, p: Vec3, limit: f64) -> f64 {
         let d = sub(p, self.origin);
         let s = self.axes.map(|a| dot(d, a));
         let excess = [0, 1, 2].map(|i| (-s[i]).max(s[i] - self.extents[i]));
-        if excess.iter().all(|e| *e <= EPS) {
+        let most = excess[0].max(excess[1]).max(excess[2]);
+        if most <= EPS {
             return 0.0;
+        }
+        if most > limit {
+            return most;
         }
         if self.orthogonal {
             return excess.iter().map(|e| e.max(0.0) * e.max(0.0)).sum::<f64>().sqrt();
@@ -77,8 +84,9 @@ impl Cuboid {
         Aabb::enclosing(self.corners()).unwrap_or(Aabb { min: self.origin, max: self.origin }).expanded(AABB_PAD_M)
     }
 
-    pub(crate) fn first_word(&self) -> u64 {
-        self.origin[0].to_bits()
+    /// Words from every part of the box (see `Region::touch`).
+    pub(crate) fn touch(&self) -> u64 {
+        self.origin[0].to_bits() ^ self.axes[2][2].to_bits() ^ self.extents[2].to_bits() ^ self.edges[2][2].to_bits()
     }
 
     /// `origin + (E₀ + E₁ + E₂)/2`.
@@ -126,12 +134,16 @@ impl Rect {
 
     /// Distance in XY from `p`; 0 inside, whatever the z. Outside, as for the cuboid: the
     /// per-axis excesses for a rectangle, else the least distance to the edges `p` is beyond.
-    pub(crate) fn distance(&self, p: Vec3) -> f64 {
+    pub(crate) fn distance(&self, p: Vec3, limit: f64) -> f64 {
         let d = [p[0] - self.origin[0], p[1] - self.origin[1]];
         let s = self.axes.map(|a| d[0] * a[0] + d[1] * a[1]);
         let excess = [0, 1].map(|i| (-s[i]).max(s[i] - self.extents[i]));
-        if excess.iter().all(|e| *e <= EPS) {
+        let most = excess[0].max(excess[1]);
+        if most <= EPS {
             return 0.0;
+        }
+        if most > limit {
+            return most;
         }
         if self.orthogonal {
             let [x, y] = excess.map(|e| e.max(0.0));
@@ -164,8 +176,9 @@ impl Rect {
         Aabb { min: [lo(xs), lo(ys), -FLAT_Z_BOUND_M], max: [hi(xs), hi(ys), FLAT_Z_BOUND_M] }
     }
 
-    pub(crate) fn first_word(&self) -> u64 {
-        self.origin[0].to_bits()
+    /// Words from every part of the parallelogram (see `Region::touch`).
+    pub(crate) fn touch(&self) -> u64 {
+        self.origin[0].to_bits() ^ self.axes[1][1].to_bits() ^ self.edges[1][1].to_bits() ^ self.inv_len2[1].to_bits()
     }
 
     /// Centre of the parallelogram, at the z of the `bottom_left` row.

@@ -62,13 +62,23 @@ impl Region {
     /// shapes (circle, square) are infinite in z: distance measured in the XY plane.
     #[inline]
     pub fn distance(&self, p: Vec3) -> f64 {
+        self.distance_within(p, f64::INFINITY)
+    }
+
+    /// [`Region::distance`] when it is at most `limit`; otherwise some value above `limit` (a
+    /// lower bound of the distance), found with less work. Slab shapes and prisms stop once `p`
+    /// is beyond one of their face pairs by more than `limit`, before measuring any face: most of
+    /// the candidates a position's box finds are rejected that way. What the evaluator needs, as
+    /// it only compares a distance with the device radius plus the exit tolerance.
+    #[inline]
+    pub fn distance_within(&self, p: Vec3, limit: f64) -> f64 {
         let d = match &self.kind {
             Kind::Sphere { centre, radius } => round::sphere_distance(*centre, *radius, p),
             Kind::Circle { centre, radius } => round::circle_distance([centre[0], centre[1]], *radius, p),
-            Kind::Cuboid(c) => c.distance(p),
-            Kind::Square(r) => r.distance(p),
+            Kind::Cuboid(c) => c.distance(p, limit),
+            Kind::Square(r) => r.distance(p, limit),
             Kind::Cylinder(c) => c.distance(p),
-            Kind::Prism(prism) => prism.distance(p),
+            Kind::Prism(prism) => prism.distance(p, limit),
         };
         if d <= BOUNDARY_TOLERANCE_M { 0.0 } else { d }
     }
@@ -112,14 +122,21 @@ impl Region {
         }
     }
 
+    /// Reads the region's shape tag, without branching on it: a way to start loading the region
+    /// into cache. The value means nothing.
+    #[inline]
+    pub(crate) fn tag(&self) -> u64 {
+        u64::from(matches!(self.kind, Kind::Sphere { .. }))
+    }
+
     /// Reads the first word of the region's heap part, if any: a cheap way to start loading it
     /// into cache ahead of a distance query. The value means nothing.
     #[inline]
     pub(crate) fn touch(&self) -> u64 {
         match &self.kind {
-            Kind::Cuboid(c) => c.first_word(),
-            Kind::Square(r) => r.first_word(),
-            Kind::Prism(prism) => prism.first_word(),
+            Kind::Cuboid(c) => c.touch(),
+            Kind::Square(r) => r.touch(),
+            Kind::Prism(prism) => prism.touch(),
             Kind::Sphere { radius, .. } | Kind::Circle { radius, .. } => radius.to_bits(),
             Kind::Cylinder(c) => c.radius.to_bits(),
         }

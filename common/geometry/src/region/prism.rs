@@ -126,12 +126,18 @@ impl Prism {
     /// is measured only when `p` is beyond its plane (the closest point of a face whose plane `p`
     /// is not beyond is never the closest point of the solid), and settles the answer at once
     /// when `p`'s foot on the cap plane lies in the cap.
-    pub(crate) fn distance(&self, p: Vec3) -> f64 {
+    ///
+    /// Beyond the cap planes' slab by more than `limit`, that excess (a lower bound) is returned
+    /// before any edge is read.
+    pub(crate) fn distance(&self, p: Vec3, limit: f64) -> f64 {
         let d = sub(p, self.origin);
         let above_base = dot(d, self.normal);
         let above_top = above_base - self.thickness;
         // Distance beyond the slab between the cap planes (negative inside it).
         let excess = (-above_base).max(above_top);
+        if excess > limit {
+            return excess;
+        }
         let flat = [dot(d, self.u), dot(d, self.w)];
         if self.right {
             if excess <= EPS && self.crossing(flat, |e| e.at) {
@@ -217,9 +223,14 @@ impl Prism {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// The first words of the header and of the edge records (see `Region::touch`).
-    pub(crate) fn first_word(&self) -> u64 {
-        self.origin[0].to_bits() ^ self.edges.first().map_or(0, |e| e.at[0].to_bits())
+    /// Words from every part of the header and the first and last edge records (see
+    /// `Region::touch`).
+    pub(crate) fn touch(&self) -> u64 {
+        let edges = self.edges.first().zip(self.edges.last());
+        self.origin[0].to_bits()
+            ^ self.g2[2].to_bits()
+            ^ self.sweep[2].to_bits()
+            ^ edges.map_or(0, |(a, b)| a.at[0].to_bits() ^ b.projected_inv_len2.to_bits())
     }
 
     /// The box of the base and top corners, padded.

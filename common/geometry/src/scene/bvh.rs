@@ -13,6 +13,7 @@
 //! [`split`]), and each half again, giving up to four children. Queries keep their pending nodes
 //! on a fixed stack, so they need no allocation.
 
+use super::bounds::{Query, round_down, round_up, surely_overlaps};
 use crate::aabb::Aabb;
 
 /// Depth from which nodes are split at the median instead of by the heuristic. Heuristic splits
@@ -47,20 +48,6 @@ impl Node {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bvh {
     nodes: Vec<Node>,
-}
-
-/// A query box, exact and rounded outward to `f32` for the node tests.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Query {
-    exact: Aabb,
-    min: [f32; 3],
-    max: [f32; 3],
-}
-
-impl Query {
-    pub(crate) fn new(exact: Aabb) -> Self {
-        Self { exact, min: exact.min.map(outward_down), max: exact.max.map(outward_up) }
-    }
 }
 
 impl Bvh {
@@ -123,11 +110,7 @@ impl Bvh {
 #[inline]
 fn report(node: &Node, c: usize, query: &Query, exact: &[Aabb], out: &mut Vec<usize>) {
     let id = (node.child[c] & !ITEM) as usize;
-    // The exact bound lies within one f32 ulp inside the stored bound, so the exact box is needed
-    // only when the query ends within (a little more than) that band: rarely.
-    let sure = (0..3).fold(true, |acc, i| {
-        acc & (inward_up(node.min[i][c]) <= query.exact.max[i]) & (query.exact.min[i] <= inward_down(node.max[i][c]))
-    });
+    let sure = surely_overlaps([0, 1, 2].map(|i| node.min[i][c]), [0, 1, 2].map(|i| node.max[i][c]), query);
     if sure || exact[id].intersects(&query.exact) {
         out.push(id);
     }
@@ -273,45 +256,6 @@ fn union(a: Option<Aabb>, b: Option<Aabb>) -> Option<Aabb> {
     }
 }
 
-/// A little more than two `f32` ulps, relative: rounding to the nearest `f32` moves a value by at
-/// most half an ulp, so a value moved by this first still ends up on the same side.
-const F32_SLACK: f64 = 1.0 / (1u64 << 22) as f64;
-
-/// An `f32` at or below `x`, without branches (so, for a query, cheaply); a few ulps low.
-fn outward_down(x: f64) -> f32 {
-    (x - x.abs() * F32_SLACK - f64::from(f32::MIN_POSITIVE)) as f32
-}
-
-/// An `f32` at or above `x`, without branches; a few ulps high.
-fn outward_up(x: f64) -> f32 {
-    (x + x.abs() * F32_SLACK + f64::from(f32::MIN_POSITIVE)) as f32
-}
-
-/// A value at or above the next `f32` above `f`: exact bounds stored as `f32` rounded down lie
-/// below it.
-fn inward_up(f: f32) -> f64 {
-    let x = f64::from(f);
-    x + x.abs() * F32_SLACK + f64::from(f32::MIN_POSITIVE)
-}
-
-/// A value at or below the next `f32` below `f`.
-fn inward_down(f: f32) -> f64 {
-    let x = f64::from(f);
-    x - x.abs() * F32_SLACK - f64::from(f32::MIN_POSITIVE)
-}
-
-/// The largest `f32` not above `x` (NaN stays NaN, which then matches nothing).
-fn round_down(x: f64) -> f32 {
-    let f = x as f32;
-    if f as f64 > x { f.next_down() } else { f }
-}
-
-/// The smallest `f32` not below `x`.
-fn round_up(x: f64) -> f32 {
-    let f = x as f32;
-    if (f as f64) < x { f.next_up() } else { f }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,19 +275,6 @@ mod tests {
         bvh.query(&Query::new(q), exact, &mut out);
         out.sort_unstable();
         out
-    }
-
-    #[test]
-    fn outward_rounding_goes_outward() {
-        for x in [0.1_f64, -0.1, 1e9, -1e9, 0.0, 123.456_789, 1e-40] {
-            assert!(f64::from(outward_down(x)) <= x && f64::from(outward_up(x)) >= x, "{x}");
-            let f = outward_down(x);
-            assert!(inward_up(f) >= f64::from(f.next_up()), "{x}");
-            let f = outward_up(x);
-            assert!(inward_down(f) <= f64::from(f.next_down()), "{x}");
-        }
-        assert_eq!(round_down(0.1) as f64, 0.1_f32.next_down() as f64);
-        assert_eq!(round_up(1e9), 1e9_f32);
     }
 
     #[test]

@@ -1,23 +1,32 @@
 //! [`Scene`]: every zone region of a site, indexed so that a position is tested only against the
 //! regions whose boxes it is near.
 //!
-//! Static regions live in one bounding-volume hierarchy ([`bvh`]). The boxes of 2D shapes (circle,
-//! square) span z ±1e9, but their centres sit at z = 0 and splits follow the spread of the box
-//! centres, so they never drive a split along z: on a site spread over a few storeys and a
-//! kilometre, splits run along x and y, and where z splits do happen the 2D shapes all go to the
-//! low side, leaving the upper subtrees bounded in z. (Two hierarchies, one per dimensionality,
-//! took up to 30 % longer on the benchmark site: every query then walks two sets of top levels;
-//! see `docs/benchmarks.md`.) Movable (mobile) regions, whose boxes change with their source
-//! device's position, live in a spatial hash grid ([`grid`]).
+//! Static regions of about the typical size are listed in a fixed grid of tiles ([`tiles`]): a
+//! position with a margin of up to [`tiles::PAD_M`] scans one tile's list. The few much larger than
+//! the typical one (a whole hall around many machine cells) would be listed in many tiles; they
+//! live in a bounding-volume hierarchy ([`bvh`]) instead. The boxes of 2D shapes (circle, square)
+//! span z ±1e9; the tiles are XY only, and the hierarchy's splits follow the spread of the box
+//! centres, which sit at z = 0, so 2D shapes never drive a split along z. Movable (mobile)
+//! regions, whose boxes change with their source device's position, live in a spatial hash grid
+//! ([`grid`]).
+//!
+//! A hierarchy over every static region, the first design, walked about 40 nodes per position at
+//! 100,000 zones of 1–20 m on a square kilometre (16.7 overlapping boxes per position), with a
+//! cache miss at nearly every node; the tiles answer the same query from one contiguous list.
+//! Figures in `docs/benchmarks.md`.
 
+mod bounds;
 mod bvh;
 mod grid;
+mod tiles;
 
 use crate::aabb::Aabb;
 use crate::region::Region;
 use crate::vector::Vec3;
-use bvh::{Bvh, Query};
+use bounds::Query;
+use bvh::Bvh;
 use grid::{Grid, ball_box};
+use tiles::Tiles;
 
 /// Static zones in a bounding-volume hierarchy plus movable (mobile) zones in a spatial hash grid,
 /// so a position is tested only against candidates.
@@ -29,7 +38,9 @@ pub struct Scene {
     regions: Vec<Region>,
     /// The static regions' exact boxes, in the caller's order.
     boxes: Vec<Aabb>,
-    /// Every static region, by index.
+    /// The static regions of about the typical size, by index.
+    tiles: Tiles,
+    /// The other static regions, by index.
     hierarchy: Bvh,
     /// Movable regions, by the caller's key.
     movable: Grid,
@@ -40,7 +51,7 @@ pub struct Scene {
 pub struct SceneMemory {
     /// The prepared static regions, inline and on the heap.
     pub regions: usize,
-    /// The hierarchy over the static regions and their exact boxes.
+    /// The tiles and the hierarchy over the static regions, and their exact boxes.
     pub static_index: usize,
     /// The movable grid.
     pub movable_index: usize,
@@ -63,14 +74,16 @@ impl Scene {
     pub fn build(static_regions: Vec<Region>) -> Self {
         assert!(static_regions.len() < 1 << 31, "a scene holds fewer than 2^31 static regions");
         let boxes: Vec<Aabb> = static_regions.iter().map(Region::aabb).collect();
-        let (hierarchy, order) = Bvh::build(boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)));
-        // Cloning in leaf order lays the regions' heap parts out in that order.
+        let items: Vec<(u32, Aabb)> = boxes.iter().enumerate().map(|(i, b)| (i as u32, *b)).collect();
+        let (tiles, large) = Tiles::build(&items);
+        let (hierarchy, leaves) = Bvh::build(large.into_iter().map(|i| (i, boxes[i as usize])));
+        // Cloning in tile order, then leaf order, lays the regions' heap parts out in space order.
         let mut regions: Vec<Option<Region>> = vec![None; static_regions.len()];
-        for i in order {
+        for i in tiles.order(&boxes).into_iter().chain(leaves) {
             regions[i as usize] = Some(static_regions[i as usize].clone());
         }
         let regions = regions.into_iter().zip(static_regions).map(|(copy, given)| copy.unwrap_or(given)).collect();
-        Self { regions, boxes, hierarchy, movable: Grid::default() }
+        Self { regions, boxes, tiles, hierarchy, movable: Grid::default() }
     }
 
     /// Static region `i`.
@@ -94,10 +107,15 @@ impl Scene {
     pub fn static_candidates(&self, p: Vec3, margin: f64, out: &mut Vec<usize>) {
         let query = Query::new(ball_box(p, margin));
         let first = out.len();
+        self.tiles.query(p, margin, &query, &self.boxes, out);
         self.hierarchy.query(&query, &self.boxes, out);
-        // Touch every candidate's data now, in one branch-free sweep, so that the cache misses
-        // overlap instead of each stalling the caller's distance computation in turn.
+        // Touch every candidate's data now, so that the cache misses overlap instead of each
+        // stalling the caller's distance computation in turn: first the regions themselves,
+        // without branches, then their heap parts (which needs a branch on the shape).
         let mut touched = 0u64;
+        for &i in &out[first..] {
+            touched ^= self.regions[i].tag();
+        }
         for &i in &out[first..] {
             touched ^= self.regions[i].touch();
         }
@@ -130,7 +148,9 @@ impl Scene {
         SceneMemory {
             regions: self.regions.iter().map(Region::memory_bytes).sum::<usize>()
                 + (self.regions.capacity() - self.regions.len()) * size_of::<Region>(),
-            static_index: self.hierarchy.memory_bytes() + self.boxes.capacity() * size_of::<Aabb>(),
+            static_index: self.tiles.memory_bytes()
+                + self.hierarchy.memory_bytes()
+                + self.boxes.capacity() * size_of::<Aabb>(),
             movable_index: self.movable.memory_bytes(),
         }
     }
