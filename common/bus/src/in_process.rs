@@ -16,7 +16,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::pattern::{Pattern, validate_queue_group, validate_subject};
-use crate::{Bus, BusError, Message, Subscription};
+use crate::{Bus, BusError, Decoded, Message, Subscription};
 
 /// Messages a subscription buffers before publishers wait for it to read.
 pub const DEFAULT_CAPACITY: usize = 65_536;
@@ -77,6 +77,25 @@ impl Group {
     }
 }
 
+/// Most tokens a subject is split into on the stack; longer subjects (far longer than any
+/// zonecast uses) are split into a `Vec`.
+const TOKENS: usize = 32;
+
+/// Calls `f` with the tokens of `subject` (split at its dots), without allocating for subjects
+/// of up to [`TOKENS`] tokens.
+fn with_tokens<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
+    let mut buffer = [""; TOKENS];
+    let mut n = 0;
+    for token in subject.split('.') {
+        if n == TOKENS {
+            return f(&subject.split('.').collect::<Vec<_>>());
+        }
+        buffer[n] = token;
+        n += 1;
+    }
+    f(&buffer[..n])
+}
+
 /// Where one message goes: every plain subscriber, one member per queue group.
 struct Targets {
     plain: Vec<(u64, mpsc::Sender<Message>)>,
@@ -84,14 +103,23 @@ struct Targets {
 }
 
 impl Registry {
-    fn targets(&mut self, tokens: &[&str]) -> Targets {
-        let plain = self.plain.iter().filter(|m| m.wants(tokens)).map(Member::target).collect();
-        let queued = self
-            .groups
-            .iter_mut()
-            .filter_map(|(name, group)| group.pick(tokens).map(|(id, tx)| (name.clone(), id, tx)))
-            .collect();
-        Targets { plain, queued }
+    /// Hands `message` to every target that has room now; returns the targets that did not take
+    /// it (full, or closed since), for the caller to wait for. Allocates nothing when all did.
+    fn offer(&mut self, tokens: &[&str], message: &Message) -> Targets {
+        let mut left = Targets { plain: Vec::new(), queued: Vec::new() };
+        for member in self.plain.iter().filter(|m| m.wants(tokens)) {
+            if member.tx.try_send(message.clone()).is_err() {
+                left.plain.push(member.target());
+            }
+        }
+        for (name, group) in self.groups.iter_mut() {
+            if let Some((id, tx)) = group.pick(tokens)
+                && tx.try_send(message.clone()).is_err()
+            {
+                left.queued.push((name.clone(), id, tx));
+            }
+        }
+        left
     }
 
     fn remove(&mut self, id: u64) {
@@ -168,21 +196,19 @@ impl InProcessBus {
         };
         Ok(Box::pin(InProcessSubscription { rx, shared: Arc::downgrade(&self.shared), id }))
     }
-}
 
-#[async_trait::async_trait]
-impl Bus for InProcessBus {
-    async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
-        validate_subject(&subject)?;
-        let targets = {
-            let tokens: Vec<&str> = subject.split('.').collect();
+    /// Hands `message` to every matching subscriber and one member of each matching queue group.
+    async fn deliver(&self, message: Message) -> Result<(), BusError> {
+        validate_subject(&message.subject)?;
+        // Every target with room takes the message at once, under the registry lock; only the
+        // ones that are full (or just closed) are waited for, below, outside it.
+        let targets = with_tokens(&message.subject, |tokens| {
             let mut registry = self.shared.lock();
             if registry.closed {
                 return Err(BusError::Closed);
             }
-            registry.targets(&tokens)
-        };
-        let message = Message { subject, payload };
+            Ok(registry.offer(tokens, &message))
+        })?;
 
         let mut gone = Vec::new();
         for (id, tx) in targets.plain {
@@ -194,10 +220,10 @@ impl Bus for InProcessBus {
             // A member can be dropped between selection and send; the message then goes to
             // another member so the group still gets it exactly once.
             while tx.send(message.clone()).await.is_err() {
-                let tokens: Vec<&str> = message.subject.split('.').collect();
                 let mut registry = self.shared.lock();
                 registry.remove(id);
-                match registry.groups.get_mut(&group).and_then(|g| g.pick(&tokens)) {
+                let next = registry.groups.get_mut(&group).and_then(|g| with_tokens(&message.subject, |t| g.pick(t)));
+                match next {
                     Some((next_id, next_tx)) => (id, tx) = (next_id, next_tx),
                     None => break,
                 }
@@ -210,6 +236,17 @@ impl Bus for InProcessBus {
             }
         }
         Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Bus for InProcessBus {
+    async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
+        self.deliver(Message { subject, payload, decoded: None }).await
+    }
+
+    async fn publish_decoded(&self, subject: String, payload: Bytes, decoded: Decoded) -> Result<(), BusError> {
+        self.deliver(Message { subject, payload, decoded: Some(decoded) }).await
     }
 
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {

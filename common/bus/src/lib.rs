@@ -23,13 +23,27 @@ pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
 pub use nats::NatsBus;
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
 
+/// A published payload already decoded, as the publisher had it.
+pub type Decoded = Arc<dyn std::any::Any + Send + Sync>;
+
 /// One message as received from a subscription.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Message {
     /// The concrete subject it was published to (never a pattern).
     pub subject: String,
     /// The bytes as published.
     pub payload: Bytes,
+    /// The payload decoded, when it was published with [`Bus::publish_decoded`] on a bus that
+    /// hands it over (the in-process one): the subscriber then need not parse the bytes. `None`
+    /// over NATS.
+    pub decoded: Option<Decoded>,
+}
+
+impl Message {
+    /// The decoded payload, when there is one of type `T`.
+    pub fn decoded<T: 'static>(&self) -> Option<&T> {
+        self.decoded.as_ref()?.downcast_ref()
+    }
 }
 
 /// A live subscription; dropping it unsubscribes. It ends when the bus is drained or closed.
@@ -41,6 +55,14 @@ pub trait Bus: Send + Sync + 'static {
     /// Publishes `payload` on `subject`; a subject with empty tokens, whitespace or wildcards is
     /// rejected with [`BusError::InvalidSubject`] before anything is sent.
     async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError>;
+
+    /// Publishes like [`Bus::publish`], with `decoded`, the payload as the publisher has it
+    /// decoded, for subscribers in the same process ([`Message::decoded`]); `payload` must be
+    /// its encoding. The NATS bus sends the bytes only.
+    async fn publish_decoded(&self, subject: String, payload: Bytes, decoded: Decoded) -> Result<(), BusError> {
+        let _ = decoded;
+        self.publish(subject, payload).await
+    }
 
     /// Subscribes to a subject or pattern (`*` matches one token, a final `>` one or more);
     /// every subscription gets every matching message once.

@@ -97,9 +97,11 @@ impl NatsBus {
         // Wait until the server has registered the interest, so that, as in-process, a message
         // published by anyone after this returns reaches the subscription.
         self.round_trip().await?;
-        Ok(Box::pin(
-            subscriber.map(|message| Message { subject: message.subject.to_string(), payload: message.payload }),
-        ))
+        Ok(Box::pin(subscriber.map(|message| Message {
+            subject: message.subject.to_string(),
+            payload: message.payload,
+            decoded: None,
+        })))
     }
 }
 

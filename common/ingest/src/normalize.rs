@@ -32,19 +32,13 @@ struct Compact<'a> {
     timestamp: Option<std::borrow::Cow<'a, str>>,
 }
 
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum CompactPayload<'a> {
-    #[serde(borrow)]
-    Many(Vec<Compact<'a>>),
-    #[serde(borrow)]
-    One(Compact<'a>),
-}
-
 fn fast(bytes: &[u8], now: DateTime<Utc>) -> Option<Vec<Element>> {
-    let items = match serde_json::from_slice::<CompactPayload<'_>>(bytes).ok()? {
-        CompactPayload::Many(items) => items,
-        CompactPayload::One(item) => vec![item],
+    // An array or a single object, told apart by the first byte (an untagged enum would first
+    // copy the whole payload into serde's buffered form, which costs more than the parse).
+    let items = match bytes.iter().find(|b| !b.is_ascii_whitespace())? {
+        b'[' => serde_json::from_slice::<Vec<Compact<'_>>>(bytes).ok()?,
+        b'{' => vec![serde_json::from_slice::<Compact<'_>>(bytes).ok()?],
+        _ => return None,
     };
     let mut last: Option<(String, DateTime<Utc>)> = None;
     let mut out = Vec::with_capacity(items.len());

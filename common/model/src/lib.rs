@@ -22,7 +22,7 @@ pub use connection::{Connection, ConnectionInput, Topic};
 pub use event::{ConfigChanged, ConfigKind, Envelope, EventSource, format_timestamp};
 pub use invalid::Invalid;
 pub use mac::Mac;
-pub use position::{PASSTHROUGH_FIELDS, PositionFix, PositionUpdate, parse_vec3};
+pub use position::{PASSTHROUGH_FIELDS, POSITION_CATEGORY, POSITION_TYPE, PositionFix, PositionUpdate, parse_vec3};
 pub use radius::{MAX_RADIUS, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingName, SettingValue, Settings};

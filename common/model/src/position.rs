@@ -5,6 +5,11 @@ use serde_json::{Value, json};
 
 use crate::{Envelope, EventSource, Mac, format_timestamp};
 
+/// `Category` of a position update.
+pub const POSITION_CATEGORY: &str = "LOCATION";
+/// `Type` of a position update.
+pub const POSITION_TYPE: &str = "LOCATION_RAW_UPDATE";
+
 /// One device position, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PositionUpdate {
@@ -59,7 +64,7 @@ impl PositionFix {
         let fast = serde_json::from_slice::<Event<'_>>(bytes).ok().and_then(|e| {
             let timestamp = DateTime::parse_from_rfc3339(&e.timestamp).ok()?.with_timezone(&Utc);
             let mac = e.source.mac.parse::<Mac>().ok()?;
-            (e.kind == "LOCATION_RAW_UPDATE").then_some(Self { mac, position: e.content.position, timestamp })
+            (e.kind == POSITION_TYPE).then_some(Self { mac, position: e.content.position, timestamp })
         });
         match fast {
             Some(fix) => Ok(fix),
@@ -88,7 +93,7 @@ pub fn parse_vec3(v: &Value) -> Option<[f64; 3]> {
 impl PositionUpdate {
     /// Reads a normalised `LOCATION_RAW_UPDATE` event; the error says what is wrong.
     pub fn from_event(v: &Value) -> Result<Self, String> {
-        if v.get("Type").and_then(Value::as_str) != Some("LOCATION_RAW_UPDATE") {
+        if v.get("Type").and_then(Value::as_str) != Some(POSITION_TYPE) {
             return Err("Type: must be LOCATION_RAW_UPDATE".into());
         }
         let mac = v
@@ -112,6 +117,13 @@ impl PositionUpdate {
             .filter_map(|k| content.get(*k).filter(|v| !v.is_null()).map(|v| ((*k).to_owned(), v.clone())))
             .collect();
         Ok(Self { mac, position, timestamp, gateway_uri, extra })
+    }
+
+    /// The [`PositionFix`] that [`PositionFix::from_event_bytes`] reads from this update's
+    /// event bytes (the Timestamp to the millisecond, as the event carries it), without them.
+    pub fn fix(&self) -> PositionFix {
+        use chrono::SubsecRound;
+        PositionFix { mac: self.mac.clone(), position: self.position, timestamp: self.timestamp.trunc_subsecs(3) }
     }
 
     /// The normalised event as JSON bytes, without building an intermediate value: `timestamp`
@@ -146,8 +158,8 @@ impl PositionUpdate {
             content: Content<'a>,
         }
         let event = Event {
-            category: "LOCATION",
-            kind: "LOCATION_RAW_UPDATE",
+            category: POSITION_CATEGORY,
+            kind: POSITION_TYPE,
             timestamp,
             local_timestamp: local,
             source: Source { mac: self.mac.as_str(), gateway_uri: self.gateway_uri.as_deref(), site_id },
@@ -164,8 +176,8 @@ impl PositionUpdate {
             map.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         Envelope {
-            category: "LOCATION".into(),
-            kind: "LOCATION_RAW_UPDATE".into(),
+            category: POSITION_CATEGORY.into(),
+            kind: POSITION_TYPE.into(),
             timestamp: format_timestamp(&self.timestamp),
             local_timestamp: format_timestamp(&now),
             source: EventSource { mac: Some(self.mac.to_string()), gateway_uri: self.gateway_uri.clone(), site_id },
@@ -216,6 +228,20 @@ mod tests {
             "Content.Position: must be an array of three finite numbers"
         );
         assert!(PositionFix::from_event_bytes(b"nope").unwrap_err().starts_with("not JSON"));
+    }
+
+    #[test]
+    fn the_fix_handed_over_in_process_is_the_one_read_from_the_bytes() {
+        let p = PositionUpdate {
+            mac: "00:aa:bb:cc:dd:ee".parse().unwrap(),
+            position: [0.1, -2.5, 1e-7],
+            timestamp: "2026-11-21T10:00:00.123456789Z".parse().unwrap(),
+            gateway_uri: None,
+            extra: serde_json::Map::new(),
+        };
+        let bytes = p.event_bytes(1, &format_timestamp(&p.timestamp), &format_timestamp(&Utc::now()));
+        assert_eq!(p.fix(), PositionFix::from_event_bytes(&bytes).unwrap());
+        assert_ne!(p.fix().timestamp, p.timestamp, "sub-millisecond digits are not carried");
     }
 
     #[test]

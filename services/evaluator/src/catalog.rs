@@ -1,7 +1,7 @@
 //! The evaluator's compiled view of the configuration: zones with their prepared regions in a
 //! scene, the settings in force and device radii. Rebuilt on every `config.changed`.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

@@ -2,7 +2,8 @@
 //! exit events by positions, the clock and configuration changes. Pure and synchronous: inputs
 //! are plain data with their times, outputs a list of [`Output`]s for the I/O shell.
 
-use std::collections::{HashMap, HashSet};
+// foldhash: a fast seeded hash; device MACs are hashed several times per position.
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};

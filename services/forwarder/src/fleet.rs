@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
-use zonecast_model::format_id;
+use zonecast_model::{POSITION_CATEGORY, POSITION_TYPE, format_id};
 use zonecast_runtime::{Keys, Shutdown};
 use zonecast_store::{Store, StoreError, StoredCertificate};
 
@@ -189,6 +189,12 @@ impl Fleet {
             "forwarder configuration loaded"
         );
         Ok(())
+    }
+
+    /// Whether some topic's chain could take position updates (`LOCATION_RAW_UPDATE`): when none
+    /// can, the forwarder does not subscribe to positions at all.
+    pub fn wants_positions(&self) -> bool {
+        self.router.admits(Some(POSITION_CATEGORY), Some(POSITION_TYPE))
     }
 
     /// Routes one bus message to the outboxes of the topics it matches; returns how many.

@@ -1,6 +1,7 @@
-//! zonecast forwarder: takes every zone, alarm and position event from the bus (queue group
-//! `forwarders`, so replicas share them), matches it against every MQTT connection's topic
-//! filter chains and publishes it, QoS 1, to each topic it matches.
+//! zonecast forwarder: takes every zone and alarm event from the bus, and every position while
+//! some topic's chain can take positions (queue group `forwarders`, so replicas share them),
+//! matches it against every MQTT connection's topic filter chains and publishes it, QoS 1, to
+//! each topic it matches.
 //!
 //! The routing table ([`router`]) and the per-connection outbox ([`outbox`]) are pure; this
 //! crate's I/O shell runs one MQTT client per connection that reconnects with capped
@@ -19,10 +20,12 @@ mod status;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::SelectAll;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::Notify;
-use zonecast_bus::{Bus, FORWARDERS, Subjects};
+use zonecast_bus::{Bus, FORWARDERS, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Keys, Shutdown, StartError};
@@ -127,9 +130,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     let _ = rustls::crypto::ring::default_provider().install_default();
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
-    let mut events = SelectAll::new();
-    events.push(deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?);
-    events.push(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await.map_err(bus_err)?);
+    let mut events = deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?;
     let poke = Arc::new(Notify::new());
     let (mut fleet, table) = Fleet::new(
         deps.store.clone(),
@@ -140,6 +141,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         poke.clone(),
     );
     fleet.reload().await.map_err(|e| StartError::new("store", e.detail()))?;
+    // Positions are most of the bus traffic and rarely forwarded: subscribed to only while some
+    // chain can take them.
+    let mut positions = Positions::default();
+    positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
     let reporter = Reporter::new(deps.store.clone(), deps.replica.clone()).spawn(
         table,
         poke,
@@ -153,6 +158,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bad_log = RateLimited::new(Duration::from_secs(10));
         let mut reload_log = RateLimited::new(Duration::from_secs(10));
+        let counters = Counters::new();
         loop {
             let reload = tokio::select! {
                 biased;
@@ -164,32 +170,34 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                 }
                 _ = resync.tick() => true,
                 Some(msg) = events.next() => {
-                    match fleet.route(&msg.payload) {
-                        Ok(routed) => {
-                            metrics::counter!("zonecast_forwarder_events_total").increment(1);
-                            metrics::counter!("zonecast_forwarder_routed_total").increment(routed as u64);
-                        }
-                        Err(reason) => {
-                            metrics::counter!("zonecast_forwarder_bad_messages_total").increment(1);
-                            if let Some(held_back) = bad_log.allow() {
-                                tracing::warn!(%reason, subject = %msg.subject, held_back, "event not forwarded");
-                            }
-                        }
-                    }
+                    route(&fleet, &msg, &counters, &mut bad_log);
+                    drain(&mut events, |msg| route(&fleet, &msg, &counters, &mut bad_log));
+                    false
+                }
+                Some(msg) = positions.next() => {
+                    route(&fleet, &msg, &counters, &mut bad_log);
+                    drain(&mut positions, |msg| route(&fleet, &msg, &counters, &mut bad_log));
                     false
                 }
                 else => break,
             };
             if reload {
                 metrics::counter!("zonecast_forwarder_reloads_total").increment(1);
-                if let Err(e) = fleet.reload().await
-                    && let Some(held_back) = reload_log.allow()
-                {
-                    tracing::warn!(error = %e, held_back, "configuration reload failed; keeping the previous one");
+                match fleet.reload().await {
+                    Ok(()) => {
+                        if let Err(e) = positions.follow(&deps, fleet.wants_positions()).await {
+                            tracing::warn!(error = %e, "cannot subscribe to positions");
+                        }
+                    }
+                    Err(e) => {
+                        if let Some(held_back) = reload_log.allow() {
+                            tracing::warn!(error = %e, held_back, "configuration reload failed; keeping the previous one");
+                        }
+                    }
                 }
             }
         }
-        drop((config_sub, events));
+        drop((config_sub, events, positions));
         let reporter = reporter.await;
         let table = fleet.finish().await;
         match reporter {
@@ -199,6 +207,87 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         tracing::info!("forwarder stopped");
     });
     Ok(task)
+}
+
+/// Messages handled in one turn of the forwarder's loop once the first is in: what is already
+/// queued is taken without going round the `select!` again.
+const DRAIN: usize = 256;
+
+/// Calls `f` with up to [`DRAIN`] more messages that `subscription` already holds.
+fn drain(subscription: &mut (impl Stream<Item = Message> + Unpin), mut f: impl FnMut(Message)) {
+    for _ in 0..DRAIN {
+        match subscription.next().now_or_never() {
+            Some(Some(msg)) => f(msg),
+            _ => break,
+        }
+    }
+}
+
+/// The forwarder's per-message counters, registered once.
+struct Counters {
+    events: metrics::Counter,
+    routed: metrics::Counter,
+    bad: metrics::Counter,
+}
+
+impl Counters {
+    fn new() -> Self {
+        Self {
+            events: metrics::counter!("zonecast_forwarder_events_total"),
+            routed: metrics::counter!("zonecast_forwarder_routed_total"),
+            bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
+        }
+    }
+}
+
+/// Routes one bus message, counting it.
+fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
+    match fleet.route(&msg.payload) {
+        Ok(routed) => {
+            counters.events.increment(1);
+            counters.routed.increment(routed as u64);
+        }
+        Err(reason) => {
+            counters.bad.increment(1);
+            if let Some(held_back) = bad_log.allow() {
+                tracing::warn!(%reason, subject = %msg.subject, held_back, "event not forwarded");
+            }
+        }
+    }
+}
+
+/// The forwarder's subscription to every position, held only while it is wanted.
+#[derive(Default)]
+struct Positions(Option<Subscription>);
+
+impl Positions {
+    /// Subscribes when `wanted` and not subscribed; unsubscribes when not `wanted`.
+    async fn follow(&mut self, deps: &Deps, wanted: bool) -> Result<(), zonecast_bus::BusError> {
+        match (&self.0, wanted) {
+            (None, true) => {
+                self.0 = Some(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await?);
+                tracing::info!("a topic takes position updates: subscribed to positions");
+            }
+            (Some(_), false) => {
+                self.0 = None;
+                tracing::info!("no topic takes position updates: unsubscribed from positions");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Stream for Positions {
+    type Item = Message;
+
+    /// The next position; pending for ever while unsubscribed.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        match &mut self.0 {
+            Some(sub) => sub.as_mut().poll_next(cx),
+            None => Poll::Pending,
+        }
+    }
 }
 
 /// Starts the distributed `zonecast-forwarder`: PostgreSQL, NATS and `ZONECAST_SECRET_KEY` (the

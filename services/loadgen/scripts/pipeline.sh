@@ -44,9 +44,14 @@ curl -fs -H "X-API-Key: $key" "$api/v3/modules/mqtt/connections" --json \
   "{\"host\": \"127.0.0.1\", \"port\": $mqtt_port, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
 mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#")
 events=(--events); [ "${MODE:-distributed}" = all-in-one ] && events=()
+if [ "${MODE:-distributed}" = all-in-one ]; then
+  evaluated=(--evaluated-from $api/metrics)
+else
+  evaluated=(--evaluated-from http://127.0.0.1:18182/metrics --evaluated-from http://127.0.0.1:18183/metrics)
+fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
-  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" --drain 3
+  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" --drain "${DRAIN:-5}"
 if [ "${MODE:-distributed}" = all-in-one ]; then
   curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted)_total' || true
 else

@@ -92,6 +92,25 @@ struct Args {
     /// Seconds to keep listening after sending stops.
     #[arg(long, default_value_t = 3)]
     drain: u64,
+    /// A `/metrics` URL of an evaluator (repeatable; the all-in-one's too): the run then also
+    /// reports the evaluation rate, positions evaluated by the evaluators over the time until
+    /// the last one sent was evaluated (what was queued when sending stopped counts as late).
+    #[arg(long)]
+    evaluated_from: Vec<String>,
+}
+
+/// Sum of `zonecast_evaluator_positions_total` over the given `/metrics` URLs.
+async fn evaluated(http: &reqwest::Client, urls: &[String], key: &str) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for url in urls {
+        let text = http.get(url).header("X-API-Key", key).send().await?.error_for_status()?.text().await?;
+        total += text
+            .lines()
+            .filter(|l| l.starts_with("zonecast_evaluator_positions_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64;
+    }
+    Ok(total)
 }
 
 #[tokio::main]
@@ -132,6 +151,7 @@ async fn main() -> anyhow::Result<()> {
     }
     bus.flush().await?;
 
+    let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
     let sent = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(args.duration);
     let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
@@ -163,9 +183,29 @@ async fn main() -> anyhow::Result<()> {
     bus.flush().await?;
     let send_secs = started.elapsed().as_secs_f64();
     let total = sent.load(Ordering::Relaxed);
-    tokio::time::sleep(Duration::from_secs(args.drain)).await;
+    let drain_until = Instant::now() + Duration::from_secs(args.drain);
+    // The evaluation rate: wait (up to the drain time) until every position sent was evaluated.
+    let mut evaluation = None;
+    if !args.evaluated_from.is_empty() {
+        loop {
+            let done = evaluated(&http, &args.evaluated_from, &args.key).await? - evaluated_before;
+            if done >= total || Instant::now() >= drain_until {
+                evaluation = Some((done, started.elapsed().as_secs_f64()));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    tokio::time::sleep_until(drain_until.into()).await;
     println!("input           {:?}", args.input);
     println!("sent            {total} positions in {send_secs:.2} s = {:.0} positions/s", total as f64 / send_secs);
+    if let Some((done, secs)) = evaluation {
+        println!(
+            "evaluated       {done} positions ({:.2}% of sent) by {secs:.2} s = {:.0} positions/s",
+            100.0 * done as f64 / total.max(1) as f64,
+            done as f64 / secs
+        );
+    }
     if args.count_positions {
         let seen = positions_seen.load(Ordering::Relaxed);
         println!(

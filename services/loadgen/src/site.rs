@@ -189,10 +189,20 @@ impl Sender {
     }
 }
 
-/// Positions in the compact form, as a JSON array.
+/// Positions in the compact form, as a JSON array, serialised straight from borrowed fields (the
+/// generator shares the machine with what it measures, so it spends as little as it can).
 fn compact(batch: &[PositionUpdate]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Compact<'a> {
+        #[serde(rename = "MAC")]
+        mac: &'a str,
+        #[serde(rename = "Position")]
+        position: [f64; 3],
+        #[serde(rename = "Timestamp")]
+        timestamp: &'a str,
+    }
     let ts = batch.first().map(|p| zonecast_model::format_timestamp(&p.timestamp)).unwrap_or_default();
-    let items: Vec<Value> =
-        batch.iter().map(|p| json!({"MAC": p.mac.as_str(), "Position": p.position, "Timestamp": ts})).collect();
+    let items: Vec<Compact<'_>> =
+        batch.iter().map(|p| Compact { mac: p.mac.as_str(), position: p.position, timestamp: &ts }).collect();
     serde_json::to_vec(&items).unwrap_or_default()
 }
