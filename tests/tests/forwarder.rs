@@ -455,7 +455,61 @@ async fn a_dead_or_hanging_broker_does_not_delay_another_connection(mode: Mode) 
     server.stop().await;
 }
 
+async fn positions_are_taken_from_the_bus_only_while_a_topic_wants_them(mode: Mode) {
+    let server = Server::start(mode).await;
+    let broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let zone_events = json!([{"FilterTemplate": "zone_events"}]);
+    let id = create(&server, plain(broker.port, &[("zc/zones", zone_events.clone())])).await;
+    wait_connected(&server, &id).await;
+    let zone = Uuid::new_v4().to_string().to_uppercase();
+    let enter = |n: u64| json!({"ZoneID": zone, "ZoneName": "dock", "Position": [0, 0, 1], "Sequence": n});
+
+    // Only zone events are wanted: a position published before an event is not forwarded.
+    position(&server, &mac(7), 1.0, 1).await;
+    event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(2)).await;
+    let got = sub.until(WAIT, |_, v| seq(v) == 2).await;
+    assert_eq!(got.iter().map(|(t, v)| (t.as_str(), seq(v))).collect::<Vec<_>>(), vec![("zc/zones", 2)]);
+
+    // A topic that takes everything: positions are subscribed to and forwarded again.
+    let both = plain(broker.port, &[("zc/zones", zone_events), ("zc/all", json!([]))]);
+    server.ok(Method::PUT, &format!("{CONNECTIONS}/{id}"), Some(both)).await;
+    let mut n = 10;
+    loop {
+        n += 1;
+        position(&server, &mac(7), 1.0, n).await;
+        event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(n + 1000))
+            .await;
+        let got = sub.until(WAIT, |_, v| seq(v) == n + 1000).await;
+        if got.iter().any(|(t, v)| t == "zc/all" && seq(v) == n) {
+            break;
+        }
+        assert!(n < 200, "positions were never forwarded after the change");
+    }
+    // And back: without a topic for them, positions stop.
+    server
+        .ok(
+            Method::PUT,
+            &format!("{CONNECTIONS}/{id}"),
+            Some(plain(broker.port, &[("zc/zones", json!([{"FilterTemplate": "zone_events"}]))])),
+        )
+        .await;
+    loop {
+        n += 1;
+        position(&server, &mac(7), 1.0, n).await;
+        event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(n + 1000))
+            .await;
+        let got = sub.until(WAIT, |_, v| seq(v) == n + 1000).await;
+        if got.iter().all(|(t, _)| t == "zc/zones") {
+            break;
+        }
+        assert!(n < 400, "positions were still forwarded after the topic was removed");
+    }
+    server.stop().await;
+}
+
 both_modes!(
+    positions_are_taken_from_the_bus_only_while_a_topic_wants_them,
     positions_and_zone_events_reach_a_plain_broker_with_status_and_metrics,
     mutual_tls_works_with_default_and_legacy_bundles,
     a_server_certificate_from_another_ca_is_refused,

@@ -340,6 +340,27 @@ contract!(
 );
 
 #[tokio::test]
+async fn a_decoded_payload_is_handed_over_in_process_and_only_the_bytes_cross_nats() {
+    for (bus, handed_over) in [(in_process_bus(), true), (nats_bus().await, false)] {
+        let s = fresh_subjects();
+        let mut plain = bus.subscribe(&s.positions_all()).await.expect("subscribe");
+        let mut member = bus.queue_subscribe(&s.positions_all(), FORWARDERS).await.expect("subscribe");
+        bus.flush().await.expect("flush");
+        let decoded: zonecast_bus::Decoded = Arc::new(42_u32);
+        bus.publish_decoded(s.positions(3, MAC), text("forty-two"), decoded).await.expect("publish");
+        bus.publish(s.positions(3, MAC), text("plain")).await.expect("publish");
+        for sub in [&mut plain, &mut member] {
+            let first: zonecast_bus::Message = next(sub).await;
+            assert_eq!(first.payload, text("forty-two"), "{}", bus.kind());
+            assert_eq!(first.decoded::<u32>().copied(), handed_over.then_some(42), "{}", bus.kind());
+            assert!(first.decoded::<String>().is_none(), "another type is not there");
+            let second: zonecast_bus::Message = next(sub).await;
+            assert!(second.decoded::<u32>().is_none(), "a plain publish carries no decoded payload");
+        }
+    }
+}
+
+#[tokio::test]
 async fn each_implementation_names_its_kind_and_reports_connected() {
     let in_process = zonecast_bus::connect(None, "contract").await.expect("in-process");
     assert_eq!(in_process.kind(), "in-process");
