@@ -19,8 +19,9 @@
 //!
 //! A validated shape becomes a [`Region`]: its exact distance query (boundaries inclusive, within
 //! [`BOUNDARY_TOLERANCE_M`]), axis-aligned box ([`Aabb`]) and mobile-zone centre. A [`Scene`]
-//! indexes a site's regions — static zones in a bounding-volume hierarchy, mobile zones in a
-//! spatial hash grid — so a position is measured only against the regions whose boxes it is near.
+//! indexes a site's regions — static zones in a grid of tiles (the few much larger than the typical
+//! one in a bounding-volume hierarchy), mobile zones in a spatial hash grid — so a position is
+//! measured only against the regions whose boxes it is near.
 //!
 //! Everything here is pure, synchronous arithmetic on plain data, in `f64`: parry3d's `f32`
 //! shapes would round site coordinates to tens of micrometres (see `docs/benchmarks.md`).

@@ -129,8 +129,8 @@ impl Region {
         u64::from(matches!(self.kind, Kind::Sphere { .. }))
     }
 
-    /// Reads the first word of the region's heap part, if any: a cheap way to start loading it
-    /// into cache ahead of a distance query. The value means nothing.
+    /// Reads words from every part of the region's heap data, if any: a cheap way to start
+    /// loading it into cache ahead of a distance query. The value means nothing.
     #[inline]
     pub(crate) fn touch(&self) -> u64 {
         match &self.kind {
