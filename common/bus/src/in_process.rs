@@ -325,6 +325,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn take_ready_takes_what_is_queued_up_to_the_limit_and_never_waits() {
+        let bus = InProcessBus::new();
+        let mut sub = bus.subscribe("a.b").await.expect("subscribe");
+        for n in 0..3 {
+            bus.publish("a.b".into(), Bytes::from(n.to_string())).await.expect("publish");
+        }
+        let mut got = Vec::new();
+        assert_eq!(crate::take_ready(&mut sub, 2, |m| got.push(m.payload)), 2);
+        assert_eq!(crate::take_ready(&mut sub, 2, |m| got.push(m.payload)), 1);
+        assert_eq!(crate::take_ready(&mut sub, 2, |m| got.push(m.payload)), 0, "an empty queue returns at once");
+        assert_eq!(got, ["0", "1", "2"].map(Bytes::from));
+    }
+
+    #[tokio::test]
     async fn dropping_a_subscription_removes_it_from_the_registry() {
         let bus = InProcessBus::new();
         let plain = bus.subscribe("a.>").await.expect("subscribe");

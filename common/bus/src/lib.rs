@@ -90,6 +90,25 @@ pub trait Bus: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
 }
 
+/// Calls `f` with up to `max` messages that `subscription` already holds, without waiting, and
+/// returns how many: a consumer that was woken by one message takes the burst behind it in the
+/// same turn of its `select!` loop instead of going round it per message.
+pub fn take_ready<S>(subscription: &mut S, max: usize, mut f: impl FnMut(Message)) -> usize
+where
+    S: futures::Stream<Item = Message> + Unpin,
+{
+    use futures::{FutureExt, StreamExt};
+    let mut taken = 0;
+    while taken < max {
+        match subscription.next().now_or_never() {
+            Some(Some(message)) => f(message),
+            _ => break,
+        }
+        taken += 1;
+    }
+    taken
+}
+
 /// Connects to NATS when a URL is given, otherwise builds an in-process bus.
 ///
 /// An empty or blank URL counts as none, so an empty `ZONECAST_NATS_URL` selects the in-process

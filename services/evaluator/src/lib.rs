@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::StreamExt;
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, Mac, PositionFix};
@@ -128,12 +128,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                 Some(msg) = positions.next() => {
                     shell.position(&mut engine, &msg, &mut bad_log, &mut out);
                     // What is already queued is taken without going round the select again.
-                    for _ in 1..DRAIN {
-                        match positions.next().now_or_never() {
-                            Some(Some(msg)) => shell.position(&mut engine, &msg, &mut bad_log, &mut out),
-                            _ => break,
-                        }
-                    }
+                    zonecast_bus::take_ready(&mut positions, DRAIN - 1, |msg| {
+                        shell.position(&mut engine, &msg, &mut bad_log, &mut out);
+                    });
                     shell.record_lag();
                 }
                 Some(msg) = sources.next() => {

@@ -17,13 +17,12 @@ pub mod outbox;
 pub mod router;
 mod status;
 
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use tokio::sync::Notify;
 use zonecast_bus::{Bus, FORWARDERS, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
@@ -171,12 +170,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                 _ = resync.tick() => true,
                 Some(msg) = events.next() => {
                     route(&fleet, &msg, &counters, &mut bad_log);
-                    drain(&mut events, |msg| route(&fleet, &msg, &counters, &mut bad_log));
+                    zonecast_bus::take_ready(&mut events, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
                     false
                 }
                 Some(msg) = positions.next() => {
                     route(&fleet, &msg, &counters, &mut bad_log);
-                    drain(&mut positions, |msg| route(&fleet, &msg, &counters, &mut bad_log));
+                    zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
                     false
                 }
                 else => break,
@@ -212,16 +211,6 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
 /// Messages handled in one turn of the forwarder's loop once the first is in: what is already
 /// queued is taken without going round the `select!` again.
 const DRAIN: usize = 256;
-
-/// Calls `f` with up to [`DRAIN`] more messages that `subscription` already holds.
-fn drain(subscription: &mut (impl Stream<Item = Message> + Unpin), mut f: impl FnMut(Message)) {
-    for _ in 0..DRAIN {
-        match subscription.next().now_or_never() {
-            Some(Some(msg)) => f(msg),
-            _ => break,
-        }
-    }
-}
 
 /// The forwarder's per-message counters, registered once.
 struct Counters {
