@@ -249,6 +249,10 @@ impl Bus for InProcessBus {
         self.deliver(Message { subject, payload, decoded: Some(decoded) }).await
     }
 
+    fn hands_over_decoded(&self) -> bool {
+        true
+    }
+
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
         self.add(subject, None)
     }

@@ -64,6 +64,12 @@ pub trait Bus: Send + Sync + 'static {
         self.publish(subject, payload).await
     }
 
+    /// Whether [`Bus::publish_decoded`] hands the decoded payload to subscribers: when not, a
+    /// publisher need not build it.
+    fn hands_over_decoded(&self) -> bool {
+        false
+    }
+
     /// Subscribes to a subject or pattern (`*` matches one token, a final `>` one or more);
     /// every subscription gets every matching message once.
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError>;

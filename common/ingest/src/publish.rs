@@ -90,8 +90,12 @@ impl Publisher {
                 _ => &last.insert((update.timestamp, zonecast_model::format_timestamp(&update.timestamp))).1,
             };
             let payload = update.event_bytes(self.site_id, stamp, &local);
-            // In one process the evaluator takes the fix as it is, without parsing the bytes.
-            self.bus.publish_decoded(subject, payload.into(), Arc::new(update.fix())).await?;
+            if self.bus.hands_over_decoded() {
+                // In one process the evaluator takes the fix as it is, without parsing the bytes.
+                self.bus.publish_decoded(subject, payload.into(), Arc::new(update.fix())).await?;
+            } else {
+                self.bus.publish(subject, payload.into()).await?;
+            }
             count += 1;
         }
         Ok(count)
