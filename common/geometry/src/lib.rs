@@ -46,7 +46,7 @@ pub use limits::{
     MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
 };
 pub use region::Region;
-pub use scene::{Scene, SceneMemory};
+pub use scene::{Nearby, Scene, SceneMemory};
 pub use shape::Shape;
 pub use validate::validate;
 pub use vector::Vec3;

@@ -1,5 +1,5 @@
 //! `Scene` against brute force: static candidates are exactly the regions whose boxes meet the
-//! query box (so every region within the margin is among them), movable candidates follow every
+//! query box (so every region within the margin is among them), with their distances, movable candidates follow every
 //! insert, move and removal.
 
 mod reference;
@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use shapes_strategy::any_shape;
-use zonecast_geometry::{Aabb, GeometryType, Region, Scene, Vec3, validate};
+use zonecast_geometry::{Aabb, GeometryType, Nearby, Region, Scene, Vec3, validate};
 
 fn sphere(centre: Vec3, r: f64) -> Region {
     Region::new(&validate(GeometryType::Sphere, &[centre, [r, 0.0, 0.0]]).expect("valid sphere"))
@@ -128,6 +128,17 @@ proptest! {
             let query = Aabb::around(p, margin);
             let want: BTreeSet<usize> = (0..regions.len()).filter(|i| regions[*i].aabb().intersects(&query)).collect();
             prop_assert_eq!(&got, &want);
+            // The evaluator's call: the same regions, each with its distance exact up to the
+            // margin; a prefetch beforehand is only a hint and changes nothing.
+            scene.prefetch(p);
+            let mut nearby = Nearby::default();
+            scene.static_distances(p, margin, &mut nearby);
+            let distances: BTreeMap<usize, f64> = nearby.iter().collect();
+            prop_assert_eq!(distances.len(), nearby.len());
+            prop_assert_eq!(&distances.keys().copied().collect::<BTreeSet<usize>>(), &want);
+            for (i, d) in distances {
+                prop_assert_eq!(d.to_bits(), regions[i].distance_within(p, margin).to_bits());
+            }
             for (i, shape) in shapes.iter().enumerate() {
                 if reference::distance(shape, p) <= margin {
                     prop_assert!(got.contains(&i), "region {} within {} of {:?} not among {:?}", i, margin, p, got);

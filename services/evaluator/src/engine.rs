@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use zonecast_bus::Subjects;
-use zonecast_geometry::Vec3;
+use zonecast_geometry::{Nearby, Vec3};
 use zonecast_model::{ActionTrigger, ConfigChanged, Envelope, EventSource, Mac, ZoneAction, format_timestamp};
 use zonecast_store::Collision;
 
@@ -139,7 +139,8 @@ pub struct Engine {
     /// Latest positions of mobile-zone sources.
     sources: HashMap<Mac, Vec3>,
     grid: DeviceGrid,
-    candidates: Vec<usize>,
+    candidates: Vec<(usize, Option<f64>)>,
+    nearby: Nearby,
     movable: Vec<u32>,
 }
 
@@ -165,6 +166,7 @@ impl Engine {
             sources: HashMap::new(),
             grid: DeviceGrid::new(8.0),
             candidates: Vec::new(),
+            nearby: Nearby::default(),
             movable: Vec::new(),
         };
         engine.install(catalog);
@@ -232,6 +234,13 @@ impl Engine {
         self.catalog = unchanged;
     }
 
+    /// Asks the processor to load the zone index data an evaluation at `pos` reads first, without
+    /// waiting: called for the next queued position while this one is evaluated, so that the
+    /// two positions' cache misses overlap.
+    pub fn prefetch(&self, pos: Vec3) {
+        self.catalog.scene.prefetch(pos);
+    }
+
     /// A position of `mac` at `ts`; `now` is the local clock for LocalTimestamp.
     pub fn on_position(&mut self, mac: &Mac, pos: Vec3, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
         if self.catalog.mobile_by_source.contains_key(mac) {
@@ -272,8 +281,17 @@ impl Engine {
 
     /// Whether `mac` at `pos` may be in `zone` at all, and if so its distance from the zone:
     /// exact up to `limit` (the device radius plus the exit tolerance, the largest distance any
-    /// rule compares with), and some value above it beyond.
-    fn verdict(&self, zone: &Zone, mac: &Mac, pos: Option<Vec3>, ts: DateTime<Utc>, limit: f64) -> Verdict {
+    /// rule compares with), and some value above it beyond. A static zone's distance may be
+    /// `known` already, from the scene's query.
+    fn verdict(
+        &self,
+        zone: &Zone,
+        mac: &Mac,
+        pos: Option<Vec3>,
+        ts: DateTime<Utc>,
+        limit: f64,
+        known: Option<f64>,
+    ) -> Verdict {
         if !zone.spec.active {
             return Verdict::Gone(Reason::Deactivated);
         }
@@ -285,7 +303,7 @@ impl Engine {
         }
         let Some(pos) = pos else { return Verdict::Distance(f64::INFINITY) };
         match &zone.spec.mobile_origin_source {
-            None => Verdict::Distance(zone.region.distance_within(pos, limit)),
+            None => Verdict::Distance(known.unwrap_or_else(|| zone.region.distance_within(pos, limit))),
             Some(source) => match self.sources.get(source) {
                 Some(at) => Verdict::Distance(zone.region.distance_within(sub(pos, sub(*at, zone.centre)), limit)),
                 None => Verdict::Gone(Reason::Geometry),
@@ -302,34 +320,33 @@ impl Engine {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         match (only, pos) {
-            (Some(zi), _) => candidates.push(zi),
+            (Some(zi), _) => candidates.push((zi, None)),
             (None, Some(p)) => {
                 let margin = radius + tolerance;
-                self.catalog.scene.static_candidates(p, margin, &mut candidates);
-                for c in candidates.iter_mut() {
-                    *c = self.catalog.static_zone(*c);
-                }
+                self.catalog.scene.static_distances(p, margin, &mut self.nearby);
+                candidates.extend(self.nearby.iter().map(|(i, d)| (self.catalog.static_zone(i), Some(d))));
                 self.movable.clear();
                 self.catalog.scene.movable_candidates(p, margin, &mut self.movable);
-                candidates.extend(self.movable.iter().map(|&k| k as usize));
+                candidates.extend(self.movable.iter().map(|&k| (k as usize, None)));
                 for (id, _) in &device.zones {
                     if let Some(&zi) = self.catalog.by_id.get(id) {
-                        candidates.push(zi);
+                        candidates.push((zi, None));
                     }
                 }
                 if !device.zones.is_empty() {
-                    candidates.sort_unstable();
-                    candidates.dedup();
+                    // A zone the device is in may be a candidate too: keep the entry with a distance.
+                    candidates.sort_unstable_by_key(|&(zi, d)| (zi, d.is_none()));
+                    candidates.dedup_by_key(|&mut (zi, _)| zi);
                 }
             }
             (None, None) => {}
         }
-        for &zi in &candidates {
+        for &(zi, known) in &candidates {
             let zone = &self.catalog.zones[zi];
             if zone.spec.mobile_origin_source.as_ref() == Some(mac) {
                 continue;
             }
-            let verdict = self.verdict(zone, mac, pos, ts, radius + tolerance);
+            let verdict = self.verdict(zone, mac, pos, ts, radius + tolerance, known);
             self.step(mac, zi, verdict, radius, ts, now, out);
         }
         self.candidates = candidates;
@@ -683,7 +700,7 @@ impl Engine {
                         Some(Reason::Reset)
                     } else {
                         let limit = new.radius(&mac) + new.exit_tolerance;
-                        match self.verdict(zone, &mac, pos, now, limit) {
+                        match self.verdict(zone, &mac, pos, now, limit, None) {
                             Verdict::Gone(r) => Some(r),
                             Verdict::Distance(d) => {
                                 let moved = old.by_id.get(&id).is_none_or(|&oi| {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::StreamExt;
 use futures::stream::SelectAll;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, Mac, PositionFix};
@@ -126,15 +126,24 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                     }
                 }
                 Some(msg) = positions.next() => {
-                    shell.position(&mut engine, &msg, &mut bad_log, &mut out);
-                    // What is already queued is taken without going round the select again.
-                    zonecast_bus::take_ready(&mut positions, DRAIN - 1, |msg| {
-                        shell.position(&mut engine, &msg, &mut bad_log, &mut out);
-                    });
+                    // What is already queued is taken without going round the select again, one
+                    // message ahead: while a position is evaluated, the zone index data the next
+                    // one needs is loading into cache.
+                    let mut current = Taken::new(msg);
+                    for _ in 1..DRAIN {
+                        let Some(Some(msg)) = positions.next().now_or_never() else { break };
+                        let next = Taken::new(msg);
+                        if let Ok(fix) = next.fix() {
+                            engine.prefetch(fix.position);
+                        }
+                        shell.position(&mut engine, &current, &mut bad_log, &mut out);
+                        current = next;
+                    }
+                    shell.position(&mut engine, &current, &mut bad_log, &mut out);
                     shell.record_lag();
                 }
                 Some(msg) = sources.next() => {
-                    shell.position(&mut engine, &msg, &mut bad_log, &mut out);
+                    shell.position(&mut engine, &Taken::new(msg), &mut bad_log, &mut out);
                     shell.record_lag();
                 }
                 _ = tick.tick() => {
@@ -152,6 +161,31 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     Ok(task)
 }
 
+/// A position message, parsed once: published in this process, the fix comes decoded; from
+/// NATS it is parsed from the bytes.
+struct Taken {
+    message: Message,
+    parsed: Option<Result<PositionFix, String>>,
+}
+
+impl Taken {
+    fn new(message: Message) -> Self {
+        let parsed = match message.decoded::<PositionFix>() {
+            Some(_) => None,
+            None => Some(PositionFix::from_event_bytes(&message.payload)),
+        };
+        Self { message, parsed }
+    }
+
+    fn fix(&self) -> Result<&PositionFix, &str> {
+        match (&self.parsed, self.message.decoded::<PositionFix>()) {
+            (Some(parsed), _) => parsed.as_ref().map_err(String::as_str),
+            (None, Some(fix)) => Ok(fix),
+            (None, None) => Err("no position"),
+        }
+    }
+}
+
 /// Where the engine's outputs go.
 struct Shell {
     bus: Arc<dyn Bus>,
@@ -165,13 +199,8 @@ struct Shell {
 }
 
 impl Shell {
-    fn position(&mut self, engine: &mut Engine, msg: &Message, bad_log: &mut RateLimited, out: &mut Vec<Output>) {
-        // Published in this process, the fix comes decoded; from NATS it is parsed.
-        let parsed = match msg.decoded::<PositionFix>() {
-            Some(fix) => Ok(std::borrow::Cow::Borrowed(fix)),
-            None => PositionFix::from_event_bytes(&msg.payload).map(std::borrow::Cow::Owned),
-        };
-        match parsed {
+    fn position(&mut self, engine: &mut Engine, taken: &Taken, bad_log: &mut RateLimited, out: &mut Vec<Output>) {
+        match taken.fix() {
             Ok(p) => {
                 let now = Utc::now();
                 self.positions_total.increment(1);

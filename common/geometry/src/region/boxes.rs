@@ -85,8 +85,10 @@ impl Cuboid {
     }
 
     /// Words from every part of the box (see `Region::touch`).
-    pub(crate) fn touch(&self) -> u64 {
-        self.origin[0].to_bits() ^ self.axes[2][2].to_bits() ^ self.extents[2].to_bits() ^ self.edges[2][2].to_bits()
+    pub(crate) fn prefetch(&self) {
+        super::prefetch(&self.origin);
+        super::prefetch(&self.axes[2]);
+        super::prefetch(&self.edges[2]);
     }
 
     /// `origin + (E₀ + E₁ + E₂)/2`.
@@ -177,8 +179,9 @@ impl Rect {
     }
 
     /// Words from every part of the parallelogram (see `Region::touch`).
-    pub(crate) fn touch(&self) -> u64 {
-        self.origin[0].to_bits() ^ self.axes[1][1].to_bits() ^ self.edges[1][1].to_bits() ^ self.inv_len2[1].to_bits()
+    pub(crate) fn prefetch(&self) {
+        super::prefetch(&self.origin);
+        super::prefetch(&self.inv_len2);
     }
 
     /// Centre of the parallelogram, at the z of the `bottom_left` row.

@@ -122,23 +122,15 @@ impl Region {
         }
     }
 
-    /// Reads the region's shape tag, without branching on it: a way to start loading the region
-    /// into cache. The value means nothing.
+    /// Asks the processor to load the region's heap data, if any, into cache ahead of a distance
+    /// query (reads the region itself, to find it).
     #[inline]
-    pub(crate) fn tag(&self) -> u64 {
-        u64::from(matches!(self.kind, Kind::Sphere { .. }))
-    }
-
-    /// Reads words from every part of the region's heap data, if any: a cheap way to start
-    /// loading it into cache ahead of a distance query. The value means nothing.
-    #[inline]
-    pub(crate) fn touch(&self) -> u64 {
+    pub(crate) fn prefetch_heap(&self) {
         match &self.kind {
-            Kind::Cuboid(c) => c.touch(),
-            Kind::Square(r) => r.touch(),
-            Kind::Prism(prism) => prism.touch(),
-            Kind::Sphere { radius, .. } | Kind::Circle { radius, .. } => radius.to_bits(),
-            Kind::Cylinder(c) => c.radius.to_bits(),
+            Kind::Cuboid(c) => c.prefetch(),
+            Kind::Square(r) => r.prefetch(),
+            Kind::Prism(prism) => prism.prefetch(),
+            Kind::Sphere { .. } | Kind::Circle { .. } | Kind::Cylinder(_) => {}
         }
     }
 
@@ -157,4 +149,11 @@ impl Region {
                 Kind::Sphere { .. } | Kind::Circle { .. } | Kind::Cylinder(_) => 0,
             }
     }
+}
+
+/// Asks the processor to load the cache line of `value` into cache, without waiting for it (no
+/// effect but on speed).
+#[inline]
+pub(crate) fn prefetch<T>(value: &T) {
+    mem_prefetch::prefetch_read_data::<T, 3>(value);
 }

@@ -128,7 +128,7 @@ impl Prism {
     /// when `p`'s foot on the cap plane lies in the cap.
     ///
     /// Beyond the cap planes' slab by more than `limit`, that excess (a lower bound) is returned
-    /// before any edge is read.
+    /// before any edge is read; farther than `limit` from every face's bound, the least bound.
     pub(crate) fn distance(&self, p: Vec3, limit: f64) -> f64 {
         let d = sub(p, self.origin);
         let above_base = dot(d, self.normal);
@@ -183,6 +183,13 @@ impl Prism {
                 closest = (b, k);
             }
         }
+        // Each side face lies at least its bound away, so when every bound and the cap measured
+        // lie beyond the limit, the least of them is a lower bound above it: most candidates of
+        // a position's box end here, before any face is measured.
+        let least = closest.0.min(best);
+        if least > limit * limit {
+            return least.sqrt();
+        }
         if closest.0 < best {
             best = best.min(side(closest.1));
         }
@@ -223,14 +230,13 @@ impl Prism {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Words from every part of the header and the first and last edge records (see
-    /// `Region::touch`).
-    pub(crate) fn touch(&self) -> u64 {
-        let edges = self.edges.first().zip(self.edges.last());
-        self.origin[0].to_bits()
-            ^ self.g2[2].to_bits()
-            ^ self.sweep[2].to_bits()
-            ^ edges.map_or(0, |(a, b)| a.at[0].to_bits() ^ b.projected_inv_len2.to_bits())
+    /// Prefetches the header and the edge records (see `Region::prefetch_heap`).
+    pub(crate) fn prefetch(&self) {
+        super::prefetch(&self.origin);
+        super::prefetch(&self.g2);
+        for e in &self.edges {
+            super::prefetch(e);
+        }
     }
 
     /// The box of the base and top corners, padded.

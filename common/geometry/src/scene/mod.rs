@@ -28,13 +28,13 @@ use bvh::Bvh;
 use grid::{Grid, ball_box};
 use tiles::Tiles;
 
-/// Static zones in a bounding-volume hierarchy plus movable (mobile) zones in a spatial hash grid,
-/// so a position is tested only against candidates.
+/// Static zones in tiles and a bounding-volume hierarchy plus movable (mobile) zones in a spatial
+/// hash grid, so a position is tested only against candidates.
 #[derive(Clone, Debug)]
 pub struct Scene {
-    /// The static regions, in the caller's order; their heap parts were laid out in leaf order
-    /// of the hierarchy, so that the candidates of one position, which are close in space, are
-    /// close in memory too.
+    /// The static regions, in the caller's order; their heap parts were laid out in tile order,
+    /// then leaf order of the hierarchy, so that the candidates of one position, which are close
+    /// in space, are close in memory too.
     regions: Vec<Region>,
     /// The static regions' exact boxes, in the caller's order.
     boxes: Vec<Aabb>,
@@ -44,6 +44,31 @@ pub struct Scene {
     hierarchy: Bvh,
     /// Movable regions, by the caller's key.
     movable: Grid,
+}
+
+/// The static regions near a position, with their distances from it: filled by
+/// [`Scene::static_distances`]. Kept by the caller and reused, so that queries allocate nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Nearby {
+    indexes: Vec<usize>,
+    distances: Vec<f64>,
+}
+
+impl Nearby {
+    /// Each region's index (the caller's) with its distance, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.indexes.iter().copied().zip(self.distances.iter().copied())
+    }
+
+    /// Number of regions.
+    pub fn len(&self) -> usize {
+        self.indexes.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.indexes.is_empty()
+    }
 }
 
 /// Bytes a [`Scene`] holds, by part (vector capacities and hash-map buckets).
@@ -109,17 +134,32 @@ impl Scene {
         let first = out.len();
         self.tiles.query(p, margin, &query, &self.boxes, out);
         self.hierarchy.query(&query, &self.boxes, out);
-        // Touch every candidate's data now, so that the cache misses overlap instead of each
+        // Ask for every candidate's data now, so that the cache misses overlap instead of each
         // stalling the caller's distance computation in turn: first the regions themselves,
-        // without branches, then their heap parts (which needs a branch on the shape).
-        let mut touched = 0u64;
+        // then their heap parts, which needs the regions.
         for &i in &out[first..] {
-            touched ^= self.regions[i].tag();
+            crate::region::prefetch(&self.regions[i]);
         }
         for &i in &out[first..] {
-            touched ^= self.regions[i].touch();
+            self.regions[i].prefetch_heap();
         }
-        std::hint::black_box(touched);
+    }
+
+    /// Asks the processor to load the index data a query at `p` reads first, without waiting for
+    /// it: called for the next position while the current one is evaluated, it overlaps the two
+    /// positions' cache misses. No effect but on speed.
+    pub fn prefetch(&self, p: Vec3) {
+        self.tiles.prefetch(p);
+    }
+
+    /// The [`Scene::static_candidates`] of (`p`, `margin`) with the distance of each from `p`,
+    /// exact up to `margin` and some value above it beyond ([`Region::distance_within`]): what
+    /// an evaluation needs, in one call that reads each region once. Replaces `out`'s contents.
+    pub fn static_distances(&self, p: Vec3, margin: f64, out: &mut Nearby) {
+        out.indexes.clear();
+        out.distances.clear();
+        self.static_candidates(p, margin, &mut out.indexes);
+        out.distances.extend(out.indexes.iter().map(|&i| self.regions[i].distance_within(p, margin)));
     }
 
     /// Inserts or moves movable region `key` to `aabb` (already translated to where it is now).

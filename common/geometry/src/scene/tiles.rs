@@ -227,6 +227,18 @@ impl Tiles {
         out.truncate(kept);
     }
 
+    /// Prefetches the start of the list of `p`'s tile (see `Scene::prefetch`).
+    pub(crate) fn prefetch(&self, p: Vec3) {
+        if self.entries.is_empty() || !(p[0].is_finite() && p[1].is_finite()) {
+            return;
+        }
+        let t = self.index(p[1], 1) * self.nx + self.index(p[0], 0);
+        let start = self.starts[t] as usize;
+        for e in self.entries[start..self.starts[t + 1] as usize].iter().step_by(4) {
+            crate::region::prefetch(e);
+        }
+    }
+
     /// Appends the listed boxes of tile (`x`, `y`) that intersect the query.
     ///
     /// The list is scanned without branches (each id is written, and kept when its step bounds
