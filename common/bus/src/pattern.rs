@@ -96,19 +96,17 @@ impl Pattern {
 
     /// Whether a subject, already split at its dots, matches this pattern.
     pub(crate) fn matches(&self, subject: &[&str]) -> bool {
-        for (index, token) in self.tokens.iter().enumerate() {
-            match token {
-                Token::Rest => return subject.len() > index,
-                Token::One if index >= subject.len() => return false,
-                Token::One => {}
-                Token::Literal(literal) => {
-                    if subject.get(index) != Some(&literal.as_str()) {
-                        return false;
-                    }
-                }
-            }
-        }
-        subject.len() == self.tokens.len()
+        let (fixed, long_enough) = match self.tokens.split_last() {
+            Some((Token::Rest, fixed)) => (fixed, subject.len() > fixed.len()),
+            _ => (&self.tokens[..], subject.len() == self.tokens.len()),
+        };
+        // Last token first: subscriptions mostly share their leading tokens (the prefix, the
+        // kind) and differ in later ones (a partition), so a mismatch is usually found at once.
+        long_enough
+            && fixed.iter().zip(subject).rev().all(|(token, s)| match token {
+                Token::Literal(literal) => literal == s,
+                Token::One | Token::Rest => true,
+            })
     }
 }
 

@@ -3,29 +3,33 @@
 use std::fmt;
 use std::str::FromStr;
 
+use arrayvec::ArrayString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A normalised MAC address (`00:AA:BB:CC:DD:EE`). Parsing accepts `:` or `-` separators in
 /// any case.
+///
+/// The text is held inline, with its partition hash: a MAC is copied into every map and event
+/// that names the device, so cloning one allocates nothing, and every position asks for its
+/// partition at least twice (the subject it is published on, the evaluator that owns it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Mac(String);
+pub struct Mac {
+    text: ArrayString<17>,
+    /// 32-bit FNV-1a of `text`.
+    fnv: u32,
+}
 
 impl Mac {
     /// The normalised text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// The position partition of this device: 32-bit FNV-1a of the normalised text
     /// (`00:AA:BB:CC:DD:EE`, upper case, colons) modulo `count`. Documented in `docs/events.md`
     /// so that other producers can compute it.
     pub fn partition(&self, count: u32) -> u32 {
-        let mut hash: u32 = 0x811c_9dc5;
-        for byte in self.0.bytes() {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-        hash % count.max(1)
+        self.fnv % count.max(1)
     }
 }
 
@@ -42,39 +46,52 @@ impl FromStr for Mac {
         if sep != b':' && sep != b'-' {
             return Err(bad());
         }
-        let mut out = String::with_capacity(17);
+        let mut text = ArrayString::new();
+        let mut fnv: u32 = 0x811c_9dc5;
         for (i, &b) in bytes.iter().enumerate() {
-            if i % 3 == 2 {
+            let c = if i % 3 == 2 {
                 if b != sep {
                     return Err(bad());
                 }
-                out.push(':');
+                b':'
             } else if b.is_ascii_hexdigit() {
-                out.push(b.to_ascii_uppercase() as char);
+                b.to_ascii_uppercase()
             } else {
                 return Err(bad());
-            }
+            };
+            text.push(char::from(c));
+            fnv = (fnv ^ u32::from(c)).wrapping_mul(0x0100_0193);
         }
-        Ok(Self(out))
+        Ok(Self { text, fnv })
     }
 }
 
 impl fmt::Display for Mac {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
 impl Serialize for Mac {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(&self.text)
     }
 }
 
 impl<'de> Deserialize<'de> for Mac {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// Parses the text wherever the deserializer has it, without copying it first.
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Mac;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a MAC address")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Mac, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 

@@ -112,7 +112,12 @@ fn positions() -> Vec<(Mac, [f64; 3])> {
 fn run(e: &mut Engine, batch: &[(Mac, [f64; 3])], out: &mut Vec<zonecast_evaluator::Output>) -> usize {
     let now = Utc::now();
     let mut n = 0;
-    for (m, p) in batch {
+    for (j, (m, p)) in batch.iter().enumerate() {
+        // As the service does with a queued burst: the next position's index data loads
+        // while this one is evaluated.
+        if let Some((_, next)) = batch.get(j + 1) {
+            e.prefetch(*next);
+        }
         out.clear();
         e.on_position(m, *p, now, now, out);
         n += out.len();
