@@ -45,6 +45,8 @@ struct Member {
     id: u64,
     pattern: Pattern,
     tx: mpsc::Sender<Message>,
+    /// Whether it reads the bytes of a message published decoded (not `subscribe_decoded`).
+    bytes: bool,
 }
 
 #[derive(Default)]
@@ -55,8 +57,8 @@ struct Group {
 }
 
 impl Member {
-    fn target(&self) -> (u64, mpsc::Sender<Message>) {
-        (self.id, self.tx.clone())
+    fn target(&self) -> Target {
+        Target { id: self.id, tx: self.tx.clone(), bytes: self.bytes }
     }
 
     fn wants(&self, tokens: &[&str]) -> bool {
@@ -66,7 +68,7 @@ impl Member {
 
 impl Group {
     /// The next live member, in round-robin order, whose pattern matches.
-    fn pick(&mut self, tokens: &[&str]) -> Option<(u64, mpsc::Sender<Message>)> {
+    fn pick(&mut self, tokens: &[&str]) -> Option<Target> {
         let matching = self.members.iter().filter(|m| m.wants(tokens)).count();
         if matching == 0 {
             return None;
@@ -97,26 +99,60 @@ fn with_tokens<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
 }
 
 /// Where one message goes: every plain subscriber, one member per queue group.
+/// A subscriber a message is to be sent to.
+struct Target {
+    id: u64,
+    tx: mpsc::Sender<Message>,
+    bytes: bool,
+}
+
+/// The subscribers that had no room for a message at once.
 struct Targets {
-    plain: Vec<(u64, mpsc::Sender<Message>)>,
-    queued: Vec<(String, u64, mpsc::Sender<Message>)>,
+    plain: Vec<Target>,
+    /// With the name of their queue group.
+    queued: Vec<(String, Target)>,
+}
+
+/// A message being delivered, taken apart so that its subject can be split into tokens while
+/// its bytes are written.
+struct Outgoing {
+    payload: Bytes,
+    decoded: Option<Decoded>,
+}
+
+impl Outgoing {
+    /// Writes the bytes of a message published decoded, once, for a subscriber that reads them.
+    fn encode(&mut self, wanted: bool) {
+        if wanted
+            && self.payload.is_empty()
+            && let Some(decoded) = &self.decoded
+        {
+            self.payload = decoded.encode();
+        }
+    }
+
+    fn message(&self, subject: &str) -> Message {
+        Message { subject: subject.to_owned(), payload: self.payload.clone(), decoded: self.decoded.clone() }
+    }
 }
 
 impl Registry {
     /// Hands `message` to every target that has room now; returns the targets that did not take
     /// it (full, or closed since), for the caller to wait for. Allocates nothing when all did.
-    fn offer(&mut self, tokens: &[&str], message: &Message) -> Targets {
+    fn offer(&mut self, subject: &str, tokens: &[&str], message: &mut Outgoing) -> Targets {
         let mut left = Targets { plain: Vec::new(), queued: Vec::new() };
         for member in self.plain.iter().filter(|m| m.wants(tokens)) {
-            if member.tx.try_send(message.clone()).is_err() {
+            message.encode(member.bytes);
+            if member.tx.try_send(message.message(subject)).is_err() {
                 left.plain.push(member.target());
             }
         }
         for (name, group) in self.groups.iter_mut() {
-            if let Some((id, tx)) = group.pick(tokens)
-                && tx.try_send(message.clone()).is_err()
-            {
-                left.queued.push((name.clone(), id, tx));
+            if let Some(target) = group.pick(tokens) {
+                message.encode(target.bytes);
+                if target.tx.try_send(message.message(subject)).is_err() {
+                    left.queued.push((name.clone(), target));
+                }
             }
         }
         left
@@ -174,7 +210,7 @@ impl InProcessBus {
         self.shared.lock().len()
     }
 
-    fn add(&self, subject: &str, group: Option<&str>) -> Result<Subscription, BusError> {
+    fn add(&self, subject: &str, group: Option<&str>, bytes: bool) -> Result<Subscription, BusError> {
         let pattern = Pattern::parse(subject)?;
         if let Some(group) = group {
             validate_queue_group(group)?;
@@ -187,7 +223,7 @@ impl InProcessBus {
             }
             let id = registry.next_id;
             registry.next_id += 1;
-            let member = Member { id, pattern, tx };
+            let member = Member { id, pattern, tx, bytes };
             match group {
                 Some(group) => registry.groups.entry(group.to_owned()).or_default().members.push(member),
                 None => registry.plain.push(member),
@@ -198,33 +234,39 @@ impl InProcessBus {
     }
 
     /// Hands `message` to every matching subscriber and one member of each matching queue group.
-    async fn deliver(&self, message: Message) -> Result<(), BusError> {
-        validate_subject(&message.subject)?;
+    async fn deliver(&self, subject: String, payload: Bytes, decoded: Option<Decoded>) -> Result<(), BusError> {
+        validate_subject(&subject)?;
+        let mut message = Outgoing { payload, decoded };
         // Every target with room takes the message at once, under the registry lock; only the
         // ones that are full (or just closed) are waited for, below, outside it.
-        let targets = with_tokens(&message.subject, |tokens| {
+        let targets = with_tokens(&subject, |tokens| {
             let mut registry = self.shared.lock();
             if registry.closed {
                 return Err(BusError::Closed);
             }
-            Ok(registry.offer(tokens, &message))
+            Ok(registry.offer(&subject, tokens, &mut message))
         })?;
 
         let mut gone = Vec::new();
-        for (id, tx) in targets.plain {
-            if tx.send(message.clone()).await.is_err() {
-                gone.push(id);
+        for target in targets.plain {
+            message.encode(target.bytes);
+            if target.tx.send(message.message(&subject)).await.is_err() {
+                gone.push(target.id);
             }
         }
-        for (group, mut id, mut tx) in targets.queued {
+        for (group, mut target) in targets.queued {
             // A member can be dropped between selection and send; the message then goes to
             // another member so the group still gets it exactly once.
-            while tx.send(message.clone()).await.is_err() {
+            loop {
+                message.encode(target.bytes);
+                if target.tx.send(message.message(&subject)).await.is_ok() {
+                    break;
+                }
                 let mut registry = self.shared.lock();
-                registry.remove(id);
-                let next = registry.groups.get_mut(&group).and_then(|g| with_tokens(&message.subject, |t| g.pick(t)));
+                registry.remove(target.id);
+                let next = registry.groups.get_mut(&group).and_then(|g| with_tokens(&subject, |t| g.pick(t)));
                 match next {
-                    Some((next_id, next_tx)) => (id, tx) = (next_id, next_tx),
+                    Some(next) => target = next,
                     None => break,
                 }
             }
@@ -242,11 +284,11 @@ impl InProcessBus {
 #[async_trait::async_trait]
 impl Bus for InProcessBus {
     async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
-        self.deliver(Message { subject, payload, decoded: None }).await
+        self.deliver(subject, payload, None).await
     }
 
-    async fn publish_decoded(&self, subject: String, payload: Bytes, decoded: Decoded) -> Result<(), BusError> {
-        self.deliver(Message { subject, payload, decoded: Some(decoded) }).await
+    async fn publish_decoded(&self, subject: String, decoded: Decoded) -> Result<(), BusError> {
+        self.deliver(subject, Bytes::new(), Some(decoded)).await
     }
 
     fn hands_over_decoded(&self) -> bool {
@@ -254,11 +296,15 @@ impl Bus for InProcessBus {
     }
 
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
-        self.add(subject, None)
+        self.add(subject, None, true)
+    }
+
+    async fn subscribe_decoded(&self, subject: &str) -> Result<Subscription, BusError> {
+        self.add(subject, None, false)
     }
 
     async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError> {
-        self.add(subject, Some(group))
+        self.add(subject, Some(group), true)
     }
 
     async fn flush(&self) -> Result<(), BusError> {

@@ -23,15 +23,26 @@ pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
 pub use nats::NatsBus;
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
 
+/// A payload its publisher holds decoded ([`Bus::publish_decoded`]): subscribers in the same
+/// process can take it as it is, and the bytes are written only for one that reads them.
+pub trait Encode: std::fmt::Debug + Send + Sync + 'static {
+    /// The payload decoded, as [`Message::decoded`] hands it out.
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync);
+
+    /// The payload's bytes, as [`Bus::publish`] would have sent them.
+    fn encode(&self) -> Bytes;
+}
+
 /// A published payload already decoded, as the publisher had it.
-pub type Decoded = Arc<dyn std::any::Any + Send + Sync>;
+pub type Decoded = Arc<dyn Encode>;
 
 /// One message as received from a subscription.
 #[derive(Clone, Debug)]
 pub struct Message {
     /// The concrete subject it was published to (never a pattern).
     pub subject: String,
-    /// The bytes as published.
+    /// The bytes as published; empty for a subscription made with [`Bus::subscribe_decoded`]
+    /// when the message was published decoded in this process.
     pub payload: Bytes,
     /// The payload decoded, when it was published with [`Bus::publish_decoded`] on a bus that
     /// hands it over (the in-process one): the subscriber then need not parse the bytes. `None`
@@ -42,7 +53,7 @@ pub struct Message {
 impl Message {
     /// The decoded payload, when there is one of type `T`.
     pub fn decoded<T: 'static>(&self) -> Option<&T> {
-        self.decoded.as_ref()?.downcast_ref()
+        self.decoded.as_deref()?.decoded().downcast_ref()
     }
 }
 
@@ -56,16 +67,23 @@ pub trait Bus: Send + Sync + 'static {
     /// rejected with [`BusError::InvalidSubject`] before anything is sent.
     async fn publish(&self, subject: String, payload: Bytes) -> Result<(), BusError>;
 
-    /// Publishes like [`Bus::publish`], with `decoded`, the payload as the publisher has it
-    /// decoded, for subscribers in the same process ([`Message::decoded`]); `payload` must be
-    /// its encoding. The NATS bus sends the bytes only.
-    async fn publish_decoded(&self, subject: String, payload: Bytes, decoded: Decoded) -> Result<(), BusError> {
-        let _ = decoded;
-        self.publish(subject, payload).await
+    /// Publishes `decoded`, the payload as the publisher has it decoded, like [`Bus::publish`]
+    /// of its encoding. Subscribers in the same process get it as it is
+    /// ([`Message::decoded`]), and it is encoded only if one of them reads bytes. The NATS bus
+    /// encodes it and sends the bytes.
+    async fn publish_decoded(&self, subject: String, decoded: Decoded) -> Result<(), BusError> {
+        self.publish(subject, decoded.encode()).await
+    }
+
+    /// Subscribes like [`Bus::subscribe`], for a subscriber that reads [`Message::decoded`]
+    /// whenever there is one: a message published decoded in this process reaches it with an
+    /// empty payload and is never encoded for it. Over NATS, the same as `subscribe`.
+    async fn subscribe_decoded(&self, subject: &str) -> Result<Subscription, BusError> {
+        self.subscribe(subject).await
     }
 
     /// Whether [`Bus::publish_decoded`] hands the decoded payload to subscribers: when not, a
-    /// publisher need not build it.
+    /// publisher may as well publish the bytes.
     fn hands_over_decoded(&self) -> bool {
         false
     }

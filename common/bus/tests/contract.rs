@@ -6,12 +6,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::time::timeout;
-use zonecast_bus::{Bus, BusError, FORWARDERS, INGESTORS, InProcessBus, NatsBus, Subjects};
+use zonecast_bus::{Bus, BusError, Encode, FORWARDERS, INGESTORS, InProcessBus, NatsBus, Subjects};
 
 const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
 
@@ -339,6 +340,30 @@ contract!(
     draining_ends_subscriptions_after_their_buffered_messages,
 );
 
+/// A decoded test payload: a number whose bytes are its decimal text, counting its encodings.
+#[derive(Debug)]
+struct Number {
+    value: u32,
+    encoded: AtomicUsize,
+}
+
+impl Number {
+    fn new(value: u32) -> Arc<Self> {
+        Arc::new(Self { value, encoded: AtomicUsize::new(0) })
+    }
+}
+
+impl Encode for Number {
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.value
+    }
+
+    fn encode(&self) -> Bytes {
+        self.encoded.fetch_add(1, Ordering::SeqCst);
+        Bytes::from(self.value.to_string())
+    }
+}
+
 #[tokio::test]
 async fn a_decoded_payload_is_handed_over_in_process_and_only_the_bytes_cross_nats() {
     for (bus, handed_over) in [(in_process_bus(), true), (nats_bus().await, false)] {
@@ -346,18 +371,38 @@ async fn a_decoded_payload_is_handed_over_in_process_and_only_the_bytes_cross_na
         let s = fresh_subjects();
         let mut plain = bus.subscribe(&s.positions_all()).await.expect("subscribe");
         let mut member = bus.queue_subscribe(&s.positions_all(), FORWARDERS).await.expect("subscribe");
+        let mut decoded_only = bus.subscribe_decoded(&s.positions_all()).await.expect("subscribe");
         bus.flush().await.expect("flush");
-        let decoded: zonecast_bus::Decoded = Arc::new(42_u32);
-        bus.publish_decoded(s.positions(3, MAC), text("forty-two"), decoded).await.expect("publish");
+        let number = Number::new(42);
+        bus.publish_decoded(s.positions(3, MAC), number.clone()).await.expect("publish");
         bus.publish(s.positions(3, MAC), text("plain")).await.expect("publish");
-        for sub in [&mut plain, &mut member] {
+        assert_eq!(number.encoded.load(Ordering::SeqCst), 1, "encoded once for all, {}", bus.kind());
+        for sub in [&mut plain, &mut member, &mut decoded_only] {
             let first: zonecast_bus::Message = next(sub).await;
-            assert_eq!(first.payload, text("forty-two"), "{}", bus.kind());
+            assert_eq!(first.payload, text("42"), "{}", bus.kind());
             assert_eq!(first.decoded::<u32>().copied(), handed_over.then_some(42), "{}", bus.kind());
             assert!(first.decoded::<String>().is_none(), "another type is not there");
             let second: zonecast_bus::Message = next(sub).await;
+            assert_eq!(second.payload, text("plain"));
             assert!(second.decoded::<u32>().is_none(), "a plain publish carries no decoded payload");
         }
+    }
+}
+
+#[tokio::test]
+async fn a_decoded_payload_nobody_reads_as_bytes_is_never_encoded_in_process() {
+    for (bus, handed_over) in [(in_process_bus(), true), (nats_bus().await, false)] {
+        let s = fresh_subjects();
+        let mut decoded_only = bus.subscribe_decoded(&s.positions_all()).await.expect("subscribe");
+        bus.flush().await.expect("flush");
+        let number = Number::new(7);
+        bus.publish_decoded(s.positions(3, MAC), number.clone()).await.expect("publish");
+        let got: zonecast_bus::Message = next(&mut decoded_only).await;
+        assert_eq!(got.decoded::<u32>().copied(), handed_over.then_some(7), "{}", bus.kind());
+        // In one process the bytes are never written; over NATS they are all there is.
+        let (payload, encodings) = if handed_over { (Bytes::new(), 0) } else { (text("7"), 1) };
+        assert_eq!(got.payload, payload, "{}", bus.kind());
+        assert_eq!(number.encoded.load(Ordering::SeqCst), encodings, "{}", bus.kind());
     }
 }
 

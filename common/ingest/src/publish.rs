@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use zonecast_bus::{Bus, BusError, Subjects};
-use zonecast_model::PositionUpdate;
+use zonecast_bus::{Bus, BusError, Encode, Subjects};
+use zonecast_model::{PositionFix, PositionUpdate};
 
 /// Why positions were not published.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,7 @@ impl Publisher {
                 Err(reason) => outcome.rejected.push((element.index, reason)),
             }
         }
-        outcome.accepted = self.publish(&valid, now).await?;
+        outcome.accepted = self.publish(valid, now).await?;
         metrics::counter!("zonecast_ingest_accepted_total", "input" => input).increment(outcome.accepted as u64);
         metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(outcome.rejected.len() as u64);
         Ok(outcome)
@@ -75,29 +76,55 @@ impl Publisher {
 
     /// Publishes `updates`, produced at `now`, returning how many. Refuses everything when the
     /// bus is not connected.
-    pub async fn publish(&self, updates: &[PositionUpdate], now: DateTime<Utc>) -> Result<usize, PublishError> {
+    pub async fn publish(&self, updates: Vec<PositionUpdate>, now: DateTime<Utc>) -> Result<usize, PublishError> {
         if !self.ready() {
             return Err(PublishError::Disconnected);
         }
-        let local = zonecast_model::format_timestamp(&now);
+        let local: Arc<str> = zonecast_model::format_timestamp(&now).into();
         // Positions of one batch mostly share their timestamp: format it once.
-        let mut last: Option<(DateTime<Utc>, String)> = None;
+        let mut last: Option<(DateTime<Utc>, Arc<str>)> = None;
         let mut count = 0;
         for update in updates {
             let subject = self.subjects.positions(update.mac.partition(self.partitions), update.mac.as_str());
-            let stamp = match &last {
-                Some((t, text)) if *t == update.timestamp => text,
-                _ => &last.insert((update.timestamp, zonecast_model::format_timestamp(&update.timestamp))).1,
+            let timestamp = match &last {
+                Some((t, text)) if *t == update.timestamp => text.clone(),
+                _ => last
+                    .insert((update.timestamp, zonecast_model::format_timestamp(&update.timestamp).into()))
+                    .1
+                    .clone(),
             };
-            let payload = update.event_bytes(self.site_id, stamp, &local);
+            let event = Published { fix: update.fix(), update, site_id: self.site_id, timestamp, local: local.clone() };
             if self.bus.hands_over_decoded() {
-                // In one process the evaluator takes the fix as it is, without parsing the bytes.
-                self.bus.publish_decoded(subject, payload.into(), Arc::new(update.fix())).await?;
+                // In one process the evaluator takes the fix as it is, and the bytes are written
+                // only if a subscriber reads them.
+                self.bus.publish_decoded(subject, Arc::new(event)).await?;
             } else {
-                self.bus.publish(subject, payload.into()).await?;
+                self.bus.publish(subject, event.encode()).await?;
             }
             count += 1;
         }
         Ok(count)
+    }
+}
+
+/// A position as published: its fix, which the evaluator takes as it is in one process, and
+/// what its event bytes are written from.
+#[derive(Debug)]
+struct Published {
+    fix: PositionFix,
+    update: PositionUpdate,
+    site_id: i64,
+    /// The update's Timestamp and the LocalTimestamp, formatted (shared across a batch).
+    timestamp: Arc<str>,
+    local: Arc<str>,
+}
+
+impl Encode for Published {
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.fix
+    }
+
+    fn encode(&self) -> Bytes {
+        self.update.event_bytes(self.site_id, &self.timestamp, &self.local).into()
     }
 }

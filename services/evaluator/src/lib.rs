@@ -62,7 +62,7 @@ async fn source_subscriptions(
     let wanted: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
     let mut all = SelectAll::new();
     for mac in &wanted {
-        all.push(deps.bus.subscribe(&deps.subjects.positions_of_device(mac.as_str())).await?);
+        all.push(deps.bus.subscribe_decoded(&deps.subjects.positions_of_device(mac.as_str())).await?);
     }
     Ok((all, wanted))
 }
@@ -79,7 +79,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     let mut engine = Engine::new(catalog, deps.subjects.clone(), deps.site_id, deps.ownership);
     let mut positions = SelectAll::new();
     for p in deps.ownership.lo..=deps.ownership.hi {
-        positions.push(deps.bus.subscribe(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
+        positions.push(deps.bus.subscribe_decoded(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
     }
     let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await.map_err(bus_err)?;
     let (collision_tx, collision_task) = collisions::spawn(deps.store.clone());
