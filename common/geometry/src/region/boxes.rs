@@ -84,7 +84,7 @@ impl Cuboid {
         Aabb::enclosing(self.corners()).unwrap_or(Aabb { min: self.origin, max: self.origin }).expanded(AABB_PAD_M)
     }
 
-    /// Words from every part of the box (see `Region::touch`).
+    /// Prefetches every part of the box (see `Region::prefetch_heap`).
     pub(crate) fn prefetch(&self) {
         super::prefetch(&self.origin);
         super::prefetch(&self.axes[2]);
@@ -178,7 +178,7 @@ impl Rect {
         Aabb { min: [lo(xs), lo(ys), -FLAT_Z_BOUND_M], max: [hi(xs), hi(ys), FLAT_Z_BOUND_M] }
     }
 
-    /// Words from every part of the parallelogram (see `Region::touch`).
+    /// Prefetches every part of the parallelogram (see `Region::prefetch_heap`).
     pub(crate) fn prefetch(&self) {
         super::prefetch(&self.origin);
         super::prefetch(&self.inv_len2);
