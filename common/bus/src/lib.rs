@@ -41,8 +41,8 @@ pub type Decoded = Arc<dyn Encode>;
 pub struct Message {
     /// The concrete subject it was published to (never a pattern).
     pub subject: String,
-    /// The bytes as published; empty for a subscription made with [`Bus::subscribe_decoded`]
-    /// when the message was published decoded in this process.
+    /// The bytes as published; may be empty for a subscription made with
+    /// [`Bus::subscribe_decoded`] when the message was published decoded in this process.
     pub payload: Bytes,
     /// The payload decoded, when it was published with [`Bus::publish_decoded`] on a bus that
     /// hands it over (the in-process one): the subscriber then need not parse the bytes. `None`
@@ -76,8 +76,9 @@ pub trait Bus: Send + Sync + 'static {
     }
 
     /// Subscribes like [`Bus::subscribe`], for a subscriber that reads [`Message::decoded`]
-    /// whenever there is one: a message published decoded in this process reaches it with an
-    /// empty payload and is never encoded for it. Over NATS, the same as `subscribe`.
+    /// whenever there is one: a message published decoded in this process is never encoded for
+    /// its sake, and reaches it with an empty payload unless another subscriber needed the
+    /// bytes. Over NATS, the same as `subscribe`.
     async fn subscribe_decoded(&self, subject: &str) -> Result<Subscription, BusError> {
         self.subscribe(subject).await
     }
