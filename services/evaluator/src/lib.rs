@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::StreamExt;
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, Mac, PositionFix};
@@ -129,21 +129,19 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                     // What is already queued is taken without going round the select again, one
                     // message ahead: while a position is evaluated, the zone index data the next
                     // one needs is loading into cache.
-                    let mut current = Taken::new(msg);
-                    for _ in 1..DRAIN {
-                        let Some(Some(msg)) = positions.next().now_or_never() else { break };
-                        let next = Taken::new(msg);
-                        if let Ok(fix) = next.fix() {
+                    let mut current = fix_of(&msg);
+                    zonecast_bus::take_ready(&mut positions, DRAIN - 1, |msg| {
+                        let next = fix_of(&msg);
+                        if let Ok(fix) = &next {
                             engine.prefetch(fix.position);
                         }
-                        shell.position(&mut engine, &current, &mut bad_log, &mut out);
-                        current = next;
-                    }
-                    shell.position(&mut engine, &current, &mut bad_log, &mut out);
+                        shell.position(&mut engine, std::mem::replace(&mut current, next), &mut bad_log, &mut out);
+                    });
+                    shell.position(&mut engine, current, &mut bad_log, &mut out);
                     shell.record_lag();
                 }
                 Some(msg) = sources.next() => {
-                    shell.position(&mut engine, &Taken::new(msg), &mut bad_log, &mut out);
+                    shell.position(&mut engine, fix_of(&msg), &mut bad_log, &mut out);
                     shell.record_lag();
                 }
                 _ = tick.tick() => {
@@ -161,28 +159,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     Ok(task)
 }
 
-/// A position message, parsed once: published in this process, the fix comes decoded; from
-/// NATS it is parsed from the bytes.
-struct Taken {
-    message: Message,
-    parsed: Option<Result<PositionFix, String>>,
-}
-
-impl Taken {
-    fn new(message: Message) -> Self {
-        let parsed = match message.decoded::<PositionFix>() {
-            Some(_) => None,
-            None => Some(PositionFix::from_event_bytes(&message.payload)),
-        };
-        Self { message, parsed }
-    }
-
-    fn fix(&self) -> Result<&PositionFix, &str> {
-        match (&self.parsed, self.message.decoded::<PositionFix>()) {
-            (Some(parsed), _) => parsed.as_ref().map_err(String::as_str),
-            (None, Some(fix)) => Ok(fix),
-            (None, None) => Err("no position"),
-        }
+/// The fix of a position message: published in this process it comes decoded; from NATS it is
+/// parsed from the bytes.
+fn fix_of(message: &Message) -> Result<PositionFix, String> {
+    match message.decoded::<PositionFix>() {
+        Some(fix) => Ok(fix.clone()),
+        None => PositionFix::from_event_bytes(&message.payload),
     }
 }
 
@@ -199,8 +181,14 @@ struct Shell {
 }
 
 impl Shell {
-    fn position(&mut self, engine: &mut Engine, taken: &Taken, bad_log: &mut RateLimited, out: &mut Vec<Output>) {
-        match taken.fix() {
+    fn position(
+        &mut self,
+        engine: &mut Engine,
+        fix: Result<PositionFix, String>,
+        bad_log: &mut RateLimited,
+        out: &mut Vec<Output>,
+    ) {
+        match fix {
             Ok(p) => {
                 let now = Utc::now();
                 self.positions_total.increment(1);
