@@ -98,7 +98,6 @@ fn with_tokens<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
     f(&buffer[..n])
 }
 
-/// Where one message goes: every plain subscriber, one member per queue group.
 /// A subscriber a message is to be sent to.
 struct Target {
     id: u64,
@@ -106,7 +105,8 @@ struct Target {
     bytes: bool,
 }
 
-/// The subscribers that had no room for a message at once.
+/// Where one message goes that had no room at once: plain subscribers, and one member per queue
+/// group.
 struct Targets {
     plain: Vec<Target>,
     /// With the name of their queue group.

@@ -1,6 +1,6 @@
 //! `Scene` against brute force: static candidates are exactly the regions whose boxes meet the
-//! query box (so every region within the margin is among them), with their distances, movable candidates follow every
-//! insert, move and removal.
+//! query box (so every region within the margin is among them), with their distances; movable
+//! candidates follow every insert, move and removal.
 
 mod reference;
 mod shapes_strategy;
