@@ -248,13 +248,12 @@ fn out_of_range_cases(w: &World) -> Vec<Case> {
     let connections = "/v3/modules/mqtt/connections";
     let (post, put) = (Method::POST, Method::PUT);
     vec![
-        case(post.clone(), zones, zone_with("AlertLevel", json!(11)), "AlertLevel: must be between 0 and 10, got 11"),
-        case(post.clone(), zones, zone_with("AlertLevel", json!(-1)), "AlertLevel: must be between 0 and 10, got -1"),
-        case(post.clone(), zones, zone_with("AlertLevel", json!(2.5)), "AlertLevel: must be an integer between 0 and 10, got 2.5"),
+        case(post.clone(), zones, zone_with("AlertLevel", json!(-1)), "AlertLevel: must be 0 or more, got -1"),
+        case(post.clone(), zones, zone_with("AlertLevel", json!(2.5)), "AlertLevel: must be an integer, got 2.5"),
         case(post.clone(), zones, zone_with("Name", json!("n".repeat(257))), "Name: must be at most 256 characters"),
-        case(put.clone(), format!("{zones}/{z}"), json!({"AlertLevel": 11}), "AlertLevel: must be between 0 and 10, got 11"),
-        case(post.clone(), format!("{zones}/batch"), json!([sphere("a", [0.0; 3], 1.0), zone_with("AlertLevel", json!(11))]), "[1].AlertLevel: must be between 0 and 10, got 11"),
-        case(put.clone(), format!("{zones}/batch"), json!([{"ZoneID": z, "AlertLevel": -1}]), "[0].AlertLevel: must be between 0 and 10, got -1"),
+        case(put.clone(), format!("{zones}/{z}"), json!({"AlertLevel": -3}), "AlertLevel: must be 0 or more, got -3"),
+        case(post.clone(), format!("{zones}/batch"), json!([sphere("a", [0.0; 3], 1.0), zone_with("AlertLevel", json!(0.5))]), "[1].AlertLevel: must be an integer, got 0.5"),
+        case(put.clone(), format!("{zones}/batch"), json!([{"ZoneID": z, "AlertLevel": -1}]), "[0].AlertLevel: must be 0 or more, got -1"),
         case(post.clone(), connections, connection_with("port", json!(70000)), "port: must be between 1 and 65535, got 70000"),
         case(post.clone(), connections, connection_with("port", json!(0)), "port: must be between 1 and 65535, got 0"),
         case(put.clone(), format!("{connections}/{}", w.connection), connection_with("port", json!(70000)), "port: must be between 1 and 65535, got 70000"),
@@ -262,7 +261,7 @@ fn out_of_range_cases(w: &World) -> Vec<Case> {
         case(put.clone(), radius, json!({"AA:BB:CC:DD:EE:FF": 101}), "AA:BB:CC:DD:EE:FF: must be between 0 and 100, got 101"),
         case(put.clone(), settings, setting("ExitDelayMs", json!(1.5)), "SettingValue: must be a whole number, got 1.5"),
         case(put.clone(), settings, setting("ExitDelayMs", json!(-1)), "SettingValue: must be between 0 and 3600000, got -1"),
-        case(put.clone(), settings, setting("SiteAlarmMinLevel", json!(12)), "SettingValue: must be between 0 and 11, got 12"),
+        case(put.clone(), settings, setting("SiteAlarmMinLevel", json!(-2)), "SettingValue: must be 0 or more, got -2"),
         case(put.clone(), settings, setting("DeviceTimeoutSeconds", json!("1e9")), "SettingValue: must be between 0 and 604800"),
         case(put.clone(), settings, setting("ExitToleranceMeters", json!("-0.5")), "SettingValue: must be between 0 and 1000, got -0.5"),
         case(put, settings, setting("DefaultDeviceRadiusMeters", json!(100.5)), "SettingValue: must be between 0 and 100, got 100.5"),
@@ -330,7 +329,7 @@ fn broken_rule_cases(w: &World) -> Vec<Case> {
     ]
 }
 
-/// `(GeometryType, GeometryData, message)`: every rule of DESIGN §2, each naming the row (or
+/// `(GeometryType, GeometryData, message)`: every geometry rule, each naming the row (or
 /// the list, for rules about the list as a whole).
 #[rustfmt::skip]
 fn geometry_cases() -> Vec<(&'static str, Value, &'static str)> {

@@ -27,7 +27,7 @@ fn ms(n: i64) -> chrono::Duration {
 
 async fn colliding(server: &Server, zone: &str) -> Vec<String> {
     let z = server.ok(Method::GET, &format!("/v3/modules/zones/{zone}"), None).await;
-    z["CollidingDevices"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_owned()).collect()
+    z["CollidingDevices"].as_array().unwrap().iter().map(|d| d["MAC"].as_str().unwrap().to_owned()).collect()
 }
 
 async fn wait_colliding(server: &Server, zone: &str, want: Vec<String>) {
@@ -59,6 +59,14 @@ async fn entering_and_leaving_a_zone_shows_in_events_and_colliding_devices(mode:
     assert_eq!(enter["Content"]["Position"], json!([11.99, 10.0, 1.0]));
     assert_eq!(enter["Timestamp"], zonecast_model::format_timestamp(&(t + ms(10))));
     wait_colliding(&server, &zone, vec![d.clone()]).await;
+    // The stay the API shows is the one the ZONE_ENTER announced, in a single zone and in the list.
+    let stay =
+        json!([{"CollisionID": enter["Content"]["CollisionID"], "MAC": d, "EntryTime": enter["Content"]["EntryTime"]}]);
+    let one = server.ok(Method::GET, &format!("/v3/modules/zones/{zone}"), None).await;
+    assert_eq!(one["CollidingDevices"], stay);
+    let all = server.ok(Method::GET, "/v3/modules/zones", None).await;
+    let listed = all.as_array().unwrap().iter().find(|z| z["ZoneID"] == zone.as_str()).unwrap();
+    assert_eq!(listed["CollidingDevices"], stay);
     server.position(&d, [20.0, 10.0, 1.0], t + ms(20)).await;
     let exit = next_matching(&mut events, WAIT, is("ZONE_EXIT", d.clone())).await;
     assert_eq!(exit["Content"]["Reason"], "position");
@@ -320,7 +328,8 @@ async fn configuration_changes_exit_devices_with_their_reason(mode: Mode) {
 async fn alert_levels_raise_site_and_device_alarms(mode: Mode) {
     let server = Server::start(mode).await;
     let mut site = sphere("crane", [0.0, 0.0, 0.0], 1.0);
-    site["AlertLevel"] = json!(9);
+    // Levels have no upper bound; any level from SiteAlarmMinLevel (8) up raises a site alarm.
+    site["AlertLevel"] = json!(u64::MAX);
     let mut device = sphere("edge", [10.0, 0.0, 0.0], 1.0);
     device["AlertLevel"] = json!(5);
     server.create_zone(site).await;
@@ -331,6 +340,7 @@ async fn alert_levels_raise_site_and_device_alarms(mode: Mode) {
     server.position(&d, [0.0, 0.0, 0.0], Utc::now()).await;
     let enter = next_json(&mut events, WAIT).await;
     assert_eq!(enter["Content"]["Alarm"], "site");
+    assert_eq!(enter["Content"]["AlertLevel"], json!(u64::MAX));
     let alarm = next_json(&mut events, WAIT).await;
     assert_eq!((alarm["Category"].as_str(), alarm["Type"].as_str()), (Some("ALARM"), Some("SITE_ALARM")));
     assert_eq!(alarm["Content"]["CollisionID"], enter["Content"]["CollisionID"]);

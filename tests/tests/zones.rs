@@ -233,6 +233,13 @@ async fn a_batch_create_returns_the_new_zones_in_order(mode: Mode) {
     let mut expected = vec![first];
     expected.extend(created);
     assert_eq!(list(&server).await, expected);
+    // AlertLevel has no upper bound.
+    let high = json!([{"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]], "AlertLevel": 1_000_000},
+        {"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]], "AlertLevel": u64::MAX}]);
+    let high = server.ok(Method::POST, "/v3/modules/zones/batch", Some(high)).await;
+    assert_eq!((&high[0]["AlertLevel"], &high[1]["AlertLevel"]), (&json!(1_000_000), &json!(u64::MAX)));
+    assert_eq!(get(&server, &id(&high[1])).await, high[1]);
+    announced(&mut changes).await;
     server.stop().await;
 }
 
@@ -431,8 +438,14 @@ async fn devices_are_merged_into_and_removed_from_a_device_list(mode: Mode) {
     server.stop().await;
 }
 
+/// A listed setting; its DisplayName and Description are the model's words for it.
 fn setting(name: &str, value: &str, active: bool, default: &str) -> Value {
-    json!({"SettingName": name, "SettingValue": value, "IsActive": active, "DefaultValue": default})
+    let known: zonecast_model::SettingName = name.parse().unwrap();
+    json!({
+        "SettingName": name, "SettingValue": value,
+        "Description": known.description(), "DisplayName": known.display_name(),
+        "IsActive": active, "DefaultValue": default,
+    })
 }
 
 fn default_settings() -> Vec<Value> {
@@ -468,7 +481,10 @@ async fn a_setting_is_written_from_a_number_or_a_numeric_string(mode: Mode) {
     assert_eq!(announced(&mut changes).await, json!({"Kind": "settings", "IDs": ["ExitDelayMs"]}));
     assert_eq!(put(json!({"SettingName": "ExitToleranceMeters", "SettingValue": 1.5})).await, ack());
     assert_eq!(announced(&mut changes).await, json!({"Kind": "settings", "IDs": ["ExitToleranceMeters"]}));
-    assert_eq!(put(json!({"SettingName": "SiteAlarmMinLevel", "SettingValue": 6, "IsActive": true})).await, ack());
+    // Description and DisplayName belong to the setting, not to the write: sent ones are ignored.
+    let with_words = json!({"SettingName": "SiteAlarmMinLevel", "SettingValue": 6, "IsActive": true,
+        "Description": "mine", "DisplayName": "mine"});
+    assert_eq!(put(with_words).await, ack());
     assert_eq!(announced(&mut changes).await, json!({"Kind": "settings", "IDs": ["SiteAlarmMinLevel"]}));
 
     let mut expected = default_settings();

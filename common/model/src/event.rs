@@ -1,4 +1,4 @@
-//! The event envelope of DESIGN §4 and the `config.changed` announcement.
+//! The event envelope every bus and MQTT message carries, and the `config.changed` announcement.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};

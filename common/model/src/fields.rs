@@ -64,6 +64,25 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A non-negative integer without upper bound: integers beyond `u64::MAX` (which JSON
+    /// carries as large doubles) count as `u64::MAX`, the highest value there is.
+    pub(crate) fn unbounded_uint(&self, name: &str) -> Result<Option<u64>, Invalid> {
+        let Some(v) = self.raw(name) else { return Ok(None) };
+        let n = match v {
+            Value::Number(n) => n,
+            other => return Err(Invalid::new(name, format!("must be an integer, got {}", type_name(other)))),
+        };
+        if let Some(n) = n.as_u64() {
+            return Ok(Some(n));
+        }
+        match n.as_f64() {
+            Some(f) if f < 0.0 => Err(Invalid::new(name, format!("must be 0 or more, got {n}"))),
+            // `as` saturates: every integer past u64::MAX ranks as the highest.
+            Some(f) if f.is_finite() && f.fract() == 0.0 => Ok(Some(f as u64)),
+            _ => Err(Invalid::new(name, format!("must be an integer, got {n}"))),
+        }
+    }
+
     pub(crate) fn array(&self, name: &str) -> Result<Option<&'a Vec<Value>>, Invalid> {
         match self.raw(name) {
             None => Ok(None),

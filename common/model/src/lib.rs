@@ -26,9 +26,6 @@ pub use position::{PASSTHROUGH_FIELDS, POSITION_CATEGORY, POSITION_TYPE, Positio
 pub use radius::{MAX_RADIUS, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingName, SettingValue, Settings};
-pub use zone::{InclusionPolicy, Zone, ZoneSpec, format_id};
+pub use zone::{CollidingDevice, InclusionPolicy, Zone, ZoneSpec, format_id};
 pub use zone_input::ZoneInput;
 pub use zonecast_geometry::{GeometryType, Shape, Vec3};
-
-/// Highest accepted `AlertLevel` (and alarm threshold setting); levels run 0..=MAX_ALERT_LEVEL.
-pub const MAX_ALERT_LEVEL: i64 = 10;

@@ -1,4 +1,4 @@
-//! Zone settings (DESIGN §3): names, defaults, ranges, and the effective values.
+//! Zone settings: names, words for a dashboard, defaults, ranges, and the effective values.
 
 use std::fmt;
 use std::str::FromStr;
@@ -56,6 +56,42 @@ impl SettingName {
         }
     }
 
+    /// A short label a dashboard can show.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::SiteAlarmMinLevel => "Site alarm from alert level",
+            Self::DeviceAlarmMinLevel => "Device alarm from alert level",
+            Self::ExitToleranceMeters => "Exit tolerance (m)",
+            Self::ExitDelayMs => "Exit delay (ms)",
+            Self::EntryDelayMs => "Entry delay (ms)",
+            Self::DeviceTimeoutSeconds => "Device timeout (s)",
+            Self::DefaultDeviceRadiusMeters => "Default device radius (m)",
+        }
+    }
+
+    /// What the setting does, in plain words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::SiteAlarmMinLevel => {
+                "An entry into a zone whose AlertLevel is at least this raises a site-wide alarm (SITE_ALARM)."
+            }
+            Self::DeviceAlarmMinLevel => {
+                "An entry into a zone whose AlertLevel is at least this, and below the site alarm level, \
+                 raises a device-level alarm (DEVICE_ALARM and an alarm command to the device)."
+            }
+            Self::ExitToleranceMeters => "How far outside a zone a device must be before it counts as out.",
+            Self::ExitDelayMs => "How long a device must stay out of a zone before its exit fires.",
+            Self::EntryDelayMs => "How long a device must stay inside a zone before its entry fires.",
+            Self::DeviceTimeoutSeconds => {
+                "Silence after which a device leaves every zone it is in (Reason timeout); 0 means never."
+            }
+            Self::DefaultDeviceRadiusMeters => {
+                "Radius of the ball around a device that has no radius of its own; it collides with a zone \
+                 when that ball touches the zone."
+            }
+        }
+    }
+
     /// The value that applies while the setting is not active.
     pub fn default_value(self) -> SettingValue {
         match self {
@@ -65,11 +101,11 @@ impl SettingName {
         }
     }
 
-    /// Accepted range and whether only whole numbers are accepted. Alarm levels go to 11 so
-    /// that an alarm kind can be switched off (AlertLevel tops out at 10).
+    /// Accepted range and whether only whole numbers are accepted. Alarm levels have no upper
+    /// bound, like AlertLevel itself.
     fn range(self) -> (f64, f64, bool) {
         match self {
-            Self::SiteAlarmMinLevel | Self::DeviceAlarmMinLevel => (0.0, 11.0, true),
+            Self::SiteAlarmMinLevel | Self::DeviceAlarmMinLevel => (0.0, f64::INFINITY, true),
             Self::ExitToleranceMeters => (0.0, 1000.0, false),
             Self::ExitDelayMs | Self::EntryDelayMs => (0.0, 3_600_000.0, true),
             Self::DeviceTimeoutSeconds => (0.0, 604_800.0, true),
@@ -81,7 +117,11 @@ impl SettingName {
     pub fn check(self, v: f64) -> Result<SettingValue, String> {
         let (min, max, whole) = self.range();
         if !v.is_finite() || v < min || v > max {
-            return Err(format!("must be between {min} and {max}, got {v}"));
+            return Err(if max.is_finite() {
+                format!("must be between {min} and {max}, got {v}")
+            } else {
+                format!("must be {min} or more, got {v}")
+            });
         }
         if whole && v.fract() != 0.0 {
             return Err(format!("must be a whole number, got {v}"));
@@ -148,11 +188,14 @@ impl Setting {
         Ok(Self { name, value, active })
     }
 
-    /// JSON of operation 13: `SettingValue` as text, plus the default for reference.
+    /// JSON of operation 13: `SettingValue` as text, the words a dashboard shows, and the
+    /// default for reference.
     pub fn to_json(&self) -> Value {
         json!({
             "SettingName": self.name.as_str(),
             "SettingValue": format_value(self.value),
+            "Description": self.name.description(),
+            "DisplayName": self.name.display_name(),
             "IsActive": self.active,
             "DefaultValue": format_value(self.name.default_value()),
         })
@@ -217,6 +260,26 @@ mod tests {
             Setting::parse(&json!({"SettingName": "ExitToleranceMeters", "SettingValue": "far"})).unwrap_err().unwrap();
         assert_eq!(e.to_string(), "SettingValue: 'far' is not a number");
         assert_eq!(Setting::parse(&json!({"SettingName": "Nope", "SettingValue": 1})), Err(None));
+    }
+
+    #[test]
+    fn alarm_levels_have_no_upper_bound_but_stay_whole_and_non_negative() {
+        let s = Setting::parse(&json!({"SettingName": "SiteAlarmMinLevel", "SettingValue": 1e19})).unwrap();
+        assert_eq!(s.value, 1e19);
+        let e = Setting::parse(&json!({"SettingName": "SiteAlarmMinLevel", "SettingValue": -1})).unwrap_err().unwrap();
+        assert_eq!(e.to_string(), "SettingValue: must be 0 or more, got -1");
+        let e =
+            Setting::parse(&json!({"SettingName": "DeviceAlarmMinLevel", "SettingValue": 4.5})).unwrap_err().unwrap();
+        assert_eq!(e.to_string(), "SettingValue: must be a whole number, got 4.5");
+    }
+
+    #[test]
+    fn every_setting_has_words_for_a_dashboard() {
+        for name in SettingName::ALL {
+            let json = Setting::listing(&[]).into_iter().find(|s| s.name == name).unwrap().to_json();
+            assert!(!json["DisplayName"].as_str().unwrap().is_empty(), "{name}");
+            assert!(json["Description"].as_str().unwrap().len() > 20, "{name}");
+        }
     }
 
     #[test]

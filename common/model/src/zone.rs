@@ -43,8 +43,8 @@ pub struct ZoneSpec {
     pub geometry_type: GeometryType,
     /// Rows as given (normalisation happens when the shape is built).
     pub geometry_data: Vec<Vec3>,
-    /// 0..=10; selects the alarm kind on entry.
-    pub alert_level: i64,
+    /// 0 is the lowest priority, with no upper bound; selects the alarm kind on entry.
+    pub alert_level: u64,
     /// Inactive zones hold nobody.
     pub active: bool,
     /// Default inclusion of devices.
@@ -72,6 +72,21 @@ pub fn format_id(id: &Uuid) -> String {
     id.hyphenated().to_string().to_ascii_uppercase()
 }
 
+/// One device inside a zone now, with the identity and entry time of its stay: the same
+/// `CollisionID` and `EntryTime` its `ZONE_ENTER` event carried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollidingDevice {
+    /// Identity of this stay.
+    #[serde(rename = "CollisionID", with = "upper_uuid")]
+    pub collision_id: Uuid,
+    /// The device.
+    #[serde(rename = "MAC")]
+    pub mac: Mac,
+    /// When the device entered; written with milliseconds.
+    #[serde(rename = "EntryTime", with = "millis_required")]
+    pub entry_time: DateTime<Utc>,
+}
+
 /// A zone as the API returns it: the spec plus site and current collisions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Zone {
@@ -81,14 +96,15 @@ pub struct Zone {
     /// The configuration.
     #[serde(flatten)]
     pub spec: ZoneSpec,
-    /// Devices inside the zone now.
+    /// Devices inside the zone now, ordered by MAC.
     #[serde(rename = "CollidingDevices")]
-    pub colliding_devices: Vec<Mac>,
+    pub colliding_devices: Vec<CollidingDevice>,
 }
 
 impl Zone {
-    /// The API view of `spec` on `site_id` with the devices inside it now.
-    pub fn new(spec: ZoneSpec, site_id: i64, colliding_devices: Vec<Mac>) -> Self {
+    /// The API view of `spec` on `site_id` with the devices inside it now, in any order.
+    pub fn new(spec: ZoneSpec, site_id: i64, mut colliding_devices: Vec<CollidingDevice>) -> Self {
+        colliding_devices.sort_by(|a, b| a.mac.cmp(&b.mac));
         Self { site_id, spec, colliding_devices }
     }
 }
@@ -105,6 +121,20 @@ mod upper_uuid {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
         let text = String::deserialize(d)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A time as ISO 8601 UTC with milliseconds.
+mod millis_required {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::format_timestamp(t))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        DateTime::<Utc>::deserialize(d)
     }
 }
 

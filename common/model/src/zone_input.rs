@@ -7,7 +7,7 @@ use uuid::Uuid;
 use zonecast_geometry::{GeometryType, Vec3};
 
 use crate::fields::{Fields, type_name};
-use crate::{InclusionPolicy, Invalid, MAX_ALERT_LEVEL, Mac, ZoneAction, ZoneSpec};
+use crate::{InclusionPolicy, Invalid, Mac, ZoneAction, ZoneSpec};
 
 /// Longest accepted zone name, in characters.
 const MAX_NAME_CHARS: usize = 256;
@@ -31,7 +31,7 @@ pub struct ZoneInput {
     /// `GeometryData`.
     pub geometry_data: Option<Vec<Vec3>>,
     /// `AlertLevel`.
-    pub alert_level: Option<i64>,
+    pub alert_level: Option<u64>,
     /// `Active`.
     pub active: Option<bool>,
     /// `InclusionPolicy`.
@@ -100,7 +100,7 @@ impl ZoneInput {
             name,
             geometry_type,
             geometry_data,
-            alert_level: f.int("AlertLevel", 0, MAX_ALERT_LEVEL)?,
+            alert_level: f.unbounded_uint("AlertLevel")?,
             active: f.bool("Active")?,
             inclusion_policy,
             device_list,
@@ -283,6 +283,20 @@ mod tests {
     }
 
     #[test]
+    fn alert_level_has_no_upper_bound() {
+        let level = |v: Value| {
+            let mut input = sphere();
+            input["AlertLevel"] = v;
+            ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap().alert_level
+        };
+        assert_eq!(level(json!(11)), 11);
+        assert_eq!(level(json!(3.0)), 3);
+        assert_eq!(level(json!(u64::MAX)), u64::MAX);
+        // Past u64::MAX JSON integers arrive as doubles; they rank as the highest level there is.
+        assert_eq!(level(json!(1e30)), u64::MAX);
+    }
+
+    #[test]
     fn create_requires_geometry() {
         let e = ZoneInput::parse(&json!({"Name": "x"})).unwrap().create(Uuid::new_v4()).unwrap_err();
         assert_eq!(e.to_string(), "GeometryType: is required");
@@ -292,7 +306,8 @@ mod tests {
     fn wrong_types_and_ranges_name_the_field() {
         let cases = [
             (json!({"Name": 5}), "Name: must be a string, got a number"),
-            (json!({"AlertLevel": 11}), "AlertLevel: must be between 0 and 10, got 11"),
+            (json!({"AlertLevel": -1}), "AlertLevel: must be 0 or more, got -1"),
+            (json!({"AlertLevel": 2.5}), "AlertLevel: must be an integer, got 2.5"),
             (json!({"AlertLevel": "3"}), "AlertLevel: must be an integer, got a string"),
             (json!({"Active": "yes"}), "Active: must be a boolean, got a string"),
             (json!({"InclusionPolicy": "some"}), "InclusionPolicy: must be 'all' or 'none', got 'some'"),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{Connection, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, Connection, Mac, Setting, ZoneSpec};
 
 pub use error::{Result, StoreError};
 pub use postgres::PgStore;
@@ -34,6 +34,12 @@ pub struct Collision {
     pub collision_id: Uuid,
     /// When the device entered.
     pub entry_time: DateTime<Utc>,
+}
+
+impl From<Collision> for CollidingDevice {
+    fn from(c: Collision) -> Self {
+        Self { collision_id: c.collision_id, mac: c.mac, entry_time: c.entry_time }
+    }
 }
 
 /// An MQTT connection as stored: the model value and its password, encrypted by the caller.
@@ -122,8 +128,8 @@ pub trait Store: Send + Sync + 'static {
     /// nothing changes.
     async fn delete_zones(&self, ids: &[Uuid]) -> Result<()>;
 
-    /// Devices inside `zone` now, sorted; empty for an unknown zone.
-    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<Mac>>;
+    /// Devices inside `zone` now with their stays, sorted by MAC; empty for an unknown zone.
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>>;
     /// Every current collision, sorted by zone id and MAC.
     async fn all_collisions(&self) -> Result<Vec<Collision>>;
     /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`. Entries

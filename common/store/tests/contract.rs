@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 use uuid::Uuid;
-use zonecast_model::{Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_id};
+use zonecast_model::{CollidingDevice, Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_id};
 use zonecast_store::{
     Collision, ConnectionStatus, PgStore, SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, postgres,
 };
@@ -317,11 +317,12 @@ async fn an_update_batch_with_an_unknown_id_changes_nothing(store: Arc<dyn Store
 async fn a_delete_batch_with_an_unknown_id_deletes_nothing(store: Arc<dyn Store>) {
     let zones: Vec<ZoneSpec> = ["a", "b", "c"].into_iter().map(zone).collect();
     store.insert_zones(&zones).await.unwrap();
-    store.write_collisions(&[collision(zones[0].id, "00:00:00:00:00:01", 0)], &[]).await.unwrap();
+    let inside = collision(zones[0].id, "00:00:00:00:00:01", 0);
+    store.write_collisions(std::slice::from_ref(&inside), &[]).await.unwrap();
     let missing = Uuid::new_v4();
     assert_not_found(store.delete_zones(&[zones[0].id, missing, zones[1].id]).await, "zone", &format_id(&missing));
     assert_eq!(store.list_zones().await.unwrap(), zones);
-    assert_eq!(store.colliding_devices(zones[0].id).await.unwrap(), [mac("00:00:00:00:00:01")]);
+    assert_eq!(store.colliding_devices(zones[0].id).await.unwrap(), [CollidingDevice::from(inside)]);
     // Deleting the same zone twice in one batch: the second finds it gone.
     assert_not_found(store.delete_zones(&[zones[2].id, zones[2].id]).await, "zone", &format_id(&zones[2].id));
     assert_eq!(store.list_zones().await.unwrap().len(), 3);
@@ -336,7 +337,9 @@ async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<dyn Store>)
     let b = collision(z1.id, "00:00:00:00:00:0A", 2);
     let c = collision(z2.id, "00:00:00:00:00:0A", 3);
     store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[]).await.unwrap();
-    assert_eq!(store.colliding_devices(z1.id).await.unwrap(), [mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B")]);
+    // The stays of one zone, by MAC, each with the CollisionID and EntryTime written.
+    let inside: Vec<CollidingDevice> = vec![b.clone().into(), a.clone().into()];
+    assert_eq!(store.colliding_devices(z1.id).await.unwrap(), inside);
     let mut expected = vec![a.clone(), b.clone(), c.clone()];
     expected.sort_by(|x, y| (x.zone_id, &x.mac).cmp(&(y.zone_id, &y.mac)));
     assert_eq!(store.all_collisions().await.unwrap(), expected);

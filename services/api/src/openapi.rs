@@ -22,7 +22,7 @@ fn schemas() -> Value {
         "Name": {"type": "string", "maxLength": 256},
         "GeometryType": {"type": "string", "enum": ["sphere", "circle", "cuboid", "square", "cylinder", "polygon"]},
         "GeometryData": {"type": "array", "items": row},
-        "AlertLevel": {"type": "integer", "minimum": 0, "maximum": 10},
+        "AlertLevel": {"type": "integer", "minimum": 0, "description": "0 is the lowest priority; no upper bound (levels past 18446744073709551615 rank as that one)"},
         "Active": {"type": "boolean"},
         "InclusionPolicy": {"type": "string", "enum": ["all", "none"]},
         "DeviceList": {"type": "array", "items": mac},
@@ -35,7 +35,13 @@ fn schemas() -> Value {
     let mut zone = zone_fields.as_object().cloned().unwrap_or_default();
     zone.insert("SiteID".into(), json!({"type": "integer"}));
     zone.insert("ZoneID".into(), json!({"type": "string", "format": "uuid"}));
-    zone.insert("CollidingDevices".into(), json!({"type": "array", "items": mac}));
+    zone.insert("CollidingDevices".into(), json!({"type": "array", "items": {
+        "type": "object",
+        "required": ["CollisionID", "MAC", "EntryTime"],
+        "properties": {
+            "CollisionID": {"type": "string", "format": "uuid", "description": "the CollisionID of the ZONE_ENTER event"},
+            "MAC": mac,
+            "EntryTime": {"type": "string", "format": "date-time", "description": "the EntryTime of the ZONE_ENTER event"}}}}));
     zone.insert("IsGeometryLocked".into(), json!({"type": "boolean"}));
     let mut update = zone_fields.as_object().cloned().unwrap_or_default();
     update.insert("ZoneID".into(), json!({"type": "string", "format": "uuid", "description": "selects the zone; without it, Name must match exactly one zone"}));
@@ -69,6 +75,8 @@ fn schemas() -> Value {
     let setting = json!({"type": "object", "required": ["SettingName"], "properties": {
         "SettingName": {"type": "string", "enum": ["SiteAlarmMinLevel", "DeviceAlarmMinLevel", "ExitToleranceMeters", "ExitDelayMs", "EntryDelayMs", "DeviceTimeoutSeconds", "DefaultDeviceRadiusMeters"]},
         "SettingValue": {"type": ["string", "number"]},
+        "Description": {"type": "string", "readOnly": true, "description": "what the setting does; ignored on input"},
+        "DisplayName": {"type": "string", "readOnly": true, "description": "a label for dashboards; ignored on input"},
         "IsActive": {"type": "boolean", "default": true},
         "DefaultValue": {"type": "string", "readOnly": true}}});
     json!({

@@ -131,8 +131,9 @@ impl Catalog {
         self.static_zone[scene_index]
     }
 
-    /// Alarm kind of an entry into a zone of `alert_level` (DESIGN §2).
-    pub fn alarm_kind(&self, alert_level: i64) -> &'static str {
+    /// Alarm kind of an entry into a zone of `alert_level`: `site` from SiteAlarmMinLevel,
+    /// else `device` from DeviceAlarmMinLevel, else `log`.
+    pub fn alarm_kind(&self, alert_level: u64) -> &'static str {
         let level = alert_level as f64;
         if level >= self.settings.get(SettingName::SiteAlarmMinLevel) {
             "site"

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Json;
 use uuid::Uuid;
-use zonecast_model::{Connection as MqttConnection, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, Connection as MqttConnection, Mac, Setting, ZoneSpec};
 
 use super::{Db, PgStore, detail, is_code};
 use crate::codec;
@@ -180,13 +180,14 @@ impl Store for PgStore {
         tx.commit().await.db()
     }
 
-    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<Mac>> {
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT mac FROM collisions WHERE zone_id = $1").await.db()?;
-        let rows = client.query(&stmt, &[&zone]).await.db()?;
-        let mut macs = rows.iter().map(|r| codec::mac(r.try_get(0).db()?)).collect::<Result<Vec<_>>>()?;
-        macs.sort();
-        Ok(macs)
+        let stmt = client
+            .prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions WHERE zone_id = $1")
+            .await
+            .db()?;
+        let inside = sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)?;
+        Ok(inside.into_iter().map(CollidingDevice::from).collect())
     }
 
     async fn all_collisions(&self) -> Result<Vec<Collision>> {

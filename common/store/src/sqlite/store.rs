@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use uuid::Uuid;
-use zonecast_model::{Connection as MqttConnection, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, Connection as MqttConnection, Mac, Setting, ZoneSpec};
 
 use super::{Db, SqliteStore, is_foreign_key, is_unique};
 use crate::codec::{self, from_json, to_json};
@@ -160,19 +160,9 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<Mac>> {
-        self.run(move |conn| {
-            let mut stmt = conn.prepare_cached("SELECT mac FROM collisions WHERE zone_id = ?1").db()?;
-            let texts = stmt
-                .query_map([id(&zone)], |r| r.get::<_, String>(0))
-                .db()?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .db()?;
-            let mut macs = texts.iter().map(|t| codec::mac(t)).collect::<Result<Vec<_>>>()?;
-            macs.sort();
-            Ok(macs)
-        })
-        .await
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
+        self.run(move |conn| Ok(collisions_of(conn, Some(&zone))?.into_iter().map(CollidingDevice::from).collect()))
+            .await
     }
 
     async fn all_collisions(&self) -> Result<Vec<Collision>> {

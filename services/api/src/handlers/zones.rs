@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_id};
+use zonecast_model::{CollidingDevice, ConfigKind, Zone, ZoneInput, ZoneSpec, format_id};
 
 use super::element_id;
 use crate::body;
@@ -26,16 +26,15 @@ async fn announce(ctx: &Context, zones: &[ZoneSpec]) {
 /// Operation 1.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let zones = ctx.store.list_zones().await?;
-    let mut inside: HashMap<Uuid, Vec<Mac>> = HashMap::new();
+    let mut inside: HashMap<Uuid, Vec<CollidingDevice>> = HashMap::new();
     for c in ctx.store.all_collisions().await? {
-        inside.entry(c.zone_id).or_default().push(c.mac);
+        inside.entry(c.zone_id).or_default().push(c.into());
     }
     let out: Vec<Zone> = zones
         .into_iter()
         .map(|z| {
-            let mut macs = inside.remove(&z.id).unwrap_or_default();
-            macs.sort();
-            Zone::new(z, ctx.site_id, macs)
+            let devices = inside.remove(&z.id).unwrap_or_default();
+            Zone::new(z, ctx.site_id, devices)
         })
         .collect();
     Ok(reply::ok(&out))
