@@ -158,7 +158,7 @@ async fn paths_the_document_does_not_list_are_not_found(mode: Mode) {
     let server = Server::start(mode).await;
     let doc = document(&server).await;
     let documented = |path: &str| doc["paths"].get(path).is_some();
-    // Position input shares the API's listener only in the all-in-one (DESIGN §6); the
+    // Position input shares the API's listener only in the all-in-one; the
     // distributed API leaves it to the ingestor.
     assert_eq!(documented("/v3/positions"), mode == Mode::AllInOne, "POST /v3/positions in {mode:?}");
     let mut undocumented =

@@ -1,4 +1,4 @@
-//! Every subject name and queue group of the system (DESIGN §4), built from one prefix.
+//! Every subject name and queue group of the system, built from one prefix.
 
 /// The prefix used when none is configured (`ZONECAST_SUBJECT_PREFIX`).
 pub const DEFAULT_PREFIX: &str = "zonecast";

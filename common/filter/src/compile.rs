@@ -19,7 +19,8 @@ const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
 /// Compiles a FilterChain (must be a JSON array of filter objects; null is treated as an empty chain).
 ///
 /// Errors name the place in the chain (`[0].Children.all[1].Match`) and the rule broken; the
-/// first problem found is reported. Besides the rules of DESIGN §5 this rejects:
+/// first problem found is reported. Besides unknown templates and types, regexes that do not
+/// compile, bad selectors and non-numeric `Match` values for numeric types, this rejects:
 /// a filter with nothing to test (no `FilterTemplate`, `Type` or child filter), an empty `any`,
 /// `Selector` or `Match` without a `Type`, `Invert` on a filter that has only `Children`
 /// (it would negate nothing), a non-finite numeric `Match`, more than [`MAX_DEPTH`] levels and

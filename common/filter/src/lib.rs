@@ -1,4 +1,4 @@
-//! Filter chains (DESIGN §5): compile a connection topic's `FilterChain` JSON once, match events fast.
+//! Filter chains: compile a connection topic's `FilterChain` JSON once, match events fast.
 //!
 //! The config API calls [`compile`] when a connection is written and turns a [`FilterError`] into a
 //! 422; the forwarder keeps the compiled [`Chain`] and calls [`Chain::matches`] on every event.

@@ -1,4 +1,4 @@
-//! Configuration: a TOML file, then `ZONECAST_*` environment variables on top (DESIGN §6).
+//! Configuration: a TOML file, then `ZONECAST_*` environment variables on top.
 //! Loaded once in `main` and passed down; tests build [`Config`] in code.
 
 use std::collections::HashMap;

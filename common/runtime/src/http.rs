@@ -52,7 +52,7 @@ pub fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
     response
 }
 
-/// The error body of DESIGN §3.
+/// The error body every failed request gets: `{"status", "success": false, "error", "message"}`.
 pub fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     json_response(
         status,

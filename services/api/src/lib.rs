@@ -1,4 +1,4 @@
-//! zonecast config API: the 22 zone and MQTT operations of DESIGN §3 plus lock/unlock, deletes,
+//! zonecast config API: the 22 zone and MQTT operations of the specification plus lock/unlock, deletes,
 //! connection status, tokens, OpenAPI, health and metrics, over warp. Stateless: it writes the
 //! store and announces every change on `<prefix>.config.changed`.
 
