@@ -95,16 +95,18 @@ async fn the_document_has_the_shape_of_openapi_3(mode: Mode) {
         assert!(!ids.contains(&id.to_owned()), "operationId {id} repeats");
         ids.push(id.to_owned());
         assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path} has no responses");
-        for param in op["parameters"].as_array().into_iter().flatten() {
+        let in_path: Vec<&Value> =
+            op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == "path").collect();
+        for param in &in_path {
             let name = param["name"].as_str().unwrap();
             assert!(path.contains(&format!("{{{name}}}")), "{method} {path}: parameter {name} is not in the path");
         }
         let placeholders = path.matches('{').count();
-        assert_eq!(
-            op["parameters"].as_array().map_or(0, Vec::len),
-            placeholders,
-            "{method} {path}: every path parameter is described"
-        );
+        assert_eq!(in_path.len(), placeholders, "{method} {path}: every path parameter is described");
+        for param in op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] != "path") {
+            assert_eq!(param["in"], "header", "{method} {path}: {param}");
+            assert!(op["responses"]["412"].is_object(), "{method} {path}: a precondition header can fail with 412");
+        }
     }
     let mut all = Vec::new();
     refs(&doc, &mut all);

@@ -65,6 +65,10 @@ pub struct ZoneSpec {
     pub mobile_origin_source: Option<Mac>,
     /// While true, GeometryType and GeometryData cannot change.
     pub is_geometry_locked: bool,
+    /// How many times the stored zone has been written since it was created (0 for a new
+    /// zone). Kept by the store beside the JSON, not in it; the API shows it as the ETag.
+    #[serde(skip)]
+    pub version: u64,
 }
 
 /// IDs (zones, connections, profiles, collisions) are returned as upper-case UUIDs.

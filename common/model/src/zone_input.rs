@@ -132,6 +132,7 @@ impl ZoneInput {
             stop_time: None,
             mobile_origin_source: None,
             is_geometry_locked: false,
+            version: 0,
         };
         self.merge(base)
     }

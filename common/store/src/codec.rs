@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
-use zonecast_model::{Mac, Setting, SettingName};
+use zonecast_model::{Mac, Setting, SettingName, ZoneSpec};
 
 use crate::{Collision, Result, StoreError};
 
@@ -19,6 +19,13 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String> {
 /// A model value from its stored JSON text.
 pub(crate) fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("decoding a stored {what}: {e}")))
+}
+
+/// A zone read back from its JSON and its version column.
+pub(crate) fn zone(text: &str, version: i64) -> Result<ZoneSpec> {
+    let mut zone: ZoneSpec = from_json(text, "zone")?;
+    zone.version = uncounter(version);
+    Ok(zone)
 }
 
 /// A MAC read back from a column.

@@ -36,6 +36,15 @@ pub enum StoreError {
         /// Identity of the missing row.
         id: String,
     },
+    /// A conditional write found the row at another version than the writer read: a
+    /// concurrent write came first. Read again and retry, or report the stale precondition.
+    #[error("{what} {id} was changed by another write")]
+    Conflict {
+        /// Kind of row, e.g. `"zone"`.
+        what: &'static str,
+        /// Its identity as the API shows it.
+        id: String,
+    },
     /// The database cannot be reached (connect, pool, busy). The text is for logs only.
     #[error("store unavailable")]
     Unavailable(String),
@@ -57,6 +66,11 @@ impl StoreError {
     /// `NotFound` for `what` with the API's upper-case spelling of `id`.
     pub(crate) fn not_found(what: &'static str, id: &uuid::Uuid) -> Self {
         Self::NotFound { what, id: zonecast_model::format_id(id) }
+    }
+
+    /// `Conflict` for `what` with the API's upper-case spelling of `id`.
+    pub(crate) fn conflict(what: &'static str, id: &uuid::Uuid) -> Self {
+        Self::Conflict { what, id: zonecast_model::format_id(id) }
     }
 
     /// The certificate profile a connection names does not exist.

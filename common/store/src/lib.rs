@@ -122,11 +122,18 @@ pub trait Store: Send + Sync + 'static {
     /// Inserts new zones in one transaction (listing order follows the slice). An id that
     /// exists already is a `Backend` error and nothing is inserted.
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
-    /// Replaces zones by id in one transaction; a missing id is `NotFound` and nothing changes.
+    /// Replaces zones by id in one transaction, each only if it is still at the `version` it
+    /// carries (the one it was read at), and raises each version by one. A missing id is
+    /// `NotFound`, a zone at another version `Conflict` (a concurrent write came first); either
+    /// way nothing changes. This is what makes a read-modify-write atomic: on `Conflict`, read
+    /// again and redo the change.
     async fn update_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
     /// Deletes zones and their collisions in one transaction; a missing id is `NotFound` and
     /// nothing changes.
     async fn delete_zones(&self, ids: &[Uuid]) -> Result<()>;
+    /// Deletes one zone and its collisions if it is at `version`: `NotFound` if it is gone,
+    /// `Conflict` if it is at another version.
+    async fn delete_zone_at(&self, id: Uuid, version: u64) -> Result<()>;
 
     /// Devices inside `zone` now with their stays, sorted by MAC; empty for an unknown zone.
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>>;

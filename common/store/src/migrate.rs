@@ -15,12 +15,16 @@ pub(crate) struct Migration {
 }
 
 /// PostgreSQL migrations, in order.
-pub(crate) const POSTGRES: &[Migration] =
-    &[Migration { version: 1, name: "init", sql: include_str!("../migrations/postgres/V1__init.sql") }];
+pub(crate) const POSTGRES: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../migrations/postgres/V1__init.sql") },
+    Migration { version: 2, name: "zone_versions", sql: include_str!("../migrations/postgres/V2__zone_versions.sql") },
+];
 
 /// SQLite migrations, in order.
-pub(crate) const SQLITE: &[Migration] =
-    &[Migration { version: 1, name: "init", sql: include_str!("../migrations/sqlite/V1__init.sql") }];
+pub(crate) const SQLITE: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../migrations/sqlite/V1__init.sql") },
+    Migration { version: 2, name: "zone_versions", sql: include_str!("../migrations/sqlite/V2__zone_versions.sql") },
+];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that
 /// replicas starting together migrate one at a time.
@@ -138,7 +142,9 @@ mod tests {
     #[test]
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(SQLITE, &[]).len(), SQLITE.len());
-        assert!(pending(SQLITE, &[1]).is_empty());
-        assert!(pending(SQLITE, &[1, 99]).is_empty());
+        let versions = |ms: Vec<&Migration>| ms.iter().map(|m| m.version).collect::<Vec<_>>();
+        assert_eq!(versions(pending(SQLITE, &[1])), [2]);
+        assert!(pending(SQLITE, &[1, 2]).is_empty());
+        assert!(pending(SQLITE, &[1, 2, 99]).is_empty());
     }
 }

@@ -103,6 +103,8 @@ macro_rules! contract {
 contract!(
     the_store_names_its_kind_and_answers_pings,
     zones_round_trip_with_every_field,
+    a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing,
+    a_zone_is_deleted_at_a_version_only_if_it_is_still_at_it,
     zones_list_in_creation_order,
     get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing,
     unknown_zones_are_not_found_by_their_upper_case_id,
@@ -127,6 +129,9 @@ contract!(
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()
 }
+
+/// Schema steps each dialect has (`migrations/<dialect>/V<n>__*.sql`).
+const MIGRATIONS: usize = 2;
 
 fn at(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_795_000_000_000 + ms).unwrap()
@@ -240,8 +245,43 @@ async fn zones_round_trip_with_every_field(store: Arc<dyn Store>) {
     changed.is_timed = false;
     changed.device_list.clear();
     store.update_zones(&[changed.clone()]).await.unwrap();
-    assert_eq!(store.get_zone(full.id).await.unwrap(), changed);
+    // A write raises the zone's version by one.
+    assert_eq!(store.get_zone(full.id).await.unwrap(), ZoneSpec { version: 1, ..changed });
     assert_eq!(store.get_zone(plain.id).await.unwrap(), plain);
+}
+
+async fn a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing(store: Arc<dyn Store>) {
+    let (a, b) = (zone("a"), zone("b"));
+    store.insert_zones(&[a.clone(), b.clone()]).await.unwrap();
+    // Two writers read version 0; the first write wins and makes version 1.
+    let first = ZoneSpec { name: "first".to_owned(), ..a.clone() };
+    let second = ZoneSpec { name: "second".to_owned(), ..a.clone() };
+    store.update_zones(std::slice::from_ref(&first)).await.unwrap();
+    let other = ZoneSpec { name: "b2".to_owned(), ..b.clone() };
+    let err = store.update_zones(&[other, second]).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { what: "zone", .. }), "{err:?}");
+    assert_eq!(err.to_string(), format!("zone {} was changed by another write", format_id(&a.id)));
+    // The batch is all or nothing: b is unchanged too.
+    assert_eq!(store.list_zones().await.unwrap(), vec![ZoneSpec { version: 1, ..first.clone() }, b.clone()]);
+    // Redone from a fresh read, the write goes through.
+    let fresh = store.get_zone(a.id).await.unwrap();
+    store.update_zones(&[ZoneSpec { name: "second".to_owned(), ..fresh }]).await.unwrap();
+    assert_eq!(store.get_zone(a.id).await.unwrap().version, 2);
+    // A missing zone is still not found, not a conflict.
+    let ghost = zone("ghost");
+    assert_not_found(store.update_zones(std::slice::from_ref(&ghost)).await, "zone", &format_id(&ghost.id));
+}
+
+async fn a_zone_is_deleted_at_a_version_only_if_it_is_still_at_it(store: Arc<dyn Store>) {
+    let a = zone("a");
+    store.insert_zones(std::slice::from_ref(&a)).await.unwrap();
+    store.update_zones(std::slice::from_ref(&a)).await.unwrap();
+    let err = store.delete_zone_at(a.id, 0).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+    assert_eq!(store.list_zones().await.unwrap().len(), 1);
+    store.delete_zone_at(a.id, 1).await.unwrap();
+    assert!(store.list_zones().await.unwrap().is_empty());
+    assert_not_found(store.delete_zone_at(a.id, 1).await, "zone", &format_id(&a.id));
 }
 
 async fn zones_list_in_creation_order(store: Arc<dyn Store>) {
@@ -586,7 +626,7 @@ async fn a_reopened_sqlite_file_keeps_its_data_and_migrates_once() {
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
     let applied: i64 = conn.query_row("SELECT count(*) FROM zonecast_migrations", [], |r| r.get(0)).unwrap();
-    assert_eq!(applied, 1);
+    assert_eq!(applied as usize, MIGRATIONS);
     // Two stores on one file at once (e.g. a CLI next to the server) both work.
     let (s1, s2) = (SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap());
     s1.insert_zones(&[zone("from s1")]).await.unwrap();
@@ -638,7 +678,7 @@ async fn replicas_starting_together_migrate_a_fresh_database_once() {
     let (client, driver) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(driver);
     let applied: i64 = client.query_one("SELECT count(*) FROM zonecast_migrations", &[]).await.unwrap().get(0);
-    assert_eq!(applied, 1);
+    assert_eq!(applied as usize, MIGRATIONS);
     drop(client);
     drop(stores);
     Harness { store: Arc::new(again), cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }.passed().await;

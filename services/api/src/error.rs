@@ -31,6 +31,9 @@ pub enum ApiError {
         /// The methods the path takes.
         allow: String,
     },
+    /// 412: an `If-Match` header names another version than the zone is at now.
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// 422: types, ranges, references, geometry.
     #[error("{0}")]
     Invalid(String),
@@ -63,6 +66,8 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound { .. } => Self::NotFound(e.to_string()),
             StoreError::InUse { .. } | StoreError::Reference { .. } => Self::Invalid(e.to_string()),
+            // Reached only when a write kept losing to concurrent ones for its whole retry time.
+            StoreError::Conflict { .. } => Self::Unavailable(e.to_string()),
             StoreError::Unavailable(cause) => Self::Unavailable(cause),
             StoreError::Backend(cause) => Self::Internal(cause),
         }
@@ -79,6 +84,7 @@ impl ApiError {
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "not_found"),
+            Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "precondition_failed"),
             Self::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_data"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

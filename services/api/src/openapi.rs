@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 use zonecast_runtime::Authority;
 
-use crate::routes::Route;
+use crate::routes::{Op, Route};
 
 fn schema_ref(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -122,7 +122,7 @@ fn schemas() -> Value {
         "Ack": {"type": "object", "properties": {"status": {"type": "integer", "enum": [200]}, "success": {"type": "boolean", "enum": [true]}}},
         "Error": {"type": "object", "required": ["status", "success", "error", "message"], "properties": {
             "status": {"type": "integer"}, "success": {"type": "boolean", "enum": [false]},
-            "error": {"type": "string", "enum": ["malformed", "unauthorized", "forbidden", "not_found", "invalid_data", "unavailable", "internal"]},
+            "error": {"type": "string", "enum": ["malformed", "unauthorized", "forbidden", "not_found", "precondition_failed", "invalid_data", "unavailable", "internal"]},
             "message": {"type": "string"}}},
         "PositionInput": {"description": "a LOCATION_RAW_UPDATE event, a LOCATION_BATCH_UPDATE, a compact {MAC, Position, Timestamp?} object, or an array of these",
             "oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}]},
@@ -174,6 +174,30 @@ pub fn document(routes: &[Route]) -> Value {
         if !params.is_empty() {
             op["parameters"] = Value::Array(params.clone());
             op["responses"]["404"] = error_response("unknown ID");
+        }
+        if matches!(
+            route.op,
+            Op::UpdateZone | Op::DeleteZone | Op::AddDevices | Op::RemoveDevices | Op::LockZone | Op::UnlockZone
+        ) {
+            let if_match = json!({"name": "If-Match", "in": "header", "required": false, "schema": {"type": "string"},
+                "description": "the zone's ETag as read (or *); a zone at another version is 412 and nothing changes"});
+            if let Some(params) = op["parameters"].as_array_mut() {
+                params.push(if_match);
+            }
+            op["responses"]["412"] = error_response("If-Match names another version than the zone is at");
+        }
+        if matches!(
+            route.op,
+            Op::GetZone
+                | Op::CreateZone
+                | Op::UpdateZone
+                | Op::AddDevices
+                | Op::RemoveDevices
+                | Op::LockZone
+                | Op::UnlockZone
+        ) {
+            op["responses"]["200"]["headers"] = json!({"ETag": {"schema": {"type": "string"},
+                "description": "the zone's version, quoted; send it back in If-Match"}});
         }
         if let Some(body) = route.body {
             op["requestBody"] =

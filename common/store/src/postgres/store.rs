@@ -23,6 +23,22 @@ fn collision(row: &tokio_postgres::Row) -> Result<Collision> {
     })
 }
 
+/// A zone from the JSON in column `at` and the version beside it.
+fn zone(row: &tokio_postgres::Row, at: usize) -> Result<ZoneSpec> {
+    let Json(mut zone): Json<ZoneSpec> = row.try_get(at).db()?;
+    zone.version = codec::uncounter(row.try_get(at + 1).db()?);
+    Ok(zone)
+}
+
+/// Why a conditional zone write touched no row: the zone is gone, or at another version.
+async fn missed_zone(tx: &tokio_postgres::Transaction<'_>, id: &Uuid) -> StoreError {
+    match tx.query_opt("SELECT 1 FROM zones WHERE id = $1", &[id]).await {
+        Ok(Some(_)) => StoreError::conflict("zone", id),
+        Ok(None) => StoreError::not_found("zone", id),
+        Err(e) => super::unavailable_or_backend(e),
+    }
+}
+
 fn connection(row: &tokio_postgres::Row) -> Result<StoredConnection> {
     let Json(connection): Json<MqttConnection> = row.try_get(0).db()?;
     Ok(StoredConnection { connection, password_sealed: row.try_get(1).db()? })
@@ -112,29 +128,28 @@ impl Store for PgStore {
 
     async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT spec FROM zones ORDER BY seq").await.db()?;
+        let stmt = client.prepare_cached("SELECT spec, version FROM zones ORDER BY seq").await.db()?;
         let rows = client.query(&stmt, &[]).await.db()?;
-        rows.iter().map(|r| r.try_get::<_, Json<ZoneSpec>>(0).map(|j| j.0).db()).collect()
+        rows.iter().map(|r| zone(r, 0)).collect()
     }
 
     async fn get_zone(&self, id: Uuid) -> Result<ZoneSpec> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT spec FROM zones WHERE id = $1").await.db()?;
+        let stmt = client.prepare_cached("SELECT spec, version FROM zones WHERE id = $1").await.db()?;
         match client.query_opt(&stmt, &[&id]).await.db()? {
-            Some(row) => Ok(row.try_get::<_, Json<ZoneSpec>>(0).db()?.0),
+            Some(row) => zone(&row, 0),
             None => Err(StoreError::not_found("zone", &id)),
         }
     }
 
     async fn get_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT id, spec FROM zones WHERE id = ANY($1)").await.db()?;
+        let stmt = client.prepare_cached("SELECT id, spec, version FROM zones WHERE id = ANY($1)").await.db()?;
         let rows = client.query(&stmt, &[&ids]).await.db()?;
         let mut found = std::collections::HashMap::with_capacity(rows.len());
         for row in &rows {
             let id: Uuid = row.try_get(0).db()?;
-            let Json(spec): Json<ZoneSpec> = row.try_get(1).db()?;
-            found.insert(id, spec);
+            found.insert(id, zone(row, 1)?);
         }
         ids.iter().map(|id| found.get(id).cloned().ok_or_else(|| StoreError::not_found("zone", id))).collect()
     }
@@ -142,9 +157,10 @@ impl Store for PgStore {
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.db()?;
-        let stmt = tx.prepare_cached("INSERT INTO zones (id, name, spec) VALUES ($1, $2, $3)").await.db()?;
+        let stmt =
+            tx.prepare_cached("INSERT INTO zones (id, name, spec, version) VALUES ($1, $2, $3, $4)").await.db()?;
         for z in zones {
-            tx.execute(&stmt, &[&z.id, &z.name, &Json(z)]).await.map_err(|e| {
+            tx.execute(&stmt, &[&z.id, &z.name, &Json(z), &codec::counter(z.version)]).await.map_err(|e| {
                 if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
                     StoreError::duplicate("zone", &z.id)
                 } else {
@@ -158,11 +174,16 @@ impl Store for PgStore {
     async fn update_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.db()?;
-        let stmt = tx.prepare_cached("UPDATE zones SET name = $2, spec = $3 WHERE id = $1").await.db()?;
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE zones SET name = $2, spec = $3, version = version + 1 WHERE id = $1 AND version = $4",
+            )
+            .await
+            .db()?;
         for z in zones {
-            if tx.execute(&stmt, &[&z.id, &z.name, &Json(z)]).await.db()? == 0 {
+            if tx.execute(&stmt, &[&z.id, &z.name, &Json(z), &codec::counter(z.version)]).await.db()? == 0 {
                 // Dropping the transaction rolls it back.
-                return Err(StoreError::not_found("zone", &z.id));
+                return Err(missed_zone(&tx, &z.id).await);
             }
         }
         tx.commit().await.db()
@@ -176,6 +197,16 @@ impl Store for PgStore {
             if tx.execute(&stmt, &[id]).await.db()? == 0 {
                 return Err(StoreError::not_found("zone", id));
             }
+        }
+        tx.commit().await.db()
+    }
+
+    async fn delete_zone_at(&self, id: Uuid, version: u64) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let stmt = tx.prepare_cached("DELETE FROM zones WHERE id = $1 AND version = $2").await.db()?;
+        if tx.execute(&stmt, &[&id, &codec::counter(version)]).await.db()? == 0 {
+            return Err(missed_zone(&tx, &id).await);
         }
         tx.commit().await.db()
     }

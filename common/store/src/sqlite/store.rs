@@ -20,13 +20,22 @@ fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
 }
 
 fn zone_by_id(conn: &Connection, zone: &Uuid) -> Result<Option<ZoneSpec>> {
-    let text: Option<String> = conn
-        .prepare_cached("SELECT spec FROM zones WHERE id = ?1")
+    let row: Option<(String, i64)> = conn
+        .prepare_cached("SELECT spec, version FROM zones WHERE id = ?1")
         .db()?
-        .query_row([id(zone)], |r| r.get(0))
+        .query_row([id(zone)], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()
         .db()?;
-    text.map(|t| from_json(&t, "zone")).transpose()
+    row.map(|(text, version)| codec::zone(&text, version)).transpose()
+}
+
+/// Why a conditional zone write touched no row: the zone is gone, or at another version.
+fn missed_zone(tx: &Transaction<'_>, zone: &Uuid) -> StoreError {
+    match zone_by_id(tx, zone) {
+        Ok(Some(_)) => StoreError::conflict("zone", zone),
+        Ok(None) => StoreError::not_found("zone", zone),
+        Err(e) => e,
+    }
 }
 
 fn collisions_of(conn: &Connection, zone: Option<&Uuid>) -> Result<Vec<Collision>> {
@@ -82,10 +91,13 @@ impl Store for SqliteStore {
 
     async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
         self.run(|conn| {
-            let mut stmt = conn.prepare_cached("SELECT spec FROM zones ORDER BY seq").db()?;
-            let texts =
-                stmt.query_map([], |r| r.get::<_, String>(0)).db()?.collect::<rusqlite::Result<Vec<_>>>().db()?;
-            texts.iter().map(|t| from_json(t, "zone")).collect()
+            let mut stmt = conn.prepare_cached("SELECT spec, version FROM zones ORDER BY seq").db()?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .db()?;
+            rows.iter().map(|(text, version)| codec::zone(text, *version)).collect()
         })
         .await
     }
@@ -114,9 +126,11 @@ impl Store for SqliteStore {
         self.run(move |conn| {
             let tx = write(conn)?;
             {
-                let mut stmt = tx.prepare_cached("INSERT INTO zones (id, name, spec) VALUES (?1, ?2, ?3)").db()?;
+                let mut stmt =
+                    tx.prepare_cached("INSERT INTO zones (id, name, spec, version) VALUES (?1, ?2, ?3, ?4)").db()?;
                 for z in &zones {
-                    stmt.execute(params![id(&z.id), z.name, to_json(z)?]).map_err(|e| {
+                    let version = codec::counter(z.version);
+                    stmt.execute(params![id(&z.id), z.name, to_json(z)?, version]).map_err(|e| {
                         if is_unique(&e) { StoreError::duplicate("zone", &z.id) } else { super::store_error(e) }
                     })?;
                 }
@@ -131,10 +145,15 @@ impl Store for SqliteStore {
         self.run(move |conn| {
             let tx = write(conn)?;
             {
-                let mut stmt = tx.prepare_cached("UPDATE zones SET name = ?2, spec = ?3 WHERE id = ?1").db()?;
+                let mut stmt = tx
+                    .prepare_cached(
+                        "UPDATE zones SET name = ?2, spec = ?3, version = version + 1 WHERE id = ?1 AND version = ?4",
+                    )
+                    .db()?;
                 for z in &zones {
-                    if stmt.execute(params![id(&z.id), z.name, to_json(z)?]).db()? == 0 {
-                        return Err(StoreError::not_found("zone", &z.id));
+                    let version = codec::counter(z.version);
+                    if stmt.execute(params![id(&z.id), z.name, to_json(z)?, version]).db()? == 0 {
+                        return Err(missed_zone(&tx, &z.id));
                     }
                 }
             }
@@ -154,6 +173,22 @@ impl Store for SqliteStore {
                         return Err(StoreError::not_found("zone", z));
                     }
                 }
+            }
+            tx.commit().db()
+        })
+        .await
+    }
+
+    async fn delete_zone_at(&self, zone: Uuid, version: u64) -> Result<()> {
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            let deleted = tx
+                .prepare_cached("DELETE FROM zones WHERE id = ?1 AND version = ?2")
+                .db()?
+                .execute(params![id(&zone), codec::counter(version)])
+                .db()?;
+            if deleted == 0 {
+                return Err(missed_zone(&tx, &zone));
             }
             tx.commit().db()
         })

@@ -4,6 +4,7 @@ mod certificates;
 mod connections;
 mod settings;
 mod system;
+mod versions;
 mod zones;
 
 use bytes::Bytes;
@@ -28,18 +29,18 @@ pub async fn dispatch(
         Op::ListZones => zones::list(ctx).await,
         Op::CreateZone => zones::create(ctx, &body).await,
         Op::GetZone => zones::get(ctx, id("zone")?).await,
-        Op::DeleteZone => zones::delete(ctx, id("zone")?).await,
-        Op::UpdateZone => zones::update(ctx, id("zone")?, &body).await,
+        Op::DeleteZone => zones::delete(ctx, id("zone")?, if_match(headers)).await,
+        Op::UpdateZone => zones::update(ctx, id("zone")?, &body, if_match(headers)).await,
         Op::CreateZones => zones::create_batch(ctx, &body).await,
         Op::UpdateZones => zones::update_batch(ctx, &body).await,
         Op::DeleteZones => zones::delete_batch(ctx, &body).await,
         Op::ActivateZones => zones::set_active(ctx, &body, true).await,
         Op::DeactivateZones => zones::set_active(ctx, &body, false).await,
-        Op::AddDevices => zones::change_devices(ctx, id("zone")?, &body, true).await,
-        Op::RemoveDevices => zones::change_devices(ctx, id("zone")?, &body, false).await,
+        Op::AddDevices => zones::change_devices(ctx, id("zone")?, &body, true, if_match(headers)).await,
+        Op::RemoveDevices => zones::change_devices(ctx, id("zone")?, &body, false, if_match(headers)).await,
         Op::ResetZone => zones::reset(ctx, id("zone")?).await,
-        Op::LockZone => zones::set_locked(ctx, id("zone")?, true).await,
-        Op::UnlockZone => zones::set_locked(ctx, id("zone")?, false).await,
+        Op::LockZone => zones::set_locked(ctx, id("zone")?, true, if_match(headers)).await,
+        Op::UnlockZone => zones::set_locked(ctx, id("zone")?, false, if_match(headers)).await,
         Op::ListSettings => settings::list(ctx).await,
         Op::PutSetting => settings::put(ctx, &body).await,
         Op::SetRadii => settings::set_radii(ctx, &body).await,
@@ -59,6 +60,11 @@ pub async fn dispatch(
         Op::Health => Ok(system::health(ctx).await),
         Op::Metrics => Ok(system::metrics(ctx)),
     }
+}
+
+/// The `If-Match` header, if sent.
+fn if_match(headers: &HeaderMap) -> Option<&str> {
+    headers.get(warp::http::header::IF_MATCH).map(|v| v.to_str().unwrap_or_default())
 }
 
 /// The first path parameter as a UUID (any case). Text that is not a UUID names no existing

@@ -1,5 +1,7 @@
 //! Zone operations 1–12 and 16, plus lock and unlock. Bulk operations read, merge and validate
 //! every element first and then write all of them in one store transaction: all or nothing.
+//! Every write that changes existing zones is an atomic read-modify-write ([`versions::write`]);
+//! single-zone writes honour `If-Match` and answer with the zone's new `ETag`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,8 +10,9 @@ use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
 use zonecast_model::{CollidingDevice, ConfigKind, Zone, ZoneInput, ZoneSpec, format_id};
+use zonecast_store::StoreError;
 
-use super::element_id;
+use super::{element_id, versions};
 use crate::body;
 use crate::context::Context;
 use crate::error::ApiError;
@@ -43,8 +46,9 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 /// Operation 3.
 pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     let zone = ctx.store.get_zone(id).await?;
+    let version = zone.version;
     let inside = ctx.store.colliding_devices(id).await?;
-    Ok(reply::ok(&Zone::new(zone, ctx.site_id, inside)))
+    Ok(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, inside)), version))
 }
 
 /// Operation 2.
@@ -53,7 +57,8 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let zone = input.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
     announce(ctx, std::slice::from_ref(&zone)).await;
-    Ok(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())))
+    let version = zone.version;
+    Ok(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version))
 }
 
 /// Operation 6.
@@ -72,12 +77,24 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
 }
 
 /// Operation 5.
-pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
+pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str>) -> Result<Response, ApiError> {
     let input = ZoneInput::parse(&body::object(body)?)?;
-    let zone = input.update(&ctx.store.get_zone(id).await?)?;
-    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
-    announce(ctx, std::slice::from_ref(&zone)).await;
-    Ok(reply::ack())
+    let written = versions::write(ctx, || async {
+        let zone = ctx.store.get_zone(id).await?;
+        versions::check(if_match, &zone)?;
+        Ok(vec![input.clone().update(&zone)?])
+    })
+    .await?;
+    announce(ctx, &written).await;
+    Ok(single_ack(&written))
+}
+
+/// Ack of a single-zone write, with the zone's new ETag.
+fn single_ack(written: &[ZoneSpec]) -> Response {
+    match written.first() {
+        Some(zone) => versions::with_etag(reply::ack(), zone.version),
+        None => reply::ack(),
+    }
 }
 
 /// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
@@ -96,10 +113,16 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
             ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let all = ctx.store.list_zones().await?;
-    // The batch works on copies so that several elements for one zone apply in order.
+    let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
+    announce(ctx, &changed).await;
+    Ok(reply::ack())
+}
+
+/// The zones operation 7 makes of `all` with `inputs`, each element matched by ZoneID, else
+/// by a Name exactly one zone has. Several elements for one zone apply in order.
+fn merge_batch(all: &[ZoneSpec], inputs: &[ZoneInput]) -> Result<Vec<ZoneSpec>, ApiError> {
     let mut changed: Vec<ZoneSpec> = Vec::new();
-    for (i, input) in inputs.into_iter().enumerate() {
+    for (i, input) in inputs.iter().enumerate() {
         let target = match (&input.zone_id, &input.name) {
             (Some(text), _) => match text.parse::<Uuid>() {
                 Ok(id) => id,
@@ -129,11 +152,9 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
                 .cloned()
                 .ok_or_else(|| ApiError::NotFound(format!("[{i}]: zone {} not found", format_id(&target))))?,
         };
-        changed.push(input.update(&base).map_err(|e| e.within(&format!("[{i}]")))?);
+        changed.push(input.clone().update(&base).map_err(|e| e.within(&format!("[{i}]")))?);
     }
-    ctx.store.update_zones(&changed).await?;
-    announce(ctx, &changed).await;
-    Ok(reply::ack())
+    Ok(changed)
 }
 
 /// Reads `[ZoneID]`, each once.
@@ -149,9 +170,19 @@ fn zone_ids(body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
     Ok(ids)
 }
 
-/// Operation 4.
-pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
-    ctx.store.delete_zones(&[id]).await?;
+/// Operation 4; with `If-Match`, only a zone still at that version is deleted.
+pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<Response, ApiError> {
+    match if_match {
+        None => ctx.store.delete_zones(&[id]).await?,
+        Some(_) => {
+            let zone = ctx.store.get_zone(id).await?;
+            versions::check(if_match, &zone)?;
+            ctx.store.delete_zone_at(id, zone.version).await.map_err(|e| match e {
+                StoreError::Conflict { .. } => ApiError::PreconditionFailed(e.to_string()),
+                other => other.into(),
+            })?;
+        }
+    }
     ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
     Ok(reply::ack())
 }
@@ -167,35 +198,48 @@ pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
 /// Operations 9 and 10.
 pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
     let ids = zone_ids(body)?;
-    let mut zones = ctx.store.get_zones(&ids).await?;
-    for z in &mut zones {
-        z.active = active;
-    }
-    ctx.store.update_zones(&zones).await?;
+    let zones = versions::write(ctx, || async {
+        let mut zones = ctx.store.get_zones(&ids).await?;
+        for z in &mut zones {
+            z.active = active;
+        }
+        Ok(zones)
+    })
+    .await?;
     announce(ctx, &zones).await;
     Ok(reply::ack())
 }
 
 /// Operations 11 and 12.
-pub async fn change_devices(ctx: &Context, id: Uuid, body: &Bytes, add: bool) -> Result<Response, ApiError> {
+pub async fn change_devices(
+    ctx: &Context,
+    id: Uuid,
+    body: &Bytes,
+    add: bool,
+    if_match: Option<&str>,
+) -> Result<Response, ApiError> {
     let list = Value::Array(body::array(body)?);
     let macs = ZoneInput::parse(&serde_json::json!({ "DeviceList": list }))
         .map_err(|e| ApiError::Invalid(e.to_string().replacen("DeviceList", "", 1)))?
         .device_list
         .unwrap_or_default();
-    let mut zone = ctx.store.get_zone(id).await?;
-    if add {
-        for mac in macs {
-            if !zone.device_list.contains(&mac) {
-                zone.device_list.push(mac);
+    let written = versions::write(ctx, || async {
+        let mut zone = ctx.store.get_zone(id).await?;
+        versions::check(if_match, &zone)?;
+        if add {
+            for mac in &macs {
+                if !zone.device_list.contains(mac) {
+                    zone.device_list.push(mac.clone());
+                }
             }
+        } else {
+            zone.device_list.retain(|m| !macs.contains(m));
         }
-    } else {
-        zone.device_list.retain(|m| !macs.contains(m));
-    }
-    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
-    announce(ctx, std::slice::from_ref(&zone)).await;
-    Ok(reply::ack())
+        Ok(vec![zone])
+    })
+    .await?;
+    announce(ctx, &written).await;
+    Ok(single_ack(&written))
 }
 
 /// Operation 16: forgets the zone's collisions; evaluators emit the exits (Reason `reset`).
@@ -207,10 +251,14 @@ pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 }
 
 /// Lock and unlock: sets `IsGeometryLocked`.
-pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool) -> Result<Response, ApiError> {
-    let mut zone = ctx.store.get_zone(id).await?;
-    zone.is_geometry_locked = locked;
-    ctx.store.update_zones(std::slice::from_ref(&zone)).await?;
-    announce(ctx, std::slice::from_ref(&zone)).await;
-    Ok(reply::ack())
+pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool, if_match: Option<&str>) -> Result<Response, ApiError> {
+    let written = versions::write(ctx, || async {
+        let mut zone = ctx.store.get_zone(id).await?;
+        versions::check(if_match, &zone)?;
+        zone.is_geometry_locked = locked;
+        Ok(vec![zone])
+    })
+    .await?;
+    announce(ctx, &written).await;
+    Ok(single_ack(&written))
 }
