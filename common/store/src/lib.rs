@@ -43,6 +43,7 @@ impl From<Collision> for CollidingDevice {
 }
 
 /// An MQTT connection as stored: the model value and its password, encrypted by the caller.
+/// Read back, `connection.has_password` says whether `password_sealed` is set.
 #[derive(Clone, PartialEq)]
 pub struct StoredConnection {
     /// The connection (without password).
@@ -164,8 +165,10 @@ pub trait Store: Send + Sync + 'static {
     async fn get_connection(&self, id: Uuid) -> Result<StoredConnection>;
     /// Inserts a connection; a missing certificate profile is `Reference`.
     async fn insert_connection(&self, c: &StoredConnection) -> Result<()>;
-    /// Replaces a connection, sealed password included; `NotFound` or `Reference`.
-    async fn update_connection(&self, c: &StoredConnection) -> Result<()>;
+    /// Replaces a connection in one statement, its sealed password too unless `keep_password`
+    /// (then the password stored at the moment of the write stays, whatever a concurrent write
+    /// put there). Returns the connection as stored; `NotFound` or `Reference`.
+    async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection>;
     /// Deletes a connection and its status rows; `NotFound`.
     async fn delete_connection(&self, id: Uuid) -> Result<()>;
 

@@ -480,14 +480,25 @@ async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
     changed.connection.certificate_profile_id = None;
     changed.connection.port = 1883;
     changed.password_sealed = Some(vec![1, 2, 3]);
-    store.update_connection(&changed).await.unwrap();
+    assert_eq!(store.update_connection(&changed, false).await.unwrap(), changed);
     assert_eq!(store.get_connection(tls.connection.id).await.unwrap(), changed);
     assert_eq!(store.list_connections().await.unwrap(), vec![changed.clone(), plain.clone()]);
+
+    // An update that keeps the password keeps the one stored at that moment, even if it read
+    // none (a concurrent write set it): the password is not part of what it replaces.
+    let mut renamed = changed.clone();
+    renamed.connection.host = "renamed".to_owned();
+    renamed.password_sealed = None;
+    renamed.connection.has_password = false;
+    let kept = store.update_connection(&renamed, true).await.unwrap();
+    assert_eq!((kept.password_sealed.as_deref(), kept.connection.has_password), (Some(&[1u8, 2, 3][..]), true));
+    assert_eq!(kept.connection.host, "renamed");
+    let changed = kept;
 
     let missing = connection(None, "nowhere");
     let id = format_id(&missing.connection.id);
     assert_not_found(store.get_connection(missing.connection.id).await, "connection", &id);
-    assert_not_found(store.update_connection(&missing).await, "connection", &id);
+    assert_not_found(store.update_connection(&missing, false).await, "connection", &id);
     assert_not_found(store.delete_connection(missing.connection.id).await, "connection", &id);
     assert!(store.insert_connection(&plain).await.is_err(), "duplicate id");
 
@@ -522,7 +533,7 @@ async fn a_connection_must_name_an_existing_certificate_profile(store: Arc<dyn S
     bad.connection.certificate_profile_id = Some(missing);
     bad.connection.host = "elsewhere".to_owned();
     assert!(matches!(
-        store.update_connection(&bad).await,
+        store.update_connection(&bad, false).await,
         Err(StoreError::Reference { field: "CertificateProfileID", .. })
     ));
     assert_eq!(store.get_connection(ok.connection.id).await.unwrap(), ok);

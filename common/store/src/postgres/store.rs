@@ -40,8 +40,10 @@ async fn missed_zone(tx: &tokio_postgres::Transaction<'_>, id: &Uuid) -> StoreEr
 }
 
 fn connection(row: &tokio_postgres::Row) -> Result<StoredConnection> {
-    let Json(connection): Json<MqttConnection> = row.try_get(0).db()?;
-    Ok(StoredConnection { connection, password_sealed: row.try_get(1).db()? })
+    let Json(mut connection): Json<MqttConnection> = row.try_get(0).db()?;
+    let password_sealed: Option<Vec<u8>> = row.try_get(1).db()?;
+    connection.has_password = password_sealed.is_some();
+    Ok(StoredConnection { connection, password_sealed })
 }
 
 fn sorted_collisions(rows: &[tokio_postgres::Row]) -> Result<Vec<Collision>> {
@@ -363,17 +365,19 @@ impl Store for PgStore {
             .map(drop)
     }
 
-    async fn update_connection(&self, c: &StoredConnection) -> Result<()> {
+    async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection> {
         let m = &c.connection;
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "UPDATE mqtt_connections SET certificate_profile_id = $2, spec = $3, password_sealed = $4 WHERE id = $1",
+                "UPDATE mqtt_connections SET certificate_profile_id = $2, spec = $3,
+                 password_sealed = CASE WHEN $5 THEN password_sealed ELSE $4 END
+                 WHERE id = $1 RETURNING spec, password_sealed",
             )
             .await
             .db()?;
-        let changed = client
-            .execute(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed])
+        let row = client
+            .query_opt(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed, &keep_password])
             .await
             .map_err(|e| {
                 if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
@@ -382,10 +386,10 @@ impl Store for PgStore {
                     super::unavailable_or_backend(e)
                 }
             })?;
-        if changed == 0 {
-            return Err(StoreError::not_found("connection", &m.id));
+        match row {
+            Some(row) => connection(&row),
+            None => Err(StoreError::not_found("connection", &m.id)),
         }
-        Ok(())
     }
 
     async fn delete_connection(&self, id: Uuid) -> Result<()> {

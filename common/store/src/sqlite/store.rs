@@ -65,7 +65,9 @@ fn collisions_of(conn: &Connection, zone: Option<&Uuid>) -> Result<Vec<Collision
 }
 
 fn connection_row(spec: &str, sealed: Option<Vec<u8>>) -> Result<StoredConnection> {
-    Ok(StoredConnection { connection: from_json::<MqttConnection>(spec, "connection")?, password_sealed: sealed })
+    let mut connection = from_json::<MqttConnection>(spec, "connection")?;
+    connection.has_password = sealed.is_some();
+    Ok(StoredConnection { connection, password_sealed: sealed })
 }
 
 /// The first connection using certificate profile `profile`, for the `InUse` message.
@@ -369,23 +371,39 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn update_connection(&self, c: &StoredConnection) -> Result<()> {
+    async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection> {
         let c = c.clone();
         self.run(move |conn| {
             let m = &c.connection;
-            let changed = conn
+            let stored = conn
                 .prepare_cached(
-                    "UPDATE mqtt_connections SET certificate_profile_id = ?2, spec = ?3, password_sealed = ?4 WHERE id = ?1",
+                    "UPDATE mqtt_connections SET certificate_profile_id = ?2, spec = ?3,
+                     password_sealed = CASE WHEN ?5 THEN password_sealed ELSE ?4 END
+                     WHERE id = ?1 RETURNING spec, password_sealed",
                 )
                 .db()?
-                .execute(params![id(&m.id), m.certificate_profile_id.as_ref().map(id), to_json(m)?, c.password_sealed])
+                .query_row(
+                    params![
+                        id(&m.id),
+                        m.certificate_profile_id.as_ref().map(id),
+                        to_json(m)?,
+                        c.password_sealed,
+                        keep_password
+                    ],
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<Vec<u8>>>(1)?)),
+                )
+                .optional()
                 .map_err(|e| {
-                    if is_foreign_key(&e) { StoreError::missing_profile(m.certificate_profile_id) } else { super::store_error(e) }
+                    if is_foreign_key(&e) {
+                        StoreError::missing_profile(m.certificate_profile_id)
+                    } else {
+                        super::store_error(e)
+                    }
                 })?;
-            if changed == 0 {
-                return Err(StoreError::not_found("connection", &m.id));
+            match stored {
+                Some((spec, sealed)) => connection_row(&spec, sealed),
+                None => Err(StoreError::not_found("connection", &m.id)),
             }
-            Ok(())
         })
         .await
     }

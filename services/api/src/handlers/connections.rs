@@ -24,11 +24,11 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     Ok(reply::ok(&[c.connection.to_json()]))
 }
 
-/// Seals a new password, keeps the stored one when none was sent, clears on null/"".
-fn stored(ctx: &Context, input: ConnectionInput, id: Uuid, old: Option<Vec<u8>>) -> Result<StoredConnection, ApiError> {
+/// The connection to store from `input`, its password sealed; no password when none was sent
+/// or it was null or "" (an update that left it out keeps the stored one, see [`update`]).
+fn stored(ctx: &Context, input: ConnectionInput, id: Uuid) -> Result<StoredConnection, ApiError> {
     let password_sealed = match &input.password {
-        None => old,
-        Some(None) => None,
+        None | Some(None) => None,
         Some(Some(p)) => Some(ctx.keys.seal(p.expose().as_bytes()).map_err(|e| ApiError::Internal(e.to_string()))?),
     };
     let connection = input.into_connection(id, password_sealed.is_some());
@@ -38,20 +38,22 @@ fn stored(ctx: &Context, input: ConnectionInput, id: Uuid, old: Option<Vec<u8>>)
 /// Operation 18.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = ConnectionInput::parse(&body::object(body)?)?;
-    let c = stored(ctx, input, Uuid::new_v4(), None)?;
+    let c = stored(ctx, input, Uuid::new_v4())?;
     ctx.store.insert_connection(&c).await?;
     ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
     Ok(reply::ok(&c.connection.to_json()))
 }
 
-/// Operation 20: the whole connection is replaced, except an omitted password is kept.
+/// Operation 20: the whole connection is replaced, except an omitted password is kept: the
+/// store keeps the password it holds at the moment of the write, so a concurrent password
+/// change is not undone by an update that left the password out.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
     let input = ConnectionInput::parse(&body::object(body)?)?;
-    let old = ctx.store.get_connection(id).await?;
-    let c = stored(ctx, input, id, old.password_sealed)?;
-    ctx.store.update_connection(&c).await?;
+    let keep_password = input.password.is_none();
+    let c = stored(ctx, input, id)?;
+    let written = ctx.store.update_connection(&c, keep_password).await?;
     ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
-    Ok(reply::ok(&c.connection.to_json()))
+    Ok(reply::ok(&written.connection.to_json()))
 }
 
 /// Deletes a connection.
