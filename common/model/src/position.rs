@@ -34,6 +34,8 @@ pub struct PositionFix {
     pub position: [f64; 3],
     /// When it was measured.
     pub timestamp: DateTime<Utc>,
+    /// The source's `Content.Sequence`, when it sends one.
+    pub sequence: Option<u64>,
 }
 
 impl PositionFix {
@@ -49,6 +51,8 @@ impl PositionFix {
         struct Content {
             #[serde(rename = "Position")]
             position: [f64; 3],
+            #[serde(rename = "Sequence", default)]
+            sequence: Option<u64>,
         }
         #[derive(serde::Deserialize)]
         struct Event<'a> {
@@ -64,14 +68,14 @@ impl PositionFix {
         let fast = serde_json::from_slice::<Event<'_>>(bytes).ok().and_then(|e| {
             let timestamp = DateTime::parse_from_rfc3339(&e.timestamp).ok()?.with_timezone(&Utc);
             let mac = e.source.mac.parse::<Mac>().ok()?;
-            (e.kind == POSITION_TYPE).then_some(Self { mac, position: e.content.position, timestamp })
+            let (position, sequence) = (e.content.position, e.content.sequence);
+            (e.kind == POSITION_TYPE).then_some(Self { mac, position, timestamp, sequence })
         });
         match fast {
             Some(fix) => Ok(fix),
             None => {
                 let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-                let full = PositionUpdate::from_event(&value)?;
-                Ok(Self { mac: full.mac, position: full.position, timestamp: full.timestamp })
+                Ok(PositionUpdate::from_event(&value)?.fix())
             }
         }
     }
@@ -123,7 +127,12 @@ impl PositionUpdate {
     /// event bytes (the Timestamp to the millisecond, as the event carries it), without them.
     pub fn fix(&self) -> PositionFix {
         use chrono::SubsecRound;
-        PositionFix { mac: self.mac.clone(), position: self.position, timestamp: self.timestamp.trunc_subsecs(3) }
+        PositionFix {
+            mac: self.mac.clone(),
+            position: self.position,
+            timestamp: self.timestamp.trunc_subsecs(3),
+            sequence: self.extra.get("Sequence").and_then(Value::as_u64),
+        }
     }
 
     /// The normalised event as JSON bytes, without building an intermediate value: `timestamp`

@@ -94,6 +94,7 @@ fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
             &mac(1_000_000 + i),
             [r.range(0.0, 1000.0), r.range(0.0, 1000.0), 1.0],
             Utc::now(),
+            None,
             Utc::now(),
             &mut out,
         );
@@ -119,7 +120,7 @@ fn run(e: &mut Engine, batch: &[(Mac, [f64; 3])], out: &mut Vec<zonecast_evaluat
             e.prefetch(*next);
         }
         out.clear();
-        e.on_position(m, *p, now, now, out);
+        e.on_position(m, *p, now, None, now, out);
         n += out.len();
     }
     n

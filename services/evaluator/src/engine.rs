@@ -106,7 +106,32 @@ enum Phase {
 struct Device {
     pos: Option<Vec3>,
     ts: DateTime<Utc>,
+    /// Where the last position applied stands in the device's order; none yet for a device
+    /// known only from its restored collisions.
+    order: Option<Order>,
     zones: Vec<(Uuid, Phase)>,
+}
+
+/// Where a position stands in its device's order: its Timestamp, then its `Sequence` when the
+/// source sends one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Order {
+    ts: DateTime<Utc>,
+    sequence: Option<u64>,
+}
+
+impl Order {
+    /// Whether a position at `self` comes before `last`, the last one applied: an earlier
+    /// Timestamp, or the same Timestamp and a Sequence no higher than the last one's. The
+    /// Sequence only breaks ties: tags wrap it (often at 8 or 16 bits) and restart it, while the
+    /// Timestamp is when the position was measured.
+    fn before(self, last: Order) -> bool {
+        match self.ts.cmp(&last.ts) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => matches!((self.sequence, last.sequence), (Some(n), Some(l)) if n <= l),
+        }
+    }
 }
 
 /// Which devices this evaluator owns: partitions `lo..=hi` of `count`.
@@ -138,6 +163,8 @@ pub struct Engine {
     occupants: HashMap<Uuid, HashSet<Mac>>,
     /// Latest positions of mobile-zone sources.
     sources: HashMap<Mac, Vec3>,
+    /// Where the latest position of each mobile-zone source stands in its order.
+    source_orders: HashMap<Mac, Order>,
     grid: DeviceGrid,
     candidates: Vec<(usize, Option<f64>)>,
     nearby: Nearby,
@@ -164,6 +191,7 @@ impl Engine {
             devices: HashMap::new(),
             occupants: HashMap::new(),
             sources: HashMap::new(),
+            source_orders: HashMap::new(),
             grid: DeviceGrid::new(8.0),
             candidates: Vec::new(),
             nearby: Nearby::default(),
@@ -220,8 +248,12 @@ impl Engine {
                 continue;
             };
             let alarm = self.catalog.alarm_kind(self.catalog.zones[zi].spec.alert_level);
-            let device =
-                self.devices.entry(c.mac.clone()).or_insert_with(|| Device { pos: None, ts: now, zones: Vec::new() });
+            let device = self.devices.entry(c.mac.clone()).or_insert_with(|| Device {
+                pos: None,
+                ts: now,
+                order: None,
+                zones: Vec::new(),
+            });
             device.zones.push((
                 c.zone_id,
                 Phase::Inside { collision: c.collision_id, entry_time: c.entry_time, alarm, exit_since: None },
@@ -241,19 +273,43 @@ impl Engine {
         self.catalog.scene.prefetch(pos);
     }
 
-    /// A position of `mac` at `ts`; `now` is the local clock for LocalTimestamp.
-    pub fn on_position(&mut self, mac: &Mac, pos: Vec3, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
-        if self.catalog.mobile_by_source.contains_key(mac) {
+    /// A position of `mac` at `ts` (with the source's `sequence`, if it sends one); `now` is
+    /// the local clock for LocalTimestamp. A position that comes before the last one applied
+    /// for the device (see [`Order::before`]) arrived out of order: it is not applied, and the
+    /// answer is false.
+    pub fn on_position(
+        &mut self,
+        mac: &Mac,
+        pos: Vec3,
+        ts: DateTime<Utc>,
+        sequence: Option<u64>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) -> bool {
+        let order = Order { ts, sequence };
+        let is_source = self.catalog.mobile_by_source.contains_key(mac);
+        let owned = self.ownership.owns(mac);
+        let late = |last: Option<Order>| last.is_some_and(|last| order.before(last));
+        if (is_source && late(self.source_orders.get(mac).copied()))
+            || (owned && late(self.devices.get(mac).and_then(|d| d.order)))
+        {
+            return false;
+        }
+        if is_source {
+            self.source_orders.insert(mac.clone(), order);
             self.move_source(mac, pos, ts, now, out);
         }
-        if !self.ownership.owns(mac) {
-            return;
+        if !owned {
+            return true;
         }
-        let device = self.devices.entry(mac.clone()).or_insert_with(|| Device { pos: None, ts, zones: Vec::new() });
+        let device =
+            self.devices.entry(mac.clone()).or_insert_with(|| Device { pos: None, ts, order: None, zones: Vec::new() });
         let old = device.pos.replace(pos);
         device.ts = ts;
+        device.order = Some(order);
         self.grid.moved(mac, old, pos);
         self.evaluate(mac, None, now, out);
+        true
     }
 
     /// A mobile-zone source moved: its zones move and the devices around them are re-evaluated.

@@ -92,6 +92,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         http: http_tx,
         publish_log: RateLimited::new(Duration::from_secs(10)),
         positions_total: metrics::counter!("zonecast_evaluator_positions_total"),
+        out_of_order_total: metrics::counter!("zonecast_evaluator_positions_out_of_order_total"),
+        out_of_order_log: RateLimited::new(Duration::from_secs(10)),
         lag: metrics::histogram!("zonecast_evaluator_lag_seconds"),
         batch_lag: None,
     };
@@ -175,6 +177,9 @@ struct Shell {
     http: mpsc::Sender<actions::Request>,
     publish_log: RateLimited,
     positions_total: metrics::Counter,
+    /// Positions older than the last one applied for their device, not applied.
+    out_of_order_total: metrics::Counter,
+    out_of_order_log: RateLimited,
     lag: metrics::Histogram,
     /// The largest lag among the positions taken from the bus together, not yet recorded.
     batch_lag: Option<f64>,
@@ -195,7 +200,17 @@ impl Shell {
                 // Lag: measurement to evaluation (includes ingestion and the bus).
                 let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
                 self.batch_lag = Some(self.batch_lag.map_or(lag, |l| l.max(lag)));
-                engine.on_position(&p.mac, p.position, p.timestamp, now, out);
+                if !engine.on_position(&p.mac, p.position, p.timestamp, p.sequence, now, out) {
+                    self.out_of_order_total.increment(1);
+                    if let Some(held_back) = self.out_of_order_log.allow() {
+                        tracing::info!(
+                            mac = %p.mac.as_str(),
+                            timestamp = %zonecast_model::format_timestamp(&p.timestamp),
+                            held_back,
+                            "position older than the last one applied for its device skipped"
+                        );
+                    }
+                }
             }
             Err(reason) => {
                 metrics::counter!("zonecast_evaluator_bad_messages_total").increment(1);

@@ -56,7 +56,7 @@ fn kinds(out: &[Output]) -> Vec<String> {
 
 fn step(e: &mut Engine, m: &Mac, p: [f64; 3], t: DateTime<Utc>) -> Vec<Output> {
     let mut out = Vec::new();
-    e.on_position(m, p, t, t, &mut out);
+    e.on_position(m, p, t, None, t, &mut out);
     out
 }
 
@@ -150,7 +150,7 @@ fn entry_delay_requires_staying_inside() {
     assert_eq!(kinds(&out), ["ZONE_ENTER"]);
     let mut out = Vec::new();
     let d2 = mac(2);
-    e.on_position(&d2, [0.0, 0.0, 0.0], t0(), t0(), &mut out);
+    e.on_position(&d2, [0.0, 0.0, 0.0], t0(), None, t0(), &mut out);
     e.on_tick(t0() + ms(300), &mut out);
     assert_eq!(kinds(&out), ["ZONE_ENTER"], "the clock fires a due entry too");
 }
@@ -333,4 +333,60 @@ fn devices_of_other_partitions_are_ignored() {
     );
     assert_eq!(kinds(&step(&mut mine, &dev, [0.0, 0.0, 0.0], t0())).len(), 1);
     assert!(kinds(&step(&mut theirs, &dev, [0.0, 0.0, 0.0], t0())).is_empty());
+}
+
+#[test]
+fn a_position_older_than_the_last_one_applied_is_skipped_and_makes_no_event() {
+    let mut e = engine(vec![sphere("dock", [0.0, 0.0, 0.0], 1.0)], &[], vec![]);
+    let d = mac(1);
+    let mut out = Vec::new();
+    // In: enter at t0+10.
+    assert!(e.on_position(&d, [0.0, 0.0, 0.0], t0() + ms(10), None, t0(), &mut out));
+    assert_eq!(kinds(&out), ["ZONE_ENTER"]);
+    // Out at t0+30: exit.
+    out.clear();
+    assert!(e.on_position(&d, [5.0, 0.0, 0.0], t0() + ms(30), None, t0(), &mut out));
+    assert_eq!(kinds(&out), ["ZONE_EXIT"]);
+    // A position measured at t0+20 arrives late: not applied, no false enter/exit pair.
+    out.clear();
+    assert!(!e.on_position(&d, [0.0, 0.0, 0.0], t0() + ms(20), None, t0(), &mut out));
+    assert!(out.is_empty(), "{:?}", kinds(&out));
+    // The same Timestamp again is applied (no Sequence to tell them apart).
+    assert!(e.on_position(&d, [5.0, 0.0, 0.0], t0() + ms(30), None, t0(), &mut out));
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_sequence_breaks_ties_between_positions_with_the_same_timestamp() {
+    let mut e = engine(vec![sphere("dock", [0.0, 0.0, 0.0], 1.0)], &[], vec![]);
+    let d = mac(2);
+    let t = t0() + ms(50);
+    let mut out = Vec::new();
+    assert!(e.on_position(&d, [0.0, 0.0, 0.0], t, Some(7), t0(), &mut out));
+    assert_eq!(kinds(&out), ["ZONE_ENTER"]);
+    out.clear();
+    assert!(!e.on_position(&d, [5.0, 0.0, 0.0], t, Some(6), t0(), &mut out), "lower Sequence, same time");
+    assert!(!e.on_position(&d, [5.0, 0.0, 0.0], t, Some(7), t0(), &mut out), "a repeat");
+    assert!(out.is_empty());
+    // A later Timestamp wins even with a lower Sequence: tags wrap and restart it.
+    assert!(e.on_position(&d, [5.0, 0.0, 0.0], t + ms(1), Some(0), t0(), &mut out));
+    assert_eq!(kinds(&out), ["ZONE_EXIT"]);
+}
+
+#[test]
+fn a_mobile_zone_source_position_that_arrives_late_does_not_move_the_zone_back() {
+    let source = mac(100);
+    let mut input = json!({"Name": "forklift", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]]});
+    input["MobileOriginSource"] = json!(source.as_str());
+    let mut e = engine(vec![zone(input)], &[], vec![]);
+    let d = mac(3);
+    let mut out = Vec::new();
+    // The device stands at 10,0,0; the source drives there at t0+20, after being at 0,0,0.
+    e.on_position(&d, [10.0, 0.0, 0.0], t0(), None, t0(), &mut out);
+    e.on_position(&source, [10.0, 0.0, 0.0], t0() + ms(20), None, t0(), &mut out);
+    assert_eq!(kinds(&out), ["ZONE_ENTER"]);
+    out.clear();
+    // The source's older position (t0+10, far away) arrives late: the zone stays put.
+    assert!(!e.on_position(&source, [0.0, 0.0, 0.0], t0() + ms(10), None, t0(), &mut out));
+    assert!(out.is_empty(), "{:?}", kinds(&out));
 }
