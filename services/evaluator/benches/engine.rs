@@ -154,7 +154,14 @@ fn memory(_: &mut Criterion) {
     let now = Utc::now();
     for i in 0..100_000 {
         out.clear();
-        e.on_position(&mac(i), [r.range(0.0, 1000.0), r.range(0.0, 1000.0), r.range(0.0, 20.0)], now, now, &mut out);
+        e.on_position(
+            &mac(i),
+            [r.range(0.0, 1000.0), r.range(0.0, 1000.0), r.range(0.0, 20.0)],
+            now,
+            None,
+            now,
+            &mut out,
+        );
     }
     let device_bytes = rss().saturating_sub(base);
     println!(
