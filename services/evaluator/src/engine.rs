@@ -287,26 +287,33 @@ impl Engine {
         out: &mut Vec<Output>,
     ) -> bool {
         let order = Order { ts, sequence };
-        let is_source = self.catalog.mobile_by_source.contains_key(mac);
-        let owned = self.ownership.owns(mac);
         let late = |last: Option<Order>| last.is_some_and(|last| order.before(last));
-        if (is_source && late(self.source_orders.get(mac).copied()))
-            || (owned && late(self.devices.get(mac).and_then(|d| d.order)))
-        {
+        let is_source = self.catalog.mobile_by_source.contains_key(mac);
+        if is_source && late(self.source_orders.get(mac).copied()) {
             return false;
         }
+        // One map lookup for the check and the update: this is the path of every position.
+        let old = if self.ownership.owns(mac) {
+            let device = self.devices.entry(mac.clone()).or_insert_with(|| Device {
+                pos: None,
+                ts,
+                order: None,
+                zones: Vec::new(),
+            });
+            if late(device.order) {
+                return false;
+            }
+            device.ts = ts;
+            device.order = Some(order);
+            Some(device.pos.replace(pos))
+        } else {
+            None
+        };
         if is_source {
             self.source_orders.insert(mac.clone(), order);
             self.move_source(mac, pos, ts, now, out);
         }
-        if !owned {
-            return true;
-        }
-        let device =
-            self.devices.entry(mac.clone()).or_insert_with(|| Device { pos: None, ts, order: None, zones: Vec::new() });
-        let old = device.pos.replace(pos);
-        device.ts = ts;
-        device.order = Some(order);
+        let Some(old) = old else { return true };
         self.grid.moved(mac, old, pos);
         self.evaluate(mac, None, now, out);
         true
