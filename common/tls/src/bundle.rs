@@ -20,7 +20,7 @@ const EC: &str = "1.2.840.10045.2.1";
 const ED25519: &str = "1.3.101.112";
 
 /// What rustls with ring can sign with, for the messages that refuse anything else.
-const SUPPORTED: &str = "use RSA of 2048 to 4096 bits, ECDSA P-256/P-384 or Ed25519";
+pub(crate) const SUPPORTED: &str = "use RSA of 2048 to 4096 bits, ECDSA P-256/P-384 or Ed25519";
 
 /// Names of key types that OpenSSL can put in a bundle but ring cannot sign with.
 fn key_type_name(oid: &str) -> &str {

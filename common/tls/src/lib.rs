@@ -68,7 +68,8 @@ pub fn open_bundle(
     bundle::open(client, password, x509_parser::time::ASN1Time::now().timestamp())
 }
 
-/// Opens a whole profile and checks that rustls accepts it as a client identity.
+/// Opens a whole profile: the CA as trust roots, the bundle as [`open_bundle`] checks it, and
+/// a client configuration built from both to be sure rustls takes them.
 pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdentity, ProfileError> {
     let roots = parse_ca(ca)?;
     let (chain, key) = open_bundle(client, password)?;
@@ -104,7 +105,7 @@ pub fn client_config(identity: TlsIdentity) -> Result<Arc<rustls::ClientConfig>,
         return Err(err("client", "holds no certificate"));
     }
     let key = rustls::crypto::ring::sign::any_supported_type(&identity.key)
-        .map_err(|_| err("client", "private key type is not supported (use RSA, ECDSA P-256/P-384 or Ed25519)"))?;
+        .map_err(|_| err("client", format!("private key type is not supported ({})", bundle::SUPPORTED)))?;
     let certified = CertifiedKey::new(identity.chain, key);
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()

@@ -186,6 +186,13 @@ fn a_wrong_password_is_named_as_such() {
     assert_eq!(refused(&bundle, "not-the-password").to_string(), "client: cannot be opened: wrong password");
     let legacy = w.bundle("-inkey client.key -in client.pem -legacy");
     assert_eq!(refused(&legacy, "not-the-password").to_string(), "client: cannot be opened: wrong password");
+    // Without a MAC nothing proves the password wrong: the bundle merely fails to decrypt.
+    let unchecked = w.bundle("-inkey client.key -in client.pem -nomac");
+    open_bundle(&unchecked, PASSWORD).expect("a bundle without MAC opens with its password");
+    assert_eq!(
+        refused(&unchecked, "not-the-password").to_string(),
+        "client: cannot be opened: wrong password, or the bundle is damaged"
+    );
 }
 
 #[test]
