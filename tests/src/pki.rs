@@ -2,6 +2,8 @@
 //! certificate it signed, the client's PKCS#12 bundle in OpenSSL 3's default encryption and in
 //! `-legacy` encryption, a server certificate for `localhost`, and a second, unrelated CA.
 //! EC P-256 keys keep it fast. Everything is read into memory and the files are removed.
+//!
+//! [`client_bundles`] adds, on first use, client bundles made every common way with the same CA.
 
 use std::path::Path;
 use std::process::Command;
@@ -34,6 +36,8 @@ pub struct Pki {
     pub server_key_pem: Vec<u8>,
     /// A second CA that signed nothing here, PEM.
     pub other_ca_pem: Vec<u8>,
+    /// The CA's private key, PEM, to sign more client certificates.
+    pub ca_key_pem: Vec<u8>,
 }
 
 const OPENSSL_CONFIG: &str = "\
@@ -129,6 +133,7 @@ fn generate() -> Pki {
         server_cert_pem: read(d, "server.pem"),
         server_key_pem: read(d, "server.key"),
         other_ca_pem: read(d, "other-ca.pem"),
+        ca_key_pem: read(d, "ca.key"),
     }
 }
 
@@ -136,6 +141,60 @@ fn generate() -> Pki {
 pub fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(generate)
+}
+
+/// A client bundle signed by the test CA, password [`BUNDLE_PASSWORD`].
+pub struct ClientBundle {
+    /// How it was made, e.g. `v1-rsa-chain-legacy`; usable as an MQTT topic level.
+    pub name: String,
+    /// The PKCS#12 bytes.
+    pub p12: Vec<u8>,
+}
+
+/// Client bundles made the ways people make them, all signed by [`pki`]'s CA: an X.509 v1
+/// certificate (`openssl x509 -req` without an extensions file, as the Mosquitto manual shows)
+/// and a v3 one, each with an RSA 2048 and an EC P-256 key, exported with and without the CA
+/// chain, in OpenSSL 3's default and in `-legacy` encryption. Made on first use.
+pub fn client_bundles() -> &'static [ClientBundle] {
+    static BUNDLES: OnceLock<Vec<ClientBundle>> = OnceLock::new();
+    BUNDLES.get_or_init(generate_client_bundles)
+}
+
+fn generate_client_bundles() -> Vec<ClientBundle> {
+    let dir = tempfile::tempdir().expect("a temporary directory for the client bundles");
+    let d = dir.path();
+    std::fs::write(d.join("openssl.cnf"), OPENSSL_CONFIG).unwrap();
+    std::fs::write(d.join("ca.pem"), &pki().ca_pem).unwrap();
+    std::fs::write(d.join("ca.key"), &pki().ca_key_pem).unwrap();
+    let mut bundles = Vec::new();
+    for (key, new_key) in [("rsa", "-newkey rsa:2048 -nodes"), ("ec", NEW_P256_KEY)] {
+        for version in [1, 3] {
+            let name = format!("v{version}-{key}");
+            let request = format!("req -new {new_key} -keyout {name}.key -out {name}.csr -config openssl.cnf");
+            openssl(d, &request, &["-subj", &format!("/CN=zonecast test client {name}")]);
+            let extensions = if version == 3 { "-extfile openssl.cnf -extensions v3_client" } else { "" };
+            let sign = format!(
+                "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 -out {name}.pem {extensions}"
+            );
+            openssl(d, &sign, &[]);
+            openssl(d, &format!("x509 -in {name}.pem -noout -text -out {name}.txt"), &[]);
+            let text = String::from_utf8(read(d, &format!("{name}.txt"))).unwrap();
+            let expected = format!("Version: {version} (0x{})", version - 1);
+            assert!(text.contains(&expected), "{name}.pem should be X.509 v{version}:\n{text}");
+            for (chain, with_chain) in [("chain", "-certfile ca.pem"), ("alone", "")] {
+                for (encryption, option) in [("default", ""), ("legacy", "-legacy")] {
+                    let out = format!("{name}-{chain}-{encryption}.p12");
+                    let command = format!(
+                        "pkcs12 -export {option} -inkey {name}.key -in {name}.pem {with_chain} -name client \
+                         -passout pass:{BUNDLE_PASSWORD} -out {out}"
+                    );
+                    openssl(d, &command, &[]);
+                    bundles.push(ClientBundle { name: format!("{name}-{chain}-{encryption}"), p12: read(d, &out) });
+                }
+            }
+        }
+    }
+    bundles
 }
 
 /// Standard base64, as the API takes `ca` and `client`.

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 use zonecast_model::PositionUpdate;
 use zonecast_tests::mosquitto::{Broker, Subscriber};
-use zonecast_tests::pki::{BUNDLE_PASSWORD, pki};
+use zonecast_tests::pki::{BUNDLE_PASSWORD, b64, client_bundles, pki};
 use zonecast_tests::{Mode, READ_KEY, Server, both_modes, eventually, next_matching, sphere};
 
 const CONNECTIONS: &str = "/v3/modules/mqtt/connections";
@@ -159,6 +159,37 @@ async fn mutual_tls_works_with_default_and_legacy_bundles(mode: Mode) {
         topics.insert(topic);
     }
     assert_eq!(topics, BTreeSet::from(["zc/default".to_owned(), "zc/legacy".to_owned()]));
+    server.stop().await;
+}
+
+/// One broker requiring client certificates, one connection per bundle (each to its own
+/// topic), one position: it must arrive once on every topic.
+async fn client_bundles_made_every_common_way_are_accepted_by_a_broker_requiring_certificates(mode: Mode) {
+    let server = Server::start(mode).await;
+    let broker = Broker::tls(&pki().ca_pem).await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let mut connections = Vec::new();
+    for bundle in client_bundles() {
+        let profile =
+            json!({"name": bundle.name, "ca": pki().ca(), "client": b64(&bundle.p12), "password": BUNDLE_PASSWORD});
+        let profile = create_profile(&server, profile).await;
+        let topic = format!("zc/{}", bundle.name);
+        let body = json!({"host": "localhost", "port": broker.port, "TLS": true, "CertificateProfileID": profile,
+                          "topics": [{"topic": topic, "FilterChain": []}]});
+        connections.push((create(&server, body).await, topic));
+    }
+    for (id, topic) in &connections {
+        wait_status(&server, id, &format!("connected ({topic})"), |s| s["connected"] == true).await;
+    }
+    position(&server, &mac(4), 1.0, 11).await;
+    let mut arrived = BTreeSet::new();
+    while arrived.len() < connections.len() {
+        let (topic, value) = sub.next(WAIT).await;
+        assert_eq!(seq(&value), 11);
+        assert!(arrived.insert(topic.clone()), "{topic} got the position twice");
+    }
+    let expected: BTreeSet<String> = connections.into_iter().map(|(_, topic)| topic).collect();
+    assert_eq!(arrived, expected);
     server.stop().await;
 }
 
@@ -512,6 +543,7 @@ both_modes!(
     positions_are_taken_from_the_bus_only_while_a_topic_wants_them,
     positions_and_zone_events_reach_a_plain_broker_with_status_and_metrics,
     mutual_tls_works_with_default_and_legacy_bundles,
+    client_bundles_made_every_common_way_are_accepted_by_a_broker_requiring_certificates,
     a_server_certificate_from_another_ca_is_refused,
     a_client_certificate_the_broker_does_not_trust_is_refused,
     user_name_and_password_are_sent_and_a_wrong_password_is_refused,

@@ -210,8 +210,7 @@ async fn a_bundle_with_a_wrong_password_is_invalid_data_naming_client(mode: Mode
     let mut input = pki().profile("wrong password");
     input["password"] = json!("not-the-bundle-password");
     let message = refused(&server, Method::POST, PROFILES, Some(input), 422, "invalid_data").await;
-    assert!(message.contains("client"), "{message}");
-    assert!(!message.contains("not-the-bundle-password"), "the message repeats the password: {message}");
+    assert_eq!(message, "client: cannot be opened: wrong password");
     server.stop().await;
 }
 
@@ -260,7 +259,7 @@ async fn a_pem_certificate_given_as_the_client_bundle_is_invalid_data(mode: Mode
     let mut input = pki().profile("pem as bundle");
     input["client"] = json!(b64(&pki().client_cert_pem));
     let message = refused(&server, Method::POST, PROFILES, Some(input), 422, "invalid_data").await;
-    assert!(message.starts_with("client"), "the message should name client: {message}");
+    assert_eq!(message, "client: is not a PKCS#12 bundle");
     server.stop().await;
 }
 

@@ -3,12 +3,15 @@
 //! and private key that rustls (ring provider) can use. The API validates uploads with it;
 //! the forwarder builds its client configurations with it.
 
+mod bundle;
+
 use std::sync::Arc;
 
-use p12_keystore::{KeyStore, Pkcs12ImportPolicy};
-use rustls::RootCertStore;
+use rustls::client::ResolvesClientCert;
+use rustls::sign::CertifiedKey;
+use rustls::{RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Why a profile cannot be used; `field` is the input field at fault (`ca`, `client`, `password`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,28 +57,19 @@ pub fn parse_ca(ca: &[u8]) -> Result<RootCertStore, ProfileError> {
     Ok(roots)
 }
 
-/// Opens the PKCS#12 bundle with `password` and checks that rustls can sign with its key.
+/// Opens the PKCS#12 bundle with `password` and checks that it can serve as a client identity
+/// now: it holds a private key rustls (ring) can sign with, the certificate of that key (any
+/// X.509 version), and that certificate is within its validity period. Each failure has its own
+/// message naming `client`.
 pub fn open_bundle(
     client: &[u8],
     password: &str,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ProfileError> {
-    let store = KeyStore::from_pkcs12(client, password, Pkcs12ImportPolicy::Strict)
-        .map_err(|_| err("client", "cannot be opened: not a PKCS#12 bundle, or wrong password"))?;
-    let (_, chain) =
-        store.private_key_chain().ok_or_else(|| err("client", "holds no private key with its certificate"))?;
-    let certs: Vec<CertificateDer<'static>> =
-        chain.certs().iter().map(|c| CertificateDer::from(c.as_der().to_vec())).collect();
-    if certs.is_empty() {
-        return Err(err("client", "holds no client certificate"));
-    }
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
-    rustls::crypto::ring::sign::any_supported_type(&key)
-        .map_err(|_| err("client", "private key type is not supported (use RSA, ECDSA P-256/P-384 or Ed25519)"))?;
-    Ok((certs, key))
+    bundle::open(client, password, x509_parser::time::ASN1Time::now().timestamp())
 }
 
-/// Opens a whole profile and checks that rustls accepts it as a client identity (the key
-/// matches the certificate).
+/// Opens a whole profile: the CA as trust roots, the bundle as [`open_bundle`] checks it, and
+/// a client configuration built from both to be sure rustls takes them.
 pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdentity, ProfileError> {
     let roots = parse_ca(ca)?;
     let (chain, key) = open_bundle(client, password)?;
@@ -88,15 +82,36 @@ pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdent
     Ok(identity)
 }
 
+/// Presents the profile's chain whenever a server asks for a client certificate. The broker
+/// judges the certificate, not rustls: `with_client_auth_cert` would parse it as an end-entity
+/// certificate first, which refuses X.509 v1 certificates.
+#[derive(Debug)]
+struct ProfileCertificate(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for ProfileCertificate {
+    fn resolve(&self, _root_hint_subjects: &[&[u8]], _sigschemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.0))
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
 /// A rustls client configuration that trusts only the profile's CA and presents its client
-/// certificate (ring provider).
+/// certificate (ring provider). The chain and key are taken as [`open_bundle`] checked them.
 pub fn client_config(identity: TlsIdentity) -> Result<Arc<rustls::ClientConfig>, ProfileError> {
+    if identity.chain.is_empty() {
+        return Err(err("client", "holds no certificate"));
+    }
+    let key = rustls::crypto::ring::sign::any_supported_type(&identity.key)
+        .map_err(|_| err("client", format!("private key type is not supported ({})", bundle::SUPPORTED)))?;
+    let certified = CertifiedKey::new(identity.chain, key);
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| err("client", e.to_string()))?
         .with_root_certificates(identity.roots)
-        .with_client_auth_cert(identity.chain, identity.key)
-        .map_err(|_| err("client", "certificate and private key do not match"))?;
+        .with_client_cert_resolver(Arc::new(ProfileCertificate(Arc::new(certified))));
     Ok(Arc::new(config))
 }
 
