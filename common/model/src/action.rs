@@ -8,6 +8,9 @@ use serde_json::Value;
 use crate::Invalid;
 use crate::fields::Fields;
 
+/// Longest info-event message, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 1024;
+
 /// When an action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -62,6 +65,8 @@ impl ZoneAction {
     }
 
     /// Validates one `ZoneActions` item.
+    ///
+    /// An info-event's message travels in every `ZONE_INFO` event of the zone, so it is bounded.
     pub fn parse(value: &Value) -> Result<Self, Invalid> {
         let f = Fields::of(value, "")?;
         let on = match f.string("on")? {
@@ -75,7 +80,15 @@ impl ZoneAction {
         };
         match f.string("type")? {
             None => Err(Invalid::new("type", "is required (info-event, device-alarm or http-request)")),
-            Some("info-event") => Ok(Self::InfoEvent { message: f.string("message")?.map(str::to_owned), on }),
+            Some("info-event") => {
+                let message = f.string("message")?;
+                if let Some(m) = message
+                    && m.chars().count() > MAX_MESSAGE_CHARS
+                {
+                    return Err(Invalid::new("message", format!("must be at most {MAX_MESSAGE_CHARS} characters")));
+                }
+                Ok(Self::InfoEvent { message: message.map(str::to_owned), on })
+            }
             Some("device-alarm") => Ok(Self::DeviceAlarm { on }),
             Some("http-request") => {
                 let uri = f.string("uri")?.ok_or_else(|| Invalid::new("uri", "is required for http-request"))?;

@@ -27,5 +27,5 @@ pub use radius::{MAX_RADIUS, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingName, SettingValue, Settings};
 pub use zone::{CollidingDevice, InclusionPolicy, Zone, ZoneSpec, format_id};
-pub use zone_input::ZoneInput;
+pub use zone_input::{MAX_LIST, ZoneInput, parse_mac_list};
 pub use zonecast_geometry::{GeometryType, Shape, Vec3};

@@ -13,8 +13,8 @@ use crate::{InclusionPolicy, Invalid, Mac, ZoneAction, ZoneSpec};
 const MAX_NAME_CHARS: usize = 256;
 /// Most `GeometryData` rows (a polygon of 1000 vertices, a closing vertex, height and axis).
 const MAX_ROWS: usize = 1003;
-/// Most entries in `DeviceList` and `ZoneActions`.
-const MAX_LIST: usize = 10_000;
+/// Most entries in `DeviceList` and `ZoneActions`, on every route that writes them.
+pub const MAX_LIST: usize = 10_000;
 
 /// The supplied fields of a zone, each already of the right type and range. Absent fields are
 /// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
@@ -214,10 +214,17 @@ fn check_len(items: &[Value], field: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// Reads the body of operations 11 and 12, a JSON array of MACs: normalised, each once; errors
+/// name the element (`[2]: …`).
+pub fn parse_mac_list(items: &[Value]) -> Result<Vec<Mac>, Invalid> {
+    parse_macs(items, "")
+}
+
 /// Reads a JSON array of MACs, naming the bad element.
 pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Invalid> {
     check_len(items, field)?;
     let mut macs: Vec<Mac> = Vec::with_capacity(items.len());
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let mac = match item {
             Value::String(s) => s.parse::<Mac>().map_err(|e| Invalid::new(format!("{field}[{i}]"), e))?,
@@ -228,7 +235,7 @@ pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Inval
                 ));
             }
         };
-        if !macs.contains(&mac) {
+        if seen.insert(mac.clone()) {
             macs.push(mac);
         }
     }

@@ -6,10 +6,11 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{CollidingDevice, ConfigKind, Zone, ZoneInput, ZoneSpec, format_id};
+use zonecast_model::{
+    CollidingDevice, ConfigKind, MAX_LIST, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list,
+};
 use zonecast_store::StoreError;
 
 use super::{element_id, versions};
@@ -218,22 +219,23 @@ pub async fn change_devices(
     add: bool,
     if_match: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let list = Value::Array(body::array(body)?);
-    let macs = ZoneInput::parse(&serde_json::json!({ "DeviceList": list }))
-        .map_err(|e| ApiError::Invalid(e.to_string().replacen("DeviceList", "", 1)))?
-        .device_list
-        .unwrap_or_default();
+    let macs = parse_mac_list(&body::array(body)?)?;
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
+        let listed: HashSet<&Mac> = zone.device_list.iter().collect();
         if add {
-            for mac in &macs {
-                if !zone.device_list.contains(mac) {
-                    zone.device_list.push(mac.clone());
-                }
+            let new: Vec<Mac> = macs.iter().filter(|m| !listed.contains(m)).cloned().collect();
+            let total = zone.device_list.len() + new.len();
+            if total > MAX_LIST {
+                return Err(ApiError::Invalid(format!(
+                    "DeviceList: would hold {total} devices; a zone's DeviceList holds at most {MAX_LIST}"
+                )));
             }
+            zone.device_list.extend(new);
         } else {
-            zone.device_list.retain(|m| !macs.contains(m));
+            let gone: HashSet<&Mac> = macs.iter().collect();
+            zone.device_list.retain(|m| !gone.contains(m));
         }
         Ok(vec![zone])
     })

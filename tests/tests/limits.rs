@@ -1,0 +1,80 @@
+//! Limits that hold on every route that could cross them: each refused with 422 and a message
+//! naming the field, before the expensive work, and changing nothing. Both modes.
+#![allow(clippy::unwrap_used)]
+
+use reqwest::Method;
+use serde_json::Value;
+use zonecast_tests::{Mode, Server, WRITE_KEY, both_modes, json, sphere};
+
+fn macs(from: usize, n: usize) -> Vec<String> {
+    (from..from + n).map(|i| format!("00:00:00:{:02X}:{:02X}:{:02X}", i >> 16, (i >> 8) & 0xFF, i & 0xFF)).collect()
+}
+
+async fn a_device_list_never_grows_past_ten_thousand_devices(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut input = sphere("gate", [0.0; 3], 1.0);
+    input["DeviceList"] = json!(macs(0, 9_999));
+    let zone = server.create_zone(input).await;
+    let devices = format!("/v3/modules/zones/{}/devices", zone["ZoneID"].as_str().unwrap());
+    // Two new devices (and one already listed) would make 10,001.
+    let body: Value = json!(macs(9_998, 3));
+    let message = server
+        .refused(Method::POST, &devices, Some(WRITE_KEY), Some(body.to_string().into()), 422, "invalid_data")
+        .await;
+    assert_eq!(message, "DeviceList: would hold 10001 devices; a zone's DeviceList holds at most 10000");
+    // One more fits exactly.
+    assert_eq!(server.ok(Method::POST, &devices, Some(json!(macs(9_999, 1)))).await["success"], true);
+    let now = server.ok(Method::GET, &format!("/v3/modules/zones/{}", zone["ZoneID"].as_str().unwrap()), None).await;
+    assert_eq!(now["DeviceList"].as_array().unwrap().len(), 10_000);
+    // A body longer than the limit is refused as a whole, naming no field but the rule.
+    let message = server
+        .refused(
+            Method::POST,
+            &devices,
+            Some(WRITE_KEY),
+            Some(json!(macs(20_000, 10_001)).to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert_eq!(message, "must have at most 10000 entries");
+    server.stop().await;
+}
+
+async fn an_info_event_message_and_a_radius_write_are_bounded(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut input = sphere("gate", [0.0; 3], 1.0);
+    input["ZoneActions"] = json!([{"type": "info-event", "message": "é".repeat(1_025)}]);
+    let message = server
+        .refused(
+            Method::POST,
+            "/v3/modules/zones",
+            Some(WRITE_KEY),
+            Some(input.to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert_eq!(message, "ZoneActions[0].message: must be at most 1024 characters");
+    input["ZoneActions"][0]["message"] = json!("é".repeat(1_024));
+    server.create_zone(input).await;
+
+    let radii: serde_json::Map<String, Value> = macs(0, 10_001).into_iter().map(|m| (m, json!(0.5))).collect();
+    let radius = "/v3/modules/zones/devices/radius";
+    let message = server
+        .refused(
+            Method::PUT,
+            radius,
+            Some(WRITE_KEY),
+            Some(Value::Object(radii).to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert_eq!(message, "must have at most 10000 entries, got 10001");
+    let radii: serde_json::Map<String, Value> = macs(0, 10_000).into_iter().map(|m| (m, json!(0.5))).collect();
+    assert_eq!(server.ok(Method::PUT, radius, Some(Value::Object(radii))).await["success"], true);
+    server.stop().await;
+}
+
+both_modes!(a_device_list_never_grows_past_ten_thousand_devices, an_info_event_message_and_a_radius_write_are_bounded);
