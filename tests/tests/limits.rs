@@ -77,4 +77,46 @@ async fn an_info_event_message_and_a_radius_write_are_bounded(mode: Mode) {
     server.stop().await;
 }
 
-both_modes!(a_device_list_never_grows_past_ten_thousand_devices, an_info_event_message_and_a_radius_write_are_bounded);
+/// Resident memory of this process, in bytes (Linux).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// A polygon of a million vertices fits the default 8 MiB body limit, and as a JSON tree it would take
+/// hundreds of megabytes before the row limit could refuse it: it is refused before parsing.
+async fn a_huge_polygon_is_refused_before_it_is_parsed(mode: Mode) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = zonecast_tests::test_config(dir.path());
+    config.max_body_bytes = 8 << 20;
+    let server = Server::start_with(mode, config, dir).await;
+    let vertices = vec!["[0,0,0]"; 1_000_000].join(",");
+    let body = format!(r#"{{"GeometryType": "polygon", "GeometryData": [{vertices}]}}"#).into_bytes();
+    let before = rss();
+    let message =
+        server.refused(Method::POST, "/v3/modules/zones", Some(WRITE_KEY), Some(body.clone()), 413, "malformed").await;
+    assert_eq!(message, "request body too large: GeometryData: must have at most 20000 elements");
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 100 << 20, "refusing it grew this process by {} MB", grown >> 20);
+    server.stop().await;
+}
+
+async fn a_batch_takes_at_most_a_thousand_zones(mode: Mode) {
+    let server = Server::start(mode).await;
+    let zones: Vec<Value> = (0..1_001).map(|i| sphere(&format!("z{i}"), [0.0; 3], 1.0)).collect();
+    let body = Some(json!(zones).to_string().into_bytes());
+    let message =
+        server.refused(Method::POST, "/v3/modules/zones/batch", Some(WRITE_KEY), body, 422, "invalid_data").await;
+    assert_eq!(message, "must have at most 1000 zones, got 1001");
+    let created = server.ok(Method::POST, "/v3/modules/zones/batch", Some(json!(zones[..1_000]))).await;
+    assert_eq!(created.as_array().unwrap().len(), 1_000);
+    server.stop().await;
+}
+
+both_modes!(
+    a_device_list_never_grows_past_ten_thousand_devices,
+    an_info_event_message_and_a_radius_write_are_bounded,
+    a_huge_polygon_is_refused_before_it_is_parsed,
+    a_batch_takes_at_most_a_thousand_zones,
+);

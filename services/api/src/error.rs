@@ -14,6 +14,10 @@ pub enum ApiError {
     /// 413: the body is larger than the configured limit (error kind `malformed`).
     #[error("request body exceeds {0} bytes")]
     TooLarge(u64),
+    /// 413: the body holds longer lists, more values or deeper nesting than any operation takes
+    /// (error kind `malformed`); the message names the list.
+    #[error("request body too large: {0}")]
+    TooComplex(String),
     /// 401: missing or bad credentials.
     #[error("{0}")]
     Unauthorized(String),
@@ -79,7 +83,7 @@ impl ApiError {
     pub fn status_and_kind(&self) -> (StatusCode, &'static str) {
         match self {
             Self::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
-            Self::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "malformed"),
+            Self::TooLarge(_) | Self::TooComplex(_) => (StatusCode::PAYLOAD_TOO_LARGE, "malformed"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),

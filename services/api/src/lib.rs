@@ -9,6 +9,7 @@ mod handlers;
 pub mod openapi;
 mod reply;
 pub mod routes;
+mod shape;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
+use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
 use zonecast_model::{
@@ -64,7 +65,7 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 
 /// Operation 6.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let zones = body::array(body)?
+    let zones = batch(body)?
         .iter()
         .enumerate()
         .map(|(i, v)| {
@@ -75,6 +76,19 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     announce(ctx, &zones).await;
     let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
     Ok(reply::ok(&out))
+}
+
+/// Most zones one batch create or update (operations 6 and 7) takes: each evaluator applies a
+/// batch as one change.
+const MAX_ZONES_PER_BATCH: usize = 1_000;
+
+/// The body of operations 6 and 7: an array of at most [`MAX_ZONES_PER_BATCH`] zones.
+fn batch(body: &Bytes) -> Result<Vec<Value>, ApiError> {
+    let items = body::array(body)?;
+    if items.len() > MAX_ZONES_PER_BATCH {
+        return Err(ApiError::Invalid(format!("must have at most {MAX_ZONES_PER_BATCH} zones, got {}", items.len())));
+    }
+    Ok(items)
 }
 
 /// Operation 5.
@@ -100,7 +114,7 @@ fn single_ack(written: &[ZoneSpec]) -> Response {
 
 /// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
 pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let items = body::array(body)?;
+    let items = batch(body)?;
     let inputs = items
         .iter()
         .enumerate()
