@@ -157,7 +157,7 @@ fn the_k8s_directory_applies_no_secret_and_no_placeholder() {
 /// The numeric `USER uid:gid` of the Dockerfile's runtime image.
 fn image_user() -> (u64, u64) {
     let dockerfile = read(&deploy_dir().join("Dockerfile"));
-    let user = dockerfile.lines().filter_map(|l| l.strip_prefix("USER ")).last().expect("the image sets USER");
+    let user = dockerfile.lines().filter_map(|l| l.strip_prefix("USER ")).next_back().expect("the image sets USER");
     let (uid, gid) = user.trim().split_once(':').unwrap_or((user.trim(), user.trim()));
     let numeric = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("USER {user}: runAsNonRoot needs numeric ids"));
     (numeric(uid), numeric(gid))
