@@ -69,6 +69,9 @@ pub struct Server {
     /// Where `POST /v3/positions` is answered: the API listener in the all-in-one, the
     /// ingestor's own listener in distributed mode.
     pub ingest_base: String,
+    /// The operations listener (`/livez`, `/readyz`, `/metrics` without credentials), when the
+    /// configuration sets `ops_addr`.
+    pub ops_base: Option<String>,
     pub subjects: Subjects,
     /// A bus on which the test sees what the service publishes.
     pub bus: Arc<dyn Bus>,
@@ -123,10 +126,10 @@ impl Server {
         let subjects = Subjects::new(config.subject_prefix.clone());
         let shutdown = Shutdown::new();
         let mut forwarder = None;
-        let (addr, ingest_addr, bus, task, database_url, evaluator) = match mode {
+        let (addr, ingest_addr, ops_addr, bus, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
                 let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
-                (running.http_addr, running.http_addr, running.bus, running.task, None, None)
+                (running.http_addr, running.http_addr, running.ops_addr, running.bus, running.task, None, None)
             }
             Mode::Distributed => {
                 let url = match &config.database_url {
@@ -140,13 +143,14 @@ impl Server {
                 let evaluator = start_evaluator(&config).await;
                 forwarder = Some(start_forwarder(&config).await);
                 let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
-                (running.addr, ingest_addr, bus, running.task, Some(url), Some(evaluator))
+                (running.addr, ingest_addr, running.ops_addr, bus, running.task, Some(url), Some(evaluator))
             }
         };
         Self {
             mode,
             base: format!("http://{addr}"),
             ingest_base: format!("http://{ingest_addr}"),
+            ops_base: ops_addr.map(|a| format!("http://{a}")),
             subjects,
             bus,
             database_url,
@@ -167,6 +171,9 @@ impl Server {
         let mut config = config;
         // Listen on a new free port: the old one may linger.
         config.http_addr = "127.0.0.1:0".parse().unwrap();
+        if config.ops_addr.is_some() {
+            config.ops_addr = Some("127.0.0.1:0".parse().unwrap());
+        }
         self.halt().await;
         Self::start_with(mode, config, data_dir).await
     }

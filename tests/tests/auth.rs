@@ -362,18 +362,39 @@ async fn the_read_key_is_forbidden_to_write(mode: Mode) {
     server.stop().await;
 }
 
-async fn healthz_needs_no_credentials_and_reports_store_and_bus_ok(mode: Mode) {
+async fn liveness_and_readiness_need_no_credentials_and_readiness_reports_store_and_bus(mode: Mode) {
     let server = Server::start(mode).await;
-    let (status, health) = server.call(Method::GET, "/healthz", None, None).await;
-    assert_eq!(status, StatusCode::OK, "{health}");
+    let (status, live) = server.call(Method::GET, "/livez", None, None).await;
+    assert_eq!((status, live), (StatusCode::OK, json!({"status": "ok"})));
     let (store, bus) = match mode {
         Mode::AllInOne => ("sqlite", "in-process"),
         Mode::Distributed => ("postgres", "nats"),
     };
-    assert_eq!(
-        health,
-        json!({"status": "ok", "store": {"kind": store, "status": "ok"}, "bus": {"kind": bus, "status": "ok"}})
-    );
+    let ready = json!({"status": "ok", "store": {"kind": store, "status": "ok"}, "bus": {"kind": bus, "status": "ok"}});
+    // `/healthz` is the former name of `/readyz` and answers the same.
+    for path in ["/readyz", "/healthz"] {
+        let (status, health) = server.call(Method::GET, path, None, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {health}");
+        assert_eq!(health, ready, "{path}");
+    }
+    server.stop().await;
+}
+
+async fn the_operations_listener_serves_metrics_and_probes_without_credentials(mode: Mode) {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut config = zonecast_tests::test_config(data_dir.path());
+    config.ops_addr = Some("127.0.0.1:0".parse().unwrap());
+    let server = Server::start_with(mode, config, data_dir).await;
+    let ops = server.ops_base.clone().expect("an operations listener when ops_addr is set");
+    server.ok(Method::GET, ZONES, None).await;
+    for path in ["/livez", "/readyz", "/healthz", "/metrics"] {
+        let response = server.http.get(format!("{ops}{path}")).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path} on the operations listener");
+    }
+    let text = server.http.get(format!("{ops}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(text.contains("zonecast_api_requests_total{"), "the API's metrics on the operations listener:\n{text}");
+    // The API listener keeps its rule: metrics need read authority there.
+    assert_error(&server.call(Method::GET, "/metrics", None, None).await, 401, "unauthorized");
     server.stop().await;
 }
 
@@ -414,7 +435,8 @@ both_modes!(
     a_request_without_or_with_unknown_credentials_is_unauthorized,
     the_read_key_can_read_everything_readable,
     the_read_key_is_forbidden_to_write,
-    healthz_needs_no_credentials_and_reports_store_and_bus_ok,
+    liveness_and_readiness_need_no_credentials_and_readiness_reports_store_and_bus,
+    the_operations_listener_serves_metrics_and_probes_without_credentials,
     metrics_need_read_authority_and_count_api_requests,
 );
 

@@ -258,11 +258,15 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     })
     .await;
     zonecast_tests::assert_error(&answer, 503, "unavailable");
-    let (status, health) = {
-        let r = http.get(format!("http://{addr}/healthz")).send().await.unwrap();
-        (r.status(), r.json::<Value>().await.unwrap())
-    };
-    assert_eq!((status, health["bus"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("disconnected")));
+    // Readiness (and its former name) reports the bus; liveness stays 200, so the replica is
+    // taken out of rotation, not restarted.
+    for path in ["/readyz", "/healthz"] {
+        let r = http.get(format!("http://{addr}{path}")).send().await.unwrap();
+        let (status, health) = (r.status(), r.json::<Value>().await.unwrap());
+        assert_eq!((status, health["bus"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("disconnected")), "{path}");
+    }
+    let live = http.get(format!("http://{addr}/livez")).send().await.unwrap().status();
+    assert_eq!(live, StatusCode::OK, "liveness does not depend on the bus");
     // NATS back on the same port: the client reconnects and input is accepted again.
     nats.resume().await;
     eventually(Duration::from_secs(20), || async { (post().await.0 == StatusCode::OK).then_some(()) }).await;

@@ -64,11 +64,42 @@ pub struct Client {
     pub authority: Authority,
 }
 
+/// Every environment variable the services read, `ZONECAST_CONFIG` (the file) included.
+/// [`Config::load`] reads nothing outside this list; deployment files are checked against it.
+pub const ENV_VARS: &[&str] = &[
+    "ZONECAST_CONFIG",
+    "ZONECAST_HTTP_ADDR",
+    "ZONECAST_INGEST_HTTP_ADDR",
+    "ZONECAST_OPS_ADDR",
+    "ZONECAST_DATA_DIR",
+    "ZONECAST_DATABASE_URL",
+    "ZONECAST_DATABASE_POOL",
+    "ZONECAST_NATS_URL",
+    "ZONECAST_SUBJECT_PREFIX",
+    "ZONECAST_PARTITIONS",
+    "ZONECAST_EVALUATOR_PARTITIONS",
+    "ZONECAST_SITE_ID",
+    "ZONECAST_API_KEYS",
+    "ZONECAST_CLIENTS",
+    "ZONECAST_SECRET_KEY",
+    "ZONECAST_TOKEN_TTL_SECONDS",
+    "ZONECAST_MAX_BODY_BYTES",
+    "ZONECAST_LOG_FORMAT",
+    "ZONECAST_INGEST_MQTT_URL",
+    "ZONECAST_INGEST_MQTT_TOPICS",
+    "ZONECAST_INGEST_MQTT_CA",
+    "ZONECAST_FORWARDER_QUEUE",
+];
+
 /// Everything a service is configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `ZONECAST_HTTP_ADDR`: the config API's listener (all-in-one: also positions).
     pub http_addr: SocketAddr,
+    /// `ZONECAST_OPS_ADDR`: optional operations listener of the API and the all-in-one:
+    /// `/livez`, `/readyz`, `/healthz` and `/metrics` without credentials, for probes and
+    /// Prometheus on an internal address.
+    pub ops_addr: Option<SocketAddr>,
     /// `ZONECAST_INGEST_HTTP_ADDR`: the ingestor's listener in distributed mode.
     pub ingest_http_addr: SocketAddr,
     /// `ZONECAST_DATA_DIR`: all-in-one SQLite file and generated keys.
@@ -117,6 +148,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             http_addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            ops_addr: None,
             ingest_http_addr: SocketAddr::from(([127, 0, 0, 1], 8081)),
             data_dir: PathBuf::from("./zonecast-data"),
             database_url: None,
@@ -166,6 +198,7 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     http_addr: Option<String>,
+    ops_addr: Option<String>,
     ingest_http_addr: Option<String>,
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
@@ -250,10 +283,15 @@ impl Config {
         // Each setting: the variable wins over the file key.
         let pick = |var: &str, file: Option<String>| -> Option<(String, String)> {
             let name = format!("ZONECAST_{var}");
+            // A variable read here but missing from ENV_VARS would escape the deployment checks.
+            debug_assert!(ENV_VARS.contains(&name.as_str()), "{name} is not listed in ENV_VARS");
             env.get(&name).cloned().map(|v| (name, v)).or_else(|| file.map(|v| (var.to_ascii_lowercase(), v)))
         };
         if let Some((n, v)) = pick("HTTP_ADDR", file.http_addr) {
             c.http_addr = parse(&n, &v)?;
+        }
+        if let Some((n, v)) = pick("OPS_ADDR", file.ops_addr) {
+            c.ops_addr = Some(parse(&n, &v)?);
         }
         if let Some((n, v)) = pick("INGEST_HTTP_ADDR", file.ingest_http_addr) {
             c.ingest_http_addr = parse(&n, &v)?;
@@ -332,11 +370,16 @@ impl Config {
         Ok(c)
     }
 
+    /// Loads from the file named by `ZONECAST_CONFIG` in `env` (optional) and the variables of
+    /// `env`.
+    pub fn from_vars(env: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let path = env.get("ZONECAST_CONFIG").map(PathBuf::from);
+        Self::load(path.as_deref(), env)
+    }
+
     /// Loads from `ZONECAST_CONFIG` (a TOML file path, optional) and the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let env: HashMap<String, String> = std::env::vars().collect();
-        let path = env.get("ZONECAST_CONFIG").map(PathBuf::from);
-        Self::load(path.as_deref(), &env)
+        Self::from_vars(&std::env::vars().collect())
     }
 }
 
@@ -385,6 +428,26 @@ mod tests {
         assert_eq!(c.clients[0].authority, Authority::Write);
         let debug = format!("{c:?}");
         assert!(!debug.contains("abc") && !debug.contains("s3cr"), "{debug}");
+    }
+
+    #[test]
+    fn every_listed_variable_is_read() {
+        // A value no setting accepts as its default: the load either fails on it or yields a
+        // configuration that differs from the defaults, so the variable was looked at.
+        let defaults = format!("{:?}", Config::load(None, &env(&[])).unwrap());
+        for name in ENV_VARS {
+            match Config::from_vars(&env(&[(name, "\u{1}not-a-default")])) {
+                Err(_) => {}
+                Ok(c) => assert_ne!(format!("{c:?}"), defaults, "{name} is listed but not read"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_operations_listener_is_off_unless_configured() {
+        assert_eq!(Config::load(None, &env(&[])).unwrap().ops_addr, None);
+        let c = Config::load(None, &env(&[("ZONECAST_OPS_ADDR", "0.0.0.0:9090")])).unwrap();
+        assert_eq!(c.ops_addr, Some(SocketAddr::from(([0, 0, 0, 0], 9090))));
     }
 
     #[test]

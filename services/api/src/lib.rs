@@ -99,10 +99,43 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartErro
     tokio::net::TcpListener::bind(addr).await.map_err(|e| StartError::new("listener", format!("{addr}: {e}")))
 }
 
+/// Starts the operations listener on `ZONECAST_OPS_ADDR` when configured: `/livez`,
+/// `/readyz` (store and bus), `/healthz` and `/metrics` without credentials, so probes and
+/// Prometheus need no API key while `/metrics` on the API listener keeps needing read
+/// authority. Returns its bound address.
+pub async fn serve_ops(
+    config: &Config,
+    store: Arc<dyn zonecast_store::Store>,
+    bus: Arc<dyn zonecast_bus::Bus>,
+    shutdown: Shutdown,
+) -> Result<Option<SocketAddr>, StartError> {
+    let Some(addr) = config.ops_addr else { return Ok(None) };
+    let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
+        let (store, bus) = (store.clone(), bus.clone());
+        Box::pin(async move {
+            let store_ok = store.ping().await.is_ok();
+            let bus_ok = bus.is_connected();
+            let status = |ok: bool, bad: &str| if ok { "ok".to_owned() } else { bad.to_owned() };
+            let body = serde_json::json!({
+                "status": status(store_ok && bus_ok, "degraded"),
+                "store": {"kind": store.kind(), "status": status(store_ok, "unavailable")},
+                "bus": {"kind": bus.kind(), "status": status(bus_ok, "disconnected")},
+            });
+            (store_ok && bus_ok, body)
+        })
+    });
+    let bound = zonecast_runtime::ops::serve(addr, health, shutdown)
+        .await
+        .map_err(|e| StartError::new("operations listener", format!("{addr}: {e}")))?;
+    Ok(Some(bound))
+}
+
 /// A started API: where it listens and the task serving it.
 pub struct Running {
     /// Bound address (useful with port 0).
     pub addr: SocketAddr,
+    /// Bound address of the operations listener, when `ZONECAST_OPS_ADDR` is set.
+    pub ops_addr: Option<SocketAddr>,
     /// Ends after shutdown, when in-flight requests are done and the bus is drained.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -128,6 +161,7 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
         zonecast_bus::connect(Some(nats_url.expose()), "zonecast-api").await.map_err(|e| StartError::new("bus", e))?;
     let listener = bind(config.http_addr).await?;
     let addr = listener.local_addr().map_err(|e| StartError::new("listener", e))?;
+    let ops_addr = serve_ops(&config, store.clone(), bus.clone(), shutdown.clone()).await?;
     let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys));
     let task = tokio::spawn(async move {
         serve(ctx, listener, shutdown).await;
@@ -135,7 +169,7 @@ pub async fn start(config: Config, shutdown: Shutdown) -> Result<Running, StartE
             tracing::warn!(error = %e, "bus drain failed");
         }
     });
-    Ok(Running { addr, task })
+    Ok(Running { addr, ops_addr, task })
 }
 
 /// Runs `zonecast-api` until `shutdown`.

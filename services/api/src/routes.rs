@@ -39,6 +39,7 @@ pub enum Op {
     Positions,
     Token,
     OpenApi,
+    Live,
     Health,
     Metrics,
 }
@@ -52,7 +53,7 @@ pub struct Route {
     pub path: &'static str,
     /// What it does.
     pub op: Op,
-    /// Needed authority; `None` for the open routes (`/healthz`, token).
+    /// Needed authority; `None` for the open routes (liveness, readiness, token).
     pub authority: Option<Authority>,
     /// OpenAPI operationId.
     pub id: &'static str,
@@ -116,7 +117,9 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v3/positions" Positions W, "postPositions", "Position input (all-in-one): an event, an array, a batch or compact objects", Some("PositionInput"), "PositionAnswer"),
     route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some("TokenRequest"), "Token"),
     route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, "OpenApi"),
-    route!(GET "/healthz" Health None, "health", "Health of the service and its connections", None, "Health"),
+    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, "Health"),
+    route!(GET "/readyz" Health None, "readiness", "Readiness: 200 when the store and the bus answer, else 503", None, "Health"),
+    route!(GET "/healthz" Health None, "health", "Readiness under its former name", None, "Health"),
     route!(GET "/metrics" Metrics R, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
 ];
 

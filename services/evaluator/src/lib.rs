@@ -268,8 +268,8 @@ impl Shell {
 }
 
 /// Starts the distributed `zonecast-evaluator`: PostgreSQL and NATS are required; the owned
-/// partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/healthz` and `/metrics` are served on
-/// `ZONECAST_HTTP_ADDR`.
+/// partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and `/metrics`
+/// are served on `ZONECAST_HTTP_ADDR`.
 pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
     let required = |v: &Option<zonecast_runtime::Secret>, name: &str| {
         v.clone().ok_or_else(|| StartError::new("config", format!("{name} is required for zonecast-evaluator")))

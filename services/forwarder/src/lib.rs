@@ -280,7 +280,7 @@ impl Stream for Positions {
 }
 
 /// Starts the distributed `zonecast-forwarder`: PostgreSQL, NATS and `ZONECAST_SECRET_KEY` (the
-/// API's, to unseal passwords and certificate profiles) are required; `/healthz` and
+/// API's, to unseal passwords and certificate profiles) are required; `/livez`, `/readyz` and
 /// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
 pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
     let required = |v: &Option<zonecast_runtime::Secret>, what: &str| {

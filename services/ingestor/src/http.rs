@@ -1,4 +1,5 @@
-//! The ingestor's own listener: `POST /v3/positions` (write authority), `/healthz`, `/metrics`.
+//! The ingestor's own listener: `POST /v3/positions` (write authority); `/livez`, `/readyz`
+//! (alias `/healthz`) and `/metrics` without credentials.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -57,7 +58,9 @@ where
     let path = path.trim_end_matches('/');
     match (path, &method) {
         ("/v3/positions", &Method::POST) => positions(&l, &headers, body).await,
-        ("/healthz", &Method::GET) => {
+        // Liveness looks at nothing but the process: a bus outage is for readiness to report.
+        ("/livez", &Method::GET) => json_response(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+        ("/readyz" | "/healthz", &Method::GET) => {
             let ok = l.publisher.ready();
             let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
             json_response(
@@ -70,7 +73,7 @@ where
             r.headers_mut().insert("content-type", warp::http::HeaderValue::from_static("text/plain; version=0.0.4"));
             r
         }
-        ("/v3/positions" | "/healthz" | "/metrics", _) => {
+        ("/v3/positions" | "/livez" | "/readyz" | "/healthz" | "/metrics", _) => {
             error_response(StatusCode::METHOD_NOT_ALLOWED, "not_found", &format!("method {method} is not allowed here"))
         }
         _ => error_response(StatusCode::NOT_FOUND, "not_found", &format!("no route {path}")),

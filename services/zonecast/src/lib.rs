@@ -20,6 +20,8 @@ pub const ADMIN_KEY_FILE: &str = "admin.key";
 pub struct AllInOne {
     /// Where the API (and later `POST /v3/positions`) listens.
     pub http_addr: SocketAddr,
+    /// Where the operations listener listens, when `ZONECAST_OPS_ADDR` is set.
+    pub ops_addr: Option<SocketAddr>,
     /// The generated admin key file, when no credentials were configured.
     pub admin_key_file: Option<PathBuf>,
     /// The bus the services share (in-process unless a NATS URL is configured).
@@ -89,6 +91,7 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let listener = zonecast_api::bind(config.http_addr).await?;
     let http_addr = listener.local_addr().map_err(|e| key_error(format!("listener: {e}")))?;
+    let ops_addr = zonecast_api::serve_ops(&config, store.clone(), bus.clone(), shutdown.clone()).await?;
     // One evaluator per core, each owning a partition range, as in the distributed deployment:
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();
@@ -134,5 +137,5 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
             tracing::warn!(error = %e, "bus drain failed");
         }
     });
-    Ok(AllInOne { http_addr, admin_key_file, bus, task })
+    Ok(AllInOne { http_addr, ops_addr, admin_key_file, bus, task })
 }

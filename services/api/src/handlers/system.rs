@@ -57,7 +57,13 @@ pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError
     Ok(reply::ok(&outcome.answer()))
 }
 
-/// `GET /healthz`: 200 when the store answers and the bus is connected, else 503.
+/// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
+/// database or bus outage never gets healthy replicas restarted.
+pub fn live() -> Response {
+    reply::json(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+/// `GET /readyz` (and `/healthz`): 200 when the store answers and the bus is connected, else 503.
 pub async fn health(ctx: &Context) -> Response {
     let store = match ctx.store.ping().await {
         Ok(()) => "ok".to_owned(),
