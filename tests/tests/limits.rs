@@ -4,7 +4,7 @@
 
 use reqwest::Method;
 use serde_json::Value;
-use zonecast_tests::{Mode, Server, WRITE_KEY, both_modes, json, sphere};
+use zonecast_tests::{ADMIN_KEY, Mode, Server, WRITE_KEY, both_modes, json, sphere};
 
 fn macs(from: usize, n: usize) -> Vec<String> {
     (from..from + n).map(|i| format!("00:00:00:{:02X}:{:02X}:{:02X}", i >> 16, (i >> 8) & 0xFF, i & 0xFF)).collect()
@@ -114,7 +114,55 @@ async fn a_batch_takes_at_most_a_thousand_zones(mode: Mode) {
     server.stop().await;
 }
 
+/// 128 filters of a Unicode `\w{200}` once compiled for 21 s into gigabytes: each is refused
+/// now, quickly and without the memory.
+async fn regexes_that_compile_too_large_are_refused_without_the_memory(mode: Mode) {
+    let server = Server::start(mode).await;
+    let filters: Vec<Value> = (0..128)
+        .map(|i| json!({"Selector": "Source.MAC", "Type": "regex", "Match": format!("\\w{{200}}{i}")}))
+        .collect();
+    let body =
+        json!({"host": "127.0.0.1", "port": 1883, "TLS": false, "topics": [{"topic": "t", "FilterChain": filters}]});
+    let before = rss();
+    let message = server
+        .refused(
+            Method::POST,
+            "/v3/modules/mqtt/connections",
+            Some(ADMIN_KEY),
+            Some(body.to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert!(message.starts_with("topics[0].FilterChain[0].Match: regex is too large when compiled"), "{message}");
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 100 << 20, "refusing it grew this process by {} MB", grown >> 20);
+    // More distinct regexes than a connection may hold, spread over topics.
+    let topics: Vec<Value> = (0..2)
+        .map(|t| {
+            let chain: Vec<Value> = (0..70)
+                .map(|i| json!({"Selector": "Source.MAC", "Type": "regex", "Match": format!("^{t}-{i}$")}))
+                .collect();
+            json!({"topic": format!("t{t}"), "FilterChain": chain})
+        })
+        .collect();
+    let body = json!({"host": "127.0.0.1", "port": 1883, "TLS": false, "topics": topics});
+    let message = server
+        .refused(
+            Method::POST,
+            "/v3/modules/mqtt/connections",
+            Some(ADMIN_KEY),
+            Some(body.to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert_eq!(message, "topics[1].FilterChain[58].Match: a connection may use at most 128 distinct regexes");
+    server.stop().await;
+}
+
 both_modes!(
+    regexes_that_compile_too_large_are_refused_without_the_memory,
     a_device_list_never_grows_past_ten_thousand_devices,
     an_info_event_message_and_a_radius_write_are_bounded,
     a_huge_polygon_is_refused_before_it_is_parsed,

@@ -5,14 +5,57 @@ use crate::matcher::{Chain, Children, Cmp, Filter, Op, Test};
 use crate::selector::Selector;
 use crate::template::Template;
 use crate::value::{as_number, string_form};
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// The deepest nesting allowed: a top-level filter is at depth 1, its children at depth 2.
 pub const MAX_DEPTH: usize = 16;
 
 /// The most filters one chain may hold, counting children at every depth.
 pub const MAX_FILTERS: usize = 256;
+
+/// Largest compiled form of one regex, in bytes (its program and its lazy DFA's cache each).
+/// Unicode classes grow fast under repetition (`\w{200}` compiles to megabytes); past this a
+/// pattern is refused rather than compiled.
+pub const MAX_REGEX_BYTES: usize = 256 * 1024;
+
+/// Most distinct regexes one [`RegexPool`] (one connection's chains) holds.
+pub const MAX_REGEXES: usize = 128;
+
+/// The regexes compiled for one connection's chains: each distinct pattern is compiled once and
+/// shared by every filter that uses it, and there are at most [`MAX_REGEXES`] of them, each at
+/// most [`MAX_REGEX_BYTES`], so a connection's regexes stay within a few tens of megabytes.
+#[derive(Debug, Default)]
+pub struct RegexPool {
+    by_pattern: HashMap<String, Regex>,
+}
+
+impl RegexPool {
+    /// The compiled `pattern`, compiled now if this pool has not seen it; the error is the
+    /// reason it is refused.
+    fn get(&mut self, pattern: &str) -> Result<Regex, String> {
+        if let Some(regex) = self.by_pattern.get(pattern) {
+            return Ok(regex.clone());
+        }
+        if self.by_pattern.len() >= MAX_REGEXES {
+            return Err(format!("a connection may use at most {MAX_REGEXES} distinct regexes"));
+        }
+        let regex =
+            RegexBuilder::new(pattern).size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES).build().map_err(
+                |err| match err {
+                    regex::Error::CompiledTooBig(_) => format!(
+                        "regex is too large when compiled (at most {} KiB); shorten its repetitions or use ASCII \
+                     classes such as (?-u:\\w)",
+                        MAX_REGEX_BYTES / 1024
+                    ),
+                    other => format!("invalid regex: {}", regex_reason(&other)),
+                },
+            )?;
+        self.by_pattern.insert(pattern.to_owned(), regex.clone());
+        Ok(regex)
+    }
+}
 
 const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
 
@@ -26,6 +69,12 @@ const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
 /// (it would negate nothing), a non-finite numeric `Match`, more than [`MAX_DEPTH`] levels and
 /// more than [`MAX_FILTERS`] filters. Any field set to `null` counts as absent.
 pub fn compile(chain: &Value) -> Result<Chain, FilterError> {
+    compile_in(chain, &mut RegexPool::default())
+}
+
+/// [`compile`] with the regexes taken from, and added to, `pool`: compile every chain of one
+/// connection in one pool so that they share their regexes and their bound.
+pub fn compile_in(chain: &Value, pool: &mut RegexPool) -> Result<Chain, FilterError> {
     let items = match chain {
         Value::Null => return Ok(Chain::default()),
         Value::Array(items) => items,
@@ -33,7 +82,7 @@ pub fn compile(chain: &Value) -> Result<Chain, FilterError> {
             return Err(FilterError::new("", format!("must be a JSON array of filters, got {}", json_kind(other))));
         }
     };
-    let filters = Compiler { count: 0 }.list(items, "", 1)?;
+    let filters = Compiler { count: 0, pool }.list(items, "", 1)?;
     Ok(Chain { filters })
 }
 
@@ -71,11 +120,12 @@ impl Kind {
 }
 
 /// Walks one chain, counting filters across all depths.
-struct Compiler {
+struct Compiler<'p> {
     count: usize,
+    pool: &'p mut RegexPool,
 }
 
-impl Compiler {
+impl Compiler<'_> {
     fn list(&mut self, items: &[Value], path: &str, depth: usize) -> Result<Box<[Filter]>, FilterError> {
         items.iter().enumerate().map(|(i, item)| self.filter(item, &format!("{path}[{i}]"), depth)).collect()
     }
@@ -111,7 +161,7 @@ impl Compiler {
             })?),
         };
         let test = match (kind, selector) {
-            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name)? }),
+            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name, self.pool)? }),
             (Some((_, name)), None) => {
                 return Err(fields.error("Selector", format!("Selector is required for Type {name}")));
             }
@@ -216,7 +266,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Attaches `Match` to the `Type`.
-    fn op(&self, kind: Kind, type_name: &str) -> Result<Op, FilterError> {
+    fn op(&self, kind: Kind, type_name: &str, pool: &mut RegexPool) -> Result<Op, FilterError> {
         if let Kind::Exists = kind {
             return Ok(Op::Exists);
         }
@@ -234,8 +284,7 @@ impl<'a> Fields<'a> {
             Kind::Equals => Op::Equals(string_form(value).into()),
             Kind::Regex => {
                 let pattern = string_form(value);
-                let regex = Regex::new(&pattern)
-                    .map_err(|err| self.error("Match", format!("invalid regex: {}", regex_reason(&err))))?;
+                let regex = pool.get(&pattern).map_err(|reason| self.error("Match", reason))?;
                 Op::Regex(regex)
             }
             Kind::Compare(cmp) => {

@@ -165,15 +165,6 @@ fn a_multi_line_regex_error_is_reduced_to_its_reason() {
 }
 
 #[test]
-fn a_regex_too_large_to_compile_is_rejected() {
-    rejects_filter(
-        json!({"Selector": "a", "Type": "regex", "Match": r"\w{5000}"}),
-        "[0].Match",
-        "invalid regex: Compiled regex exceeds size limit of 10485760 bytes.",
-    );
-}
-
-#[test]
 fn a_non_numeric_match_for_a_comparison_is_rejected() {
     for op in ["lt", "lte", "gt", "gte"] {
         for bad in [json!("ten"), json!(true), json!(""), json!("NaN"), json!("inf"), json!(" 1")] {
@@ -284,4 +275,31 @@ fn the_first_problem_in_chain_order_is_reported() {
         "[0].FilterTemplate",
         "unknown filter template 'nope' (expected dashboard, position_events, zone_events, alarm_events, all)",
     );
+}
+
+#[test]
+fn a_regex_that_compiles_too_large_is_refused_before_it_takes_memory() {
+    // Unicode \w repeated 200 times compiles to megabytes; its ASCII form is small.
+    rejects_filter(
+        json!({"Selector": "Source.MAC", "Type": "regex", "Match": "\\w{200}"}),
+        "[0].Match",
+        "regex is too large when compiled (at most 256 KiB); shorten its repetitions or use ASCII classes such as (?-u:\\w)",
+    );
+    compile(&json!([{"Selector": "Source.MAC", "Type": "regex", "Match": "(?-u:\\w){200}"}])).unwrap();
+}
+
+#[test]
+fn one_pool_compiles_a_pattern_once_and_holds_at_most_its_bound_of_distinct_regexes() {
+    let mut pool = zonecast_filter::RegexPool::default();
+    let same =
+        json!([{"Selector": "a", "Type": "regex", "Match": "^x"}, {"Selector": "b", "Type": "regex", "Match": "^x"}]);
+    for _ in 0..(2 * zonecast_filter::MAX_REGEXES) {
+        zonecast_filter::compile_in(&same, &mut pool).unwrap();
+    }
+    let distinct = |i: usize| json!([{"Selector": "a", "Type": "regex", "Match": format!("^y{i}$")}]);
+    for i in 1..zonecast_filter::MAX_REGEXES {
+        zonecast_filter::compile_in(&distinct(i), &mut pool).unwrap();
+    }
+    let err = zonecast_filter::compile_in(&distinct(0), &mut pool).unwrap_err();
+    assert_eq!(err.to_string(), "[0].Match: a connection may use at most 128 distinct regexes");
 }

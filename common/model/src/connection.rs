@@ -107,10 +107,12 @@ impl ConnectionInput {
         if items.len() > MAX_TOPICS {
             return Err(Invalid::new("topics", format!("must have at most {MAX_TOPICS} entries")));
         }
+        // One pool for every topic: the connection's regexes are shared and bounded together.
+        let mut regexes = zonecast_filter::RegexPool::default();
         let topics = items
             .iter()
             .enumerate()
-            .map(|(i, item)| parse_topic(item).map_err(|e| e.within(&format!("topics[{i}]"))))
+            .map(|(i, item)| parse_topic(item, &mut regexes).map_err(|e| e.within(&format!("topics[{i}]"))))
             .collect::<Result<_, _>>()?;
         Ok(Self { host, port, tls, certificate_profile_id, username, password, topics })
     }
@@ -134,7 +136,7 @@ impl ConnectionInput {
     }
 }
 
-fn parse_topic(item: &Value) -> Result<Topic, Invalid> {
+fn parse_topic(item: &Value, regexes: &mut zonecast_filter::RegexPool) -> Result<Topic, Invalid> {
     let f = Fields::of(item, "")?;
     let topic = f.string("topic")?.ok_or_else(|| Invalid::new("topic", "is required"))?;
     if topic.is_empty() || topic.len() > 65_535 {
@@ -148,6 +150,7 @@ fn parse_topic(item: &Value) -> Result<Topic, Invalid> {
         Some(chain @ Value::Array(_)) => chain.clone(),
         Some(other) => return Err(Invalid::new("FilterChain", format!("must be an array, got {}", type_name(other)))),
     };
-    zonecast_filter::compile(&filter_chain).map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
+    zonecast_filter::compile_in(&filter_chain, regexes)
+        .map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
     Ok(Topic { topic: topic.to_owned(), filter_chain })
 }

@@ -50,13 +50,16 @@ impl Router {
         let connections = connections
             .into_iter()
             .map(|c| {
+                // The connection's topics share their regexes, as when it was written.
+                let mut regexes = zonecast_filter::RegexPool::default();
                 let routes = c
                     .topics
                     .iter()
                     .enumerate()
                     .filter_map(|(index, t)| {
                         let compiled = if publishable(&t.topic) {
-                            zonecast_filter::compile(&t.filter_chain).map_err(|e| format!("FilterChain{e}"))
+                            zonecast_filter::compile_in(&t.filter_chain, &mut regexes)
+                                .map_err(|e| format!("FilterChain{e}"))
                         } else {
                             Err("topic is not a publishable MQTT topic name".to_owned())
                         };
