@@ -144,11 +144,11 @@ fn raw_element(raw: &RawValue, at: Option<usize>, now: DateTime<Utc>, out: &mut 
         Some(list) => out.extend(list.into_iter().enumerate().map(|(j, item)| {
             let result = match serde_json::from_str::<Value>(item.get()) {
                 Ok(v) => one(&v, now),
-                Err(_) => Err(unreadable(item, BATCH_LISTS_READ)),
+                Err(_) => Err(unreadable(item)),
             };
             listed(at, j, result)
         })),
-        None => out.push(Element { index: at.unwrap_or(0), result: Err(unreadable(raw, BATCH_LISTS_READ)) }),
+        None => out.push(Element { index: at.unwrap_or(0), result: Err(unreadable(raw)) }),
     }
 }
 
@@ -165,8 +165,6 @@ struct BatchFields<'a> {
 
 /// Where a batch keeps its list: `Content`, or `Updates` in an object `Content`.
 const BATCH_LISTS: &[&[&str]] = &[&["Content"], &["Content", "Updates"]];
-/// Nothing is skipped: used on elements that are read whole.
-const BATCH_LISTS_READ: &[&[&str]] = &[];
 
 /// The items of a `LOCATION_BATCH_UPDATE` that does not read as a whole, when everything but
 /// the items of its list reads (so that only the unreadable items are rejected).
@@ -196,8 +194,8 @@ fn batch_fields(raw: &RawValue) -> Option<BatchFields<'_>> {
 
 /// Why `raw` does not read: the path of the value the parser refused (`Content.Position[1]`)
 /// and the parser's reason (`number out of range`).
-fn unreadable(raw: &RawValue, skip: &[&[&str]]) -> String {
-    match locate(raw.get(), skip) {
+fn unreadable(raw: &RawValue) -> String {
+    match locate(raw.get(), &[]) {
         Ok(()) => "could not be read".to_owned(),
         Err((path, reason)) if path.is_empty() => reason,
         Err((path, reason)) => format!("{path}: {reason}"),
