@@ -94,23 +94,21 @@ async fn bad_elements_are_rejected_with_their_index_and_the_rest_accepted(mode: 
         "text",
         {"MAC": "00:00:00:00:0F:03", "Position": [1, 1, 1]},
     ]);
-    // 1e400 does not fit a double: the JSON parser refuses the whole body.
+    // 1e400 does not fit a double: the JSON parser refuses it, which spoils only its element.
     let text = serde_json::to_string(&body).unwrap().replace("\"INF\"", "1e400");
-    let (status, _) = post(&server, Some(WRITE_KEY), text.into_bytes()).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "a number out of range makes the body malformed");
-    let mut body = body;
-    body[3] = json!({"MAC": "00:00:00:00:0F:02", "Position": [0, "0", 0]});
-    let (status, answer) = post(&server, Some(WRITE_KEY), serde_json::to_vec(&body).unwrap()).await;
-    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = post(&server, Some(WRITE_KEY), text.into_bytes()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["accepted"], 2);
     let rejected = answer["rejected"].as_array().unwrap();
     let indexes: Vec<u64> = rejected.iter().map(|r| r["index"].as_u64().unwrap()).collect();
     assert_eq!(indexes, [1, 2, 3, 4, 5, 6]);
     assert!(rejected[0]["message"].as_str().unwrap().starts_with("MAC:"), "{}", rejected[0]);
     assert_eq!(rejected[1]["message"], "Position: must be an array of three finite numbers");
+    assert_eq!(rejected[2]["message"], "Position[2]: number out of range");
     assert_eq!(rejected[3]["message"], "Timestamp: must be an ISO 8601 string");
     let got = positions(&mut sub, 2).await;
-    assert_eq!(got.len(), 2);
+    let macs: Vec<&str> = got.iter().map(|(_, e)| e["Source"]["MAC"].as_str().unwrap()).collect();
+    assert_eq!(macs, ["00:00:00:00:0F:01", "00:00:00:00:0F:03"]);
     for (status, body, kind) in [
         (400, b"{\"MAC\":".to_vec(), "malformed"),
         (400, b"42".to_vec(), "malformed"),
@@ -122,6 +120,160 @@ async fn bad_elements_are_rejected_with_their_index_and_the_rest_accepted(mode: 
     zonecast_tests::assert_error(&post(&server, None, b"[]".to_vec()).await, 401, "unauthorized");
     zonecast_tests::assert_error(&post(&server, Some("wrong"), b"[]".to_vec()).await, 401, "unauthorized");
     zonecast_tests::assert_error(&post(&server, Some(READ_KEY), b"[]".to_vec()).await, 403, "forbidden");
+    server.stop().await;
+}
+
+/// A `LOCATION_RAW_UPDATE` event as text, `content` written as it is (numbers beyond a double
+/// cannot be built as JSON values).
+fn event_text(mac: &str, content: &str) -> String {
+    format!(
+        r#"{{"Category": "LOCATION", "Type": "LOCATION_RAW_UPDATE", "Source": {{"MAC": "{mac}"}}, "Content": {content}}}"#
+    )
+}
+
+/// Reads positions until one of each of `macs` has arrived (others are skipped); their MACs, sorted.
+async fn until_seen(sub: &mut zonecast_bus::Subscription, macs: &[&str]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    while !macs.iter().all(|m| seen.contains(*m)) {
+        let event = next_json(sub, WAIT).await;
+        let mac = event["Source"]["MAC"].as_str().unwrap().to_owned();
+        if macs.contains(&mac.as_str()) {
+            seen.insert(mac);
+        }
+    }
+    seen.into_iter().collect()
+}
+
+async fn a_number_out_of_range_spoils_only_its_element_in_every_posted_form(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let send = |text: String| post(&server, Some(WRITE_KEY), text.into_bytes());
+    let out = |index: u64, field: &str| json!({"index": index, "message": format!("{field}: number out of range")});
+
+    let events = format!(
+        "[{}, {}, {}, {}]",
+        event_text("00:00:00:00:1A:01", r#"{"Position": [1, 2, 3]}"#),
+        event_text("00:00:00:00:1A:02", r#"{"Position": [1e400, 2, 3]}"#),
+        event_text("00:00:00:00:1A:03", r#"{"Position": [1, 2, 3], "Velocity": [0, 0, -1e400]}"#),
+        event_text("00:00:00:00:1A:04", r#"{"Position": [1, 2, 3], "Sequence": 9}"#),
+    );
+    let answer = send(events).await;
+    assert_eq!(
+        answer,
+        (
+            StatusCode::OK,
+            json!({"accepted": 2, "rejected": [out(1, "Content.Position[0]"), out(2, "Content.Velocity[2]")]})
+        )
+    );
+
+    let compact = r#"[
+        {"MAC": "00:00:00:00:1B:01", "Position": [1, 2, 3]},
+        {"MAC": "00:00:00:00:1B:02", "Position": [1, 2, 3], "Orientation": [1, 0, 0, 1e400]},
+        {"MAC": "00:00:00:00:1B:03", "Position": [1, 2, 3], "Sequence": -1e400},
+        {"MAC": "00:00:00:00:1B:04", "Position": [1, 2, 3], "Timestamp": "2026-11-21T10:00:00Z"}
+    ]"#;
+    let answer = send(compact.to_owned()).await;
+    assert_eq!(
+        answer,
+        (StatusCode::OK, json!({"accepted": 2, "rejected": [out(1, "Orientation[3]"), out(2, "Sequence")]}))
+    );
+
+    let mixed = format!(
+        r#"[{}, {{"MAC": "00:00:00:00:1C:02", "Position": [0, -1e400, 0]}},
+            {{"Type": "LOCATION_BATCH_UPDATE", "Content": [
+                {{"MAC": "00:00:00:00:1C:03", "Position": [0, 0, 0]}},
+                {{"MAC": "00:00:00:00:1C:04", "Position": [0, 0, 1e400]}}]}}]"#,
+        event_text("00:00:00:00:1C:01", r#"{"Position": [1, 2, 3]}"#)
+    );
+    let answer = send(mixed).await;
+    assert_eq!(
+        answer,
+        (
+            StatusCode::OK,
+            json!({"accepted": 2, "rejected": [out(1, "Position[1]"), out(2, "Content[1]: Position[2]")]})
+        )
+    );
+
+    // A single object is element 0, whether its problem is a bad MAC or a number out of range.
+    let answer = send(r#"{"MAC": "nope", "Position": [0, 0, 0]}"#.to_owned()).await;
+    assert_eq!(
+        (answer.0, &answer.1["accepted"], &answer.1["rejected"][0]["index"]),
+        (StatusCode::OK, &json!(0), &json!(0))
+    );
+    let answer = send(r#"{"MAC": "00:00:00:00:1D:01", "Position": [0, 0, 1e400]}"#.to_owned()).await;
+    assert_eq!(answer, (StatusCode::OK, json!({"accepted": 0, "rejected": [out(0, "Position[2]")]})));
+
+    let got = until_seen(
+        &mut sub,
+        &[
+            "00:00:00:00:1A:01",
+            "00:00:00:00:1A:04",
+            "00:00:00:00:1B:01",
+            "00:00:00:00:1B:04",
+            "00:00:00:00:1C:01",
+            "00:00:00:00:1C:03",
+        ],
+    )
+    .await;
+    assert_eq!(got.len(), 6);
+
+    let not_json = br#"[{"MAC": "00:00:00:00:1D:02", "Position": [0, 0, 1e400]}"#.to_vec();
+    zonecast_tests::assert_error(&post(&server, Some(WRITE_KEY), not_json).await, 400, "malformed");
+    server.stop().await;
+}
+
+async fn a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs(mode: Mode) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    let root = format!("zt{}", uuid::Uuid::new_v4().simple());
+    config.ingest_mqtt_url = Some(zonecast_runtime::Secret::new("mqtt://127.0.0.1:1883"));
+    config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
+    let server = Server::start_with(mode, config, dir).await;
+    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let payload = |n: u8| {
+        format!(
+            r#"[{{"MAC": "00:00:00:00:{n:02X}:01", "Position": [1, 2, 3]}},
+                {{"MAC": "00:00:00:00:{n:02X}:02", "Position": [1, 2, 1e400]}},
+                {},
+                {{"MAC": "00:00:00:00:{n:02X}:04", "Position": [4, 5, 6]}}]"#,
+            event_text(&format!("00:00:00:00:{n:02X}:03"), r#"{"Position": [1, 2, 3], "Velocity": [-1e400, 0, 0]}"#)
+        )
+        .into_bytes()
+    };
+
+    let before = rejected_count(&metrics_text(&server).await, "nats");
+    server.bus.publish(server.subjects.ingest(), payload(0x2A).into()).await.unwrap();
+    assert_eq!(until_seen(&mut sub, &["00:00:00:00:2A:01", "00:00:00:00:2A:04"]).await.len(), 2);
+    eventually(WAIT, || async { (rejected_count(&metrics_text(&server).await, "nats") >= before + 2.0).then_some(()) })
+        .await;
+
+    let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
+    options.set_keep_alive(Duration::from_secs(5));
+    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
+    tokio::spawn(async move {
+        while eventloop.poll().await.is_ok() {}
+        panic!(
+            "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
+        );
+    });
+    let topic = format!("{root}/positions/gw1");
+    let before = rejected_count(&metrics_text(&server).await, "mqtt");
+    // The input subscribes asynchronously: publish until the first good position comes through.
+    tokio::time::timeout(WAIT, async {
+        loop {
+            client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, payload(0x2B)).await.unwrap();
+            if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), sub.next()).await
+                && serde_json::from_slice::<Value>(&msg.payload).unwrap()["Source"]["MAC"] == "00:00:00:00:2B:01"
+            {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("a position from MQTT within the timeout");
+    assert_eq!(until_seen(&mut sub, &["00:00:00:00:2B:04"]).await.len(), 1, "the good element after the bad ones");
+    eventually(WAIT, || async { (rejected_count(&metrics_text(&server).await, "mqtt") >= before + 2.0).then_some(()) })
+        .await;
     server.stop().await;
 }
 
@@ -222,6 +374,8 @@ both_modes!(
     positions_on_the_ingest_subject_are_published_and_bad_ones_counted,
     positions_from_an_rtls_broker_over_mqtt_are_ingested,
     a_posted_position_reaches_the_evaluator,
+    a_number_out_of_range_spoils_only_its_element_in_every_posted_form,
+    a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,11 @@
 //! updates (or an object with such a list under `Updates`), and the compact form
 //! `{"MAC", "Position", "Timestamp"?}`. MACs become upper case with colons; a missing
 //! Timestamp becomes the time of receipt; Velocity, Orientation and Sequence pass through.
+//! Every element is judged alone, including one the JSON parser refuses (a number beyond the
+//! range of a double): only a payload that is not JSON at all is refused whole.
 
 use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use zonecast_model::{Mac, PositionUpdate, parse_vec3};
 
@@ -62,7 +65,9 @@ fn fast(bytes: &[u8], now: DateTime<Utc>) -> Option<Vec<Element>> {
 }
 
 /// Reads a payload from its bytes: the compact fast path, else the general path. `Err` when the
-/// bytes are not JSON, or JSON that is neither an object nor an array.
+/// bytes are not JSON, or JSON that is neither an object nor an array. An element that is JSON
+/// but does not read as a value (a number out of the range of a double, `1e400`) is rejected
+/// alone, naming where that number lies.
 pub fn normalize_bytes(bytes: &[u8], now: DateTime<Utc>) -> Result<Vec<Element>, String> {
     if let Some(out) = fast(bytes, now) {
         return Ok(out);
@@ -70,7 +75,7 @@ pub fn normalize_bytes(bytes: &[u8], now: DateTime<Utc>) -> Result<Vec<Element>,
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => Ok(normalize(&v, now)),
         Ok(_) => Err("body must be a JSON object or array".into()),
-        Err(e) => Err(format!("not valid JSON: {e}")),
+        Err(e) => one_by_one(bytes, now).ok_or_else(|| format!("not valid JSON: {e}")),
     }
 }
 
@@ -80,27 +85,238 @@ pub fn normalize(payload: &Value, now: DateTime<Utc>) -> Vec<Element> {
     match payload {
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                match batch_list(item) {
-                    Some(Ok(list)) => {
-                        for (j, raw) in list.iter().enumerate() {
-                            let result = one(raw, now).map_err(|m| format!("Content[{j}]: {m}"));
-                            out.push(Element { index, result });
-                        }
-                    }
-                    Some(Err(m)) => out.push(Element { index, result: Err(m) }),
-                    None => out.push(Element { index, result: one(item, now) }),
-                }
+                element(item, Some(index), now, &mut out);
             }
         }
-        other => match batch_list(other) {
-            Some(Ok(list)) => {
-                out.extend(list.iter().enumerate().map(|(index, raw)| Element { index, result: one(raw, now) }));
-            }
-            Some(Err(m)) => out.push(Element { index: 0, result: Err(m) }),
-            None => out.push(Element { index: 0, result: one(other, now) }),
-        },
+        other => element(other, None, now, &mut out),
     }
     out
+}
+
+/// Reads one element: `at` is its index in the top-level array, `None` for a payload that is
+/// a single object (whose batch list then numbers the elements).
+fn element(v: &Value, at: Option<usize>, now: DateTime<Utc>, out: &mut Vec<Element>) {
+    match batch_list(v) {
+        Some(Ok(list)) => {
+            out.extend(list.iter().enumerate().map(|(j, raw)| listed(at, j, one(raw, now))));
+        }
+        Some(Err(m)) => out.push(Element { index: at.unwrap_or(0), result: Err(m) }),
+        None => out.push(Element { index: at.unwrap_or(0), result: one(v, now) }),
+    }
+}
+
+/// Item `j` of a batch's list: in a top-level array it shares the batch's index and its reason
+/// names its place in the list; in a single batch the list's index is the element's.
+fn listed(at: Option<usize>, j: usize, result: Result<PositionUpdate, String>) -> Element {
+    match at {
+        Some(index) => Element { index, result: result.map_err(|m| format!("Content[{j}]: {m}")) },
+        None => Element { index: j, result },
+    }
+}
+
+/// The general path for a payload that is JSON but not all of whose values can be read (the
+/// parser refuses numbers beyond the range of a double): the payload is split into its
+/// elements without reading their values, and each element is read on its own, so that one
+/// unreadable element spoils only itself. `None` when the bytes are not JSON at all.
+fn one_by_one(bytes: &[u8], now: DateTime<Utc>) -> Option<Vec<Element>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut out = Vec::new();
+    match text.trim_start().as_bytes().first()? {
+        b'[' => {
+            let items = serde_json::from_str::<Vec<&RawValue>>(text).ok()?;
+            for (index, raw) in items.into_iter().enumerate() {
+                raw_element(raw, Some(index), now, &mut out);
+            }
+        }
+        b'{' => raw_element(serde_json::from_str::<&RawValue>(text).ok()?, None, now, &mut out),
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// [`element`] for an element not yet read. An unreadable batch is read item by item when
+/// everything outside its list can be read; any other unreadable element is rejected whole.
+fn raw_element(raw: &RawValue, at: Option<usize>, now: DateTime<Utc>, out: &mut Vec<Element>) {
+    if let Ok(v) = serde_json::from_str::<Value>(raw.get()) {
+        return element(&v, at, now, out);
+    }
+    match unreadable_batch_list(raw) {
+        Some(list) => out.extend(list.into_iter().enumerate().map(|(j, item)| {
+            let result = match serde_json::from_str::<Value>(item.get()) {
+                Ok(v) => one(&v, now),
+                Err(_) => Err(unreadable(item)),
+            };
+            listed(at, j, result)
+        })),
+        None => out.push(Element { index: at.unwrap_or(0), result: Err(unreadable(raw)) }),
+    }
+}
+
+/// The fields of a batch that tell its list apart, read without reading their values.
+#[derive(serde::Deserialize)]
+struct BatchFields<'a> {
+    #[serde(rename = "Type", borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(rename = "Content", borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(rename = "Updates", borrow, default)]
+    updates: Option<&'a RawValue>,
+}
+
+/// Where a batch keeps its list: `Content`, or `Updates` in an object `Content`.
+const BATCH_LISTS: &[&[&str]] = &[&["Content"], &["Content", "Updates"]];
+
+/// The items of a `LOCATION_BATCH_UPDATE` that does not read as a whole, when everything but
+/// the items of its list reads (so that only the unreadable items are rejected).
+fn unreadable_batch_list(raw: &RawValue) -> Option<Vec<&RawValue>> {
+    let fields = batch_fields(raw)?;
+    if serde_json::from_str::<String>(fields.kind?.get()).ok()? != "LOCATION_BATCH_UPDATE" {
+        return None;
+    }
+    if locate(raw.get(), BATCH_LISTS).is_err() {
+        return None;
+    }
+    let content = fields.content?;
+    let list = match batch_fields(content) {
+        Some(inner) => inner.updates?,
+        None => content,
+    };
+    serde_json::from_str::<Vec<&RawValue>>(list.get()).ok()
+}
+
+/// The [`BatchFields`] of an object (a struct would also be read from an array, by position).
+fn batch_fields(raw: &RawValue) -> Option<BatchFields<'_>> {
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// Why `raw` does not read: the path of the value the parser refused (`Content.Position[1]`)
+/// and the parser's reason (`number out of range`).
+fn unreadable(raw: &RawValue) -> String {
+    match locate(raw.get(), &[]) {
+        Ok(()) => "could not be read".to_owned(),
+        Err((path, reason)) if path.is_empty() => reason,
+        Err((path, reason)) => format!("{path}: {reason}"),
+    }
+}
+
+/// Walks `text` value by value, skipping the arrays at `skip`, to the first value that does not
+/// read: `Err((path, reason))`.
+fn locate(text: &str, skip: &[&[&str]]) -> Result<(), (String, String)> {
+    let mut path = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read =
+        serde::de::DeserializeSeed::deserialize(Locate { path: &mut path, skip }, &mut de).and_then(|()| de.end());
+    read.map_err(|e| {
+        let text = e.to_string();
+        // The position is within the element, which would mislead about the body.
+        let reason = text.rsplit_once(" at line ").map_or(text.as_str(), |(reason, _)| reason).to_owned();
+        let mut at = String::new();
+        for step in &path {
+            match step {
+                Step::Key(k) if at.is_empty() => at.push_str(k),
+                Step::Key(k) => {
+                    at.push('.');
+                    at.push_str(k);
+                }
+                Step::Index(i) => at.push_str(&format!("[{i}]")),
+            }
+        }
+        (at, reason)
+    })
+}
+
+/// One step of a path into a JSON value.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Reads a value without keeping it, recording the path down to the value being read: when
+/// reading fails, the path is where it failed.
+struct Locate<'p> {
+    path: &'p mut Vec<Step>,
+    skip: &'p [&'p [&'p str]],
+}
+
+impl Locate<'_> {
+    fn below(&mut self) -> Locate<'_> {
+        Locate { path: self.path, skip: self.skip }
+    }
+
+    fn skipped(&self) -> bool {
+        self.skip.iter().any(|s| {
+            s.len() == self.path.len()
+                && s.iter().zip(self.path.iter()).all(|(a, b)| matches!(b, Step::Key(k) if k == a))
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Locate<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Locate<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        if self.skipped() {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            return Ok(());
+        }
+        for index in 0.. {
+            self.path.push(Step::Index(index));
+            if seq.next_element_seed(self.below())?.is_none() {
+                break;
+            }
+            self.path.pop();
+        }
+        self.path.pop();
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            self.path.push(Step::Key(key));
+            map.next_value_seed(self.below())?;
+            self.path.pop();
+        }
+        Ok(())
+    }
 }
 
 /// The raw updates of a `LOCATION_BATCH_UPDATE`, `None` when `v` is not one.
@@ -281,7 +497,170 @@ mod tests {
         assert_eq!(normalize_bytes(b"42", now()).unwrap_err(), "body must be a JSON object or array");
     }
 
+    /// `(index, result)` of each element of `text`, read from its bytes; messages of rejects.
+    fn read(text: &str) -> Vec<(usize, Result<String, String>)> {
+        normalize_bytes(text.as_bytes(), now())
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.index, e.result.map(|p| p.mac.as_str().to_owned())))
+            .collect()
+    }
+
+    #[test]
+    fn a_number_out_of_range_in_a_compact_element_rejects_that_element_alone() {
+        let text = r#"[
+            {"MAC": "00:00:00:00:00:01", "Position": [0, 0, 0]},
+            {"MAC": "00:00:00:00:00:02", "Position": [0, 1e400, 0]},
+            {"MAC": "00:00:00:00:00:03", "Position": [0, 0, 0], "Velocity": [-1e400, 0, 0]},
+            {"MAC": "00:00:00:00:00:04", "Position": [0, 0, 0], "Orientation": [1, 0, 0, 1E+400]},
+            {"MAC": "00:00:00:00:00:05", "Position": [0, 0, 0], "Sequence": 1e400},
+            {"MAC": "00:00:00:00:00:06", "Position": [0, 0, 0], "Timestamp": -1e400},
+            {"MAC": -1e400, "Position": [0, 0, 0]},
+            {"MAC": "00:00:00:00:00:08", "Position": [0, 0, 0], "Vendor": {"Battery": [1e400]}},
+            {"MAC": "00:00:00:00:00:09", "Position": [1e-400, 2, 3]},
+            {"MAC": "00:00:00:00:00:0A", "Position": [0, 0, 0]}
+        ]"#;
+        let ok = |mac: &str| Ok(mac.to_owned());
+        let out = |field: &str| Err(format!("{field}: number out of range"));
+        assert_eq!(
+            read(text),
+            [
+                (0, ok("00:00:00:00:00:01")),
+                (1, out("Position[1]")),
+                (2, out("Velocity[0]")),
+                (3, out("Orientation[3]")),
+                (4, out("Sequence")),
+                (5, out("Timestamp")),
+                (6, out("MAC")),
+                (7, out("Vendor.Battery[0]")),
+                (8, ok("00:00:00:00:00:09")),
+                (9, ok("00:00:00:00:00:0A")),
+            ]
+        );
+        let p = normalize_bytes(text.as_bytes(), now()).unwrap().swap_remove(8).result.unwrap();
+        assert_eq!(p.position, [0.0, 2.0, 3.0], "a number too small for a double reads as zero");
+    }
+
+    #[test]
+    fn a_number_out_of_range_in_an_event_rejects_that_event_alone() {
+        let event = |mac: &str, content: &str| {
+            format!(
+                r#"{{"Category": "LOCATION", "Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T09:00:00Z",
+                "Source": {{"MAC": "{mac}", "GatewayURI": "gw1"}}, "Content": {content}}}"#
+            )
+        };
+        let text = format!(
+            "[{}, {}, {}, {}, {}, {}]",
+            event("00:00:00:00:00:01", r#"{"Position": [1, 2, 3]}"#),
+            event("00:00:00:00:00:02", r#"{"Position": [1, 2, -1e400]}"#),
+            event("00:00:00:00:00:03", r#"{"Position": [1, 2, 3], "Velocity": [0, 1e400, 0]}"#),
+            event("00:00:00:00:00:04", r#"{"Position": [1, 2, 3], "Orientation": [-1e400, 0, 0, 0], "Sequence": 3}"#),
+            event("00:00:00:00:00:05", r#"{"Position": [1, 2, 3], "Sequence": 1e400}"#),
+            event("00:00:00:00:00:06", r#"{"Position": [1, 2, 3], "Sequence": 7}"#),
+        );
+        let out = |field: &str| Err(format!("{field}: number out of range"));
+        assert_eq!(
+            read(&text),
+            [
+                (0, Ok("00:00:00:00:00:01".to_owned())),
+                (1, out("Content.Position[2]")),
+                (2, out("Content.Velocity[1]")),
+                (3, out("Content.Orientation[0]")),
+                (4, out("Content.Sequence")),
+                (5, Ok("00:00:00:00:00:06".to_owned())),
+            ]
+        );
+        let text =
+            format!("[{}]", event("00:00:00:00:00:07", r#"{"Position": [1, 2, 3]}"#).replace("\"gw1\"", "1e400"));
+        assert_eq!(read(&text), [(0, out("Source.GatewayURI"))]);
+    }
+
+    #[test]
+    fn in_a_mixed_array_an_unreadable_batch_item_spoils_only_itself() {
+        let text = r#"[
+            {"Type": "LOCATION_RAW_UPDATE", "Source": {"MAC": "00:00:00:00:00:01"}, "Content": {"Position": [1, 2, 3]}},
+            {"MAC": "00:00:00:00:00:02", "Position": [1e400, 0, 0]},
+            {"Type": "LOCATION_BATCH_UPDATE", "Content": [
+                {"MAC": "00:00:00:00:00:03", "Position": [0, 0, 0]},
+                {"Type": "LOCATION_RAW_UPDATE", "Source": {"MAC": "00:00:00:00:00:04"}, "Content": {"Position": [0, -1e400, 0]}},
+                {"MAC": "nope", "Position": [0, 0, 0]}]},
+            {"Type": "LOCATION_BATCH_UPDATE", "Content": {"Updates": [
+                {"MAC": "00:00:00:00:00:05", "Position": [0, 0, 1e400]},
+                {"MAC": "00:00:00:00:00:06", "Position": [0, 0, 0]}]}},
+            {"Type": "LOCATION_BATCH_UPDATE", "Received": 1e400, "Content": [{"MAC": "00:00:00:00:00:07", "Position": [0, 0, 0]}]},
+            {"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "00:00:00:00:00:08", "Position": [0, 0, 0]}], "Content": 1e400},
+            [1e400],
+            1e400,
+            {"MAC": "00:00:00:00:00:09", "Position": [0, 0, 0]}
+        ]"#;
+        let out = read(text);
+        let ok = |mac: &str| Ok(mac.to_owned());
+        assert_eq!(
+            out[..4],
+            [
+                (0, ok("00:00:00:00:00:01")),
+                (1, Err("Position[0]: number out of range".into())),
+                (2, ok("00:00:00:00:00:03")),
+                (2, Err("Content[1]: Content.Position[1]: number out of range".into()))
+            ]
+        );
+        assert!(out[4].1.as_ref().unwrap_err().starts_with("Content[2]: MAC: 'nope'"), "{:?}", out[4]);
+        assert_eq!(
+            out[5..],
+            [
+                (3, Err("Content[0]: Position[2]: number out of range".into())),
+                (3, ok("00:00:00:00:00:06")),
+                (4, Err("Received: number out of range".into())),
+                (5, Err("Content: number out of range".into())),
+                (6, Err("[0]: number out of range".into())),
+                (7, Err("number out of range".into())),
+                (8, ok("00:00:00:00:00:09")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_object_with_a_number_out_of_range_is_rejected_as_element_zero() {
+        let bad_mac = read(r#"{"MAC": "nope", "Position": [0, 0, 0]}"#);
+        assert_eq!(bad_mac.len(), 1);
+        assert_eq!(bad_mac[0].0, 0, "a single bad object is element 0");
+        let out = |field: &str| Err(format!("{field}: number out of range"));
+        assert_eq!(read(r#"{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 1e400]}"#), [(0, out("Position[2]"))]);
+        assert_eq!(
+            read(
+                r#" {"Type": "LOCATION_RAW_UPDATE", "Source": {"MAC": "00:00:00:00:00:01"}, "Content": {"Position": [0, 0, 0], "Velocity": [-1e400, 0, 0]}}"#
+            ),
+            [(0, out("Content.Velocity[0]"))]
+        );
+        // In a single batch the list numbers the elements.
+        let batch = r#"{"Type": "LOCATION_BATCH_UPDATE", "Content": [
+            {"MAC": "00:00:00:00:00:01", "Position": [0, 0, 0]},
+            {"MAC": "00:00:00:00:00:02", "Position": [0, 0, 0], "Sequence": -1e400},
+            {"MAC": "00:00:00:00:00:03", "Position": [0, 0, 0]}]}"#;
+        assert_eq!(
+            read(batch),
+            [(0, Ok("00:00:00:00:00:01".into())), (1, out("Sequence")), (2, Ok("00:00:00:00:00:03".into()))]
+        );
+        let huge = format!(r#"{{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 1{}]}}"#, "0".repeat(400));
+        assert_eq!(read(&huge), [(0, out("Position[2]"))], "an integer beyond a double is out of range too");
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_still_refused_whole() {
+        for text in
+            ["[{\"MAC\": \"00:00:00:00:00:01\", \"Position\": [0, 0, 1e400]}", "1e400", "[1e400,]", "{\"a\": 1e400} x"]
+        {
+            let reason = normalize_bytes(text.as_bytes(), now()).unwrap_err();
+            assert!(reason.starts_with("not valid JSON"), "{text}: {reason}");
+        }
+        assert!(normalize_bytes(b"[1e400, \xff]", now()).is_err());
+    }
+
     use proptest::prelude::Strategy as _;
+
+    fn items_ok() -> &'static str {
+        r#"{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 0]}"#
+    }
 
     proptest::proptest! {
         #[test]
@@ -297,6 +676,25 @@ mod tests {
             proptest::prop_assert_eq!(results.len(), items.len());
             for (i, e) in results.iter().enumerate() {
                 proptest::prop_assert_eq!(e.index, i);
+            }
+        }
+
+        #[test]
+        fn every_element_of_any_array_is_accounted_for_even_when_some_do_not_read(items in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just(r#"{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 0]}"#),
+                proptest::strategy::Just(r#"{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 1e400]}"#),
+                proptest::strategy::Just(r#"{"MAC": "00:00:00:00:00:01", "Position": [0, 0, 0], "Sequence": -1e400}"#),
+                proptest::strategy::Just(r#"{"MAC": "x"}"#),
+                proptest::strategy::Just("1e400"),
+                proptest::strategy::Just("null"),
+            ], 0..40)) {
+            let text = format!("[{}]", items.join(","));
+            let results = normalize_bytes(text.as_bytes(), now()).unwrap();
+            proptest::prop_assert_eq!(results.len(), items.len());
+            for ((i, e), item) in results.iter().enumerate().zip(&items) {
+                proptest::prop_assert_eq!(e.index, i);
+                proptest::prop_assert_eq!(e.result.is_ok(), *item == items_ok(), "{}", item);
             }
         }
     }
