@@ -22,8 +22,8 @@
 //!
 //! [`ParryRegion::new`] takes these shapes. [`ParryRegion::meshed`] makes every prism, the
 //! oblique cuboid and square included, such a [`TriMesh`] instead of a [`ConvexPolyhedron`]:
-//! parry measures a convex polyhedron with GJK, which now and then stops short of the closest
-//! point (centimetres off, near a prism's boundary), while a mesh is measured triangle by
+//! parry measures a convex polyhedron with GJK, which now and then stops at a wrong point (for
+//! points just outside the boundary, off by up to metres), while a mesh is measured triangle by
 //! triangle, exactly up to rounding. The tests take the meshed form as their reference.
 //!
 //! The distance is parry's solid projection: 0 when parry says inside, else the length to the
@@ -97,7 +97,9 @@ fn prism(base: &[Vector], sweep: Vector, convex: bool, meshed: bool) -> (Pose, S
         top.reverse();
         n = -n;
     }
-    let (u, w) = (local[0].normalize(), n.normalize().cross(local[0].normalize()));
+    // In-plane axes from the first edge, which validation keeps longer than a micrometre.
+    let u = (local[1] - local[0]).normalize();
+    let w = n.normalize().cross(u);
     let ring: Vec<[f64; 2]> = local.iter().map(|p| [p.dot(u), p.dot(w)]).collect();
     // Vertices 0..k are the base, k..2k the top; outward triangles throughout.
     local.append(&mut top);
@@ -261,7 +263,7 @@ fn ear_clipping(ring: &[[f64; 2]]) -> Vec<[u32; 3]> {
                     !(turn(pa, pb, p) >= 0.0 && turn(pb, pc, p) >= 0.0 && turn(pc, pa, p) >= 0.0)
                 })
         };
-        // A simple polygon always has an ear; rounding may hide it, then any left turn is cut.
+        // A simple polygon always has an ear; should rounding hide it, the sharpest left turn goes.
         let i = (0..m).find(|i| is_ear(*i)).unwrap_or_else(|| {
             (0..m)
                 .max_by(|x, y| {
