@@ -1,7 +1,7 @@
 //! Zone geometry for zonecast: turns a `GeometryType` and its `GeometryData` rows into a validated,
 //! normalised [`Shape`], or a [`GeometryError`] naming the offending row and the broken rule.
 //!
-//! The row layouts and region semantics are those of DESIGN §2:
+//! The row layouts (the region each describes is documented on [`Shape`]):
 //!
 //! | kind | rows |
 //! |---|---|

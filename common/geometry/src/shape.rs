@@ -3,8 +3,9 @@
 use crate::kind::GeometryType;
 use crate::vector::Vec3;
 
-/// A validated shape: every length positive, every axis at unit length, every rule of DESIGN §2
-/// checked. Only [`crate::validate`] makes one from `GeometryData`.
+/// A validated shape: every length positive, every axis at unit length, every rule of
+/// [`crate::validate`] checked. Only `validate` makes one from `GeometryData`. Every region
+/// includes its boundary.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shape {
     /// Points within `radius` of `centre`.
@@ -21,7 +22,8 @@ pub enum Shape {
         /// Radius, > 0.
         radius: f64,
     },
-    /// Oriented box with a corner at `origin`, spanning `extents[i]` along `axes[i]`.
+    /// Oriented box with a corner at `origin`: the points with `0 ≤ (p − origin)·axes[i] ≤
+    /// extents[i]` for each `i` (a parallelepiped when the axes are not orthogonal).
     Cuboid {
         /// The corner the axes start from.
         origin: Vec3,
@@ -30,7 +32,9 @@ pub enum Shape {
         /// Unit axes for length, width and height; pairwise not (nearly) parallel, not coplanar.
         axes: [Vec3; 3],
     },
-    /// Rectangle in XY with a corner at `bottom_left`, spanning `extents[i]` along `axes[i]`, at any z.
+    /// Rectangle in XY with a corner at `bottom_left`: the points with `0 ≤ (p − bottom_left)·axes[i]
+    /// ≤ extents[i]` for both `i`, in XY, at any z (a parallelogram when the axes are not
+    /// orthogonal).
     Square {
         /// The corner the axes start from; its z is kept but plays no part in the region.
         bottom_left: Vec3,

@@ -17,8 +17,9 @@ use crate::vector::{Vec3, cross, dot, is_finite, normalize};
 /// is dropped; at most [`crate::MAX_POLYGON_VERTICES`] vertices remain. In messages, edge `k`
 /// runs from vertex `k` to vertex `k + 1`, the last edge back to vertex 0.
 ///
-/// Beyond DESIGN §2, a cuboid's three axes must not be (nearly) coplanar
-/// (`|det(âl, âw, âh)| ≥` [`MIN_AXIS_TILT`]): with coplanar axes the three slabs bound no volume.
+/// Besides being pairwise not (nearly) parallel, a cuboid's three axes must not be (nearly)
+/// coplanar (`|det(âl, âw, âh)| ≥` [`MIN_AXIS_TILT`]): with coplanar axes the three slabs bound no
+/// volume.
 pub fn validate(kind: GeometryType, rows: &[Vec3]) -> Result<Shape, GeometryError> {
     match kind {
         GeometryType::Sphere => {

@@ -1,14 +1,42 @@
 //! Property tests of `Region` against the independent reference in `tests/reference`: random
 //! shapes of every kind with random (rotated, tilted, oblique) axes and random points near them;
 //! invariance under rigid motions; `distance_within` against `distance`; `distance_offset` against a
-//! translated shape; centres; boxes.
+//! translated shape; centres; boxes; and the same answers as parry3d-f64's shapes.
 
 mod reference;
 mod shapes_strategy;
 
 use proptest::prelude::*;
+use reference::parry::ParryRegion;
 use shapes_strategy::{any_shape, close, motion, moved_rows, point_near, translated_rows, vclose};
-use zonecast_geometry::{Region, validate};
+use zonecast_geometry::{BOUNDARY_TOLERANCE_M, Region, Vec3, validate};
+
+/// The point `shift` metres past the boundary on the segment from the region's centre to `p`
+/// (before it when negative), when the centre is inside and `p` outside; else `p`.
+fn across_boundary(region: &Region, p: Vec3, shift: f64) -> Vec3 {
+    let mut inside = region.centre();
+    if region.is_flat() {
+        inside[2] = p[2];
+    }
+    if !region.contains(inside) || region.contains(p) {
+        return p;
+    }
+    let mut outside = p;
+    for _ in 0..80 {
+        let mid = [0, 1, 2].map(|i| (inside[i] + outside[i]) / 2.0);
+        if region.contains(mid) {
+            inside = mid;
+        } else {
+            outside = mid;
+        }
+    }
+    let centre = region.centre();
+    let length = reference::norm(reference::sub(p, centre));
+    [0, 1, 2].map(|i| inside[i] + shift * (p[i] - centre[i]) / length)
+}
+
+/// How far parry's distances may differ from the regions'.
+const PARRY_DISTANCE_TOLERANCE_M: f64 = 1e-9;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
@@ -24,6 +52,29 @@ proptest! {
             let (got, want) = (region.distance(p), reference::distance(&shape, p));
             prop_assert!(close(got, want, 1e-9), "{:?} at {:?}: {} vs reference {}", shape, p, got, want);
             prop_assert_eq!(region.contains(p), want <= 1e-9, "containment at {:?}", p);
+        }
+    }
+
+    #[test]
+    fn parry3d_f64_finds_the_same_containment_and_distances(
+        (_, _, shape) in any_shape(),
+        points in prop::collection::vec((prop::array::uniform3(0.0..1.0_f64), any::<bool>(), -1e-3..1e-3_f64), 16),
+    ) {
+        let (region, parry) = (Region::new(&shape), ParryRegion::meshed(&shape));
+        for (u, at_boundary, shift) in points {
+            let p = point_near(&region, u);
+            let p = if at_boundary { across_boundary(&region, p, shift) } else { p };
+            let (ours, theirs) = (region.distance(p), parry.distance(p));
+            prop_assert!(
+                (ours - theirs).abs() <= PARRY_DISTANCE_TOLERANCE_M,
+                "{:?} ({}) at {:?}: {} vs parry {}", shape, parry.parry_shape(), p, ours, theirs
+            );
+            // Within the boundary tolerance either answer is right (the region counts it in).
+            prop_assert!(
+                region.contains(p) == parry.contains(p) || (region.contains(p) && theirs <= BOUNDARY_TOLERANCE_M),
+                "{:?} ({}) at {:?}: contains {} vs parry {} at distance {}",
+                shape, parry.parry_shape(), p, region.contains(p), parry.contains(p), theirs
+            );
         }
     }
 

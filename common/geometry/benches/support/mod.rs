@@ -1,6 +1,8 @@
 //! Random zones and positions for the benchmarks: a 1 km × 1 km × 20 m site with mixed shapes.
+// Each benchmark uses a different subset of these.
+#![allow(dead_code)]
 
-use zonecast_geometry::{GeometryType, Region, Vec3, validate};
+use zonecast_geometry::{GeometryType, Region, Shape, Vec3, validate};
 
 /// Site extent in metres: x and y in `[0, SITE_XY]`, z in `[0, SITE_Z]`.
 pub const SITE_XY: f64 = 1000.0;
@@ -71,7 +73,7 @@ impl Rng {
             GeometryType::Cuboid => {
                 let mut axes = self.frame();
                 if self.below(2) == 0 {
-                    // Oblique: the DESIGN accepts non-orthogonal axes.
+                    // Oblique: cuboid axes need not be orthogonal, only not (nearly) parallel.
                     for a in &mut axes {
                         *a = [0, 1, 2].map(|i| a[i] + self.range(-0.4, 0.4));
                     }
@@ -107,10 +109,31 @@ impl Rng {
 
     /// A random valid region of the `i`-th kind in `GeometryType::ALL` order (mod 6).
     pub fn region(&mut self, i: usize) -> Region {
-        let kind = GeometryType::ALL[i % 6];
+        Region::new(&self.shape(GeometryType::ALL[i % 6]))
+    }
+
+    /// A random valid shape of `kind` somewhere in the site.
+    pub fn shape(&mut self, kind: GeometryType) -> Shape {
         loop {
             if let Ok(shape) = validate(kind, &self.rows(kind)) {
-                return Region::new(&shape);
+                return shape;
+            }
+        }
+    }
+
+    /// A random convex polygon prism: the vertices of a polygon shape at one radius.
+    pub fn convex_polygon(&mut self) -> Shape {
+        loop {
+            let mut rows = self.rows(GeometryType::Polygon);
+            let n = rows.len() - 2;
+            let centre = scale(rows[..n].iter().fold([0.0; 3], |c, v| add(c, *v)), 1.0 / n as f64);
+            let r = self.size() / 2.0;
+            for v in &mut rows[..n] {
+                let d = sub(*v, centre);
+                *v = add(centre, scale(d, r / dot(d, d).sqrt()));
+            }
+            if let Ok(shape) = validate(GeometryType::Polygon, &rows) {
+                return shape;
             }
         }
     }

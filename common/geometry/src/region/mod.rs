@@ -1,9 +1,11 @@
 //! [`Region`]: a validated [`Shape`] prepared for distance queries, with its box and centre.
 //!
-//! All arithmetic is `f64` and follows the region definitions of DESIGN §2 exactly; parry3d's
+//! All arithmetic is `f64` and follows the region definitions on [`Shape`] exactly; parry3d's
 //! `f32` shapes would round site coordinates to tens of micrometres, too coarse for the inclusive
-//! boundaries (see `docs/benchmarks.md`). Containment is tested first with half-space arithmetic,
-//! and a full distance is computed only for points outside.
+//! boundaries, and parry3d-f64's shapes take 1.8 to 41 times as long per distance, its convex
+//! polyhedra now and then missing the closest point (see `docs/benchmarks.md`). Containment is
+//! tested first with half-space arithmetic, and a full distance is computed only for points
+//! outside.
 
 mod boxes;
 mod primitives;
@@ -108,10 +110,11 @@ impl Region {
         }
     }
 
-    /// Mobile-zone centre (DESIGN §2): sphere/circle centre; cuboid and square the centre of the
-    /// box/rectangle; cylinder the midpoint of its axis segment; polygon the centroid (area
-    /// centroid) of the base polygon moved h/2 along the axis. For circle and square the z is
-    /// that of the first row, which plays no part in the region.
+    /// Mobile-zone centre, the point of the zone that follows its source device: sphere and circle
+    /// centre; cuboid and square the centre of the box/rectangle; cylinder the midpoint of its
+    /// axis segment; polygon the centroid (area centroid) of the base polygon moved h/2 along the
+    /// axis. For circle and square the z is that of the first row, which plays no part in the
+    /// region.
     pub fn centre(&self) -> Vec3 {
         match &self.kind {
             Kind::Sphere { centre, .. } | Kind::Circle { centre, .. } => *centre,

@@ -1,5 +1,8 @@
-//! An independent, deliberately plain reference for the region semantics of DESIGN §2, written
-//! from the definitions rather than from the crate's code:
+//! An independent, deliberately plain reference for the zone regions (boundaries inclusive; a
+//! cuboid is `0 ≤ (p − o)·âᵢ ≤ extentᵢ` for each axis, a square the same in XY at any z, a
+//! cylinder `0 ≤ (p − o)·â ≤ h` within `r` of the axis line, a polygon prism the planar simple
+//! polygon swept `h` along its axis), written from these definitions rather than from the crate's
+//! code:
 //!
 //! - cuboid and square: the corners solve the slab equations (Cramer's rule); a point's
 //!   coordinates in the edge basis come from solving the linear system; the distance is the
@@ -9,8 +12,13 @@
 //! - polygon prism: the winding number (not a crossing count) of the point moved along the axis
 //!   onto the polygon's plane, and the distance as the minimum over every face (both caps as
 //!   polygons, every side as a parallelogram solved by active sets).
+//!
+//! Beside it, [`parry`] gives the same regions as parry3d-f64 shapes: a second reference from a
+//! different hand.
 // Each test crate uses a different subset of these.
 #![allow(dead_code)]
+
+pub mod parry;
 
 use zonecast_geometry::{Shape, Vec3};
 
@@ -252,7 +260,7 @@ pub fn distance(shape: &Shape, p: Vec3) -> f64 {
     }
 }
 
-/// The mobile-zone centre by the DESIGN's words: sphere/circle centre, box and rectangle centres
+/// The mobile-zone centre as its definition reads: sphere/circle centre, box and rectangle centres
 /// as the mean of their corners, cylinder axis midpoint, polygon area centroid (by fan
 /// triangulation from vertex 0) moved half the sweep.
 pub fn centre(shape: &Shape) -> Vec3 {
