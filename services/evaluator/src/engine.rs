@@ -262,7 +262,7 @@ impl Engine {
         }
         // The exits owed for changes made while this evaluator was away.
         let unchanged = std::mem::replace(&mut self.catalog, Catalog::empty());
-        self.reconcile(&unchanged, &unchanged, None, now, out);
+        self.reconcile(&unchanged, &unchanged, &[], now, out);
         self.catalog = unchanged;
     }
 
@@ -719,21 +719,17 @@ impl Engine {
         }
     }
 
-    /// Installs a new catalog and emits the exits the change implies.
-    pub fn reload(
-        &mut self,
-        catalog: Catalog,
-        change: Option<&ConfigChanged>,
-        now: DateTime<Utc>,
-        out: &mut Vec<Output>,
-    ) {
+    /// Installs a new catalog and emits the exits the changes since the last one imply;
+    /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
+    /// gives the Reason `deleted`).
+    pub fn reload(&mut self, catalog: Catalog, changes: &[ConfigChanged], now: DateTime<Utc>, out: &mut Vec<Output>) {
         let old = std::mem::replace(&mut self.catalog, catalog);
         let moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
         for (mac, pos) in moves {
             self.place_mobile_zones(&mac, pos);
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
-        self.reconcile(&old, &new, change, now, out);
+        self.reconcile(&old, &new, changes, now, out);
         self.catalog = new;
     }
 
@@ -743,14 +739,15 @@ impl Engine {
         &mut self,
         old: &Catalog,
         new: &Catalog,
-        change: Option<&ConfigChanged>,
+        changes: &[ConfigChanged],
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
-        let reset: HashSet<Uuid> = change
+        let reset: HashSet<Uuid> = changes
+            .iter()
             .filter(|c| c.operation.as_deref() == Some("reset"))
-            .map(|c| c.ids.iter().filter_map(|s| s.parse().ok()).collect())
-            .unwrap_or_default();
+            .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
+            .collect();
         let held: Vec<(Mac, Uuid)> =
             self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect();
         for (mac, id) in held {

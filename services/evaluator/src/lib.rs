@@ -113,10 +113,16 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                 biased;
                 () = shutdown.cancelled() => break,
                 Some(msg) = config_sub.next() => {
-                    let change: Option<ConfigChanged> = serde_json::from_slice(&msg.payload).ok();
+                    // A burst of changes (a thousand zone creates) is applied as one reload: the
+                    // store is read once for all the changes already queued, not once per change.
+                    let mut changes: Vec<ConfigChanged> = serde_json::from_slice(&msg.payload).ok().into_iter().collect();
+                    let coalesced = zonecast_bus::take_ready(&mut config_sub, MAX_COALESCED, |msg| {
+                        changes.extend(serde_json::from_slice::<ConfigChanged>(&msg.payload).ok());
+                    });
+                    metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
                     match load_catalog(deps.store.as_ref()).await {
                         Ok(catalog) => {
-                            engine.reload(catalog, change.as_ref(), Utc::now(), &mut out);
+                            engine.reload(catalog, &changes, Utc::now(), &mut out);
                             metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
                             match source_subscriptions(&deps, &engine).await {
                                 Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
@@ -160,6 +166,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
     });
     Ok(task)
 }
+
+/// Most queued configuration changes applied together with the one that woke the loop.
+const MAX_COALESCED: usize = 10_000;
 
 /// The fix of a position message: published in this process it comes decoded; from NATS it is
 /// parsed from the bytes.

@@ -250,7 +250,7 @@ fn configuration_changes_emit_the_exits_they_imply() {
         operation: Some("reset".into()),
     };
     let mut out = Vec::new();
-    e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), Some(&change), t0(), &mut out);
+    e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), &[change], t0(), &mut out);
     let mut reasons: Vec<(String, String)> = events(&out)
         .into_iter()
         .map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned()))
@@ -389,4 +389,35 @@ fn a_mobile_zone_source_position_that_arrives_late_does_not_move_the_zone_back()
     // The source's older position (t0+10, far away) arrives late: the zone stays put.
     assert!(!e.on_position(&source, [0.0, 0.0, 0.0], t0() + ms(10), None, t0(), &mut out));
     assert!(out.is_empty(), "{:?}", kinds(&out));
+}
+
+#[test]
+fn a_burst_of_changes_applied_together_gives_each_its_reason() {
+    let p = sphere("p", [0.0, 0.0, 0.0], 1.0);
+    let q = sphere("q", [0.0, 0.0, 0.0], 1.0);
+    let r = sphere("r", [0.0, 0.0, 0.0], 1.0);
+    let mut e = engine(vec![p.clone(), q.clone(), r.clone()], &[], vec![]);
+    let dev = mac(1);
+    assert_eq!(kinds(&step(&mut e, &dev, [0.0, 0.0, 0.0], t0())).len(), 3);
+    let reset = |z: &ZoneSpec| ConfigChanged {
+        kind: ConfigKind::Zones,
+        ids: vec![zonecast_model::format_id(&z.id)],
+        operation: Some("reset".into()),
+    };
+    let renamed =
+        ConfigChanged { kind: ConfigKind::Zones, ids: vec![zonecast_model::format_id(&r.id)], operation: None };
+    let mut out = Vec::new();
+    // Two resets and a plain write, queued together, read in one reload.
+    e.reload(
+        Catalog::build(vec![p.clone(), q.clone(), r.clone()], &[], vec![]),
+        &[reset(&p), renamed, reset(&q)],
+        t0(),
+        &mut out,
+    );
+    let mut reasons: Vec<(String, String)> = events(&out)
+        .into_iter()
+        .map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned()))
+        .collect();
+    reasons.sort();
+    assert_eq!(reasons, [("p", "reset"), ("q", "reset")].map(|(a, b)| (a.to_owned(), b.to_owned())));
 }
