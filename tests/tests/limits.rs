@@ -161,7 +161,31 @@ async fn regexes_that_compile_too_large_are_refused_without_the_memory(mode: Mod
     server.stop().await;
 }
 
+async fn mqtt_connections_are_created_only_up_to_the_configured_bound(mode: Mode) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = zonecast_tests::test_config(dir.path());
+    config.max_connections = 2;
+    let server = Server::start_with(mode, config, dir).await;
+    let body = json!({"host": "127.0.0.1", "port": 1883, "TLS": false, "topics": []});
+    for _ in 0..2 {
+        server.ok(Method::POST, "/v3/modules/mqtt/connections", Some(body.clone())).await;
+    }
+    let message = server
+        .refused(
+            Method::POST,
+            "/v3/modules/mqtt/connections",
+            Some(ADMIN_KEY),
+            Some(body.to_string().into()),
+            422,
+            "invalid_data",
+        )
+        .await;
+    assert_eq!(message, "at most 2 MQTT connections may exist; delete one first");
+    server.stop().await;
+}
+
 both_modes!(
+    mqtt_connections_are_created_only_up_to_the_configured_bound,
     regexes_that_compile_too_large_are_refused_without_the_memory,
     a_device_list_never_grows_past_ten_thousand_devices,
     an_info_event_message_and_a_radius_write_are_bounded,

@@ -84,6 +84,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_SECRET_KEY",
     "ZONECAST_TOKEN_TTL_SECONDS",
     "ZONECAST_MAX_BODY_BYTES",
+    "ZONECAST_MAX_CONNECTIONS",
     "ZONECAST_LOG_FORMAT",
     "ZONECAST_INGEST_MQTT_URL",
     "ZONECAST_INGEST_MQTT_TOPICS",
@@ -129,6 +130,9 @@ pub struct Config {
     pub token_ttl_seconds: u64,
     /// `ZONECAST_MAX_BODY_BYTES`: largest accepted request body.
     pub max_body_bytes: u64,
+    /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
+    /// and a queue in every forwarder, so their number bounds the forwarders' memory.
+    pub max_connections: usize,
     /// `ZONECAST_LOG_FORMAT`: `text` (default) or `json`.
     pub log_json: bool,
     /// `ZONECAST_INGEST_MQTT_URL`: RTLS broker the ingestor subscribes to, e.g.
@@ -163,6 +167,7 @@ impl Default for Config {
             secret_key: None,
             token_ttl_seconds: 3600,
             max_body_bytes: 8 * 1024 * 1024,
+            max_connections: 100,
             log_json: false,
             ingest_mqtt_url: None,
             ingest_mqtt_topics: Vec::new(),
@@ -213,6 +218,7 @@ struct FileConfig {
     secret_key: Option<String>,
     token_ttl_seconds: Option<u64>,
     max_body_bytes: Option<u64>,
+    max_connections: Option<usize>,
     log_format: Option<String>,
     ingest_mqtt_url: Option<String>,
     ingest_mqtt_topics: Option<Vec<String>>,
@@ -341,6 +347,12 @@ impl Config {
         }
         if let Some((n, v)) = pick("MAX_BODY_BYTES", file.max_body_bytes.map(|n| n.to_string())) {
             c.max_body_bytes = parse(&n, &v)?;
+        }
+        if let Some((n, v)) = pick("MAX_CONNECTIONS", file.max_connections.map(|n| n.to_string())) {
+            c.max_connections = parse(&n, &v)?;
+            if !(1..=10_000).contains(&c.max_connections) {
+                return Err(bad(&n, "must be between 1 and 10000"));
+            }
         }
         if let Some((n, v)) = pick("LOG_FORMAT", file.log_format) {
             c.log_json = match v.as_str() {

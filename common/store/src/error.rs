@@ -36,6 +36,14 @@ pub enum StoreError {
         /// Identity of the missing row.
         id: String,
     },
+    /// A row cannot be added: `max` of its kind exist already.
+    #[error("at most {max} {what}s may exist; delete one first")]
+    Full {
+        /// Kind of row, e.g. `"MQTT connection"`.
+        what: &'static str,
+        /// The bound.
+        max: usize,
+    },
     /// A conditional write found the row at another version than the writer read: a
     /// concurrent write came first. Read again and retry, or report the stale precondition.
     #[error("{what} {id} was changed by another write")]

@@ -163,8 +163,10 @@ pub trait Store: Send + Sync + 'static {
     async fn list_connections(&self) -> Result<Vec<StoredConnection>>;
     /// One connection; `NotFound { what: "connection" }`.
     async fn get_connection(&self, id: Uuid) -> Result<StoredConnection>;
-    /// Inserts a connection; a missing certificate profile is `Reference`.
-    async fn insert_connection(&self, c: &StoredConnection) -> Result<()>;
+    /// Inserts a connection unless `max` exist already (`Full`; counted and inserted in one
+    /// transaction that concurrent inserts wait for, so the bound holds); a missing certificate
+    /// profile is `Reference`.
+    async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()>;
     /// Replaces a connection in one statement, its sealed password too unless `keep_password`
     /// (then the password stored at the moment of the write stays, whatever a concurrent write
     /// put there). Returns the connection as stored; `NotFound` or `Reference`.

@@ -105,6 +105,7 @@ contract!(
     zones_round_trip_with_every_field,
     a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing,
     a_zone_is_deleted_at_a_version_only_if_it_is_still_at_it,
+    connections_are_added_only_up_to_the_bound,
     zones_list_in_creation_order,
     get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing,
     unknown_zones_are_not_found_by_their_upper_case_id,
@@ -270,6 +271,20 @@ async fn a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing(store:
     // A missing zone is still not found, not a conflict.
     let ghost = zone("ghost");
     assert_not_found(store.update_zones(std::slice::from_ref(&ghost)).await, "zone", &format_id(&ghost.id));
+}
+
+async fn connections_are_added_only_up_to_the_bound(store: Arc<dyn Store>) {
+    let (a, b) = (connection(None, "a"), connection(None, "b"));
+    store.insert_connection(&a, 1).await.unwrap();
+    let err = store.insert_connection(&b, 1).await.unwrap_err();
+    assert_eq!(err.to_string(), "at most 1 MQTT connections may exist; delete one first");
+    assert_eq!(store.list_connections().await.unwrap().len(), 1);
+    store.insert_connection(&b, 2).await.unwrap();
+    // Concurrent inserts against one free place: exactly one lands.
+    let racers: Vec<StoredConnection> = (0..8).map(|i| connection(None, &format!("r{i}"))).collect();
+    let landed = futures::future::join_all(racers.iter().map(|c| store.insert_connection(c, 3))).await;
+    assert_eq!(landed.iter().filter(|r| r.is_ok()).count(), 1, "{landed:?}");
+    assert_eq!(store.list_connections().await.unwrap().len(), 3);
 }
 
 async fn a_zone_is_deleted_at_a_version_only_if_it_is_still_at_it(store: Arc<dyn Store>) {
@@ -470,8 +485,8 @@ async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
     plain.password_sealed = None;
     plain.connection.has_password = false;
     plain.connection.username = None;
-    store.insert_connection(&tls).await.unwrap();
-    store.insert_connection(&plain).await.unwrap();
+    store.insert_connection(&tls, 100).await.unwrap();
+    store.insert_connection(&plain, 100).await.unwrap();
     assert_eq!(store.list_connections().await.unwrap(), vec![tls.clone(), plain.clone()]);
     assert_eq!(store.get_connection(tls.connection.id).await.unwrap(), tls);
 
@@ -500,7 +515,7 @@ async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
     assert_not_found(store.get_connection(missing.connection.id).await, "connection", &id);
     assert_not_found(store.update_connection(&missing, false).await, "connection", &id);
     assert_not_found(store.delete_connection(missing.connection.id).await, "connection", &id);
-    assert!(store.insert_connection(&plain).await.is_err(), "duplicate id");
+    assert!(store.insert_connection(&plain, 100).await.is_err(), "duplicate id");
 
     store.delete_connection(plain.connection.id).await.unwrap();
     assert_eq!(store.list_connections().await.unwrap(), vec![changed]);
@@ -512,13 +527,13 @@ async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {
 async fn a_connection_must_name_an_existing_certificate_profile(store: Arc<dyn Store>) {
     let missing = Uuid::new_v4();
     let c = connection(Some(missing), "broker");
-    match store.insert_connection(&c).await {
+    match store.insert_connection(&c, 100).await {
         Err(StoreError::Reference { field, what, id }) => {
             assert_eq!((field, what, id), ("CertificateProfileID", "certificate profile", format_id(&missing)));
         }
         other => panic!("expected Reference, got {other:?}"),
     }
-    let err = store.insert_connection(&c).await.unwrap_err();
+    let err = store.insert_connection(&c, 100).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("CertificateProfileID: certificate profile {} does not exist", format_id(&missing))
@@ -528,7 +543,7 @@ async fn a_connection_must_name_an_existing_certificate_profile(store: Arc<dyn S
     let profile = certificate("ca");
     store.insert_certificate(&profile).await.unwrap();
     let ok = connection(Some(profile.id), "broker");
-    store.insert_connection(&ok).await.unwrap();
+    store.insert_connection(&ok, 100).await.unwrap();
     let mut bad = ok.clone();
     bad.connection.certificate_profile_id = Some(missing);
     bad.connection.host = "elsewhere".to_owned();
@@ -543,7 +558,7 @@ async fn a_certificate_profile_in_use_cannot_be_deleted(store: Arc<dyn Store>) {
     let profile = certificate("ca");
     store.insert_certificate(&profile).await.unwrap();
     let user = connection(Some(profile.id), "broker");
-    store.insert_connection(&user).await.unwrap();
+    store.insert_connection(&user, 100).await.unwrap();
     store.put_connection_status(&status(user.connection.id, "fwd-1", 3, 0)).await.unwrap();
     match store.delete_certificate(profile.id).await {
         Err(StoreError::InUse { what, id, by }) => {
@@ -586,7 +601,7 @@ async fn certificate_profiles_round_trip_in_creation_order(store: Arc<dyn Store>
 
 async fn connection_status_is_kept_per_replica(store: Arc<dyn Store>) {
     let c = connection(None, "broker");
-    store.insert_connection(&c).await.unwrap();
+    store.insert_connection(&c, 100).await.unwrap();
     let id = c.connection.id;
     assert!(store.connection_status(id).await.unwrap().is_empty());
 

@@ -24,6 +24,8 @@ pub struct Context {
     pub site_id: i64,
     /// Largest accepted body.
     pub max_body_bytes: u64,
+    /// Most MQTT connections that may exist.
+    pub max_connections: usize,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
     /// Position input on this listener (the all-in-one); `None` leaves `POST /v3/positions` out.
@@ -42,6 +44,7 @@ impl Context {
             keys,
             site_id: config.site_id,
             max_body_bytes: config.max_body_bytes,
+            max_connections: config.max_connections,
             metrics: zonecast_runtime::metrics::handle(),
             positions: None,
             routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),

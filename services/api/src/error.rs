@@ -69,7 +69,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound { .. } => Self::NotFound(e.to_string()),
-            StoreError::InUse { .. } | StoreError::Reference { .. } => Self::Invalid(e.to_string()),
+            StoreError::InUse { .. } | StoreError::Reference { .. } | StoreError::Full { .. } => {
+                Self::Invalid(e.to_string())
+            }
             // Reached only when a write kept losing to concurrent ones for its whole retry time.
             StoreError::Conflict { .. } => Self::Unavailable(e.to_string()),
             StoreError::Unavailable(cause) => Self::Unavailable(cause),

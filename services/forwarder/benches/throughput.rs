@@ -249,7 +249,7 @@ fn main() {
             })
             .collect();
         for c in &connections {
-            store.insert_connection(&StoredConnection { connection: c.clone(), password_sealed: None }).await.unwrap();
+            store.insert_connection(&StoredConnection { connection: c.clone(), password_sealed: None }, usize::MAX).await.unwrap();
         }
         let per_event = routing_cost(&connections);
 

@@ -341,28 +341,32 @@ impl Store for PgStore {
         }
     }
 
-    async fn insert_connection(&self, c: &StoredConnection) -> Result<()> {
+    async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()> {
         let m = &c.connection;
-        let client = self.client().await?;
-        let stmt = client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        // Serialises inserts (reads and updates go on) so that the count and the insert agree.
+        tx.batch_execute("LOCK TABLE mqtt_connections IN SHARE ROW EXCLUSIVE MODE").await.db()?;
+        let count: i64 = tx.query_one("SELECT count(*) FROM mqtt_connections", &[]).await.db()?.try_get(0).db()?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= max {
+            return Err(StoreError::Full { what: "MQTT connection", max });
+        }
+        let stmt = tx
             .prepare_cached(
                 "INSERT INTO mqtt_connections (id, certificate_profile_id, spec, password_sealed) VALUES ($1, $2, $3, $4)",
             )
             .await
             .db()?;
-        client
-            .execute(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed])
-            .await
-            .map_err(|e| {
-                if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
-                    StoreError::missing_profile(m.certificate_profile_id)
-                } else if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
-                    StoreError::duplicate("connection", &m.id)
-                } else {
-                    super::unavailable_or_backend(e)
-                }
-            })
-            .map(drop)
+        tx.execute(&stmt, &[&m.id, &m.certificate_profile_id, &Json(m), &c.password_sealed]).await.map_err(|e| {
+            if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
+                StoreError::missing_profile(m.certificate_profile_id)
+            } else if is_code(&e, &SqlState::UNIQUE_VIOLATION) {
+                StoreError::duplicate("connection", &m.id)
+            } else {
+                super::unavailable_or_backend(e)
+            }
+        })?;
+        tx.commit().await.db()
     }
 
     async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection> {

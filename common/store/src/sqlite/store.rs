@@ -348,11 +348,16 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn insert_connection(&self, c: &StoredConnection) -> Result<()> {
+    async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()> {
         let c = c.clone();
         self.run(move |conn| {
             let m = &c.connection;
-            conn.prepare_cached(
+            let tx = write(conn)?;
+            let count: i64 = tx.query_row("SELECT count(*) FROM mqtt_connections", [], |r| r.get(0)).db()?;
+            if usize::try_from(count).unwrap_or(usize::MAX) >= max {
+                return Err(StoreError::Full { what: "MQTT connection", max });
+            }
+            tx.prepare_cached(
                 "INSERT INTO mqtt_connections (id, certificate_profile_id, spec, password_sealed) VALUES (?1, ?2, ?3, ?4)",
             )
             .db()?
@@ -365,8 +370,8 @@ impl Store for SqliteStore {
                 } else {
                     super::store_error(e)
                 }
-            })
-            .map(drop)
+            })?;
+            tx.commit().db()
         })
         .await
     }

@@ -39,7 +39,7 @@ fn stored(ctx: &Context, input: ConnectionInput, id: Uuid) -> Result<StoredConne
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = ConnectionInput::parse(&body::object(body)?)?;
     let c = stored(ctx, input, Uuid::new_v4())?;
-    ctx.store.insert_connection(&c).await?;
+    ctx.store.insert_connection(&c, ctx.max_connections).await?;
     ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
     Ok(reply::ok(&c.connection.to_json()))
 }
