@@ -337,7 +337,7 @@ async fn start_ingestor(config: &Config, shutdown: Shutdown) -> std::net::Socket
         "127.0.0.1:0".parse().unwrap(),
         auth,
         publisher.clone(),
-        config.max_body_bytes,
+        zonecast_runtime::HttpLimits::of(config),
         shutdown.clone(),
     )
     .await

@@ -389,10 +389,15 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
     let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, 60));
     let shutdown = zonecast_runtime::Shutdown::new();
-    let addr =
-        zonecast_ingestor::serve_http("127.0.0.1:0".parse().unwrap(), auth, publisher, 1 << 20, shutdown.clone())
-            .await
-            .unwrap();
+    let addr = zonecast_ingestor::serve_http(
+        "127.0.0.1:0".parse().unwrap(),
+        auth,
+        publisher,
+        zonecast_runtime::HttpLimits::default(),
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
     let http = reqwest::Client::new();
     let post = || async {
         let r = http

@@ -85,6 +85,9 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_TOKEN_TTL_SECONDS",
     "ZONECAST_MAX_BODY_BYTES",
     "ZONECAST_MAX_CONNECTIONS",
+    "ZONECAST_HTTP_MAX_CONNECTIONS",
+    "ZONECAST_HTTP_HEADER_TIMEOUT_MS",
+    "ZONECAST_HTTP_BODY_TIMEOUT_MS",
     "ZONECAST_LOG_FORMAT",
     "ZONECAST_INGEST_MQTT_URL",
     "ZONECAST_INGEST_MQTT_TOPICS",
@@ -130,6 +133,13 @@ pub struct Config {
     pub token_ttl_seconds: u64,
     /// `ZONECAST_MAX_BODY_BYTES`: largest accepted request body.
     pub max_body_bytes: u64,
+    /// `ZONECAST_HTTP_MAX_CONNECTIONS`: most connections each HTTP listener holds open at once.
+    pub http_max_connections: usize,
+    /// `ZONECAST_HTTP_HEADER_TIMEOUT_MS`: time a client has to send a request's head; idle and
+    /// half-sent connections are closed after it.
+    pub http_header_timeout: std::time::Duration,
+    /// `ZONECAST_HTTP_BODY_TIMEOUT_MS`: time a client has to send a request's body (408 after).
+    pub http_body_timeout: std::time::Duration,
     /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
     /// and a queue in every forwarder, so their number bounds the forwarders' memory.
     pub max_connections: usize,
@@ -168,6 +178,9 @@ impl Default for Config {
             token_ttl_seconds: 3600,
             max_body_bytes: 8 * 1024 * 1024,
             max_connections: 100,
+            http_max_connections: 4096,
+            http_header_timeout: std::time::Duration::from_secs(10),
+            http_body_timeout: std::time::Duration::from_secs(30),
             log_json: false,
             ingest_mqtt_url: None,
             ingest_mqtt_topics: Vec::new(),
@@ -219,6 +232,9 @@ struct FileConfig {
     token_ttl_seconds: Option<u64>,
     max_body_bytes: Option<u64>,
     max_connections: Option<usize>,
+    http_max_connections: Option<usize>,
+    http_header_timeout_ms: Option<u64>,
+    http_body_timeout_ms: Option<u64>,
     log_format: Option<String>,
     ingest_mqtt_url: Option<String>,
     ingest_mqtt_topics: Option<Vec<String>>,
@@ -352,6 +368,24 @@ impl Config {
             c.max_connections = parse(&n, &v)?;
             if !(1..=10_000).contains(&c.max_connections) {
                 return Err(bad(&n, "must be between 1 and 10000"));
+            }
+        }
+        if let Some((n, v)) = pick("HTTP_MAX_CONNECTIONS", file.http_max_connections.map(|n| n.to_string())) {
+            c.http_max_connections = parse(&n, &v)?;
+            if !(1..=1_000_000).contains(&c.http_max_connections) {
+                return Err(bad(&n, "must be between 1 and 1000000"));
+            }
+        }
+        for (key, from_file, slot) in [
+            ("HTTP_HEADER_TIMEOUT_MS", file.http_header_timeout_ms, &mut c.http_header_timeout),
+            ("HTTP_BODY_TIMEOUT_MS", file.http_body_timeout_ms, &mut c.http_body_timeout),
+        ] {
+            if let Some((n, v)) = pick(key, from_file.map(|n| n.to_string())) {
+                let ms: u64 = parse(&n, &v)?;
+                if !(1..=3_600_000).contains(&ms) {
+                    return Err(bad(&n, "must be between 1 and 3600000"));
+                }
+                *slot = std::time::Duration::from_millis(ms);
             }
         }
         if let Some((n, v)) = pick("LOG_FORMAT", file.log_format) {

@@ -14,13 +14,25 @@ pub enum BodyError {
     /// Larger than the limit (413).
     #[error("request body exceeds {0} bytes")]
     TooLarge(u64),
+    /// The body did not arrive within the time allowed (408).
+    #[error("request body did not arrive within {0:?}")]
+    TimedOut(std::time::Duration),
     /// The connection failed mid-body (400).
     #[error("request body could not be read: {0}")]
     Broken(String),
 }
 
-/// Reads the whole body, refusing more than `limit` bytes without reading further.
-pub async fn read_body<S, B>(body: S, limit: u64) -> Result<Bytes, BodyError>
+/// Reads the whole body, refusing more than `limit` bytes without reading further, and a body
+/// that has not arrived within `timeout` (a client that sent its head and stalls).
+pub async fn read_body<S, B>(body: S, limit: u64, timeout: std::time::Duration) -> Result<Bytes, BodyError>
+where
+    S: Stream<Item = Result<B, warp::Error>> + Send,
+    B: Buf,
+{
+    tokio::time::timeout(timeout, read_all(body, limit)).await.map_err(|_| BodyError::TimedOut(timeout))?
+}
+
+async fn read_all<S, B>(body: S, limit: u64) -> Result<Bytes, BodyError>
 where
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,

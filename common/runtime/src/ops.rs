@@ -20,7 +20,12 @@ pub type HealthCheck = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = (bool, Value)
 /// HTTP (a restart is the only cure for a process that does not); `/readyz` and `/healthz`
 /// answer from `health` (200, or 503 while a dependency is away: take it out of rotation, do
 /// not restart it); `/metrics` renders the process recorder. Returns the bound address.
-pub async fn serve(addr: SocketAddr, health: HealthCheck, shutdown: Shutdown) -> std::io::Result<SocketAddr> {
+pub async fn serve(
+    addr: SocketAddr,
+    health: HealthCheck,
+    limits: crate::HttpLimits,
+    shutdown: Shutdown,
+) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let handle = crate::metrics::handle();
@@ -39,9 +44,7 @@ pub async fn serve(addr: SocketAddr, health: HealthCheck, shutdown: Shutdown) ->
         warp::reply::with_header(handle.render(), "content-type", "text/plain; version=0.0.4").into_response()
     });
     let routes = livez.or(readyz).unify().or(metrics).unify().boxed();
-    tokio::spawn(async move {
-        warp::serve(routes).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
-    });
+    tokio::spawn(crate::serve::run(listener, routes, limits, shutdown));
     tracing::info!(addr = %bound, "operations listener (livez, readyz, metrics) listening");
     Ok(bound)
 }
@@ -72,7 +75,9 @@ mod tests {
             Box::pin(async move { (ok, serde_json::json!({"bus": ok})) })
         });
         let shutdown = Shutdown::new();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), health, shutdown.clone()).await.unwrap();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), health, crate::HttpLimits::default(), shutdown.clone())
+            .await
+            .unwrap();
         assert_eq!(status(addr, "/livez").await, 200);
         assert_eq!(status(addr, "/readyz").await, 503);
         assert_eq!(status(addr, "/healthz").await, 503);

@@ -23,7 +23,7 @@ pub struct Context {
     /// SiteID returned in zones.
     pub site_id: i64,
     /// Largest accepted body.
-    pub max_body_bytes: u64,
+    pub limits: zonecast_runtime::HttpLimits,
     /// Most MQTT connections that may exist.
     pub max_connections: usize,
     /// Renders `/metrics`.
@@ -43,7 +43,7 @@ impl Context {
             subjects: Subjects::new(config.subject_prefix.clone()),
             keys,
             site_id: config.site_id,
-            max_body_bytes: config.max_body_bytes,
+            limits: zonecast_runtime::HttpLimits::of(config),
             max_connections: config.max_connections,
             metrics: zonecast_runtime::metrics::handle(),
             positions: None,

@@ -18,6 +18,9 @@ pub enum ApiError {
     /// (error kind `malformed`); the message names the list.
     #[error("request body too large: {0}")]
     TooComplex(String),
+    /// 408: the body did not arrive within the body timeout (error kind `malformed`).
+    #[error("{0}")]
+    TimedOut(String),
     /// 401: missing or bad credentials.
     #[error("{0}")]
     Unauthorized(String),
@@ -86,6 +89,7 @@ impl ApiError {
         match self {
             Self::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
             Self::TooLarge(_) | Self::TooComplex(_) => (StatusCode::PAYLOAD_TOO_LARGE, "malformed"),
+            Self::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "malformed"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),

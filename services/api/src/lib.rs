@@ -53,7 +53,7 @@ where
         Ok((route, params)) => {
             let outcome = async {
                 authorize(&ctx, route, &headers)?;
-                let body = body::read(body, ctx.max_body_bytes).await?;
+                let body = body::read(body, &ctx.limits).await?;
                 handlers::dispatch(&ctx, route.op, &params, &headers, body).await
             }
             .await;
@@ -90,7 +90,8 @@ fn authorize(ctx: &Context, route: &Route, headers: &HeaderMap) -> Result<(), Ap
 pub async fn serve(ctx: Arc<Context>, listener: tokio::net::TcpListener, shutdown: Shutdown) {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     tracing::info!(%addr, "config API listening");
-    warp::serve(filter(ctx)).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
+    let limits = ctx.limits;
+    zonecast_runtime::serve::run(listener, filter(ctx), limits, shutdown).await;
     tracing::info!("config API stopped");
 }
 
@@ -124,7 +125,7 @@ pub async fn serve_ops(
             (store_ok && bus_ok, body)
         })
     });
-    let bound = zonecast_runtime::ops::serve(addr, health, shutdown)
+    let bound = zonecast_runtime::ops::serve(addr, health, zonecast_runtime::HttpLimits::of(config), shutdown)
         .await
         .map_err(|e| StartError::new("operations listener", format!("{addr}: {e}")))?;
     Ok(Some(bound))

@@ -305,7 +305,7 @@ pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result
             (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
         })
     });
-    zonecast_runtime::ops::serve(config.http_addr, health, shutdown.clone())
+    zonecast_runtime::ops::serve(config.http_addr, health, zonecast_runtime::HttpLimits::of(&config), shutdown.clone())
         .await
         .map_err(|e| StartError::new("listener", format!("{}: {e}", config.http_addr)))?;
     let bus = deps.bus.clone();

@@ -10,12 +10,12 @@ use warp::reply::Response;
 use warp::{Buf, Filter};
 use zonecast_ingest::{AcceptError, Publisher};
 use zonecast_runtime::http::{BodyError, error_response, json_response, read_body};
-use zonecast_runtime::{Auth, AuthError, Authority, Shutdown};
+use zonecast_runtime::{Auth, AuthError, Authority, HttpLimits, Shutdown};
 
 struct Listener {
     auth: Arc<Auth>,
     publisher: Publisher,
-    max_body: u64,
+    limits: HttpLimits,
 }
 
 async fn positions<S, B>(l: &Listener, headers: &HeaderMap, body: S) -> Response
@@ -29,10 +29,13 @@ where
             other => error_response(StatusCode::UNAUTHORIZED, "unauthorized", &other.to_string()),
         };
     }
-    let body = match read_body(body, l.max_body).await {
+    let body = match read_body(body, l.limits.max_body_bytes, l.limits.body_timeout).await {
         Ok(b) => b,
         Err(e @ BodyError::TooLarge(_)) => {
             return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string());
+        }
+        Err(e @ BodyError::TimedOut(_)) => {
+            return error_response(StatusCode::REQUEST_TIMEOUT, "malformed", &e.to_string());
         }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
     };
@@ -85,12 +88,12 @@ pub async fn serve(
     addr: SocketAddr,
     auth: Arc<Auth>,
     publisher: Publisher,
-    max_body: u64,
+    limits: HttpLimits,
     shutdown: Shutdown,
 ) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let state = Arc::new(Listener { auth, publisher, max_body });
+    let state = Arc::new(Listener { auth, publisher, limits });
     let routes =
         warp::method().and(warp::path::full()).and(warp::header::headers_cloned()).and(warp::body::stream()).then(
             move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
@@ -98,9 +101,7 @@ pub async fn serve(
                 async move { respond(state, method, path.as_str().to_owned(), headers, body).await }
             },
         );
-    tokio::spawn(async move {
-        warp::serve(routes).incoming(listener).graceful(async move { shutdown.cancelled().await }).run().await;
-    });
+    tokio::spawn(zonecast_runtime::serve::run(listener, routes, limits, shutdown));
     tracing::info!(addr = %bound, "ingestor HTTP listening");
     Ok(bound)
 }

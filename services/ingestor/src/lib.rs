@@ -12,7 +12,7 @@ use futures::StreamExt;
 use zonecast_bus::{Bus, INGESTORS, Subjects};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Auth, Config, Keys, Shutdown, StartError};
+use zonecast_runtime::{Auth, Config, HttpLimits, Keys, Shutdown, StartError};
 
 pub use crate::http::serve as serve_http;
 pub use crate::mqtt::{MqttInput, MqttInputError};
@@ -79,7 +79,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
     let subjects = Subjects::new(config.subject_prefix.clone());
     let publisher = Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
     let auth = Arc::new(Auth::new(keys, &config.api_keys, &config.clients, config.token_ttl_seconds));
-    http::serve(config.ingest_http_addr, auth, publisher.clone(), config.max_body_bytes, shutdown.clone())
+    http::serve(config.ingest_http_addr, auth, publisher.clone(), HttpLimits::of(&config), shutdown.clone())
         .await
         .map_err(|e| StartError::new("listener", format!("{}: {e}", config.ingest_http_addr)))?;
     let nats = start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await.map_err(bus_err)?;
