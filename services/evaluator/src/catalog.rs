@@ -1,5 +1,6 @@
 //! The evaluator's compiled view of the configuration: zones with their prepared regions in a
-//! scene, the settings in force and device radii. Rebuilt on every `config.changed`.
+//! scene, the settings in force and device radii. Rebuilt when zones change; a settings or
+//! radius change keeps the zones and their scene and replaces only those.
 
 use foldhash::{HashMap, HashMapExt};
 
@@ -94,26 +95,40 @@ impl Catalog {
                 }
             }
         }
-        let default_radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
-        let radii: HashMap<Mac, f64> = radii.into_iter().collect();
-        let max_radius = radii.values().copied().fold(default_radius, f64::max);
-        let ms = |name| chrono::Duration::milliseconds(settings.get(name) as i64);
-        let timeout = settings.get(SettingName::DeviceTimeoutSeconds) as i64;
-        Self {
+        let catalog = Self {
             scene: Scene::build(static_regions),
             zones,
             by_id,
             static_zone,
             mobile_by_source,
-            exit_tolerance: settings.get(SettingName::ExitToleranceMeters),
-            entry_delay: ms(SettingName::EntryDelayMs),
-            exit_delay: ms(SettingName::ExitDelayMs),
-            device_timeout: (timeout > 0).then(|| chrono::Duration::seconds(timeout)),
-            settings,
-            radii,
-            default_radius,
-            max_radius,
-        }
+            exit_tolerance: 0.0,
+            entry_delay: chrono::Duration::zero(),
+            exit_delay: chrono::Duration::zero(),
+            device_timeout: None,
+            settings: Settings::default(),
+            radii: HashMap::new(),
+            default_radius: 0.0,
+            max_radius: 0.0,
+        };
+        catalog.with_parameters(settings, radii)
+    }
+
+    /// The same zones and scene with other settings and radii: what a settings or radius write
+    /// changes, without rebuilding any zone or the index over them.
+    pub fn with_parameters(mut self, settings: Settings, radii: Vec<(Mac, f64)>) -> Self {
+        let default_radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
+        let radii: HashMap<Mac, f64> = radii.into_iter().collect();
+        let ms = |name| chrono::Duration::milliseconds(settings.get(name) as i64);
+        let timeout = settings.get(SettingName::DeviceTimeoutSeconds) as i64;
+        self.max_radius = radii.values().copied().fold(default_radius, f64::max);
+        self.exit_tolerance = settings.get(SettingName::ExitToleranceMeters);
+        self.entry_delay = ms(SettingName::EntryDelayMs);
+        self.exit_delay = ms(SettingName::ExitDelayMs);
+        self.device_timeout = (timeout > 0).then(|| chrono::Duration::seconds(timeout));
+        self.settings = settings;
+        self.radii = radii;
+        self.default_radius = default_radius;
+        self
     }
 
     /// An empty catalog.

@@ -719,6 +719,21 @@ impl Engine {
         }
     }
 
+    /// Puts other settings and radii in force over the same zones (see
+    /// [`Catalog::with_parameters`]) and emits the exits that implies.
+    pub fn reparameterise(
+        &mut self,
+        settings: zonecast_model::Settings,
+        radii: Vec<(Mac, f64)>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let current = std::mem::replace(&mut self.catalog, Catalog::empty());
+        let new = current.with_parameters(settings, radii);
+        self.reconcile(&new, &new, &[], now, out);
+        self.catalog = new;
+    }
+
     /// Installs a new catalog and emits the exits the changes since the last one imply;
     /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
     /// gives the Reason `deleted`).

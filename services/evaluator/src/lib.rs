@@ -17,7 +17,7 @@ use futures::StreamExt;
 use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
-use zonecast_model::{ConfigChanged, Mac, PositionFix};
+use zonecast_model::{ConfigChanged, ConfigKind, Mac, PositionFix, Settings};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Shutdown, StartError};
 use zonecast_store::Store;
@@ -52,6 +52,34 @@ async fn load_catalog(store: &dyn Store) -> Result<Catalog, zonecast_store::Stor
     let settings = store.list_settings().await?;
     let radii = store.list_radii().await?;
     Ok(Catalog::build(zones, &settings, radii))
+}
+
+/// The settings in force and the device radii, for a change that touches no zone.
+async fn load_parameters(store: &dyn Store) -> Result<(Settings, Vec<(Mac, f64)>), zonecast_store::StoreError> {
+    Ok((Settings::from_written(&store.list_settings().await?), store.list_radii().await?))
+}
+
+/// What a burst of configuration changes makes the evaluator read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Zones changed (or a change could not be read): everything, the scene rebuilt.
+    Zones,
+    /// Only settings or radii: those, over the same zones and scene.
+    Parameters,
+    /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
+    Nothing,
+}
+
+impl Scope {
+    fn of(changes: &[ConfigChanged]) -> Self {
+        if changes.is_empty() || changes.iter().any(|c| c.kind == ConfigKind::Zones) {
+            Self::Zones
+        } else if changes.iter().any(|c| matches!(c.kind, ConfigKind::Settings | ConfigKind::Radii)) {
+            Self::Parameters
+        } else {
+            Self::Nothing
+        }
+    }
 }
 
 /// Subscriptions to the positions of mobile-zone sources outside the owned partitions.
@@ -120,17 +148,27 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                         changes.extend(serde_json::from_slice::<ConfigChanged>(&msg.payload).ok());
                     });
                     metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
-                    match load_catalog(deps.store.as_ref()).await {
-                        Ok(catalog) => {
-                            engine.reload(catalog, &changes, Utc::now(), &mut out);
-                            metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
-                            match source_subscriptions(&deps, &engine).await {
-                                Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
-                                Ok(_) => {}
-                                Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
+                    match Scope::of(&changes) {
+                        Scope::Zones => match load_catalog(deps.store.as_ref()).await {
+                            Ok(catalog) => {
+                                engine.reload(catalog, &changes, Utc::now(), &mut out);
+                                metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
+                                match source_subscriptions(&deps, &engine).await {
+                                    Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
+                                    Ok(_) => {}
+                                    Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
+                                }
                             }
-                        }
-                        Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
+                            Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
+                        },
+                        Scope::Parameters => match load_parameters(deps.store.as_ref()).await {
+                            Ok((settings, radii)) => {
+                                engine.reparameterise(settings, radii, Utc::now(), &mut out);
+                                metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
+                            }
+                            Err(e) => tracing::warn!(error = %e, "settings reload failed; keeping the previous ones"),
+                        },
+                        Scope::Nothing => {}
                     }
                 }
                 Some(msg) = positions.next() => {

@@ -421,3 +421,23 @@ fn a_burst_of_changes_applied_together_gives_each_its_reason() {
     reasons.sort();
     assert_eq!(reasons, [("p", "reset"), ("q", "reset")].map(|(a, b)| (a.to_owned(), b.to_owned())));
 }
+
+#[test]
+fn settings_and_radii_put_in_force_over_the_same_zones_apply_to_the_next_position() {
+    let mut e = engine(vec![sphere("dock", [0.0, 0.0, 0.0], 1.0)], &[], vec![]);
+    let d = mac(1);
+    assert!(kinds(&step(&mut e, &d, [1.5, 0.0, 0.0], t0())).is_empty(), "0.5 m outside, radius 0");
+    let mut out = Vec::new();
+    let settings = zonecast_model::Settings::from_written(&[Setting {
+        name: SettingName::DefaultDeviceRadiusMeters,
+        value: 0.6,
+        active: true,
+    }]);
+    e.reparameterise(settings, vec![], t0(), &mut out);
+    assert!(out.is_empty());
+    assert_eq!(e.catalog().zones.len(), 1, "the zones stay");
+    assert_eq!(kinds(&step(&mut e, &d, [1.5, 0.0, 0.0], t0() + ms(10))), ["ZONE_ENTER"], "a 0.6 m ball touches it");
+    // A radius of its own, smaller, and the device is out again.
+    e.reparameterise(zonecast_model::Settings::default(), vec![(d.clone(), 0.2)], t0(), &mut out);
+    assert_eq!(kinds(&step(&mut e, &d, [1.5, 0.0, 0.0], t0() + ms(20))), ["ZONE_EXIT"]);
+}
