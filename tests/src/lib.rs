@@ -275,6 +275,44 @@ impl Server {
         message
     }
 
+    /// Starts zonecast in `mode` with its ingestor reading positions from the machine's
+    /// Mosquitto, and an RTLS gateway publishing to it. Returns once a probe position the gateway
+    /// published (MAC `FF:FF:FF:FF:FF:FE`, far outside any site) came through: the input
+    /// subscribes asynchronously, so positions published before that could be missed.
+    pub async fn start_with_mqtt_gateway(mode: Mode) -> (Self, Gateway) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        let root = format!("zt{}", uuid::Uuid::new_v4().simple());
+        config.ingest_mqtt_url = Some(Secret::new("mqtt://127.0.0.1:1883"));
+        config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
+        let server = Self::start_with(mode, config, dir).await;
+        let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
+        options.set_keep_alive(Duration::from_secs(5));
+        let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
+        tokio::spawn(async move {
+            while eventloop.poll().await.is_ok() {}
+            panic!(
+                "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
+            );
+        });
+        let gateway = Gateway { client, topic: format!("{root}/positions/gw1") };
+        let mut positions = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+        let probe = br#"{"MAC": "FF:FF:FF:FF:FF:FE", "Position": [100000, 100000, 0]}"#.to_vec();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                gateway.publish(probe.clone()).await;
+                if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), positions.next()).await
+                    && serde_json::from_slice::<Value>(&msg.payload).unwrap()["Source"]["MAC"] == "FF:FF:FF:FF:FF:FE"
+                {
+                    break;
+                }
+            }
+        })
+        .await
+        .expect("the MQTT position input subscribed within 10 s");
+        (server, gateway)
+    }
+
     /// Subscribes to `<prefix>.config.changed`.
     pub async fn config_changes(&self) -> Subscription {
         self.bus.subscribe(&self.subjects.config_changed()).await.unwrap()
@@ -426,6 +464,21 @@ pub fn assert_error(answer: &(StatusCode, Value), status: u16, kind: &str) -> St
     let message = body["message"].as_str().expect("message").to_owned();
     assert!(!message.is_empty());
     message
+}
+
+/// An RTLS gateway publishing positions to the broker a server's MQTT input reads.
+pub struct Gateway {
+    /// The gateway's client.
+    pub client: rumqttc::AsyncClient,
+    /// The topic it publishes to.
+    pub topic: String,
+}
+
+impl Gateway {
+    /// Publishes `payload` (QoS 1).
+    pub async fn publish(&self, payload: impl Into<Vec<u8>>) {
+        self.client.publish(&self.topic, rumqttc::QoS::AtLeastOnce, false, payload.into()).await.unwrap();
+    }
 }
 
 /// Generates one `#[tokio::test]` per mode for each listed async fn taking a `Mode`.

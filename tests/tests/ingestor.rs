@@ -223,12 +223,7 @@ async fn a_number_out_of_range_spoils_only_its_element_in_every_posted_form(mode
 }
 
 async fn a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs(mode: Mode) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path());
-    let root = format!("zt{}", uuid::Uuid::new_v4().simple());
-    config.ingest_mqtt_url = Some(zonecast_runtime::Secret::new("mqtt://127.0.0.1:1883"));
-    config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
-    let server = Server::start_with(mode, config, dir).await;
+    let (server, gateway) = Server::start_with_mqtt_gateway(mode).await;
     let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
     let payload = |n: u8| {
         format!(
@@ -247,31 +242,9 @@ async fn a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inpu
     eventually(WAIT, || async { (rejected_count(&metrics_text(&server).await, "nats") >= before + 2.0).then_some(()) })
         .await;
 
-    let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
-    options.set_keep_alive(Duration::from_secs(5));
-    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
-    tokio::spawn(async move {
-        while eventloop.poll().await.is_ok() {}
-        panic!(
-            "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
-        );
-    });
-    let topic = format!("{root}/positions/gw1");
     let before = rejected_count(&metrics_text(&server).await, "mqtt");
-    // The input subscribes asynchronously: publish until the first good position comes through.
-    tokio::time::timeout(WAIT, async {
-        loop {
-            client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, payload(0x2B)).await.unwrap();
-            if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), sub.next()).await
-                && serde_json::from_slice::<Value>(&msg.payload).unwrap()["Source"]["MAC"] == "00:00:00:00:2B:01"
-            {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("a position from MQTT within the timeout");
-    assert_eq!(until_seen(&mut sub, &["00:00:00:00:2B:04"]).await.len(), 1, "the good element after the bad ones");
+    gateway.publish(payload(0x2B)).await;
+    assert_eq!(until_seen(&mut sub, &["00:00:00:00:2B:01", "00:00:00:00:2B:04"]).await.len(), 2);
     eventually(WAIT, || async { (rejected_count(&metrics_text(&server).await, "mqtt") >= before + 2.0).then_some(()) })
         .await;
     server.stop().await;
@@ -309,47 +282,15 @@ async fn positions_on_the_ingest_subject_are_published_and_bad_ones_counted(mode
 }
 
 async fn positions_from_an_rtls_broker_over_mqtt_are_ingested(mode: Mode) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path());
-    let root = format!("zt{}", uuid::Uuid::new_v4().simple());
-    config.ingest_mqtt_url = Some(zonecast_runtime::Secret::new("mqtt://127.0.0.1:1883"));
-    config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
-    let server = Server::start_with(mode, config, dir).await;
+    let (server, gateway) = Server::start_with_mqtt_gateway(mode).await;
     let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
-    let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
-    options.set_keep_alive(Duration::from_secs(5));
-    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
-    tokio::spawn(async move {
-        while eventloop.poll().await.is_ok() {}
-        panic!(
-            "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
-        );
-    });
-    // The input subscribes asynchronously: publish until the first position comes through.
-    let topic = format!("{root}/positions/gw1");
-    let got = tokio::time::timeout(WAIT, async {
-        loop {
-            client
-                .publish(
-                    &topic,
-                    rumqttc::QoS::AtLeastOnce,
-                    false,
-                    br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec(),
-                )
-                .await
-                .unwrap();
-            if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), sub.next()).await {
-                break serde_json::from_slice::<Value>(&msg.payload).unwrap();
-            }
-        }
-    })
-    .await
-    .expect("a position from MQTT within the timeout");
-    assert_eq!(got["Source"]["MAC"], "AA:00:00:00:00:01");
-    client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, b"garbage".to_vec()).await.unwrap();
+    gateway.publish(br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec()).await;
+    let got = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:01").await;
+    assert_eq!(got["Content"]["Position"], json!([1.0, 2.0, 3.0]));
+    gateway.publish(b"garbage".to_vec()).await;
     let batch =
         json!({"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "aa:00:00:00:00:02", "Position": [0, 0, 0]}]});
-    client.publish(&topic, rumqttc::QoS::AtLeastOnce, false, serde_json::to_vec(&batch).unwrap()).await.unwrap();
+    gateway.publish(serde_json::to_vec(&batch).unwrap()).await;
     let next = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:02").await;
     assert_eq!(next["Content"]["Position"], json!([0.0, 0.0, 0.0]), "garbage before it was skipped");
     server.stop().await;

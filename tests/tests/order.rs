@@ -7,10 +7,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use zonecast_tests::{Mode, Server, WRITE_KEY, both_modes, eventually, next_matching, sphere, test_config};
+use zonecast_tests::{Gateway, Mode, Server, WRITE_KEY, both_modes, eventually, next_matching, sphere};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -18,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(10);
 enum Input {
     Http,
     IngestSubject,
-    Mqtt(rumqttc::AsyncClient, String),
+    Mqtt(Gateway),
 }
 
 impl Input {
@@ -38,10 +37,7 @@ impl Input {
             Self::IngestSubject => {
                 server.bus.publish(server.subjects.ingest(), serde_json::to_vec(&body).unwrap().into()).await.unwrap();
             }
-            Self::Mqtt(client, topic) => {
-                let payload = serde_json::to_vec(&body).unwrap();
-                client.publish(topic, rumqttc::QoS::AtLeastOnce, false, payload).await.unwrap();
-            }
+            Self::Mqtt(gateway) => gateway.publish(serde_json::to_vec(&body).unwrap()).await,
         }
     }
 }
@@ -114,40 +110,9 @@ async fn late_positions_on_the_ingest_subject_are_skipped_and_counted(mode: Mode
 }
 
 async fn late_positions_over_mqtt_are_skipped_and_counted(mode: Mode) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path());
-    let root = format!("zt{}", uuid::Uuid::new_v4().simple());
-    config.ingest_mqtt_url = Some(zonecast_runtime::Secret::new("mqtt://127.0.0.1:1883"));
-    config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
-    let server = Server::start_with(mode, config, dir).await;
+    let (server, gateway) = Server::start_with_mqtt_gateway(mode).await;
     server.create_zone(sphere("dock", [0.0; 3], 1.0)).await;
-    let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
-    options.set_keep_alive(Duration::from_secs(5));
-    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);
-    tokio::spawn(async move {
-        while eventloop.poll().await.is_ok() {}
-        panic!(
-            "the Mosquitto at 127.0.0.1:1883 went away; start it with: mosquitto -d -c /etc/mosquitto/mosquitto.conf"
-        );
-    });
-    // The input subscribes asynchronously: publish a far-away position until it comes through.
-    let topic = format!("{root}/positions/gw1");
-    let mut positions = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
-    let probe = json!({"MAC": "00:00:00:00:0F:FF", "Position": [500, 500, 0]});
-    tokio::time::timeout(WAIT, async {
-        loop {
-            client
-                .publish(&topic, rumqttc::QoS::AtLeastOnce, false, serde_json::to_vec(&probe).unwrap())
-                .await
-                .unwrap();
-            if let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), positions.next()).await {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("the MQTT input subscribed within the timeout");
-    a_late_position_makes_no_false_exit_or_enter(&server, &Input::Mqtt(client, topic), "00:00:00:00:0F:03").await;
+    a_late_position_makes_no_false_exit_or_enter(&server, &Input::Mqtt(gateway), "00:00:00:00:0F:03").await;
     server.stop().await;
 }
 

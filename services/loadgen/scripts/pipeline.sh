@@ -5,9 +5,12 @@
 # then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
 #   services/loadgen/scripts/pipeline.sh <rate> [seconds] [input: ingest|positions|http]
 #   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
+#   BURST=1000 BURST_AT=5 services/loadgen/scripts/pipeline.sh 20000 20  # 1,000 zone creates
+#     through the API (8 at a time) from second 5 of the run, while positions flow
+#   BIN=/path/to/release/binaries ...                                   # another build's binaries
 set -euo pipefail
 rate=${1:-20000}; secs=${2:-10}; input=${3:-ingest}
-root=$(cd "$(dirname "$0")/../../.." && pwd); bin=$root/target/release
+root=$(cd "$(dirname "$0")/../../.." && pwd); bin=${BIN:-$root/target/release}
 for b in zonecast zonecast-api zonecast-ingestor zonecast-evaluator zonecast-forwarder zonecast-loadgen; do
   [ -x "$bin/$b" ] || { echo "build first: cargo build --release --workspace" >&2; exit 1; }
 done
@@ -48,6 +51,17 @@ if [ "${MODE:-distributed}" = all-in-one ]; then
   evaluated=(--evaluated-from $api/metrics)
 else
   evaluated=(--evaluated-from http://127.0.0.1:18182/metrics --evaluated-from http://127.0.0.1:18183/metrics)
+fi
+if [ -n "${BURST:-}" ]; then
+  # Zone creates while positions flow: spheres far outside the site, so the events measured
+  # are those of the loadgen's own zones.
+  (
+    sleep "${BURST_AT:-5}"
+    started=$(date +%s.%N)
+    seq 1 "$BURST" | xargs -P 8 -I{} curl -fs -o /dev/null -H "X-API-Key: $key" "$api/v3/modules/zones" \
+      --json '{"Name": "burst {}", "GeometryType": "sphere", "GeometryData": [[-5000, {}, 0], [1, 0, 0]]}'
+    echo "burst: $BURST zone creates answered in $(echo "$(date +%s.%N) - $started" | bc) s" >&2
+  ) & pids+=($!)
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
