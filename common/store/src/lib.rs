@@ -120,6 +120,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_zone(&self, id: Uuid) -> Result<ZoneSpec>;
     /// The zones `ids`, in that order; the first missing one is `NotFound`.
     async fn get_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
+    /// Those of the zones `ids` that exist, in any order (a missing one was deleted).
+    async fn find_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
     /// Inserts new zones in one transaction (listing order follows the slice). An id that
     /// exists already is a `Backend` error and nothing is inserted.
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()>;

@@ -37,6 +37,23 @@ impl Zone {
     }
 }
 
+/// `spec` ready for evaluation; `None` (with a warning) when its geometry no longer validates
+/// (it was validated on write, so only after a rule change).
+fn prepare(spec: ZoneSpec) -> Option<Zone> {
+    match zonecast_geometry::validate(spec.geometry_type, &spec.geometry_data) {
+        Ok(shape) => {
+            let region = Region::new(&shape);
+            let centre = region.centre();
+            let id_text = zonecast_model::format_id(&spec.id);
+            Some(Zone { spec, region, centre, id_text })
+        }
+        Err(e) => {
+            tracing::warn!(zone = %spec.id, error = %e, "zone skipped: geometry does not validate");
+            None
+        }
+    }
+}
+
 /// All zones, the scene over them, settings and radii.
 pub struct Catalog {
     /// Zones by index.
@@ -66,22 +83,44 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Compiles the stored configuration. Zones whose geometry no longer validates (it was
-    /// validated on write, so only after a rule change) are skipped with a warning.
+    /// Compiles the stored configuration. Zones whose geometry no longer validates are skipped
+    /// with a warning.
     pub fn build(specs: Vec<ZoneSpec>, written: &[zonecast_model::Setting], radii: Vec<(Mac, f64)>) -> Self {
-        let settings = Settings::from_written(written);
-        let mut zones = Vec::with_capacity(specs.len());
-        for spec in specs {
-            match zonecast_geometry::validate(spec.geometry_type, &spec.geometry_data) {
-                Ok(shape) => {
-                    let region = Region::new(&shape);
-                    let centre = region.centre();
-                    let id_text = zonecast_model::format_id(&spec.id);
-                    zones.push(Zone { spec, region, centre, id_text });
-                }
-                Err(e) => tracing::warn!(zone = %spec.id, error = %e, "zone skipped: geometry does not validate"),
+        let zones = specs.into_iter().filter_map(prepare).collect();
+        Self::of_zones(zones).with_parameters(Settings::from_written(written), radii)
+    }
+
+    /// This catalog with the zones `touched` replaced by `changed` (those of them that still
+    /// exist, as the store has them now) and the others of `touched` removed: what a burst of
+    /// zone writes changes, without reading or preparing any other zone again. Replaced zones
+    /// keep their place; new ones come last. Settings and radii stay.
+    pub fn patched(&self, changed: Vec<ZoneSpec>, touched: &foldhash::HashSet<Uuid>) -> Self {
+        let mut fresh: HashMap<Uuid, Zone> = changed.into_iter().filter_map(prepare).map(|z| (z.spec.id, z)).collect();
+        let mut zones: Vec<Zone> = Vec::with_capacity(self.zones.len() + fresh.len());
+        for z in &self.zones {
+            if !touched.contains(&z.spec.id) {
+                zones.push(z.clone());
+            } else if let Some(new) = fresh.remove(&z.spec.id) {
+                zones.push(new);
             }
         }
+        let mut added: Vec<Zone> = fresh.into_values().collect();
+        added.sort_by_key(|z| z.spec.id);
+        zones.extend(added);
+        let mut patched = Self::of_zones(zones);
+        patched.settings = self.settings;
+        patched.radii = self.radii.clone();
+        patched.default_radius = self.default_radius;
+        patched.max_radius = self.max_radius;
+        patched.exit_tolerance = self.exit_tolerance;
+        patched.entry_delay = self.entry_delay;
+        patched.exit_delay = self.exit_delay;
+        patched.device_timeout = self.device_timeout;
+        patched
+    }
+
+    /// `zones` indexed and in a scene, with the default settings and no radii.
+    fn of_zones(zones: Vec<Zone>) -> Self {
         let by_id = zones.iter().enumerate().map(|(i, z)| (z.spec.id, i)).collect();
         let mut static_zone = Vec::new();
         let mut static_regions = Vec::new();
@@ -95,7 +134,7 @@ impl Catalog {
                 }
             }
         }
-        let catalog = Self {
+        Self {
             scene: Scene::build(static_regions),
             zones,
             by_id,
@@ -109,8 +148,7 @@ impl Catalog {
             radii: HashMap::new(),
             default_radius: 0.0,
             max_radius: 0.0,
-        };
-        catalog.with_parameters(settings, radii)
+        }
     }
 
     /// The same zones and scene with other settings and radii: what a settings or radius write

@@ -719,6 +719,21 @@ impl Engine {
         }
     }
 
+    /// Applies a burst of zone writes incrementally: the zones `touched` become `changed` (their
+    /// current state; a touched zone missing from it was deleted), the rest stays as prepared
+    /// (see [`Catalog::patched`]); emits the exits `changes` imply, as [`Engine::reload`] does.
+    pub fn apply_zones(
+        &mut self,
+        changed: Vec<zonecast_model::ZoneSpec>,
+        touched: &HashSet<Uuid>,
+        changes: &[ConfigChanged],
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let new = self.catalog.patched(changed, touched);
+        self.reload(new, changes, now, out);
+    }
+
     /// Puts other settings and radii in force over the same zones (see
     /// [`Catalog::with_parameters`]) and emits the exits that implies.
     pub fn reparameterise(

@@ -59,10 +59,36 @@ async fn load_parameters(store: &dyn Store) -> Result<(Settings, Vec<(Mac, f64)>
     Ok((Settings::from_written(&store.list_settings().await?), store.list_radii().await?))
 }
 
+/// The change a `config.changed` message announces. One that cannot be read could be anything:
+/// it counts as a change of every zone (no IDs), so that the whole configuration is read again.
+fn change_of(message: &Message) -> ConfigChanged {
+    serde_json::from_slice(&message.payload).unwrap_or(ConfigChanged {
+        kind: ConfigKind::Zones,
+        ids: Vec::new(),
+        operation: None,
+    })
+}
+
+/// The zones a burst touches, when it is only zone writes that name them: then only those are
+/// read again. `None` when the whole catalog must be (a change of another kind in the burst, a
+/// change that names no zone or one that is not a zone ID).
+fn touched_zones(changes: &[ConfigChanged]) -> Option<foldhash::HashSet<uuid::Uuid>> {
+    let mut touched = foldhash::HashSet::default();
+    for change in changes {
+        if change.kind != ConfigKind::Zones || change.ids.is_empty() {
+            return None;
+        }
+        for id in &change.ids {
+            touched.insert(id.parse().ok()?);
+        }
+    }
+    Some(touched)
+}
+
 /// What a burst of configuration changes makes the evaluator read again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
-    /// Zones changed (or a change could not be read): everything, the scene rebuilt.
+    /// Zones changed: those zones (or everything, see [`touched_zones`]), the scene rebuilt.
     Zones,
     /// Only settings or radii: those, over the same zones and scene.
     Parameters,
@@ -72,7 +98,7 @@ enum Scope {
 
 impl Scope {
     fn of(changes: &[ConfigChanged]) -> Self {
-        if changes.is_empty() || changes.iter().any(|c| c.kind == ConfigKind::Zones) {
+        if changes.iter().any(|c| c.kind == ConfigKind::Zones) {
             Self::Zones
         } else if changes.iter().any(|c| matches!(c.kind, ConfigKind::Settings | ConfigKind::Radii)) {
             Self::Parameters
@@ -143,24 +169,36 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                 Some(msg) = config_sub.next() => {
                     // A burst of changes (a thousand zone creates) is applied as one reload: the
                     // store is read once for all the changes already queued, not once per change.
-                    let mut changes: Vec<ConfigChanged> = serde_json::from_slice(&msg.payload).ok().into_iter().collect();
+                    let mut changes = vec![change_of(&msg)];
                     let coalesced = zonecast_bus::take_ready(&mut config_sub, MAX_COALESCED, |msg| {
-                        changes.extend(serde_json::from_slice::<ConfigChanged>(&msg.payload).ok());
+                        changes.push(change_of(&msg));
                     });
                     metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
                     match Scope::of(&changes) {
-                        Scope::Zones => match load_catalog(deps.store.as_ref()).await {
-                            Ok(catalog) => {
-                                engine.reload(catalog, &changes, Utc::now(), &mut out);
-                                metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
-                                match source_subscriptions(&deps, &engine).await {
+                        Scope::Zones => {
+                            let applied = match touched_zones(&changes) {
+                                // Only these zones: read them alone and patch the catalog.
+                                Some(touched) => {
+                                    let ids: Vec<uuid::Uuid> = touched.iter().copied().collect();
+                                    deps.store.find_zones(&ids).await.map(|changed| {
+                                        engine.apply_zones(changed, &touched, &changes, Utc::now(), &mut out);
+                                        metrics::counter!("zonecast_evaluator_zone_patches_total").increment(1);
+                                    })
+                                }
+                                None => load_catalog(deps.store.as_ref()).await.map(|catalog| {
+                                    engine.reload(catalog, &changes, Utc::now(), &mut out);
+                                    metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
+                                }),
+                            };
+                            match applied {
+                                Ok(()) => match source_subscriptions(&deps, &engine).await {
                                     Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
                                     Ok(_) => {}
                                     Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
-                                }
+                                },
+                                Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
                             }
-                            Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
-                        },
+                        }
                         Scope::Parameters => match load_parameters(deps.store.as_ref()).await {
                             Ok((settings, radii)) => {
                                 engine.reparameterise(settings, radii, Utc::now(), &mut out);

@@ -441,3 +441,36 @@ fn settings_and_radii_put_in_force_over_the_same_zones_apply_to_the_next_positio
     e.reparameterise(zonecast_model::Settings::default(), vec![(d.clone(), 0.2)], t0(), &mut out);
     assert_eq!(kinds(&step(&mut e, &d, [1.5, 0.0, 0.0], t0() + ms(20))), ["ZONE_EXIT"]);
 }
+
+#[test]
+fn zone_writes_applied_incrementally_give_what_a_full_reload_gives() {
+    let (a, b, c) =
+        (sphere("a", [0.0, 0.0, 0.0], 1.0), sphere("b", [0.0, 0.0, 0.0], 1.0), sphere("c", [9.0, 0.0, 0.0], 1.0));
+    let mut e = engine(vec![a.clone(), b.clone(), c.clone()], &[], vec![]);
+    let dev = mac(1);
+    assert_eq!(kinds(&step(&mut e, &dev, [0.0, 0.0, 0.0], t0())), ["ZONE_ENTER", "ZONE_ENTER"]);
+    // b is deleted, c moved onto the device, a new zone d added; a is not touched.
+    let mut c2 = c.clone();
+    c2.geometry_data = vec![[0.5, 0.0, 0.0], [1.0, 0.0, 0.0]];
+    let d = sphere("d", [0.0, 0.0, 0.0], 2.0);
+    let touched: foldhash::HashSet<Uuid> = [b.id, c.id, d.id].into_iter().collect();
+    let change = ConfigChanged {
+        kind: ConfigKind::Zones,
+        ids: touched.iter().map(zonecast_model::format_id).collect(),
+        operation: None,
+    };
+    let mut out = Vec::new();
+    e.apply_zones(vec![d.clone(), c2.clone()], &touched, &[change], t0(), &mut out);
+    let exits: Vec<(String, String)> = events(&out)
+        .into_iter()
+        .map(|(_, _, c)| (c["ZoneName"].as_str().unwrap().to_owned(), c["Reason"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(exits, [("b".to_owned(), "deleted".to_owned())]);
+    let names: Vec<&str> = e.catalog().zones.iter().map(|z| z.spec.name.as_str()).collect();
+    assert_eq!(names, ["a", "c", "d"], "a kept, c replaced in its place, d added, b gone");
+    assert_eq!(e.catalog().zones[1].spec.geometry_data, c2.geometry_data);
+    // The next position sees the patched scene: it enters c (moved) and d (new), stays in a.
+    let mut entered = kinds(&step(&mut e, &dev, [0.0, 0.0, 0.0], t0() + ms(10)));
+    entered.sort();
+    assert_eq!(entered, ["ZONE_ENTER", "ZONE_ENTER"]);
+}

@@ -156,6 +156,12 @@ impl Store for PgStore {
         ids.iter().map(|id| found.get(id).cloned().ok_or_else(|| StoreError::not_found("zone", id))).collect()
     }
 
+    async fn find_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT spec, version FROM zones WHERE id = ANY($1)").await.db()?;
+        client.query(&stmt, &[&ids]).await.db()?.iter().map(|r| zone(r, 0)).collect()
+    }
+
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.db()?;

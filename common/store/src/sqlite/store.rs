@@ -123,6 +123,20 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn find_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>> {
+        let ids = ids.to_vec();
+        self.run(move |conn| {
+            let tx = conn.transaction().db()?;
+            let mut found = Vec::with_capacity(ids.len());
+            for z in &ids {
+                found.extend(zone_by_id(&tx, z)?);
+            }
+            tx.commit().db()?;
+            Ok(found)
+        })
+        .await
+    }
+
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let zones = zones.to_vec();
         self.run(move |conn| {
