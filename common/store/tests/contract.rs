@@ -106,6 +106,7 @@ contract!(
     a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing,
     a_zone_is_deleted_at_a_version_only_if_it_is_still_at_it,
     connections_are_added_only_up_to_the_bound,
+    find_zones_answers_those_that_exist,
     zones_list_in_creation_order,
     get_zones_answers_in_the_requested_order_and_fails_on_the_first_missing,
     unknown_zones_are_not_found_by_their_upper_case_id,
@@ -271,6 +272,15 @@ async fn a_zone_write_from_a_stale_read_is_a_conflict_and_changes_nothing(store:
     // A missing zone is still not found, not a conflict.
     let ghost = zone("ghost");
     assert_not_found(store.update_zones(std::slice::from_ref(&ghost)).await, "zone", &format_id(&ghost.id));
+}
+
+async fn find_zones_answers_those_that_exist(store: Arc<dyn Store>) {
+    let (a, b) = (zone("a"), zone("b"));
+    store.insert_zones(&[a.clone(), b.clone()]).await.unwrap();
+    let mut found = store.find_zones(&[b.id, Uuid::new_v4(), a.id]).await.unwrap();
+    found.sort_by_key(|z| z.name.clone());
+    assert_eq!(found, vec![a, b]);
+    assert!(store.find_zones(&[]).await.unwrap().is_empty());
 }
 
 async fn connections_are_added_only_up_to_the_bound(store: Arc<dyn Store>) {
