@@ -162,6 +162,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut bad_log = RateLimited::new(Duration::from_secs(10));
+        // Set when applying changes failed: the catalog may lack some, so the next change of any
+        // kind reads the whole configuration again.
+        let mut catalog_stale = false;
         loop {
             tokio::select! {
                 biased;
@@ -174,9 +177,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                         changes.push(change_of(&msg));
                     });
                     metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
-                    match Scope::of(&changes) {
+                    let scope = if catalog_stale { Scope::Zones } else { Scope::of(&changes) };
+                    match scope {
                         Scope::Zones => {
-                            let applied = match touched_zones(&changes) {
+                            // After a failed read the catalog may miss changes: the next burst reads all.
+                            let touched = if catalog_stale { None } else { touched_zones(&changes) };
+                            let applied = match touched {
                                 // Only these zones: read them alone and patch the catalog.
                                 Some(touched) => {
                                     let ids: Vec<uuid::Uuid> = touched.iter().copied().collect();
@@ -190,13 +196,14 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                                     metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
                                 }),
                             };
+                            catalog_stale = applied.is_err();
                             match applied {
                                 Ok(()) => match source_subscriptions(&deps, &engine).await {
                                     Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
                                     Ok(_) => {}
                                     Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
                                 },
-                                Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one"),
+                                Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one until the next change"),
                             }
                         }
                         Scope::Parameters => match load_parameters(deps.store.as_ref()).await {
@@ -204,7 +211,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
                                 engine.reparameterise(settings, radii, Utc::now(), &mut out);
                                 metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
                             }
-                            Err(e) => tracing::warn!(error = %e, "settings reload failed; keeping the previous ones"),
+                            Err(e) => {
+                                catalog_stale = true;
+                                tracing::warn!(error = %e, "settings reload failed; keeping the previous ones until the next change");
+                            }
                         },
                         Scope::Nothing => {}
                     }
