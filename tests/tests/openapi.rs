@@ -129,6 +129,10 @@ async fn the_server_answers_every_documented_route(mode: Mode) {
         let body = minimal_body(&doc, &op);
         let (status, answer) = server.raw(method.clone(), &path, Some(ADMIN_KEY), body).await;
         assert!(!is_route_miss(status, &answer), "documented {method} {template} ({path}) answered {status} {answer}");
+        assert!(
+            op["responses"].get(status.as_str()).is_some(),
+            "{method} {template} answered {status}, which its entry does not list: {answer}"
+        );
     }
     server.stop().await;
 }

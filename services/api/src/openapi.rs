@@ -16,8 +16,8 @@ fn error_response(description: &str) -> Value {
 
 fn schemas() -> Value {
     let row = json!({"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3});
-    let mac =
-        json!({"type": "string", "pattern": "^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$", "example": "00:AA:BB:CC:DD:EE"});
+    let mac = json!({"type": "string", "pattern": "^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$|^([0-9A-Fa-f]{2}-){5}[0-9A-Fa-f]{2}$",
+               "description": "six hex octets separated by ':' or '-', one separator throughout", "example": "00:AA:BB:CC:DD:EE"});
     let zone_fields = json!({
         "Name": {"type": "string", "maxLength": 256},
         "GeometryType": {"type": "string", "enum": ["sphere", "circle", "cuboid", "square", "cylinder", "polygon"]},
@@ -148,11 +148,27 @@ pub fn document(routes: &[Route]) -> Value {
                 } else {
                     json!({"description": "OK", "content": {"application/json": {"schema": schema_ref(route.response)}}})
                 },
-                "400": error_response("malformed: body is not JSON or not the JSON type the operation takes"),
-                "413": error_response("body larger than the configured limit"),
-                "422": error_response("invalid data: types, ranges, references, geometry"),
             }
         });
+        if route.body.is_some() {
+            op["responses"]["400"] =
+                error_response("malformed: body is not JSON or not the JSON type the operation takes");
+            op["responses"]["408"] = error_response("the body did not arrive within the body timeout");
+            op["responses"]["413"] =
+                error_response("body larger than the configured limit, or with longer lists than any operation takes");
+        }
+        if route.body.is_some() || matches!(route.authority, Some(Authority::Write | Authority::Admin)) {
+            op["responses"]["422"] = error_response("invalid data: types, ranges, references, geometry");
+        }
+        if !matches!(route.op, Op::Live | Op::OpenApi | Op::Metrics | Op::Token) {
+            op["responses"]["503"] = error_response("the store or the bus cannot be reached");
+        }
+        if matches!(route.op, Op::DeleteZones | Op::UpdateZones | Op::ActivateZones | Op::DeactivateZones) {
+            op["responses"]["404"] = error_response("a listed zone does not exist; nothing changed");
+        }
+        if route.op == Op::Token {
+            op["responses"]["401"] = error_response("unknown client or wrong secret");
+        }
         if let Some(authority) = route.authority {
             op["security"] = json!([{"apiKey": []}, {"bearer": []}]);
             op["x-authority"] = json!(authority.as_str());
