@@ -7,6 +7,7 @@
 #   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
 #   BURST=1000 BURST_AT=5 services/loadgen/scripts/pipeline.sh 20000 20  # 1,000 zone creates
 #     through the API (8 at a time) from second 5 of the run, while positions flow
+#   BURST_KIND=radii BURST=10000 ...                                    # device radius writes instead
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
 set -euo pipefail
 rate=${1:-20000}; secs=${2:-10}; input=${3:-ingest}
@@ -58,9 +59,15 @@ if [ -n "${BURST:-}" ]; then
   (
     sleep "${BURST_AT:-5}"
     started=$(date +%s.%N)
-    seq 1 "$BURST" | xargs -P 8 -I{} curl -fs -o /dev/null -H "X-API-Key: $key" "$api/v3/modules/zones" \
-      --json '{"Name": "burst {}", "GeometryType": "sphere", "GeometryData": [[-5000, {}, 0], [1, 0, 0]]}'
-    echo "burst: $BURST zone creates answered in $(echo "$(date +%s.%N) - $started" | bc) s" >&2
+    if [ "${BURST_KIND:-zones}" = radii ]; then
+      # One radius write per request, for MACs of no simulated device.
+      seq 1 "$BURST" | xargs -P 8 -I{} sh -c 'curl -fs -o /dev/null -X PUT -H "X-API-Key: $1" "$2/v3/modules/zones/devices/radius" \
+        --json "{\"EE:EE:EE:$(printf %02X:%02X:%02X $(($3 >> 16)) $((($3 >> 8) & 255)) $(($3 & 255)))\": 0.5}"' _ "$key" "$api" {}
+    else
+      seq 1 "$BURST" | xargs -P 8 -I{} curl -fs -o /dev/null -H "X-API-Key: $key" "$api/v3/modules/zones" \
+        --json '{"Name": "burst {}", "GeometryType": "sphere", "GeometryData": [[-5000, {}, 0], [1, 0, 0]]}'
+    fi
+    echo "burst: $BURST ${BURST_KIND:-zones} writes answered in $(echo "$(date +%s.%N) - $started" | bc) s" >&2
   ) & pids+=($!)
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
