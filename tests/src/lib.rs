@@ -112,8 +112,14 @@ pub fn test_config(data_dir: &std::path::Path) -> Config {
 impl Server {
     /// Starts zonecast in `mode` with [`test_config`].
     pub async fn start(mode: Mode) -> Self {
+        Self::start_configured(mode, |_| {}).await
+    }
+
+    /// Starts zonecast in `mode` with the test configuration as `configure` changes it.
+    pub async fn start_configured(mode: Mode, configure: impl FnOnce(&mut Config)) -> Self {
         let data_dir = tempfile::tempdir().unwrap();
-        let config = test_config(data_dir.path());
+        let mut config = test_config(data_dir.path());
+        configure(&mut config);
         Self::start_with(mode, config, data_dir).await
     }
 
@@ -280,12 +286,12 @@ impl Server {
     /// published (MAC `FF:FF:FF:FF:FF:FE`, far outside any site) came through: the input
     /// subscribes asynchronously, so positions published before that could be missed.
     pub async fn start_with_mqtt_gateway(mode: Mode) -> (Self, Gateway) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config(dir.path());
         let root = format!("zt{}", uuid::Uuid::new_v4().simple());
-        config.ingest_mqtt_url = Some(Secret::new("mqtt://127.0.0.1:1883"));
-        config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
-        let server = Self::start_with(mode, config, dir).await;
+        let server = Self::start_configured(mode, |config| {
+            config.ingest_mqtt_url = Some(Secret::new("mqtt://127.0.0.1:1883"));
+            config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
+        })
+        .await;
         let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
         options.set_keep_alive(Duration::from_secs(5));
         let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 100);

@@ -7,18 +7,18 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zonecast_tests::{Mode, Server, WRITE_KEY, both_modes, test_config};
+use zonecast_tests::{Mode, Server, WRITE_KEY, both_modes};
 
 /// Longest any wait here may take: several header timeouts.
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn server(mode: Mode, max_connections: usize) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path());
-    config.http_header_timeout = Duration::from_millis(500);
-    config.http_body_timeout = Duration::from_millis(500);
-    config.http_max_connections = max_connections;
-    Server::start_with(mode, config, dir).await
+    Server::start_configured(mode, |config| {
+        config.http_header_timeout = Duration::from_millis(500);
+        config.http_body_timeout = Duration::from_millis(500);
+        config.http_max_connections = max_connections;
+    })
+    .await
 }
 
 fn authority(base: &str) -> String {
