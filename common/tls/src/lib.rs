@@ -68,18 +68,12 @@ pub fn open_bundle(
     bundle::open(client, password, x509_parser::time::ASN1Time::now().timestamp())
 }
 
-/// Opens a whole profile: the CA as trust roots, the bundle as [`open_bundle`] checks it, and
-/// a client configuration built from both to be sure rustls takes them.
+/// Opens a whole profile: the CA as trust roots and the bundle as [`open_bundle`] checks it.
+/// [`client_config`] turns the result into what a connection uses.
 pub fn open_profile(ca: &[u8], client: &[u8], password: &str) -> Result<TlsIdentity, ProfileError> {
     let roots = parse_ca(ca)?;
     let (chain, key) = open_bundle(client, password)?;
-    let identity = TlsIdentity { roots, chain, key };
-    client_config(TlsIdentity {
-        roots: identity.roots.clone(),
-        chain: identity.chain.clone(),
-        key: identity.key.clone_key(),
-    })?;
-    Ok(identity)
+    Ok(TlsIdentity { roots, chain, key })
 }
 
 /// Presents the profile's chain whenever a server asks for a client certificate. The broker

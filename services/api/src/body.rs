@@ -24,12 +24,12 @@ where
 }
 
 /// The body as JSON; 400 when it is empty or not JSON, 413 when it holds more than the API
-/// ever takes (see [`crate::shape`]), found before anything is built from it.
+/// ever takes (see [`crate::json_bounds`]), found before anything is built from it.
 pub fn json(body: &Bytes) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::Malformed("request body is empty; this operation takes JSON".into()));
     }
-    crate::shape::check(body).map_err(|e| ApiError::TooComplex(e.to_string()))?;
+    crate::json_bounds::check(body).map_err(|e| ApiError::TooComplex(e.to_string()))?;
     serde_json::from_slice(body).map_err(|e| ApiError::Malformed(format!("request body is not valid JSON: {e}")))
 }
 

@@ -6,10 +6,10 @@ mod body;
 mod context;
 pub mod error;
 mod handlers;
+mod json_bounds;
 pub mod openapi;
 mod reply;
 pub mod routes;
-mod shape;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -15,7 +15,9 @@ use crate::reply;
 
 fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiError> {
     let input = CertificateProfileInput::parse(&body::object(body)?)?;
+    // The whole way a forwarder takes it, so that a profile it could not use is refused here.
     zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
+        .and_then(zonecast_tls::client_config)
         .map_err(|e| ApiError::Invalid(e.to_string()))?;
     let plain = zonecast_tls::SealedProfile::new(&input.ca, &input.client, input.password.expose()).to_bytes();
     let sealed = ctx.keys.seal(&plain).map_err(|e| ApiError::Internal(e.to_string()))?;
