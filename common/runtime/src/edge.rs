@@ -47,7 +47,11 @@ pub trait Listener: Send + Sync + 'static {
     fn answered(&self, _operation: &'static str, _response: &Response, _started: Instant) {}
 }
 
-fn find<'a, Op>(routes: &'a [Route<Op>], method: &Method, path: &str) -> Result<(&'a Route<Op>, Vec<String>), HttpError> {
+fn find<'a, Op>(
+    routes: &'a [Route<Op>],
+    method: &Method,
+    path: &str,
+) -> Result<(&'a Route<Op>, Vec<String>), HttpError> {
     match lookup(routes, method, path) {
         Lookup::Found(route, params) => Ok((route, params)),
         Lookup::WrongMethod(allowed) => Err(HttpError::MethodNotAllowed {

@@ -173,9 +173,10 @@ mod tests {
     async fn probes_and_metrics_are_answered_without_credentials() {
         let bus: Arc<dyn Bus> = Arc::new(zonecast_bus::InProcessBus::new());
         let shutdown = Shutdown::new();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), Health::new(None, bus), HttpLimits::default(), shutdown.clone())
-            .await
-            .unwrap();
+        let addr =
+            serve("127.0.0.1:0".parse().unwrap(), Health::new(None, bus), HttpLimits::default(), shutdown.clone())
+                .await
+                .unwrap();
         for path in ["/livez", "/readyz", "/healthz", "/metrics"] {
             assert_eq!(status(addr, path).await, 200, "{path}");
         }

@@ -133,7 +133,10 @@ pub struct StoreArgs {
 
 impl StoreArgs {
     fn check(&self, c: &mut Check<'_>) -> StoreConfig {
-        StoreConfig { database_url: secret(&self.database_url), pool: c.parse("database_pool", &self.database_pool, 16) }
+        StoreConfig {
+            database_url: secret(&self.database_url),
+            pool: c.parse("database_pool", &self.database_pool, 16),
+        }
     }
 }
 
@@ -503,7 +506,12 @@ impl ApiCli {
         const NAME: &str = "zonecast-api";
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");
         c.require("nats_url", config.bus.nats_url.as_ref(), NAME, "");
-        c.require("secret_key", config.secret_key.as_ref(), NAME, " (base64 of 32 random bytes, the same for every replica)");
+        c.require(
+            "secret_key",
+            config.secret_key.as_ref(),
+            NAME,
+            " (base64 of 32 random bytes, the same for every replica)",
+        );
         (config, self.log.check(c))
     }
 }

@@ -213,7 +213,8 @@ impl HttpConfig {
 }
 
 /// Default of `ZONECAST_HTTP_ADDR`.
-pub const DEFAULT_HTTP_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8080));
+pub const DEFAULT_HTTP_ADDR: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8080));
 /// Default of `ZONECAST_INGEST_HTTP_ADDR`.
 pub const DEFAULT_INGEST_HTTP_ADDR: SocketAddr =
     SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8081));

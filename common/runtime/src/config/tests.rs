@@ -64,7 +64,10 @@ fn each_distributed_binary_names_every_setting_it_needs_and_lacks() {
     );
     assert_eq!(
         problems::<EvaluatorConfig>(&[]),
-        ["ZONECAST_DATABASE_URL: is required by zonecast-evaluator", "ZONECAST_NATS_URL: is required by zonecast-evaluator"]
+        [
+            "ZONECAST_DATABASE_URL: is required by zonecast-evaluator",
+            "ZONECAST_NATS_URL: is required by zonecast-evaluator"
+        ]
     );
     assert_eq!(
         problems::<ForwarderConfig>(&[("ZONECAST_DATABASE_URL", "postgres://db/zc")]),
@@ -120,13 +123,19 @@ fn bad_values_are_named_with_what_is_wrong() {
         one(&[("ZONECAST_EVALUATOR_PARTITIONS", "0-16")]),
         "ZONECAST_EVALUATOR_PARTITIONS: range ends at 16 but there are 16 partitions"
     );
-    assert_eq!(one(&[("ZONECAST_EVALUATOR_PARTITIONS", "5-2")]), "ZONECAST_EVALUATOR_PARTITIONS: '5-2': start after end");
+    assert_eq!(
+        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "5-2")]),
+        "ZONECAST_EVALUATOR_PARTITIONS: '5-2': start after end"
+    );
     assert_eq!(
         one(&[("ZONECAST_EVALUATOR_PARTITIONS", "a-b")]),
         "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7"
     );
     assert_eq!(one(&[("ZONECAST_FORWARDER_QUEUE", "0")]), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
-    assert_eq!(one(&[("ZONECAST_HTTP_ADDR", "nowhere")]), "ZONECAST_HTTP_ADDR: 'nowhere': invalid socket address syntax");
+    assert_eq!(
+        one(&[("ZONECAST_HTTP_ADDR", "nowhere")]),
+        "ZONECAST_HTTP_ADDR: 'nowhere': invalid socket address syntax"
+    );
     assert_eq!(
         one(&[("ZONECAST_SUBJECT_PREFIX", "a.b")]),
         "ZONECAST_SUBJECT_PREFIX: must be one subject token: letters, digits, - and _"
@@ -159,7 +168,8 @@ fn credentials_parse_and_never_show_in_debug() {
 fn a_flag_wins_over_its_variable_which_wins_over_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("z.toml");
-    std::fs::write(&path, "site_id = 7\npartitions = 8\napi_keys = [\"k1:read\"]\nhttp_addr = \"127.0.0.1:1\"\n").unwrap();
+    std::fs::write(&path, "site_id = 7\npartitions = 8\napi_keys = [\"k1:read\"]\nhttp_addr = \"127.0.0.1:1\"\n")
+        .unwrap();
     let loaded = Config::load(
         args("zonecast", &["--http-addr", "127.0.0.1:3"]),
         &env(&[
@@ -188,17 +198,17 @@ fn problems_in_the_file_name_its_key_and_unknown_keys_are_refused() {
     let shown: Vec<String> = e.problems().iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
-        [format!("no_such_setting (in {file}): unknown setting"), format!("partitions (in {file}): must be between 1 and 4096")]
+        [
+            format!("no_such_setting (in {file}): unknown setting"),
+            format!("partitions (in {file}): must be between 1 and 4096")
+        ]
     );
 }
 
 #[test]
 fn a_bad_flag_is_named_as_given() {
-    let e = EvaluatorConfig::load(
-        args("zonecast-evaluator", &["--partitions=x"]),
-        &env(&DISTRIBUTED[..2]),
-    )
-    .unwrap_err();
+    let e =
+        EvaluatorConfig::load(args("zonecast-evaluator", &["--partitions=x"]), &env(&DISTRIBUTED[..2])).unwrap_err();
     assert_eq!(e.to_string(), "--partitions: 'x': invalid digit found in string");
     let e = EvaluatorConfig::load(args("zonecast-evaluator", &["--no-such-flag"]), &env(&[])).unwrap_err();
     assert!(e.to_string().starts_with("command line: unexpected argument '--no-such-flag'"), "{e}");
@@ -218,7 +228,10 @@ fn help_lists_each_setting_with_its_variable_and_default() {
         Err(ConfigError::Help(text)) => text,
         other => panic!("{other:?}"),
     };
-    assert!(text.contains("ZONECAST_EVALUATOR_PARTITIONS") && text.contains("Required: ZONECAST_DATABASE_URL"), "{text}");
+    assert!(
+        text.contains("ZONECAST_EVALUATOR_PARTITIONS") && text.contains("Required: ZONECAST_DATABASE_URL"),
+        "{text}"
+    );
     assert!(!text.contains("ZONECAST_API_KEYS"), "the evaluator takes no credentials:\n{text}");
 }
 
