@@ -464,9 +464,11 @@ pub trait Load: Sized {
     /// `env`, then the TOML file either names; every problem is reported.
     fn load(args: Vec<std::ffi::OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError>;
 
-    /// Loads from the process's command line and environment.
+    /// Loads from the process's command line and environment (variables that are not
+    /// Unicode are none of ours, and skipped).
     fn from_process() -> Result<Loaded<Self>, ConfigError> {
-        Self::load(std::env::args_os().collect(), &std::env::vars().collect())
+        let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        Self::load(std::env::args_os().collect(), &env.collect())
     }
 }
 
