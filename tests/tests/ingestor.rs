@@ -321,6 +321,8 @@ both_modes!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {
+    // As every binary's start-up does, before the service or a client builds TLS configurations.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path()).ingestor();
