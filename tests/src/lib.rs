@@ -92,21 +92,23 @@ pub struct Server {
 
 /// A configuration with the test credentials, port 0 and a random subject prefix.
 pub fn test_config(data_dir: &std::path::Path) -> Config {
-    Config {
-        http_addr: "127.0.0.1:0".parse().unwrap(),
+    let mut config = Config {
         data_dir: data_dir.to_owned(),
-        subject_prefix: format!("zt{}", uuid::Uuid::new_v4().simple()),
         site_id: 501,
-        api_keys: vec![
-            ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },
-            ApiKey { key: Secret::new(WRITE_KEY), authority: Authority::Write },
-            ApiKey { key: Secret::new(READ_KEY), authority: Authority::Read },
-        ],
-        clients: vec![Client { id: CLIENT_ID.into(), secret: Secret::new(CLIENT_SECRET), authority: Authority::Write }],
         secret_key: Some(Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())),
-        max_body_bytes: 256 * 1024,
         ..Config::default()
-    }
+    };
+    config.http.addr = "127.0.0.1:0".parse().unwrap();
+    config.http.limits.max_body_bytes = 256 * 1024;
+    config.bus.subject_prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
+    config.auth.api_keys = vec![
+        ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },
+        ApiKey { key: Secret::new(WRITE_KEY), authority: Authority::Write },
+        ApiKey { key: Secret::new(READ_KEY), authority: Authority::Read },
+    ];
+    config.auth.clients =
+        vec![Client { id: CLIENT_ID.into(), secret: Secret::new(CLIENT_SECRET), authority: Authority::Write }];
+    config
 }
 
 impl Server {
@@ -125,11 +127,12 @@ impl Server {
 
     /// Starts zonecast in `mode` with `config` (its store and bus URLs are set here).
     pub async fn start_with(mode: Mode, mut config: Config, data_dir: tempfile::TempDir) -> Self {
+        // What every binary's start-up does first; the services' `start` functions rely on it.
         let _ = rustls::crypto::ring::default_provider().install_default();
         // The metrics recorder before any service registers a counter, as every binary's
         // start-up installs it: counters registered before it would count nothing.
         zonecast_runtime::metrics::handle();
-        let subjects = Subjects::new(config.subject_prefix.clone());
+        let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let shutdown = Shutdown::new();
         let mut forwarder = None;
         let (addr, ingest_addr, ops_addr, bus, task, database_url, evaluator) = match mode {
@@ -138,18 +141,19 @@ impl Server {
                 (running.http_addr, running.http_addr, running.ops_addr, running.bus, running.task, None, None)
             }
             Mode::Distributed => {
-                let url = match &config.database_url {
+                let url = match &config.store.database_url {
                     Some(url) => url.expose().to_owned(),
                     None => fresh_database().await,
                 };
                 let bus = nats_bus().await;
-                config.database_url = Some(Secret::new(url.clone()));
-                config.nats_url = Some(Secret::new(nats_url()));
-                let running = zonecast_api::start(config.clone(), shutdown.clone()).await.expect("zonecast-api starts");
+                config.store.database_url = Some(Secret::new(url.clone()));
+                config.bus.nats_url = Some(Secret::new(nats_url()));
+                let running = zonecast_api::launch(config.api(), shutdown.clone()).await.expect("zonecast-api starts");
                 let evaluator = start_evaluator(&config).await;
                 forwarder = Some(start_forwarder(&config).await);
                 let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
-                (running.addr, ingest_addr, running.ops_addr, bus, running.task, Some(url), Some(evaluator))
+                let addr = running.addr.expect("the API listens");
+                (addr, ingest_addr, running.ops_addr, bus, running.task, Some(url), Some(evaluator))
             }
         };
         Self {
@@ -176,7 +180,7 @@ impl Server {
         let data_dir = std::mem::replace(&mut self.data_dir, tempfile::tempdir().unwrap());
         let mut config = config;
         // Listen on a new free port: the old one may linger.
-        config.http_addr = "127.0.0.1:0".parse().unwrap();
+        config.http.addr = "127.0.0.1:0".parse().unwrap();
         if config.ops_addr.is_some() {
             config.ops_addr = Some("127.0.0.1:0".parse().unwrap());
         }
@@ -193,7 +197,7 @@ impl Server {
             gateway_uri: None,
             extra: Default::default(),
         };
-        let subject = self.subjects.positions(update.mac.partition(self.config.partitions), update.mac.as_str());
+        let subject = self.subjects.positions(update.mac.partition(self.config.bus.partitions), update.mac.as_str());
         let payload = serde_json::to_vec(&update.to_event(self.config.site_id, chrono::Utc::now())).unwrap();
         self.bus.publish(subject, payload.into()).await.unwrap();
     }
@@ -288,8 +292,11 @@ impl Server {
     pub async fn start_with_mqtt_gateway(mode: Mode) -> (Self, Gateway) {
         let root = format!("zt{}", uuid::Uuid::new_v4().simple());
         let server = Self::start_configured(mode, |config| {
-            config.ingest_mqtt_url = Some(Secret::new("mqtt://127.0.0.1:1883"));
-            config.ingest_mqtt_topics = vec![format!("{root}/positions/#")];
+            config.mqtt = Some(zonecast_runtime::config::MqttInputConfig {
+                url: Secret::new("mqtt://127.0.0.1:1883"),
+                topics: vec![format!("{root}/positions/#")],
+                ca: None,
+            });
         })
         .await;
         let mut options = rumqttc::MqttOptions::new(format!("{root}-gateway"), "127.0.0.1", 1883);
@@ -367,56 +374,25 @@ impl Drop for Server {
 /// A distributed ingestor on `config`'s NATS with a connection of its own: HTTP listener on a
 /// free port, NATS input, and the MQTT input when `config` asks for one. Returns its address.
 async fn start_ingestor(config: &Config, shutdown: Shutdown) -> std::net::SocketAddr {
-    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-ingestor-test").await.expect("ingestor bus");
-    let subjects = Subjects::new(config.subject_prefix.clone());
-    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
-    let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
-    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(
-        keys,
-        &config.api_keys,
-        &config.clients,
-        config.token_ttl_seconds,
-    ));
-    let addr = zonecast_ingestor::serve_http(
-        "127.0.0.1:0".parse().unwrap(),
-        auth,
-        publisher.clone(),
-        zonecast_runtime::HttpLimits::of(config),
-        shutdown.clone(),
-    )
-    .await
-    .expect("ingestor listens");
-    zonecast_ingestor::start_nats_input(bus, &subjects, publisher.clone(), shutdown.clone())
-        .await
-        .expect("ingest subscription");
-    if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(config).expect("MQTT input config") {
-        mqtt.start(publisher, shutdown);
-    }
-    addr
+    let mut ingestor = config.ingestor();
+    ingestor.http =
+        Some(zonecast_runtime::HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), limits: config.http.limits });
+    let running = zonecast_ingestor::launch(ingestor, shutdown).await.expect("zonecast-ingestor starts");
+    running.addr.expect("the ingestor listens")
 }
 
-/// A distributed forwarder on `config`'s database and NATS, with a connection of its own.
+/// A distributed forwarder on `config`'s database and NATS, with connections of its own.
 async fn start_forwarder(config: &Config) -> (Shutdown, tokio::task::JoinHandle<()>) {
-    let url = config.database_url.as_ref().map(|u| u.expose().to_owned());
-    let store = zonecast_store::open(url.as_deref(), &config.data_dir).await.expect("forwarder store");
-    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-forwarder-test").await.expect("forwarder bus");
-    let secret = config.secret_key.as_ref().expect("test configurations carry a secret key");
-    let keys = Arc::new(zonecast_runtime::Keys::from_secret(secret).expect("forwarder keys"));
     let shutdown = Shutdown::new();
-    let deps = zonecast_forwarder::Deps::from_config(config, store, bus, keys);
-    let task = zonecast_forwarder::start(deps, shutdown.clone()).await.expect("forwarder starts");
-    (shutdown, task)
+    let running = zonecast_forwarder::launch(config.forwarder(), shutdown.clone()).await.expect("forwarder starts");
+    (shutdown, running.task)
 }
 
-/// A distributed evaluator on `config`'s database and NATS, with a connection of its own.
+/// A distributed evaluator on `config`'s database and NATS, with connections of its own.
 async fn start_evaluator(config: &Config) -> (Shutdown, tokio::task::JoinHandle<()>) {
-    let url = config.database_url.as_ref().map(|u| u.expose().to_owned());
-    let store = zonecast_store::open(url.as_deref(), &config.data_dir).await.expect("evaluator store");
-    let bus = zonecast_bus::connect(Some(&nats_url()), "zonecast-evaluator-test").await.expect("evaluator bus");
     let shutdown = Shutdown::new();
-    let deps = zonecast_evaluator::Deps::from_config(config, store, bus);
-    let task = zonecast_evaluator::start(deps, shutdown.clone()).await.expect("evaluator starts");
-    (shutdown, task)
+    let running = zonecast_evaluator::launch(config.evaluator(), shutdown.clone()).await.expect("evaluator starts");
+    (shutdown, running.task)
 }
 
 /// Next message of `sub` whose JSON satisfies `pred`, skipping others; panics after `timeout`.

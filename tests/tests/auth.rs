@@ -271,7 +271,8 @@ async fn a_token_from_a_server_with_another_secret_key_is_unauthorized(mode: Mod
 
 async fn an_expired_token_is_unauthorized(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config { token_ttl_seconds: 0, ..test_config(dir.path()) };
+    let mut config = test_config(dir.path());
+    config.auth.token_ttl_seconds = 0;
     let server = Server::start_with(mode, config, dir).await;
     let token = assert_token_answer(&token_answer(&server.http, &server.base, credentials()).await, 0);
     let zone = sphere("never", [0.0, 0.0, 0.0], 1.0);
@@ -449,11 +450,11 @@ struct Replica {
 
 impl Replica {
     async fn beside(first: &Server, mut config: Config) -> Self {
-        config.database_url = Some(Secret::new(first.database_url.clone().expect("a distributed server")));
-        config.nats_url = Some(Secret::new(nats_url()));
+        config.store.database_url = Some(Secret::new(first.database_url.clone().expect("a distributed server")));
+        config.bus.nats_url = Some(Secret::new(nats_url()));
         let shutdown = Shutdown::new();
-        let running = zonecast_api::start(config, shutdown.clone()).await.expect("a second API replica starts");
-        let addr: SocketAddr = running.addr;
+        let running = zonecast_api::launch(config.api(), shutdown.clone()).await.expect("a second API replica starts");
+        let addr: SocketAddr = running.addr.expect("the API listens");
         Self { base: format!("http://{addr}"), shutdown, task: Some(running.task) }
     }
 

@@ -427,7 +427,7 @@ async fn malformed_position_messages_are_counted_and_skipped(mode: Mode) {
     let mut events = server.events().await;
     let d = mac(11);
     let parsed: zonecast_model::Mac = d.parse().unwrap();
-    let subject = server.subjects.positions(parsed.partition(server.config.partitions), &d);
+    let subject = server.subjects.positions(parsed.partition(server.config.bus.partitions), &d);
     let bad: [&[u8]; 4] = [
         b"not json",
         br#"{"Type": "LOCATION_RAW_UPDATE"}"#,

@@ -14,9 +14,9 @@ const WAIT: Duration = Duration::from_secs(10);
 
 async fn server(mode: Mode, max_connections: usize) -> Server {
     Server::start_configured(mode, |config| {
-        config.http_header_timeout = Duration::from_millis(500);
-        config.http_body_timeout = Duration::from_millis(500);
-        config.http_max_connections = max_connections;
+        config.http.limits.header_timeout = Duration::from_millis(500);
+        config.http.limits.body_timeout = Duration::from_millis(500);
+        config.http.limits.max_connections = max_connections;
     })
     .await
 }

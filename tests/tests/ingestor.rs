@@ -321,24 +321,16 @@ both_modes!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {
+    // As every binary's start-up does, before the service or a client builds TLS configurations.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let config = test_config(dir.path());
-    let bus = zonecast_bus::connect(Some(&nats.url()), "ingestor-503").await.unwrap();
-    let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
-    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects, 16, 1);
-    let keys = std::sync::Arc::new(zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap());
-    let auth = std::sync::Arc::new(zonecast_runtime::Auth::new(keys, &config.api_keys, &config.clients, 60));
+    let mut config = test_config(dir.path()).ingestor();
+    config.bus.nats_url = Some(zonecast_runtime::Secret::new(nats.url()));
+    config.http = Some(zonecast_runtime::HttpConfig::at("127.0.0.1:0".parse().unwrap()));
     let shutdown = zonecast_runtime::Shutdown::new();
-    let addr = zonecast_ingestor::serve_http(
-        "127.0.0.1:0".parse().unwrap(),
-        auth,
-        publisher,
-        zonecast_runtime::HttpLimits::default(),
-        shutdown.clone(),
-    )
-    .await
-    .unwrap();
+    let running = zonecast_ingestor::launch(config, shutdown.clone()).await.unwrap();
+    let addr = running.addr.unwrap();
     let http = reqwest::Client::new();
     let post = || async {
         let r = http

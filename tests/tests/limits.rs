@@ -63,7 +63,7 @@ fn rss() -> u64 {
 /// A polygon of a million vertices fits the default 8 MiB body limit, and as a JSON tree it would take
 /// hundreds of megabytes before the row limit could refuse it: it is refused before parsing.
 async fn a_huge_polygon_is_refused_before_it_is_parsed(mode: Mode) {
-    let server = Server::start_configured(mode, |c| c.max_body_bytes = 8 << 20).await;
+    let server = Server::start_configured(mode, |c| c.http.limits.max_body_bytes = 8 << 20).await;
     let vertices = vec!["[0,0,0]"; 1_000_000].join(",");
     let body = format!(r#"{{"GeometryType": "polygon", "GeometryData": [{vertices}]}}"#).into_bytes();
     let before = rss();
@@ -115,7 +115,7 @@ async fn regexes_that_compile_too_large_are_refused_without_the_memory(mode: Mod
 }
 
 async fn mqtt_connections_are_created_only_up_to_the_configured_bound(mode: Mode) {
-    let server = Server::start_configured(mode, |c| c.max_connections = 2).await;
+    let server = Server::start_configured(mode, |c| c.api.max_connections = 2).await;
     let body = json!({"host": "127.0.0.1", "port": 1883, "TLS": false, "topics": []});
     for _ in 0..2 {
         server.ok(Method::POST, "/v3/modules/mqtt/connections", Some(body.clone())).await;

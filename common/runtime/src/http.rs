@@ -1,5 +1,7 @@
-//! HTTP plumbing shared by the listeners (config API, ingestor): size-limited body reads and
-//! JSON responses, including the error body `{"status", "success": false, "error", "message"}`.
+//! HTTP plumbing shared by the listeners (config API, ingestor): size-limited body reads, JSON
+//! responses, and the one mapping from failures to HTTP ([`HttpError`]): status, error kind
+//! and a message that names what and where, in the body `{"status", "success": false,
+//! "error", "message"}`. 5xx bodies are opaque; their cause is logged once, here.
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
@@ -7,6 +9,11 @@ use serde::Serialize;
 use warp::Buf;
 use warp::http::{HeaderValue, StatusCode, header};
 use warp::reply::Response;
+use zonecast_ingest::AcceptError;
+use zonecast_model::Invalid;
+use zonecast_store::StoreError;
+
+use crate::AuthError;
 
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -70,4 +77,141 @@ pub fn error_response(status: StatusCode, kind: &str, message: &str) -> Response
         status,
         &serde_json::json!({"status": status.as_u16(), "success": false, "error": kind, "message": message}),
     )
+}
+
+/// Every way a request can fail, as the client sees it.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// 400: the body is not JSON, or not the JSON type the operation takes.
+    #[error("{0}")]
+    Malformed(String),
+    /// 413: the body is larger than the configured limit (error kind `malformed`).
+    #[error("request body exceeds {0} bytes")]
+    TooLarge(u64),
+    /// 413: the body holds longer lists, more values or deeper nesting than any operation takes
+    /// (error kind `malformed`); the message names the list.
+    #[error("request body too large: {0}")]
+    TooComplex(String),
+    /// 408: the body did not arrive within the body timeout (error kind `malformed`).
+    #[error("{0}")]
+    TimedOut(String),
+    /// 401: missing or bad credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: valid credentials with too little authority.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: unknown ID or route.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: known path, other method (error kind `not_found`, with an `Allow` header).
+    #[error("method {method} is not allowed here (allowed: {allow})")]
+    MethodNotAllowed {
+        /// The method used.
+        method: String,
+        /// The methods the path takes.
+        allow: String,
+    },
+    /// 412: an `If-Match` header names another version than the zone is at now.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// 422: types, ranges, references, geometry.
+    #[error("{0}")]
+    Invalid(String),
+    /// 503: the store or bus cannot be reached; the cause is logged.
+    #[error("service unavailable")]
+    Unavailable(String),
+    /// 500: anything else; the cause is logged.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<Invalid> for HttpError {
+    fn from(e: Invalid) -> Self {
+        Self::Invalid(e.to_string())
+    }
+}
+
+impl From<AuthError> for HttpError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthorized(m) => Self::Unauthorized(m),
+            AuthError::Forbidden(m) => Self::Forbidden(m),
+            AuthError::Internal => Self::Internal("token could not be issued".into()),
+        }
+    }
+}
+
+impl From<BodyError> for HttpError {
+    fn from(e: BodyError) -> Self {
+        match e {
+            BodyError::TooLarge(n) => Self::TooLarge(n),
+            BodyError::TimedOut(_) => Self::TimedOut(e.to_string()),
+            BodyError::Broken(_) => Self::Malformed(e.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for HttpError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { .. } => Self::NotFound(e.to_string()),
+            StoreError::InUse { .. } | StoreError::Reference { .. } | StoreError::Full { .. } => {
+                Self::Invalid(e.to_string())
+            }
+            // Reached only when a write kept losing to concurrent ones for its whole retry time.
+            StoreError::Conflict { .. } => Self::Unavailable(e.to_string()),
+            StoreError::Unavailable(cause) => Self::Unavailable(cause),
+            StoreError::Backend(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<AcceptError> for HttpError {
+    fn from(e: AcceptError) -> Self {
+        match e {
+            AcceptError::Malformed(_) => Self::Malformed(e.to_string()),
+            AcceptError::Publish(p) => Self::Unavailable(p.to_string()),
+        }
+    }
+}
+
+impl HttpError {
+    /// HTTP status and the `error` kind of the body.
+    pub fn status_and_kind(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            Self::TooLarge(_) | Self::TooComplex(_) => (StatusCode::PAYLOAD_TOO_LARGE, "malformed"),
+            Self::TimedOut(_) => (StatusCode::REQUEST_TIMEOUT, "malformed"),
+            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "not_found"),
+            Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "precondition_failed"),
+            Self::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_data"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+
+    /// The response: `{"status", "success": false, "error", "message"}`, with `Allow` on 405
+    /// and `WWW-Authenticate: Bearer` on 401.
+    pub fn into_response(self) -> Response {
+        let (status, kind) = self.status_and_kind();
+        match &self {
+            Self::Unavailable(cause) => tracing::warn!(%cause, "request failed: dependency unavailable"),
+            Self::Internal(cause) => tracing::error!(%cause, "request failed"),
+            _ => {}
+        }
+        let mut response = error_response(status, kind, &self.to_string());
+        if let Self::MethodNotAllowed { allow, .. } = &self
+            && let Ok(value) = allow.parse()
+        {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
+        if let Self::Unauthorized(_) = &self {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
 }

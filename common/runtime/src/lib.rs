@@ -1,22 +1,31 @@
-//! What every zonecast service needs around its core: configuration, the key material that
-//! seals stored secrets and signs tokens, tracing, Prometheus metrics and graceful shutdown.
+//! What every zonecast service is built on: configuration, the key material that seals stored
+//! secrets and signs tokens, the HTTP edge every listener shares (route tables, the error
+//! mapping, health and metrics), the service skeleton, tracing, Prometheus metrics and graceful
+//! shutdown.
 
 pub mod auth;
 pub mod config;
+pub mod edge;
 pub mod http;
 pub mod keys;
 pub mod metrics;
 pub mod ops;
 pub mod ratelog;
+pub mod routes;
 pub mod serve;
+pub mod service;
 pub mod shutdown;
 pub mod start;
 pub mod telemetry;
 
 pub use auth::{Auth, AuthError, Principal};
-pub use config::{ApiKey, Authority, Client, Config, ConfigError};
+pub use config::{
+    ApiConfig, ApiKey, Authority, Client, Config, ConfigError, EvaluatorConfig, ForwarderConfig, HttpConfig,
+    IngestorConfig, Load,
+};
 pub use keys::{KeyError, Keys};
 pub use serve::HttpLimits;
+pub use service::Running;
 pub use shutdown::Shutdown;
 pub use start::{StartError, boot};
 pub use zonecast_model::Secret;

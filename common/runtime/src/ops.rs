@@ -1,50 +1,153 @@
-//! The operations listener: `GET /livez`, `GET /readyz` (and its alias `GET /healthz`) and
-//! `GET /metrics`, without credentials. The evaluator and forwarder serve it on their only
-//! address; the API and the all-in-one on `ZONECAST_OPS_ADDR` when set.
+//! Health and metrics, one implementation for every listener: `GET /livez`, `GET /readyz`
+//! (and its former name `GET /healthz`) and `GET /metrics`. The operations listener serves
+//! them alone and without credentials: the evaluator and forwarder on their only address, the
+//! API and the all-in-one on `ZONECAST_OPS_ADDR` when set. The API's and the ingestor's own
+//! listeners answer the same routes through the same functions.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::Value;
-use warp::http::StatusCode;
-use warp::{Filter, Reply};
+use bytes::Bytes;
+use serde_json::json;
+use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use warp::reply::Response;
+use zonecast_bus::Bus;
+use zonecast_store::Health as StoreHealth;
 
-use crate::Shutdown;
+use crate::edge::Listener;
+use crate::http::{HttpError, json_response};
+use crate::routes::Route;
+use crate::{HttpLimits, Shutdown};
 
-/// Health of a service: healthy or not, and the parts as JSON.
-pub type HealthCheck = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = (bool, Value)> + Send>> + Send + Sync>;
+/// What a service's readiness depends on: its bus, and its store if it has one.
+#[derive(Clone)]
+pub struct Health {
+    store: Option<Arc<dyn StoreHealth>>,
+    bus: Arc<dyn Bus>,
+}
 
-/// Binds `addr` and serves until `shutdown`: `/livez` answers 200 whenever the process serves
-/// HTTP (a restart is the only cure for a process that does not); `/readyz` and `/healthz`
-/// answer from `health` (200, or 503 while a dependency is away: take it out of rotation, do
-/// not restart it); `/metrics` renders the process recorder. Returns the bound address.
+impl Health {
+    /// Readiness of a service on `bus` and, if it has one, `store`.
+    pub fn new(store: Option<Arc<dyn StoreHealth>>, bus: Arc<dyn Bus>) -> Self {
+        Self { store, bus }
+    }
+
+    /// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
+    /// database or bus outage never gets healthy replicas restarted.
+    pub fn live() -> Response {
+        json_response(StatusCode::OK, &json!({"status": "ok"}))
+    }
+
+    /// `GET /readyz` (and `/healthz`): 200 when the store answers and the bus is connected,
+    /// else 503 (take the replica out of rotation, do not restart it). The body names each
+    /// dependency; a service without a store reports its bus alone.
+    pub async fn ready(&self) -> Response {
+        let bus_ok = self.bus.is_connected();
+        let bus = if bus_ok { "ok" } else { "disconnected" };
+        let Some(store) = &self.store else {
+            let status = if bus_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            return json_response(status, &json!({"status": if bus_ok { "ok" } else { "degraded" }, "bus": bus}));
+        };
+        let store_ok = match store.ping().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "health: store unavailable");
+                false
+            }
+        };
+        let healthy = store_ok && bus_ok;
+        json_response(
+            if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE },
+            &json!({
+                "status": if healthy { "ok" } else { "degraded" },
+                "store": {"kind": store.kind(), "status": if store_ok { "ok" } else { "unavailable" }},
+                "bus": {"kind": self.bus.kind(), "status": bus},
+            }),
+        )
+    }
+
+    /// `GET /metrics`: the process recorder in Prometheus's text exposition format.
+    pub fn metrics() -> Response {
+        let mut response = Response::new(crate::metrics::handle().render().into());
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+        response
+    }
+}
+
+/// The operations of the operations listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `/livez`.
+    Live,
+    /// `/readyz`, `/healthz`.
+    Ready,
+    /// `/metrics`.
+    Metrics,
+}
+
+macro_rules! open_route {
+    ($path:literal $op:ident, $id:literal, $summary:literal, $response:literal) => {
+        Route {
+            method: Method::GET,
+            path: $path,
+            op: Op::$op,
+            authority: None,
+            id: $id,
+            summary: $summary,
+            body: None,
+            response: $response,
+        }
+    };
+}
+
+/// The operations listener's routes, all open.
+pub static ROUTES: &[Route<Op>] = &[
+    open_route!("/livez" Live, "liveness", "Liveness: 200 whenever the process serves HTTP", "Health"),
+    open_route!("/readyz" Ready, "readiness", "Readiness: 200 when the store and the bus answer, else 503", "Health"),
+    open_route!("/healthz" Ready, "health", "Readiness under its former name", "Health"),
+    open_route!("/metrics" Metrics, "metrics", "Prometheus metrics (text exposition format)", "Metrics"),
+];
+
+struct Operations {
+    health: Health,
+    limits: HttpLimits,
+}
+
+impl Listener for Operations {
+    type Op = Op;
+
+    fn routes(&self) -> &[Route<Op>] {
+        ROUTES
+    }
+
+    fn auth(&self) -> Option<&crate::Auth> {
+        None
+    }
+
+    fn limits(&self) -> &HttpLimits {
+        &self.limits
+    }
+
+    async fn dispatch(&self, op: Op, _: Vec<String>, _: HeaderMap, _: Bytes) -> Result<Response, HttpError> {
+        Ok(match op {
+            Op::Live => Health::live(),
+            Op::Ready => self.health.ready().await,
+            Op::Metrics => Health::metrics(),
+        })
+    }
+}
+
+/// Binds `addr` and serves the operations listener until `shutdown`. Returns the bound
+/// address.
 pub async fn serve(
     addr: SocketAddr,
-    health: HealthCheck,
-    limits: crate::HttpLimits,
+    health: Health,
+    limits: HttpLimits,
     shutdown: Shutdown,
-) -> std::io::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let handle = crate::metrics::handle();
-    let livez = warp::path!("livez")
-        .and(warp::get())
-        .map(|| warp::reply::json(&serde_json::json!({"status": "ok"})).into_response());
-    let readyz = warp::path!("readyz").or(warp::path!("healthz")).unify().and(warp::get()).then(move || {
-        let health = health.clone();
-        async move {
-            let (ok, body) = health().await;
-            let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-            warp::reply::with_status(warp::reply::json(&body), status).into_response()
-        }
-    });
-    let metrics = warp::path!("metrics").and(warp::get()).map(move || {
-        warp::reply::with_header(handle.render(), "content-type", "text/plain; version=0.0.4").into_response()
-    });
-    let routes = livez.or(readyz).unify().or(metrics).unify().boxed();
-    tokio::spawn(crate::serve::run(listener, routes, limits, shutdown));
+) -> Result<SocketAddr, crate::StartError> {
+    let socket = crate::edge::bind(addr).await?;
+    let bound = socket.local_addr().map_err(|e| crate::StartError::new("listener", format!("{addr}: {e}")))?;
+    tokio::spawn(crate::edge::serve(socket, Arc::new(Operations { health, limits }), shutdown));
     tracing::info!(addr = %bound, "operations listener (livez, readyz, metrics) listening");
     Ok(bound)
 }
@@ -67,24 +170,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn liveness_holds_while_readiness_fails_on_an_unhealthy_dependency() {
-        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = ready.clone();
-        let health: HealthCheck = Arc::new(move || {
-            let ok = flag.load(std::sync::atomic::Ordering::SeqCst);
-            Box::pin(async move { (ok, serde_json::json!({"bus": ok})) })
-        });
+    async fn probes_and_metrics_are_answered_without_credentials() {
+        let bus: Arc<dyn Bus> = Arc::new(zonecast_bus::InProcessBus::new());
         let shutdown = Shutdown::new();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), health, crate::HttpLimits::default(), shutdown.clone())
-            .await
-            .unwrap();
-        assert_eq!(status(addr, "/livez").await, 200);
-        assert_eq!(status(addr, "/readyz").await, 503);
-        assert_eq!(status(addr, "/healthz").await, 503);
-        ready.store(true, std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(status(addr, "/readyz").await, 200);
-        assert_eq!(status(addr, "/healthz").await, 200);
-        assert_eq!(status(addr, "/metrics").await, 200);
+        let addr =
+            serve("127.0.0.1:0".parse().unwrap(), Health::new(None, bus), HttpLimits::default(), shutdown.clone())
+                .await
+                .unwrap();
+        for path in ["/livez", "/readyz", "/healthz", "/metrics"] {
+            assert_eq!(status(addr, path).await, 200, "{path}");
+        }
         assert_eq!(status(addr, "/nothing").await, 404);
         shutdown.cancel();
     }

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use warp::{Filter, Reply};
 
-use crate::{Config, Shutdown};
+use crate::Shutdown;
 
 /// What every HTTP listener bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,21 +31,16 @@ pub struct HttpLimits {
     pub body_timeout: Duration,
 }
 
-impl HttpLimits {
-    /// The limits `config` sets.
-    pub fn of(config: &Config) -> Self {
-        Self {
-            max_body_bytes: config.max_body_bytes,
-            max_connections: config.http_max_connections,
-            header_timeout: config.http_header_timeout,
-            body_timeout: config.http_body_timeout,
-        }
-    }
-}
-
 impl Default for HttpLimits {
+    /// The defaults of `ZONECAST_MAX_BODY_BYTES`, `ZONECAST_HTTP_MAX_CONNECTIONS`,
+    /// `ZONECAST_HTTP_HEADER_TIMEOUT_MS` and `ZONECAST_HTTP_BODY_TIMEOUT_MS`.
     fn default() -> Self {
-        Self::of(&Config::default())
+        Self {
+            max_body_bytes: 8 * 1024 * 1024,
+            max_connections: 4096,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+        }
     }
 }
 

@@ -1,9 +1,10 @@
-//! Start-up shared by every service: one crypto provider, configuration, tracing, signals, and
-//! the one error a service's start can end in.
+//! Start-up shared by every binary: one crypto provider, configuration, tracing, metrics,
+//! signals, and the one error a service's start can end in.
 
 use std::fmt::Display;
 
-use crate::{Config, ConfigError, Shutdown};
+use crate::Shutdown;
+use crate::config::{ConfigError, Load};
 
 /// Why a service could not start: the part that failed and its cause, for operators (causes
 /// may name addresses, never secrets).
@@ -23,15 +24,24 @@ impl StartError {
     }
 }
 
-/// Every binary's first steps: install ring as the only rustls crypto provider, load the
-/// configuration from the environment, start tracing, install the metrics recorder (so that
-/// nothing counted before the first scrape is lost), and cancel the returned token on
-/// SIGINT/SIGTERM. Must run inside the tokio runtime.
-pub fn boot() -> Result<(Config, Shutdown), ConfigError> {
+/// Every binary's first steps: install ring as the process's only rustls crypto provider (the
+/// one place outside tests that does), load the binary's configuration from its command line,
+/// its environment and its file (printing `--help` or `--version` and exiting when asked),
+/// start tracing, install the metrics recorder (so that nothing counted before the first
+/// scrape is lost), and cancel the returned token on SIGINT/SIGTERM. Must run inside the tokio
+/// runtime.
+pub fn boot<C: Load>() -> Result<(C, Shutdown), ConfigError> {
     // Ignored when a provider is installed already (the same one).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = Config::from_env()?;
-    crate::telemetry::init(config.log_json);
+    let loaded = match C::from_process() {
+        Ok(loaded) => loaded,
+        Err(ConfigError::Help(text)) => {
+            println!("{}", text.trim_end());
+            std::process::exit(0);
+        }
+        Err(e) => return Err(e),
+    };
+    crate::telemetry::init(loaded.log_json);
     crate::metrics::handle();
-    Ok((config, crate::shutdown::on_signals()))
+    Ok((loaded.config, crate::shutdown::on_signals()))
 }

@@ -1,27 +1,10 @@
-//! Request bodies: read with a size limit, then parsed as JSON of the type an operation takes.
+//! Request bodies (read within the limits by the HTTP edge) parsed as JSON of the type an
+//! operation takes.
 
 use bytes::Bytes;
-use futures::Stream;
 use serde_json::Value;
-use warp::Buf;
-use zonecast_runtime::HttpLimits;
-use zonecast_runtime::http::BodyError;
 
 use crate::error::ApiError;
-
-/// Reads the whole body within `limits`: more bytes than the limit is 413 (without reading
-/// further), a body that does not arrive in time 408.
-pub async fn read<S, B>(body: S, limits: &HttpLimits) -> Result<Bytes, ApiError>
-where
-    S: Stream<Item = Result<B, warp::Error>> + Send,
-    B: Buf,
-{
-    zonecast_runtime::http::read_body(body, limits.max_body_bytes, limits.body_timeout).await.map_err(|e| match e {
-        BodyError::TooLarge(n) => ApiError::TooLarge(n),
-        BodyError::TimedOut(_) => ApiError::TimedOut(e.to_string()),
-        BodyError::Broken(_) => ApiError::Malformed(e.to_string()),
-    })
-}
 
 /// The body as JSON; 400 when it is empty or not JSON, 413 when it holds more than the API
 /// ever takes (see [`crate::json_bounds`]), found before anything is built from it.

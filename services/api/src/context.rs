@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use metrics_exporter_prometheus::PrometheusHandle;
 use zonecast_bus::{Bus, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind};
-use zonecast_runtime::{Auth, Config, Keys};
+use zonecast_runtime::ops::Health;
+use zonecast_runtime::{ApiConfig, Auth, Keys};
 use zonecast_store::ApiStore;
 
 /// Shared state of the API: store, bus, keys and credentials.
@@ -26,8 +26,8 @@ pub struct Context {
     pub limits: zonecast_runtime::HttpLimits,
     /// Most MQTT connections that may exist.
     pub max_connections: usize,
-    /// Renders `/metrics`.
-    pub metrics: PrometheusHandle,
+    /// Readiness of the store and the bus.
+    pub health: Health,
     /// Position input on this listener (the all-in-one); `None` leaves `POST /v3/positions` out.
     pub positions: Option<zonecast_ingest::Publisher>,
     routes: Vec<crate::routes::Route>,
@@ -35,17 +35,18 @@ pub struct Context {
 
 impl Context {
     /// A context from configuration and the opened store, bus and keys.
-    pub fn new(config: &Config, store: Arc<dyn ApiStore>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
+    pub fn new(config: &ApiConfig, store: Arc<dyn ApiStore>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
+        let auth = &config.auth;
         Self {
-            auth: Auth::new(keys.clone(), &config.api_keys, &config.clients, config.token_ttl_seconds),
+            auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
+            health: Health::new(Some(store.clone()), bus.clone()),
             store,
             bus,
-            subjects: Subjects::new(config.subject_prefix.clone()),
+            subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,
             site_id: config.site_id,
-            limits: zonecast_runtime::HttpLimits::of(config),
-            max_connections: config.max_connections,
-            metrics: zonecast_runtime::metrics::handle(),
+            limits: config.http.limits,
+            max_connections: config.api.max_connections,
             positions: None,
             routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),
         }

@@ -1,5 +1,6 @@
-//! The route table: every path, method, operation and the authority it needs. Dispatch, auth
-//! and the OpenAPI document all read this one table, so they cannot disagree.
+//! The API's route table: every path, method, operation and the authority it needs. Dispatch
+//! (through the shared HTTP edge, [`zonecast_runtime::edge`]), auth and the OpenAPI document all
+//! read this one table, so they cannot disagree.
 
 use warp::http::Method;
 use zonecast_runtime::Authority;
@@ -45,25 +46,9 @@ pub enum Op {
 }
 
 /// One row of the table.
-#[derive(Debug, Clone)]
-pub struct Route {
-    /// HTTP method.
-    pub method: Method,
-    /// Path template; `{Name}` segments are parameters.
-    pub path: &'static str,
-    /// What it does.
-    pub op: Op,
-    /// Needed authority; `None` for the open routes (liveness, readiness, token).
-    pub authority: Option<Authority>,
-    /// OpenAPI operationId.
-    pub id: &'static str,
-    /// One-line summary for the OpenAPI document.
-    pub summary: &'static str,
-    /// Request body schema (component name), if any.
-    pub body: Option<&'static str>,
-    /// Success response schema (component name).
-    pub response: &'static str,
-}
+pub type Route = zonecast_runtime::routes::Route<Op>;
+
+pub use zonecast_runtime::routes::{Lookup, lookup};
 
 const R: Option<Authority> = Some(Authority::Read);
 const W: Option<Authority> = Some(Authority::Write);
@@ -122,59 +107,6 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/healthz" Health None, "health", "Readiness under its former name", None, "Health"),
     route!(GET "/metrics" Metrics R, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
 ];
-
-/// Result of looking a request up in a table.
-#[derive(Debug)]
-pub enum Lookup<'a> {
-    /// A route and its path parameters, in order.
-    Found(&'a Route, Vec<String>),
-    /// The path exists, the method does not; the allowed methods.
-    WrongMethod(Vec<Method>),
-    /// No such path.
-    Missing,
-}
-
-fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
-    let mut params = Vec::new();
-    let mut t = template.trim_matches('/').split('/');
-    let mut p = path.trim_end_matches('/').trim_start_matches('/').split('/');
-    loop {
-        match (t.next(), p.next()) {
-            (None, None) => return Some(params),
-            (Some(ts), Some(ps)) if ts.starts_with('{') => {
-                if ps.is_empty() {
-                    return None;
-                }
-                params.push(ps.to_owned());
-            }
-            (Some(ts), Some(ps)) if ts == ps => {}
-            _ => return None,
-        }
-    }
-}
-
-fn placeholders(template: &str) -> usize {
-    template.matches('{').count()
-}
-
-/// Finds the route for `method` and `path` in `table`: literal segments win over parameters
-/// (`/zones/settings` before `/zones/{ZoneID}`).
-pub fn lookup<'a>(table: &'a [Route], method: &Method, path: &str) -> Lookup<'a> {
-    let mut candidates: Vec<(&Route, Vec<String>)> =
-        table.iter().filter_map(|r| match_path(r.path, path).map(|p| (r, p))).collect();
-    if candidates.is_empty() {
-        return Lookup::Missing;
-    }
-    let fewest = candidates.iter().map(|(r, _)| placeholders(r.path)).min().unwrap_or(0);
-    candidates.retain(|(r, _)| placeholders(r.path) == fewest);
-    match candidates.iter().position(|(r, _)| r.method == *method) {
-        Some(i) => {
-            let (route, params) = candidates.swap_remove(i);
-            Lookup::Found(route, params)
-        }
-        None => Lookup::WrongMethod(candidates.iter().map(|(r, _)| r.method.clone()).collect()),
-    }
-}
 
 #[cfg(test)]
 mod tests {

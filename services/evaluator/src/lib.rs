@@ -19,7 +19,8 @@ use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind, Mac, PositionFix, Settings};
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Shutdown, StartError};
+use zonecast_runtime::service::{self, Needs};
+use zonecast_runtime::{EvaluatorConfig, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
 use crate::catalog::Catalog;
@@ -125,9 +126,9 @@ async fn source_subscriptions(
 
 /// Starts the evaluator: loads configuration and this replica's collisions, subscribes, and
 /// evaluates until `shutdown`. The task ends after pending collision writes are flushed.
-pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
-    // http-request actions build TLS clients: ring must be the process's provider.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// http-request actions build TLS clients: ring must be the process's crypto provider (the
+/// binary's start-up installs it; tests install it themselves).
+pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
@@ -252,7 +253,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         let _ = http_task.await;
         tracing::info!("evaluator stopped");
     });
-    Ok(task)
+    Ok(Running::new(task))
 }
 
 /// Most queued configuration changes applied together with the one that woke the loop.
@@ -364,48 +365,40 @@ impl Shell {
     }
 }
 
-/// Starts the distributed `zonecast-evaluator`: PostgreSQL and NATS are required; the owned
-/// partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and `/metrics`
-/// are served on `ZONECAST_HTTP_ADDR`.
-pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
-    let required = |v: &Option<zonecast_runtime::Secret>, name: &str| {
-        v.clone().ok_or_else(|| StartError::new("config", format!("{name} is required for zonecast-evaluator")))
+/// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL and NATS;
+/// the owned partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and
+/// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
+pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
+    let needs = Needs {
+        name: "zonecast-evaluator",
+        bus: &config.bus,
+        store: Some(&config.store),
+        secret_key: None,
+        ops: Some(config.ops),
     };
-    let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
-    let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
-    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
-        .await
-        .map_err(|e| StartError::new("store", e.detail()))?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-evaluator")
-        .await
-        .map_err(|e| StartError::new("bus", e))?;
-    let deps = Deps::from_config(&config, store.clone(), bus.clone());
-    let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
-        let (store, bus) = (store.clone(), bus.clone());
-        Box::pin(async move {
-            let store_ok = store.ping().await.is_ok();
-            let bus_ok = bus.is_connected();
-            (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
-        })
-    });
-    zonecast_runtime::ops::serve(config.http_addr, health, zonecast_runtime::HttpLimits::of(&config), shutdown.clone())
-        .await
-        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.http_addr)))?;
-    let task = start(deps.clone(), shutdown).await?;
-    task.await.map_err(|e| StartError::new("evaluator task", e))?;
-    deps.bus.drain().await.map_err(|e| StartError::new("bus", e))
+    let config = &config;
+    service::launch(needs, shutdown, |opened, shutdown| async move {
+        start(Deps::from_config(config, opened.store()?, opened.bus.clone()), shutdown).await
+    })
+    .await
+}
+
+/// Runs `zonecast-evaluator` until `shutdown`, then drains.
+pub async fn run(config: EvaluatorConfig, shutdown: Shutdown) -> Result<(), StartError> {
+    launch(config, shutdown).await?.stopped().await
 }
 
 impl Deps {
     /// Dependencies from configuration and an opened store and bus.
-    pub fn from_config(config: &zonecast_runtime::Config, store: Arc<dyn EvaluatorStore>, bus: Arc<dyn Bus>) -> Self {
-        let (lo, hi) = config.evaluator_partitions.unwrap_or((0, config.partitions.saturating_sub(1)));
+    pub fn from_config(config: &EvaluatorConfig, store: Arc<dyn EvaluatorStore>, bus: Arc<dyn Bus>) -> Self {
+        let count = config.bus.partitions;
+        let (lo, hi) = config.evaluator.partitions.unwrap_or((0, count.saturating_sub(1)));
         Self {
             store,
             bus,
-            subjects: Subjects::new(config.subject_prefix.clone()),
+            subjects: Subjects::new(config.bus.subject_prefix.clone()),
             site_id: config.site_id,
-            ownership: Ownership { count: config.partitions, lo, hi },
+            ownership: Ownership { count, lo, hi },
         }
     }
 }

@@ -270,7 +270,7 @@ fn main() {
         let (count, subscriber) = spawn_subscriber(port, ready_tx);
         ready_rx.recv_timeout(Duration::from_secs(10)).expect("subscriber ready");
         let shutdown = Shutdown::new();
-        let task = zonecast_forwarder::start(deps, shutdown.clone()).await.unwrap();
+        let running = zonecast_forwarder::start(deps, shutdown.clone()).await.unwrap();
         // Every client connected (as its status row says) before the clock starts.
         let deadline = Instant::now() + Duration::from_secs(10);
         for c in &connections {
@@ -304,7 +304,7 @@ fn main() {
             (proc_cpu("/proc/self/stat") - cpu_self0, proc_cpu(&format!("/proc/{broker_pid}/stat")) - cpu_broker0);
         let cpu_subscriber = subscriber.join().unwrap();
         shutdown.cancel();
-        task.await.unwrap();
+        running.stopped().await.unwrap();
         let rate = target as f64 / elapsed.as_secs_f64();
         let counter = std::env::var("BENCH_SUBSCRIBER").unwrap_or_else(|_| "raw".into());
         println!("forwarder throughput: {CONNECTIONS} connections x {TOPICS} topics, QoS 1, one local Mosquitto, {counter} subscriber");

@@ -27,7 +27,8 @@ use tokio::sync::Notify;
 use zonecast_bus::{Bus, FORWARDERS, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Keys, Shutdown, StartError};
+use zonecast_runtime::service::{self, Needs};
+use zonecast_runtime::{ForwarderConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
 
 pub use crate::backoff::Backoff;
@@ -105,7 +106,7 @@ impl Deps {
     /// Dependencies from configuration and an opened store, bus and keys, with the configured
     /// queue bound, default [`Settings`] otherwise, and this process's [`replica_id`].
     pub fn from_config(
-        config: &zonecast_runtime::Config,
+        config: &ForwarderConfig,
         store: Arc<dyn ForwarderStore>,
         bus: Arc<dyn Bus>,
         keys: Arc<Keys>,
@@ -113,9 +114,9 @@ impl Deps {
         Self {
             store,
             bus,
-            subjects: Subjects::new(config.subject_prefix.clone()),
+            subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,
-            settings: Settings { queue: config.forwarder_queue, ..Settings::default() },
+            settings: Settings { queue: config.forwarder.queue, ..Settings::default() },
             replica: replica_id(),
         }
     }
@@ -123,10 +124,10 @@ impl Deps {
 
 /// Starts the forwarder: loads the connections, starts their clients, subscribes, and forwards
 /// until `shutdown`. The task ends once the clients have delivered what they could within
-/// `settings.drain` and the last status rows are written.
-pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHandle<()>, StartError> {
-    // The MQTT clients build rustls configurations: ring must be the process's provider.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// `settings.drain` and the last status rows are written. The MQTT clients build rustls
+/// configurations: ring must be the process's crypto provider (the binary's start-up installs
+/// it; tests install it themselves).
+pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut events = deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?;
@@ -205,7 +206,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<tokio::task::JoinHa
         }
         tracing::info!("forwarder stopped");
     });
-    Ok(task)
+    Ok(Running::new(task))
 }
 
 /// Messages handled in one turn of the forwarder's loop once the first is in: what is already
@@ -279,39 +280,27 @@ impl Stream for Positions {
     }
 }
 
-/// Starts the distributed `zonecast-forwarder`: PostgreSQL, NATS and `ZONECAST_SECRET_KEY` (the
-/// API's, to unseal passwords and certificate profiles) are required; `/livez`, `/readyz` and
-/// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
-pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result<(), StartError> {
-    let required = |v: &Option<zonecast_runtime::Secret>, what: &str| {
-        v.clone().ok_or_else(|| StartError::new("config", format!("{what} is required for zonecast-forwarder")))
+/// Starts the distributed `zonecast-forwarder` on the service skeleton: PostgreSQL, NATS and
+/// `ZONECAST_SECRET_KEY` (the API's, to unseal passwords and certificate profiles); `/livez`,
+/// `/readyz` and `/metrics` are served on `ZONECAST_HTTP_ADDR`.
+pub async fn launch(config: ForwarderConfig, shutdown: Shutdown) -> Result<Running, StartError> {
+    let needs = Needs {
+        name: "zonecast-forwarder",
+        bus: &config.bus,
+        store: Some(&config.store),
+        secret_key: Some(&config.secret_key),
+        ops: Some(config.ops),
     };
-    let database_url = required(&config.database_url, "ZONECAST_DATABASE_URL")?;
-    let nats_url = required(&config.nats_url, "ZONECAST_NATS_URL")?;
-    let secret = required(&config.secret_key, "ZONECAST_SECRET_KEY (the API's, to unseal passwords and profiles)")?;
-    let keys = Arc::new(Keys::from_secret(&secret).map_err(|e| StartError::new("keys", e))?);
-    let store = zonecast_store::open(Some(database_url.expose()), &config.data_dir)
-        .await
-        .map_err(|e| StartError::new("store", e.detail()))?;
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-forwarder")
-        .await
-        .map_err(|e| StartError::new("bus", e))?;
-    let deps = Deps::from_config(&config, store.clone(), bus.clone(), keys);
-    let health: zonecast_runtime::ops::HealthCheck = Arc::new(move || {
-        let (store, bus) = (store.clone(), bus.clone());
-        Box::pin(async move {
-            let store_ok = store.ping().await.is_ok();
-            let bus_ok = bus.is_connected();
-            (store_ok && bus_ok, serde_json::json!({"store": store_ok, "bus": bus_ok}))
-        })
-    });
-    zonecast_runtime::ops::serve(config.http_addr, health, zonecast_runtime::HttpLimits::of(&config), shutdown.clone())
-        .await
-        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.http_addr)))?;
-    let bus = deps.bus.clone();
-    let task = start(deps, shutdown).await?;
-    task.await.map_err(|e| StartError::new("forwarder task", e))?;
-    bus.drain().await.map_err(|e| StartError::new("bus", e))
+    let config = &config;
+    service::launch(needs, shutdown, |opened, shutdown| async move {
+        start(Deps::from_config(config, opened.store()?, opened.bus.clone(), opened.keys()?), shutdown).await
+    })
+    .await
+}
+
+/// Runs `zonecast-forwarder` until `shutdown`, then drains.
+pub async fn run(config: ForwarderConfig, shutdown: Shutdown) -> Result<(), StartError> {
+    launch(config, shutdown).await?.stopped().await
 }
 
 #[cfg(test)]

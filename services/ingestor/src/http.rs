@@ -1,107 +1,102 @@
-//! The ingestor's own listener: `POST /v3/positions` (write authority); `/livez`, `/readyz`
-//! (alias `/healthz`) and `/metrics` without credentials.
+//! The ingestor's own listener, on the shared HTTP edge: `POST /v3/positions` (write
+//! authority); `/livez`, `/readyz` (alias `/healthz`) and `/metrics` without credentials.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures::Stream;
-use warp::http::{HeaderMap, Method, StatusCode};
+use bytes::Bytes;
+use warp::http::{HeaderMap, Method};
 use warp::reply::Response;
-use warp::{Buf, Filter};
-use zonecast_ingest::{AcceptError, Publisher};
-use zonecast_runtime::http::{BodyError, error_response, json_response, read_body};
-use zonecast_runtime::{Auth, AuthError, Authority, HttpLimits, Shutdown};
+use zonecast_bus::Bus;
+use zonecast_ingest::Publisher;
+use zonecast_runtime::edge::{self, Listener};
+use zonecast_runtime::http::{HttpError, json_response};
+use zonecast_runtime::ops::Health;
+use zonecast_runtime::routes::Route;
+use zonecast_runtime::{Auth, Authority, HttpLimits, Shutdown, StartError};
 
-struct Listener {
-    auth: Arc<Auth>,
-    publisher: Publisher,
-    limits: HttpLimits,
+use crate::HttpInput;
+
+/// The listener's operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Positions,
+    Live,
+    Ready,
+    Metrics,
 }
 
-async fn positions<S, B>(l: &Listener, headers: &HeaderMap, body: S) -> Response
-where
-    S: Stream<Item = Result<B, warp::Error>> + Send,
-    B: Buf,
-{
-    if let Err(e) = l.auth.require(headers, Authority::Write) {
-        return match e {
-            AuthError::Forbidden(m) => error_response(StatusCode::FORBIDDEN, "forbidden", &m),
-            other => error_response(StatusCode::UNAUTHORIZED, "unauthorized", &other.to_string()),
-        };
-    }
-    let body = match read_body(body, l.limits.max_body_bytes, l.limits.body_timeout).await {
-        Ok(b) => b,
-        Err(e @ BodyError::TooLarge(_)) => {
-            return error_response(StatusCode::PAYLOAD_TOO_LARGE, "malformed", &e.to_string());
+macro_rules! route {
+    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
+        Route {
+            method: Method::$m,
+            path: $path,
+            op: Op::$op,
+            authority: $auth,
+            id: $id,
+            summary: $summary,
+            body: $body,
+            response: $resp,
         }
-        Err(e @ BodyError::TimedOut(_)) => {
-            return error_response(StatusCode::REQUEST_TIMEOUT, "malformed", &e.to_string());
-        }
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
     };
-    match l.publisher.accept(&body, "http").await {
-        Ok(outcome) => json_response(StatusCode::OK, &outcome.answer()),
-        Err(e @ AcceptError::Malformed(_)) => error_response(StatusCode::BAD_REQUEST, "malformed", &e.to_string()),
-        Err(AcceptError::Publish(e)) => {
-            tracing::warn!(error = %e, "positions refused: bus unavailable");
-            error_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the message bus is not connected; nothing was accepted",
-            )
-        }
-    }
 }
 
-async fn respond<S, B>(l: Arc<Listener>, method: Method, path: String, headers: HeaderMap, body: S) -> Response
-where
-    S: Stream<Item = Result<B, warp::Error>> + Send,
-    B: Buf,
-{
-    let path = path.trim_end_matches('/');
-    match (path, &method) {
-        ("/v3/positions", &Method::POST) => positions(&l, &headers, body).await,
-        // Liveness looks at nothing but the process: a bus outage is for readiness to report.
-        ("/livez", &Method::GET) => json_response(StatusCode::OK, &serde_json::json!({"status": "ok"})),
-        ("/readyz" | "/healthz", &Method::GET) => {
-            let ok = l.publisher.ready();
-            let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-            json_response(
-                status,
-                &serde_json::json!({"status": if ok { "ok" } else { "degraded" }, "bus": if ok { "ok" } else { "disconnected" }}),
-            )
-        }
-        ("/metrics", &Method::GET) => {
-            let mut r = Response::new(zonecast_runtime::metrics::handle().render().into());
-            r.headers_mut().insert("content-type", warp::http::HeaderValue::from_static("text/plain; version=0.0.4"));
-            r
-        }
-        ("/v3/positions" | "/livez" | "/readyz" | "/healthz" | "/metrics", _) => {
-            error_response(StatusCode::METHOD_NOT_ALLOWED, "not_found", &format!("method {method} is not allowed here"))
-        }
-        _ => error_response(StatusCode::NOT_FOUND, "not_found", &format!("no route {path}")),
-    }
-}
+static ROUTES: &[Route<Op>] = &[
+    route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some("PositionInput"), "PositionAnswer"),
+    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, "Health"),
+    route!(GET "/readyz" Ready None, "readiness", "Readiness: 200 when the bus is connected, else 503", None, "Health"),
+    route!(GET "/healthz" Ready None, "health", "Readiness under its former name", None, "Health"),
+    route!(GET "/metrics" Metrics None, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
+];
 
-/// Binds `addr` and serves until `shutdown`; returns the bound address.
-pub async fn serve(
-    addr: SocketAddr,
+struct Positions {
     auth: Arc<Auth>,
     publisher: Publisher,
+    health: Health,
     limits: HttpLimits,
+}
+
+impl Listener for Positions {
+    type Op = Op;
+
+    fn routes(&self) -> &[Route<Op>] {
+        ROUTES
+    }
+
+    fn auth(&self) -> Option<&Auth> {
+        Some(&self.auth)
+    }
+
+    fn limits(&self) -> &HttpLimits {
+        &self.limits
+    }
+
+    async fn dispatch(&self, op: Op, _: Vec<String>, _: HeaderMap, body: Bytes) -> Result<Response, HttpError> {
+        Ok(match op {
+            Op::Positions => {
+                let outcome = self.publisher.accept(&body, "http").await?;
+                json_response(warp::http::StatusCode::OK, &outcome.answer())
+            }
+            Op::Live => Health::live(),
+            Op::Ready => self.health.ready().await,
+            Op::Metrics => Health::metrics(),
+        })
+    }
+}
+
+/// Binds the input's address and serves until `shutdown`; returns the bound address and the
+/// task that ends once open requests are done.
+pub(crate) async fn serve(
+    input: HttpInput,
+    publisher: Publisher,
+    bus: Arc<dyn Bus>,
     shutdown: Shutdown,
-) -> std::io::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let state = Arc::new(Listener { auth, publisher, limits });
-    let routes =
-        warp::method().and(warp::path::full()).and(warp::header::headers_cloned()).and(warp::body::stream()).then(
-            move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
-                let state = state.clone();
-                async move { respond(state, method, path.as_str().to_owned(), headers, body).await }
-            },
-        );
-    tokio::spawn(zonecast_runtime::serve::run(listener, routes, limits, shutdown));
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), StartError> {
+    let socket = edge::bind(input.config.addr).await?;
+    let bound = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", input.config.addr)))?;
+    let listener =
+        Positions { auth: input.auth, publisher, health: Health::new(None, bus), limits: input.config.limits };
+    let task = tokio::spawn(edge::serve(socket, Arc::new(listener), shutdown));
     tracing::info!(addr = %bound, "ingestor HTTP listening");
-    Ok(bound)
+    Ok((bound, task))
 }

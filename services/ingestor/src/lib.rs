@@ -4,17 +4,17 @@
 
 mod http;
 mod mqtt;
+mod nats;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use zonecast_bus::{Bus, INGESTORS, Subjects};
+use zonecast_bus::{Bus, Subjects};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Auth, Config, HttpLimits, Keys, Shutdown, StartError};
+use zonecast_runtime::service::{self, Needs};
+use zonecast_runtime::{Auth, HttpConfig, IngestorConfig, Keys, Running, Shutdown, StartError};
 
-pub use crate::http::serve as serve_http;
 pub use crate::mqtt::{MqttInput, MqttInputError};
 
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the
@@ -39,56 +39,109 @@ async fn take(publisher: &Publisher, payload: &[u8], input: &'static str, log: &
     }
 }
 
-/// Consumes `<prefix>.ingest` in the `ingestors` queue group until `shutdown`.
-pub async fn start_nats_input(
-    bus: Arc<dyn Bus>,
-    subjects: &Subjects,
-    publisher: Publisher,
-    shutdown: Shutdown,
-) -> Result<tokio::task::JoinHandle<()>, zonecast_bus::BusError> {
-    let mut sub = bus.queue_subscribe(&subjects.ingest(), INGESTORS).await?;
-    Ok(tokio::spawn(async move {
-        let mut log = RateLimited::new(Duration::from_secs(10));
-        loop {
-            tokio::select! {
-                biased;
-                () = shutdown.cancelled() => break,
-                msg = sub.next() => match msg {
-                    Some(msg) => take(&publisher, &msg.payload, "nats", &mut log).await,
-                    None => break,
-                },
-            }
-        }
-    }))
+/// The HTTP input: where it listens and whose credentials it accepts.
+pub struct HttpInput {
+    /// Address and limits.
+    pub config: HttpConfig,
+    /// Credential checks (write authority is needed), the same as the API's.
+    pub auth: Arc<Auth>,
 }
 
-/// Starts the distributed `zonecast-ingestor`: NATS (required), the HTTP listener on
-/// `ZONECAST_INGEST_HTTP_ADDR` (credentials as the API's: `ZONECAST_API_KEYS`,
-/// `ZONECAST_CLIENTS`, `ZONECAST_SECRET_KEY`), and the MQTT input when configured.
-pub async fn run(config: Config, shutdown: Shutdown) -> Result<(), StartError> {
-    let nats_url = config
-        .nats_url
-        .as_ref()
-        .ok_or_else(|| StartError::new("config", "ZONECAST_NATS_URL is required for zonecast-ingestor"))?;
-    let secret = config.secret_key.as_ref().ok_or_else(|| {
-        StartError::new("config", "ZONECAST_SECRET_KEY is required (the same as the API's, to accept its tokens)")
-    })?;
-    let keys = Arc::new(Keys::from_secret(secret).map_err(|e| StartError::new("keys", e))?);
-    let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
-    let bus = zonecast_bus::connect(Some(nats_url.expose()), "zonecast-ingestor").await.map_err(bus_err)?;
-    let subjects = Subjects::new(config.subject_prefix.clone());
-    let publisher = Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
-    let auth = Arc::new(Auth::new(keys, &config.api_keys, &config.clients, config.token_ttl_seconds));
-    http::serve(config.ingest_http_addr, auth, publisher.clone(), HttpLimits::of(&config), shutdown.clone())
-        .await
-        .map_err(|e| StartError::new("listener", format!("{}: {e}", config.ingest_http_addr)))?;
-    let nats = start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone()).await.map_err(bus_err)?;
-    let mqtt = MqttInput::from_config(&config)
-        .map_err(|e| StartError::new("config", e))?
-        .map(|i| i.start(publisher, shutdown));
-    nats.await.map_err(|e| StartError::new("NATS input task", e))?;
-    if let Some(task) = mqtt {
-        task.await.map_err(|e| StartError::new("MQTT input task", e))?;
-    }
-    bus.drain().await.map_err(bus_err)
+/// What the ingestor runs on.
+pub struct Deps {
+    /// Where `<prefix>.ingest` is consumed.
+    pub bus: Arc<dyn Bus>,
+    /// Subject names.
+    pub subjects: Subjects,
+    /// Normalises and publishes positions.
+    pub publisher: Publisher,
+    /// The HTTP input; `None` in the all-in-one, whose API listener takes positions.
+    pub http: Option<HttpInput>,
+    /// The MQTT input, when configured.
+    pub mqtt: Option<MqttInput>,
 }
+
+impl Deps {
+    /// Dependencies from configuration and an opened bus; `keys` are needed when `config` has
+    /// an HTTP listener.
+    pub fn from_config(
+        config: &IngestorConfig,
+        bus: Arc<dyn Bus>,
+        keys: Option<Arc<Keys>>,
+    ) -> Result<Self, StartError> {
+        let subjects = Subjects::new(config.bus.subject_prefix.clone());
+        let publisher = Publisher::new(bus.clone(), subjects.clone(), config.bus.partitions, config.site_id);
+        let http = match (config.http, keys) {
+            (Some(http), Some(keys)) => {
+                let auth = &config.auth;
+                Some(HttpInput {
+                    config: http,
+                    auth: Arc::new(Auth::new(keys, &auth.api_keys, &auth.clients, auth.token_ttl_seconds)),
+                })
+            }
+            (Some(_), None) => return Err(StartError::new("keys", "the HTTP input needs ZONECAST_SECRET_KEY")),
+            (None, _) => None,
+        };
+        let mqtt =
+            config.mqtt.as_ref().map(MqttInput::from_config).transpose().map_err(|e| StartError::new("config", e))?;
+        Ok(Self { bus, subjects, publisher, http, mqtt })
+    }
+}
+
+/// Starts the ingestor's inputs: the HTTP listener (if any), the NATS input and the MQTT
+/// input (if any). The task ends once every input has stopped after `shutdown`.
+pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
+    let mut tasks = Vec::new();
+    let mut addr = None;
+    if let Some(input) = deps.http {
+        let (bound, task) = http::serve(input, deps.publisher.clone(), deps.bus.clone(), shutdown.clone()).await?;
+        addr = Some(bound);
+        tasks.push(task);
+    }
+    tasks.push(
+        nats::start(deps.bus.clone(), &deps.subjects, deps.publisher.clone(), shutdown.clone())
+            .await
+            .map_err(|e| StartError::new("bus", e))?,
+    );
+    if let Some(mqtt) = deps.mqtt {
+        tasks.push(mqtt.start(deps.publisher, shutdown));
+    }
+    let task = tokio::spawn(async move {
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "position input task failed");
+            }
+        }
+    });
+    let running = Running::new(task);
+    Ok(match addr {
+        Some(addr) => running.listening(addr),
+        None => running,
+    })
+}
+
+/// Starts the distributed `zonecast-ingestor` on the service skeleton: NATS, the HTTP listener
+/// on `ZONECAST_INGEST_HTTP_ADDR` (credentials as the API's: `ZONECAST_API_KEYS`,
+/// `ZONECAST_CLIENTS`, `ZONECAST_SECRET_KEY`), and the MQTT input when configured.
+pub async fn launch(config: IngestorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
+    let needs = Needs {
+        name: "zonecast-ingestor",
+        bus: &config.bus,
+        store: None,
+        secret_key: config.http.is_some().then_some(&config.secret_key),
+        ops: None,
+    };
+    let config = &config;
+    service::launch(needs, shutdown, |opened, shutdown| async move {
+        start(Deps::from_config(config, opened.bus.clone(), opened.keys.clone())?, shutdown).await
+    })
+    .await
+}
+
+/// Runs `zonecast-ingestor` until `shutdown`, then drains.
+pub async fn run(config: IngestorConfig, shutdown: Shutdown) -> Result<(), StartError> {
+    launch(config, shutdown).await?.stopped().await
+}
+
+/// How often a stream input logs rejected positions at most.
+const LOG_EVERY: Duration = Duration::from_secs(10);

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS, TlsConfiguration, Transport};
 use zonecast_ingest::Publisher;
+use zonecast_runtime::config::MqttInputConfig;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_runtime::{Config, Secret, Shutdown};
+use zonecast_runtime::{Secret, Shutdown};
 
 /// The MQTT input is misconfigured.
 #[derive(Debug, thiserror::Error)]
@@ -44,10 +45,9 @@ impl std::fmt::Debug for MqttInput {
 }
 
 impl MqttInput {
-    /// The input `config` asks for, if any.
-    pub fn from_config(config: &Config) -> Result<Option<Self>, MqttInputError> {
-        let Some(raw) = &config.ingest_mqtt_url else { return Ok(None) };
-        let url = url::Url::parse(raw.expose()).map_err(|e| MqttInputError::Url(e.to_string()))?;
+    /// The input `config` describes.
+    pub fn from_config(config: &MqttInputConfig) -> Result<Self, MqttInputError> {
+        let url = url::Url::parse(config.url.expose()).map_err(|e| MqttInputError::Url(e.to_string()))?;
         let (tls, default_port) = match url.scheme() {
             "mqtt" | "tcp" => (false, 1883),
             "mqtts" | "ssl" => (true, 8883),
@@ -59,8 +59,7 @@ impl MqttInput {
         let username = (!url.username().is_empty()).then(|| decode(url.username()));
         let password = url.password().map(|p| Secret::new(decode(p)));
         let tls = if tls {
-            let path =
-                config.ingest_mqtt_ca.as_ref().ok_or_else(|| MqttInputError::Ca("is required for mqtts://".into()))?;
+            let path = config.ca.as_ref().ok_or_else(|| MqttInputError::Ca("is required for mqtts://".into()))?;
             let pem = std::fs::read(path).map_err(|e| MqttInputError::Ca(format!("{}: {e}", path.display())))?;
             let roots = zonecast_tls::parse_ca(&pem).map_err(|e| MqttInputError::Ca(e.to_string()))?;
             let client =
@@ -73,14 +72,14 @@ impl MqttInput {
         } else {
             None
         };
-        Ok(Some(Self {
+        Ok(Self {
             host,
             port: url.port().unwrap_or(default_port),
             tls,
             username,
             password,
-            topics: config.ingest_mqtt_topics.clone(),
-        }))
+            topics: config.topics.clone(),
+        })
     }
 
     /// A plain input, for tests and tools.
@@ -107,8 +106,8 @@ impl MqttInput {
         network.set_tcp_nodelay(true);
         events.set_network_options(network);
         tokio::spawn(async move {
-            let mut log = RateLimited::new(Duration::from_secs(10));
-            let mut error_log = RateLimited::new(Duration::from_secs(10));
+            let mut log = RateLimited::new(crate::LOG_EVERY);
+            let mut error_log = RateLimited::new(crate::LOG_EVERY);
             let mut backoff = Duration::from_millis(100);
             tracing::info!(input = ?self, "MQTT position input starting");
             loop {

@@ -1,5 +1,6 @@
-//! The all-in-one zonecast: every service in one process over an in-process bus and an
-//! embedded SQLite store (or NATS and PostgreSQL when their URLs are configured). With nothing
+//! The all-in-one zonecast: the four services in one process over an in-process bus and an
+//! embedded SQLite store (or NATS and PostgreSQL when their URLs are configured), each started
+//! through its own `start(deps, shutdown)` like in the distributed deployment. With nothing
 //! configured it generates its secret key and an admin API key in the data directory.
 
 use std::net::SocketAddr;
@@ -9,7 +10,9 @@ use std::sync::Arc;
 use zonecast_api::Context;
 use zonecast_bus::Bus;
 use zonecast_runtime::keys::{random_base64, write_private};
-use zonecast_runtime::{ApiKey, Authority, Config, Keys, Secret, Shutdown, StartError};
+use zonecast_runtime::ops::Health;
+use zonecast_runtime::service::{open_bus, open_store};
+use zonecast_runtime::{ApiKey, Authority, Config, Keys, Running, Secret, Shutdown, StartError};
 
 /// File name of the SQLite database inside the data directory.
 pub const DATABASE_FILE: &str = "zonecast.sqlite";
@@ -57,8 +60,8 @@ fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
 /// The partition ranges of the all-in-one's evaluators: the configured one, else the
 /// partitions split evenly over the available cores.
 fn evaluator_ranges(config: &Config) -> Vec<zonecast_evaluator::Ownership> {
-    let count = config.partitions;
-    if let Some((lo, hi)) = config.evaluator_partitions {
+    let count = config.bus.partitions;
+    if let Some((lo, hi)) = config.evaluator.partitions {
         return vec![zonecast_evaluator::Ownership { count, lo, hi }];
     }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, count as usize) as u32;
@@ -76,62 +79,55 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         None => Keys::load_or_generate(&config.data_dir).map_err(key_error)?.0,
     };
     let mut admin_key_file = None;
-    if config.api_keys.is_empty() && config.clients.is_empty() {
+    if config.auth.api_keys.is_empty() && config.auth.clients.is_empty() {
         let (path, key) = admin_key(&config.data_dir)?;
         tracing::info!(file = %path.display(), "no credentials configured: admin API key (X-API-Key) is in this file");
-        config.api_keys.push(ApiKey { key, authority: Authority::Admin });
+        config.auth.api_keys.push(ApiKey { key, authority: Authority::Admin });
         admin_key_file = Some(path);
     }
-    let database_url = config.database_url.as_ref().map(|s| s.expose().to_owned());
-    let store = zonecast_store::open(database_url.as_deref(), &config.data_dir.join(DATABASE_FILE))
-        .await
-        .map_err(|e| StartError::new("store", e.detail()))?;
-    let nats_url = config.nats_url.as_ref().map(|s| s.expose().to_owned());
-    let bus = zonecast_bus::connect(nats_url.as_deref(), "zonecast").await.map_err(|e| StartError::new("bus", e))?;
+    let store = open_store(&config.store, &config.data_dir.join(DATABASE_FILE)).await?;
+    let bus = open_bus(&config.bus, "zonecast").await?;
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
-    let listener = zonecast_api::bind(config.http_addr).await?;
-    let http_addr = listener.local_addr().map_err(|e| key_error(format!("listener: {e}")))?;
-    let ops_addr = zonecast_api::serve_ops(&config, store.clone(), bus.clone(), shutdown.clone()).await?;
+    let keys = Arc::new(keys);
+    let ops_addr = match config.ops_addr {
+        Some(addr) => {
+            let health = Health::new(Some(store.clone()), bus.clone());
+            Some(zonecast_runtime::ops::serve(addr, health, config.http.limits, shutdown.clone()).await?)
+        }
+        None => None,
+    };
     // One evaluator per core, each owning a partition range, as in the distributed deployment:
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();
     for ownership in evaluator_ranges(&config) {
-        let mut deps = zonecast_evaluator::Deps::from_config(&config, store.clone(), bus.clone());
+        let mut deps = zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone());
         deps.ownership = ownership;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
-    let subjects = zonecast_bus::Subjects::new(config.subject_prefix.clone());
-    let publisher = zonecast_ingest::Publisher::new(bus.clone(), subjects.clone(), config.partitions, config.site_id);
-    let mut inputs = vec![
-        zonecast_ingestor::start_nats_input(bus.clone(), &subjects, publisher.clone(), shutdown.clone())
-            .await
-            .map_err(|e| StartError::new("bus", e))?,
-    ];
-    if let Some(mqtt) = zonecast_ingestor::MqttInput::from_config(&config).map_err(key_error)? {
-        inputs.push(mqtt.start(publisher.clone(), shutdown.clone()));
-    }
-    let keys = Arc::new(keys);
+    // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
+    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), bus.clone(), None)?;
+    let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone())
+        .with_positions(ingestor.publisher.clone());
+    let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;
     let forwarder = zonecast_forwarder::start(
-        zonecast_forwarder::Deps::from_config(&config, store.clone(), bus.clone(), keys.clone()),
+        zonecast_forwarder::Deps::from_config(&config.forwarder(), store, bus.clone(), keys),
         shutdown.clone(),
     )
     .await?;
-    let ctx = Arc::new(Context::new(&config, store, bus.clone(), keys).with_positions(publisher));
+    // The API last: once it answers, every part is running.
+    let api = zonecast_api::start(zonecast_api::Deps { context, addr: config.http.addr }, shutdown).await?;
+    let http_addr = api.addr.ok_or_else(|| StartError::new("listener", "the API did not say where it listens"))?;
     let drain = bus.clone();
     let task = tokio::spawn(async move {
-        zonecast_api::serve(ctx, listener, shutdown).await;
-        for input in inputs {
-            if let Err(e) = input.await {
-                tracing::error!(error = %e, "position input task failed");
+        let parts: Vec<(&str, Running)> = [("API", api), ("ingestor", ingestor)]
+            .into_iter()
+            .chain(evaluators.into_iter().map(|e| ("evaluator", e)))
+            .chain([("forwarder", forwarder)])
+            .collect();
+        for (part, running) in parts {
+            if let Err(e) = running.stopped().await {
+                tracing::error!(part, error = %e, "task failed");
             }
-        }
-        for evaluator in evaluators {
-            if let Err(e) = evaluator.await {
-                tracing::error!(error = %e, "evaluator task failed");
-            }
-        }
-        if let Err(e) = forwarder.await {
-            tracing::error!(error = %e, "forwarder task failed");
         }
         if let Err(e) = drain.drain().await {
             tracing::warn!(error = %e, "bus drain failed");

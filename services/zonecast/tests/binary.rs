@@ -1,7 +1,8 @@
 //! The real `zonecast` binary as an operator meets it: on a fresh data directory with no
 //! credentials it generates a private admin key and says where; the key works, is kept across
 //! restarts with the data; SIGTERM stops it cleanly; bad configuration and an unreachable NATS
-//! broker stop it at start with a message naming the culprit. Children are killed on drop.
+//! broker stop it at start with a message naming the culprit; `--help` lists its settings and
+//! starts nothing. Children are killed on drop.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -288,4 +289,19 @@ async fn an_empty_admin_key_file_stops_the_start_instead_of_admitting_an_empty_k
     assert!(!status.success(), "zonecast started on an empty admin key file");
     assert!(stderr.contains("admin.key"), "stderr does not name the key file:\n{stderr}");
     assert!(!stderr.contains("listening on"), "{stderr}");
+}
+
+#[tokio::test]
+async fn help_lists_every_setting_with_its_variable_and_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = command(dir.path(), &[]).arg("--help").output().await.unwrap();
+    assert!(output.status.success(), "zonecast --help failed");
+    let help = String::from_utf8_lossy(&output.stdout);
+    for variable in
+        ["ZONECAST_CONFIG", "ZONECAST_HTTP_ADDR", "ZONECAST_DATA_DIR", "ZONECAST_NATS_URL", "ZONECAST_API_KEYS"]
+    {
+        assert!(help.contains(variable), "--help does not list {variable}:\n{help}");
+    }
+    assert!(help.contains("[default: ./zonecast-data]"), "{help}");
+    assert!(!dir.path().join("admin.key").exists(), "--help started the service");
 }

@@ -57,9 +57,9 @@ pub async fn dispatch(
         Op::Positions => system::positions(ctx, &body).await,
         Op::Token => system::token(ctx, headers, &body),
         Op::OpenApi => Ok(system::openapi(ctx)),
-        Op::Live => Ok(system::live()),
+        Op::Live => Ok(zonecast_runtime::ops::Health::live()),
         Op::Health => Ok(system::health(ctx).await),
-        Op::Metrics => Ok(system::metrics(ctx)),
+        Op::Metrics => Ok(zonecast_runtime::ops::Health::metrics()),
     }
 }
 

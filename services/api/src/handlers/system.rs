@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
+use warp::http::{HeaderMap, header};
 use warp::reply::Response;
 
 use crate::context::Context;
@@ -50,44 +50,11 @@ pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError
     let Some(publisher) = &ctx.positions else {
         return Err(ApiError::NotFound("no route /v3/positions".into()));
     };
-    let outcome = publisher.accept(body, "http").await.map_err(|e| match e {
-        zonecast_ingest::AcceptError::Malformed(_) => ApiError::Malformed(e.to_string()),
-        zonecast_ingest::AcceptError::Publish(p) => ApiError::Unavailable(p.to_string()),
-    })?;
+    let outcome = publisher.accept(body, "http").await?;
     Ok(reply::ok(&outcome.answer()))
 }
 
-/// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
-/// database or bus outage never gets healthy replicas restarted.
-pub fn live() -> Response {
-    reply::json(StatusCode::OK, &json!({"status": "ok"}))
-}
-
-/// `GET /readyz` (and `/healthz`): 200 when the store answers and the bus is connected, else 503.
+/// `GET /readyz` (and `/healthz`): the store and the bus, as every listener answers it.
 pub async fn health(ctx: &Context) -> Response {
-    let store = match ctx.store.ping().await {
-        Ok(()) => "ok".to_owned(),
-        Err(e) => {
-            tracing::warn!(error = %e, "health: store unavailable");
-            "unavailable".to_owned()
-        }
-    };
-    let bus = if ctx.bus.is_connected() { "ok" } else { "disconnected" };
-    let healthy = store == "ok" && bus == "ok";
-    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    reply::json(
-        status,
-        &json!({
-            "status": if healthy { "ok" } else { "degraded" },
-            "store": {"kind": ctx.store.kind(), "status": store},
-            "bus": {"kind": ctx.bus.kind(), "status": bus},
-        }),
-    )
-}
-
-/// `GET /metrics`: Prometheus text exposition.
-pub fn metrics(ctx: &Context) -> Response {
-    let mut response = Response::new(ctx.metrics.render().into());
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
-    response
+    ctx.health.ready().await
 }

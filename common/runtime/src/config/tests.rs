@@ -1,0 +1,263 @@
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
+use std::net::SocketAddr;
+
+use super::load::{commands, env_name};
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+fn args(binary: &str, flags: &[&str]) -> Vec<OsString> {
+    std::iter::once(binary).chain(flags.iter().copied()).map(OsString::from).collect()
+}
+
+fn load<C: Load>(pairs: &[(&str, &str)]) -> Result<C, ConfigError> {
+    C::load(args(C::BINARY, &[]), &env(pairs)).map(|l| l.config)
+}
+
+fn problems<C: Load + std::fmt::Debug>(pairs: &[(&str, &str)]) -> Vec<String> {
+    load::<C>(pairs).unwrap_err().problems().iter().map(ToString::to_string).collect()
+}
+
+const SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+const DISTRIBUTED: &[(&str, &str)] = &[
+    ("ZONECAST_DATABASE_URL", "postgres://zc@db/zc"),
+    ("ZONECAST_NATS_URL", "nats://bus:4222"),
+    ("ZONECAST_SECRET_KEY", SECRET),
+];
+
+#[test]
+fn the_all_in_one_starts_with_nothing_configured_on_the_documented_defaults() {
+    let c = load::<Config>(&[]).unwrap();
+    assert_eq!(c.http.addr.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.ops_addr, None);
+    assert_eq!(c.bus.subject_prefix, "zonecast");
+    assert_eq!(c.bus.partitions, 16);
+    assert_eq!(c.site_id, 1);
+    assert!(c.bus.nats_url.is_none() && c.store.database_url.is_none() && c.secret_key.is_none());
+    assert!(c.auth.api_keys.is_empty() && c.auth.clients.is_empty());
+    assert_eq!(c.http.limits, HttpLimits::default());
+    assert_eq!(c.forwarder.queue, 10_000);
+    assert_eq!(c.api.max_connections, 100);
+}
+
+#[test]
+fn each_distributed_binary_names_every_setting_it_needs_and_lacks() {
+    assert_eq!(
+        problems::<ApiConfig>(&[]),
+        [
+            "ZONECAST_DATABASE_URL: is required by zonecast-api",
+            "ZONECAST_NATS_URL: is required by zonecast-api",
+            "ZONECAST_SECRET_KEY: is required by zonecast-api (base64 of 32 random bytes, the same for every replica)",
+        ]
+    );
+    assert_eq!(
+        problems::<IngestorConfig>(&[]),
+        [
+            "ZONECAST_NATS_URL: is required by zonecast-ingestor",
+            "ZONECAST_SECRET_KEY: is required by zonecast-ingestor (the same as the API's, to accept its tokens)",
+        ]
+    );
+    assert_eq!(
+        problems::<EvaluatorConfig>(&[]),
+        [
+            "ZONECAST_DATABASE_URL: is required by zonecast-evaluator",
+            "ZONECAST_NATS_URL: is required by zonecast-evaluator"
+        ]
+    );
+    assert_eq!(
+        problems::<ForwarderConfig>(&[("ZONECAST_DATABASE_URL", "postgres://db/zc")]),
+        [
+            "ZONECAST_NATS_URL: is required by zonecast-forwarder",
+            "ZONECAST_SECRET_KEY: is required by zonecast-forwarder (the API's, to unseal passwords and profiles)",
+        ]
+    );
+}
+
+#[test]
+fn each_binary_asks_only_for_what_it_uses() {
+    // The evaluator needs no key; the ingestor no database.
+    let evaluator = load::<EvaluatorConfig>(&DISTRIBUTED[..2]).unwrap();
+    assert_eq!(evaluator.evaluator.partitions, None);
+    load::<IngestorConfig>(&DISTRIBUTED[1..]).unwrap();
+    load::<ApiConfig>(DISTRIBUTED).unwrap();
+    load::<ForwarderConfig>(DISTRIBUTED).unwrap();
+}
+
+#[test]
+fn several_problems_are_reported_together() {
+    let e = load::<EvaluatorConfig>(&[
+        ("ZONECAST_HTTP_ADDR", "nowhere"),
+        ("ZONECAST_PARTITIONS", "0"),
+        ("ZONECAST_LOG_FORMAT", "xml"),
+        ("ZONECAST_NATS_URL", "nats://bus:4222"),
+    ])
+    .unwrap_err();
+    let names: Vec<&str> = e.problems().iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ZONECAST_PARTITIONS", "ZONECAST_HTTP_ADDR", "ZONECAST_DATABASE_URL", "ZONECAST_LOG_FORMAT"],
+        "{e}"
+    );
+    let shown = e.to_string();
+    assert!(shown.starts_with("4 configuration problems:\n  ZONECAST_PARTITIONS: must be between"), "{shown}");
+}
+
+#[test]
+fn bad_values_are_named_with_what_is_wrong() {
+    let one = |pairs: &[(&str, &str)]| problems::<Config>(pairs).join("\n");
+    assert_eq!(
+        one(&[("ZONECAST_API_KEYS", "abc:root")]),
+        "ZONECAST_API_KEYS: unknown authority 'root' (expected read, write or admin)"
+    );
+    assert_eq!(one(&[("ZONECAST_API_KEYS", "bad")]), "ZONECAST_API_KEYS: expected key:authority pairs");
+    assert_eq!(
+        one(&[("ZONECAST_CLIENTS", "svc:s3cret")]),
+        "ZONECAST_CLIENTS: expected auth_id:auth_secret:authority triples"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "0-16")]),
+        "ZONECAST_EVALUATOR_PARTITIONS: range ends at 16 but there are 16 partitions"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "5-2")]),
+        "ZONECAST_EVALUATOR_PARTITIONS: '5-2': start after end"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "a-b")]),
+        "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7"
+    );
+    assert_eq!(one(&[("ZONECAST_FORWARDER_QUEUE", "0")]), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
+    assert_eq!(
+        one(&[("ZONECAST_HTTP_ADDR", "nowhere")]),
+        "ZONECAST_HTTP_ADDR: 'nowhere': invalid socket address syntax"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_SUBJECT_PREFIX", "a.b")]),
+        "ZONECAST_SUBJECT_PREFIX: must be one subject token: letters, digits, - and _"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_INGEST_MQTT_URL", "mqtt://broker")]),
+        "ZONECAST_INGEST_MQTT_TOPICS: is required when ZONECAST_INGEST_MQTT_URL is set"
+    );
+}
+
+#[test]
+fn credentials_parse_and_never_show_in_debug() {
+    let c = load::<Config>(&[
+        ("ZONECAST_API_KEYS", "abc:admin, def:read"),
+        ("ZONECAST_CLIENTS", "svc:s3cr:et:write"),
+        ("ZONECAST_NATS_URL", "nats://user:natspass@bus"),
+        ("ZONECAST_SECRET_KEY", SECRET),
+    ])
+    .unwrap();
+    assert_eq!(c.auth.api_keys.len(), 2);
+    assert_eq!(c.auth.clients[0].secret.expose(), "s3cr:et");
+    assert_eq!(c.auth.clients[0].authority, Authority::Write);
+    let debug = format!("{c:?}");
+    for secret in ["abc", "s3cr", "natspass", SECRET] {
+        assert!(!debug.contains(secret), "{secret} in {debug}");
+    }
+}
+
+#[test]
+fn a_flag_wins_over_its_variable_which_wins_over_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.toml");
+    std::fs::write(&path, "site_id = 7\npartitions = 8\napi_keys = [\"k1:read\"]\nhttp_addr = \"127.0.0.1:1\"\n")
+        .unwrap();
+    let loaded = Config::load(
+        args("zonecast", &["--http-addr", "127.0.0.1:3"]),
+        &env(&[
+            ("ZONECAST_CONFIG", path.to_str().unwrap()),
+            ("ZONECAST_SITE_ID", "501"),
+            ("ZONECAST_EVALUATOR_PARTITIONS", "0-3"),
+            ("ZONECAST_HTTP_ADDR", "127.0.0.1:2"),
+        ]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(loaded.site_id, 501);
+    assert_eq!(loaded.bus.partitions, 8);
+    assert_eq!(loaded.evaluator.partitions, Some((0, 3)));
+    assert_eq!(loaded.auth.api_keys[0].authority, Authority::Read);
+    assert_eq!(loaded.http.addr, "127.0.0.1:3".parse::<SocketAddr>().unwrap());
+}
+
+#[test]
+fn problems_in_the_file_name_its_key_and_unknown_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.toml");
+    std::fs::write(&path, "partitions = 0\nno_such_setting = 1\n").unwrap();
+    let file = path.display().to_string();
+    let e = Config::load(args("zonecast", &["--config", &file]), &env(&[])).unwrap_err();
+    let shown: Vec<String> = e.problems().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            format!("no_such_setting (in {file}): unknown setting"),
+            format!("partitions (in {file}): must be between 1 and 4096")
+        ]
+    );
+}
+
+#[test]
+fn a_bad_flag_is_named_as_given() {
+    let e =
+        EvaluatorConfig::load(args("zonecast-evaluator", &["--partitions=x"]), &env(&DISTRIBUTED[..2])).unwrap_err();
+    assert_eq!(e.to_string(), "--partitions: 'x': invalid digit found in string");
+    let e = EvaluatorConfig::load(args("zonecast-evaluator", &["--no-such-flag"]), &env(&[])).unwrap_err();
+    assert!(e.to_string().starts_with("command line: unexpected argument '--no-such-flag'"), "{e}");
+}
+
+#[test]
+fn help_lists_each_setting_with_its_variable_and_default() {
+    let help = |binary: &str| match Config::load(args(binary, &["--help"]), &env(&[])) {
+        Err(ConfigError::Help(text)) => text,
+        other => panic!("{other:?}"),
+    };
+    let text = help("zonecast");
+    for expected in ["--http-addr <ADDR>", "[env: ZONECAST_HTTP_ADDR", "[default: 127.0.0.1:8080]", "ZONECAST_CONFIG"] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+    let text = match EvaluatorConfig::load(args("zonecast-evaluator", &["--help"]), &env(&[])) {
+        Err(ConfigError::Help(text)) => text,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        text.contains("ZONECAST_EVALUATOR_PARTITIONS") && text.contains("Required: ZONECAST_DATABASE_URL"),
+        "{text}"
+    );
+    assert!(!text.contains("ZONECAST_API_KEYS"), "the evaluator takes no credentials:\n{text}");
+}
+
+#[test]
+fn every_setting_follows_the_naming_rule_and_env_vars_lists_exactly_what_the_binaries_read() {
+    let mut read = BTreeSet::new();
+    for command in commands() {
+        for arg in command.get_arguments() {
+            let Some(var) = arg.get_env() else { continue };
+            let var = var.to_str().unwrap().to_owned();
+            assert_eq!(var, env_name(arg.get_id().as_str()), "{}: {var}", command.get_name());
+            assert!(arg.get_long().is_some(), "{var} has no flag");
+            read.insert(var);
+        }
+    }
+    assert_eq!(read, ENV_VARS.iter().map(|v| (*v).to_owned()).collect::<BTreeSet<_>>());
+}
+
+#[test]
+fn secret_values_are_hidden_from_help() {
+    for command in commands() {
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if ["nats_url", "database_url", "secret_key", "api_keys", "clients", "ingest_mqtt_url"].contains(&id) {
+                assert!(arg.is_hide_env_values_set(), "{}: {id}", command.get_name());
+            }
+        }
+    }
+}
