@@ -8,9 +8,14 @@
 //! - [`transition`]: the step of one device in one zone, and the zones a device is judged against;
 //! - [`events`]: the enter and exit events and collision records of a step;
 //! - [`actions`]: the alarms and zone actions they set off;
-//! - [`reconcile`]: the exits a configuration change implies, and the restore after a restart.
+//! - [`reconcile`]: the exits a configuration change implies, and the restore after a restart;
+//! - [`clock`]: delayed entries and exits, device timeouts and time windows.
+//!
+//! Whatever iterates a hash map sorts what it found before acting on it, so that the same
+//! inputs give the same outputs in the same order.
 
 mod actions;
+mod clock;
 mod events;
 mod reconcile;
 mod state;
@@ -22,11 +27,11 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_geometry::{Nearby, Vec3};
-use zonecast_model::{Collision, ConfigChanged, Event, ExitReason, IdSource, Mac};
+use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac};
 
 use crate::catalog::Catalog;
 use crate::grid::DeviceGrid;
-use state::{At, Device, Order, Phase};
+use state::{Device, Order};
 
 /// What the engine asks the I/O shell to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,10 +146,16 @@ impl Engine {
 
     fn install(&mut self, catalog: Catalog) {
         self.catalog = catalog;
-        let moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
-        for (mac, pos) in moves {
+        for (mac, pos) in self.source_moves() {
             self.place_mobile_zones(&mac, pos);
         }
+    }
+
+    /// The latest position of every mobile-zone source, in MAC order.
+    fn source_moves(&self) -> Vec<(Mac, Vec3)> {
+        let mut moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
+        moves.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        moves
     }
 
     fn place_mobile_zones(&mut self, source: &Mac, pos: Vec3) {
@@ -214,83 +225,18 @@ impl Engine {
         for zi in indexes {
             let z = &self.catalog.zones[zi];
             let aabb = z.region.aabb().translated(sub(pos, z.centre)).expanded(margin);
-            let mut affected: HashSet<Mac> = self.occupants.get(&z.spec.id).cloned().unwrap_or_default();
-            self.grid.within(&aabb, |mac| {
-                affected.insert(mac.clone());
-            });
+            let mut affected: Vec<Mac> =
+                self.occupants.get(&z.spec.id).map(|set| set.iter().cloned().collect()).unwrap_or_default();
+            self.grid.within(&aabb, |mac| affected.push(mac.clone()));
+            // In MAC order, so that the same inputs give the same events in the same order.
+            affected.sort_unstable();
+            affected.dedup();
             for mac in affected {
                 if let Some(device) = self.devices.get_mut(&mac) {
                     // The device stood still; its position is now as of the source's move.
                     device.ts = device.ts.max(ts);
                     self.evaluate(&mac, Some(zi), now, out);
                 }
-            }
-        }
-    }
-
-    /// The clock: fires delayed entries and exits that are due, device timeouts and the ends of
-    /// time windows.
-    pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
-        let (entry_delay, exit_delay, timeout) =
-            (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
-        let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
-        let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
-        for (mac, device) in &self.devices {
-            if let Some(t) = timeout
-                && now - device.ts >= t
-            {
-                timed_out.push((mac.clone(), device.ts + t));
-                continue;
-            }
-            for (id, phase) in &device.zones {
-                match phase {
-                    Phase::Entering { since } if now - *since >= entry_delay => {
-                        due.push((mac.clone(), *id, phase.clone(), *since + entry_delay));
-                    }
-                    Phase::Inside { exit_since: Some(since), .. } if now - *since >= exit_delay => {
-                        due.push((mac.clone(), *id, phase.clone(), *since + exit_delay));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        for (mac, id, phase, at) in due {
-            let Some(&zi) = self.catalog.by_id.get(&id) else { continue };
-            match phase {
-                Phase::Entering { .. } => {
-                    self.forget(&mac, id);
-                    self.enter(&mac, zi, At { ts: at, now }, out);
-                }
-                Phase::Inside { .. } => self.exit(&mac, zi, ExitReason::Position, At { ts: at, now }, out),
-            }
-        }
-        for (mac, at) in timed_out {
-            let zones: Vec<Uuid> =
-                self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
-            for id in zones {
-                match self.catalog.by_id.get(&id) {
-                    Some(&zi) => self.exit(&mac, zi, ExitReason::Timeout, At { ts: at, now }, out),
-                    None => self.forget(&mac, id),
-                }
-            }
-            if let Some(device) = self.devices.remove(&mac) {
-                self.grid.removed(&mac, device.pos);
-            }
-        }
-        let ended: Vec<usize> = self
-            .occupants
-            .keys()
-            .filter_map(|id| self.catalog.by_id.get(id).copied())
-            .filter(|&zi| {
-                let z = &self.catalog.zones[zi];
-                z.spec.is_timed && z.spec.stop_time.is_some_and(|stop| stop <= now)
-            })
-            .collect();
-        for zi in ended {
-            let zone = self.catalog.zones[zi].clone();
-            let stop = zone.spec.stop_time.unwrap_or(now);
-            for mac in self.occupants.get(&zone.spec.id).cloned().unwrap_or_default() {
-                self.exit(&mac, zi, ExitReason::Window, At { ts: stop, now }, out);
             }
         }
     }
@@ -330,8 +276,7 @@ impl Engine {
     /// gives the Reason `deleted`).
     pub fn reload(&mut self, catalog: Catalog, changes: &[ConfigChanged], now: DateTime<Utc>, out: &mut Vec<Output>) {
         let old = std::mem::replace(&mut self.catalog, catalog);
-        let moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
-        for (mac, pos) in moves {
+        for (mac, pos) in self.source_moves() {
             self.place_mobile_zones(&mac, pos);
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());

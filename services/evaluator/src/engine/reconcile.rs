@@ -50,8 +50,9 @@ impl Engine {
             .filter(|c| c.operation == Some(ConfigOperation::Reset))
             .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
             .collect();
-        let held: Vec<(Mac, Uuid)> =
+        let mut held: Vec<(Mac, Uuid)> =
             self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect();
+        held.sort_unstable();
         for (mac, id) in held {
             let reason = if reset.contains(&id) && new.by_id.contains_key(&id) {
                 Some(ExitReason::Reset)
