@@ -483,3 +483,44 @@ fn zone_writes_applied_incrementally_give_what_a_full_reload_gives() {
     entered.sort();
     assert_eq!(entered, ["ZONE_ENTER", "ZONE_ENTER"]);
 }
+
+#[test]
+fn every_event_has_an_event_id_of_its_own_and_the_http_body_is_the_published_event() {
+    let z = zone(json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]], "AlertLevel": 9,
+        "ZoneActions": [{"type": "info-event"}, {"type": "device-alarm"}, {"type": "http-request", "uri": "http://127.0.0.1:9/x", "on": "both"}]}));
+    let mut e = engine(vec![z], &[], vec![]);
+    let d = mac(1);
+    let mut out = step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    out.extend(step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(10)));
+    let published: Vec<&zonecast_model::Event> =
+        out.iter().filter_map(|o| if let Output::Publish(e) = o { Some(e) } else { None }).collect();
+    let mut ids: Vec<_> = published.iter().map(|e| e.event_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), published.len(), "one EventID per event");
+    for o in &out {
+        if let Output::Http { event, .. } = o {
+            assert!(published.contains(&event), "the body is the published {} itself, EventID included", event.kind());
+        }
+    }
+    let enter = serde_json::to_value(published[0]).unwrap();
+    assert_eq!(enter["EventID"].as_str().unwrap(), published[0].event_id.to_string());
+    assert_eq!(published[0].event_id.uuid().get_version_num(), 7);
+}
+
+#[test]
+fn the_same_inputs_and_id_source_give_the_same_events() {
+    let zones = vec![sphere("a", [0.0, 0.0, 0.0], 1.0), sphere("b", [0.5, 0.0, 0.0], 1.0)];
+    let run = || {
+        let mut e = engine(zones.clone(), &[setting(SettingName::ExitDelayMs, 100.0)], vec![]);
+        let mut out = Vec::new();
+        for (i, x) in [0.0, 0.3, 3.0, 3.0, 0.2].into_iter().enumerate() {
+            for m in [mac(1), mac(2), mac(3)] {
+                out.extend(step(&mut e, &m, [x, 0.0, 0.0], t0() + ms(60 * i as i64)));
+            }
+        }
+        e.on_tick(t0() + ms(1000), &mut out);
+        out
+    };
+    assert_eq!(run(), run());
+}
