@@ -4,12 +4,12 @@
 //! given, and outputs are a list of [`Output`]s for the I/O shell, which publishes, records
 //! and logs them.
 //!
-//! - [`state`]: what is kept per device;
-//! - [`transition`]: the step of one device in one zone, and the zones a device is judged against;
-//! - [`events`]: the enter and exit events and collision records of a step;
-//! - [`actions`]: the alarms and zone actions they set off;
-//! - [`reconcile`]: the exits a configuration change implies, and the restore after a restart;
-//! - [`clock`]: delayed entries and exits, device timeouts and time windows.
+//! - `state`: what is kept per device;
+//! - `transition`: the step of one device in one zone, and the zones a device is judged against;
+//! - `events`: the enter and exit events and collision records of a step;
+//! - `actions`: the alarms and zone actions they set off;
+//! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
+//! - `clock`: delayed entries and exits, device timeouts and time windows.
 //!
 //! Whatever iterates a hash map sorts what it found before acting on it, so that the same
 //! inputs give the same outputs in the same order.
