@@ -1,11 +1,15 @@
 //! The Store: zonecast's persistent state (zones, collisions, settings, device radii, MQTT
-//! connections, certificate profiles, forwarder status) behind one trait, with a PostgreSQL
-//! implementation for the distributed services and an embedded SQLite one for the all-in-one.
+//! connections, certificate profiles, forwarder status), with a PostgreSQL implementation for
+//! the distributed services and an embedded SQLite one for the all-in-one. Each service holds
+//! only its view of it ([`ApiStore`], [`EvaluatorStore`], [`ForwarderStore`]): a union of role
+//! traits, one per concern and direction ([`ZoneReader`], [`ZoneWriter`], …). [`Store`] is the
+//! union of them all.
 
 mod codec;
 mod error;
 mod migrate;
 pub mod postgres;
+mod roles;
 mod sqlite;
 
 use std::fmt;
@@ -14,10 +18,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, Connection, Mac, Setting, ZoneSpec};
+use zonecast_model::Connection;
 
 pub use error::{Result, StoreError};
 pub use postgres::PgStore;
+pub use roles::{
+    CertificateReader, CertificateWriter, CollisionReader, CollisionWriter, ConnectionReader, ConnectionWriter, Health,
+    RadiusReader, RadiusWriter, SettingReader, SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter,
+};
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
 pub use zonecast_model::Collision;
@@ -88,93 +96,85 @@ pub struct ConnectionStatus {
     pub updated_at: DateTime<Utc>,
 }
 
-/// zonecast's persistent state. Batch writes are all-or-nothing: on any error nothing changes.
-/// Listings come in creation order unless a method says otherwise.
-#[async_trait::async_trait]
-pub trait Store: Send + Sync + 'static {
-    /// `"postgres"` or `"sqlite"`.
-    fn kind(&self) -> &'static str;
-    /// Checks that the database answers (for `/healthz`).
-    async fn ping(&self) -> Result<()>;
-
-    /// Every zone, in creation order.
-    async fn list_zones(&self) -> Result<Vec<ZoneSpec>>;
-    /// One zone; `NotFound { what: "zone" }`.
-    async fn get_zone(&self, id: Uuid) -> Result<ZoneSpec>;
-    /// The zones `ids`, in that order; the first missing one is `NotFound`.
-    async fn get_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
-    /// Those of the zones `ids` that exist, in any order (a missing one was deleted).
-    async fn find_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
-    /// Inserts new zones in one transaction (listing order follows the slice). An id that
-    /// exists already is a `Backend` error and nothing is inserted.
-    async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
-    /// Replaces zones by id in one transaction, each only if it is still at the `version` it
-    /// carries (the one it was read at), and raises each version by one. A missing id is
-    /// `NotFound`, a zone at another version `Conflict` (a concurrent write came first); either
-    /// way nothing changes. This is what makes a read-modify-write atomic: on `Conflict`, read
-    /// again and redo the change.
-    async fn update_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
-    /// Deletes zones and their collisions in one transaction; a missing id is `NotFound` and
-    /// nothing changes.
-    async fn delete_zones(&self, ids: &[Uuid]) -> Result<()>;
-    /// Deletes one zone and its collisions if it is at `version`: `NotFound` if it is gone,
-    /// `Conflict` if it is at another version.
-    async fn delete_zone_at(&self, id: Uuid, version: u64) -> Result<()>;
-
-    /// Devices inside `zone` now with their stays, sorted by MAC; empty for an unknown zone.
-    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>>;
-    /// Every current collision, sorted by zone id and MAC.
-    async fn all_collisions(&self) -> Result<Vec<Collision>>;
-    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`. Entries
-    /// for zones that no longer exist are skipped. A pair in both lists ends up absent, so
-    /// callers coalesce the transitions of one (zone, MAC) before writing; within `entered`
-    /// the last row for a pair wins.
-    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()>;
-    /// Removes and returns the collisions of `zone` (zone reset); empty for an unknown zone.
-    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>>;
-
-    /// The written settings, in `SettingName::ALL` order.
-    async fn list_settings(&self) -> Result<Vec<Setting>>;
-    /// Writes one setting (upsert by name).
-    async fn put_setting(&self, setting: &Setting) -> Result<()>;
-
-    /// Devices with their own radius, sorted by MAC.
-    async fn list_radii(&self) -> Result<Vec<(Mac, f64)>>;
-    /// Merges radii in one transaction: `Some` sets, `None` removes; the last change for a
-    /// MAC wins.
-    async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()>;
-
-    /// Every MQTT connection, in creation order.
-    async fn list_connections(&self) -> Result<Vec<StoredConnection>>;
-    /// One connection; `NotFound { what: "connection" }`.
-    async fn get_connection(&self, id: Uuid) -> Result<StoredConnection>;
-    /// Inserts a connection unless `max` exist already (`Full`; counted and inserted in one
-    /// transaction that concurrent inserts wait for, so the bound holds); a missing certificate
-    /// profile is `Reference`.
-    async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()>;
-    /// Replaces a connection in one statement, its sealed password too unless `keep_password`
-    /// (then the password stored at the moment of the write stays, whatever a concurrent write
-    /// put there). Returns the connection as stored; `NotFound` or `Reference`.
-    async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection>;
-    /// Deletes a connection and its status rows; `NotFound`.
-    async fn delete_connection(&self, id: Uuid) -> Result<()>;
-
-    /// Every certificate profile's id and name, in creation order.
-    async fn list_certificates(&self) -> Result<Vec<(Uuid, String)>>;
-    /// One profile; `NotFound { what: "certificate profile" }`.
-    async fn get_certificate(&self, id: Uuid) -> Result<StoredCertificate>;
-    /// Inserts a profile.
-    async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()>;
-    /// Replaces a profile's name and blob; `NotFound`.
-    async fn update_certificate(&self, c: &StoredCertificate) -> Result<()>;
-    /// Deletes a profile; `NotFound`, or `InUse` while a connection refers to it.
-    async fn delete_certificate(&self, id: Uuid) -> Result<()>;
-
-    /// Upserts a replica's status of a connection; ignored if the connection is gone.
-    async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()>;
-    /// Every replica's status of connection `id`, sorted by replica; empty if none.
-    async fn connection_status(&self, id: Uuid) -> Result<Vec<ConnectionStatus>>;
+/// What the config API uses: zones, settings, connections and certificate profiles to read and
+/// write, device radii to write, current collisions to show (and reset with their zone), and
+/// the forwarders' connection status to show. It records no collisions and reports no status.
+///
+/// ```compile_fail,E0599
+/// async fn f(store: &dyn zonecast_store::ApiStore) {
+///     let _ = store.write_collisions(&[], &[]).await;
+/// }
+/// ```
+pub trait ApiStore:
+    Health
+    + ZoneReader
+    + ZoneWriter
+    + CollisionReader
+    + SettingReader
+    + SettingWriter
+    + RadiusWriter
+    + ConnectionReader
+    + ConnectionWriter
+    + CertificateReader
+    + CertificateWriter
+    + StatusReader
+{
 }
+
+impl<T> ApiStore for T where
+    T: Health
+        + ZoneReader
+        + ZoneWriter
+        + CollisionReader
+        + SettingReader
+        + SettingWriter
+        + RadiusWriter
+        + ConnectionReader
+        + ConnectionWriter
+        + CertificateReader
+        + CertificateWriter
+        + StatusReader
+{
+}
+
+/// What an evaluator uses: zones, settings and device radii to read, and the collision record
+/// it restores at start and keeps as devices enter and leave. It changes no configuration.
+///
+/// ```compile_fail,E0599
+/// async fn f(store: &dyn zonecast_store::EvaluatorStore) {
+///     let _ = store.delete_zones(&[]).await;
+/// }
+/// ```
+pub trait EvaluatorStore:
+    Health + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+{
+}
+
+impl<T> EvaluatorStore for T where
+    T: Health + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+{
+}
+
+/// What a forwarder uses: connections and certificate profiles to read, and its status to
+/// report. It sees no zones and changes no configuration.
+///
+/// ```compile_fail,E0599
+/// async fn f(store: &dyn zonecast_store::ForwarderStore) {
+///     let _ = store.list_zones().await;
+/// }
+/// ```
+pub trait ForwarderStore: Health + ConnectionReader + CertificateReader + StatusWriter {}
+
+impl<T> ForwarderStore for T where T: Health + ConnectionReader + CertificateReader + StatusWriter {}
+
+/// zonecast's whole persistent state: every role, so every view. What [`open`] returns; a
+/// composition hands the one store to each service as that service's view (an
+/// `Arc<dyn Store>` coerces to an `Arc<dyn EvaluatorStore>`, and to any role). Batch writes are
+/// all-or-nothing: on any error nothing changes. Listings come in creation order unless a
+/// method says otherwise.
+pub trait Store: ApiStore + EvaluatorStore + ForwarderStore {}
+
+impl<T> Store for T where T: ApiStore + EvaluatorStore + ForwarderStore {}
 
 /// Opens the store: PostgreSQL at `database_url` when one is given (pool of
 /// [`DEFAULT_POOL_SIZE`]), else the SQLite file `sqlite_path`. Runs migrations either way.

@@ -10,7 +10,8 @@ use serde_json::json;
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_id};
 use zonecast_store::{
-    Collision, ConnectionStatus, PgStore, SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, postgres,
+    ApiStore, Collision, ConnectionStatus, EvaluatorStore, ForwarderStore, PgStore, SettingReader, SettingWriter,
+    SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter, postgres,
 };
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -123,6 +124,7 @@ contract!(
     a_certificate_profile_in_use_cannot_be_deleted,
     certificate_profiles_round_trip_in_creation_order,
     connection_status_is_kept_per_replica,
+    each_service_view_of_one_store_sees_what_the_others_wrote,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -639,6 +641,31 @@ async fn connection_status_is_kept_per_replica(store: Arc<dyn Store>) {
     let gone = Uuid::new_v4();
     store.put_connection_status(&status(gone, "fwd-1", 1, 5)).await.unwrap();
     assert!(store.connection_status(gone).await.unwrap().is_empty());
+}
+
+/// The compositions hand one opened store to every service as that service's view.
+async fn each_service_view_of_one_store_sees_what_the_others_wrote(store: Arc<dyn Store>) {
+    let api: Arc<dyn ApiStore> = store.clone();
+    let evaluator: Arc<dyn EvaluatorStore> = store.clone();
+    let forwarder: Arc<dyn ForwarderStore> = store;
+    assert_eq!([evaluator.kind(), forwarder.kind()], [api.kind(); 2]);
+    api.ping().await.unwrap();
+    evaluator.ping().await.unwrap();
+    forwarder.ping().await.unwrap();
+
+    let z = zone("seen by all");
+    api.insert_zones(std::slice::from_ref(&z)).await.unwrap();
+    assert_eq!(evaluator.list_zones().await.unwrap(), vec![z.clone()]);
+    let inside = collision(z.id, "00:AA:BB:CC:DD:01", 1);
+    evaluator.write_collisions(std::slice::from_ref(&inside), &[]).await.unwrap();
+    assert_eq!(api.colliding_devices(z.id).await.unwrap(), vec![CollidingDevice::from(inside)]);
+
+    let c = connection(None, "broker");
+    api.insert_connection(&c, 100).await.unwrap();
+    assert_eq!(forwarder.list_connections().await.unwrap(), vec![c.clone()]);
+    let row = status(c.connection.id, "fwd-1", 3, 2);
+    forwarder.put_connection_status(&row).await.unwrap();
+    assert_eq!(api.connection_status(c.connection.id).await.unwrap(), vec![row]);
 }
 
 // ---------------------------------------------------------------------------------------------

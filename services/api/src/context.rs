@@ -6,12 +6,12 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use zonecast_bus::{Bus, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
 use zonecast_runtime::{Auth, Config, Keys};
-use zonecast_store::Store;
+use zonecast_store::ApiStore;
 
 /// Shared state of the API: store, bus, keys and credentials.
 pub struct Context {
     /// Where configuration lives.
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn ApiStore>,
     /// Where changes are announced.
     pub bus: Arc<dyn Bus>,
     /// Subject names.
@@ -35,7 +35,7 @@ pub struct Context {
 
 impl Context {
     /// A context from configuration and the opened store, bus and keys.
-    pub fn new(config: &Config, store: Arc<dyn Store>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
+    pub fn new(config: &Config, store: Arc<dyn ApiStore>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
         Self {
             auth: Auth::new(keys.clone(), &config.api_keys, &config.clients, config.token_ttl_seconds),
             store,

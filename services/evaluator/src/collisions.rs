@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac};
-use zonecast_store::Store;
+use zonecast_store::CollisionWriter;
 
 /// One change of the current collisions.
 #[derive(Debug)]
@@ -24,7 +24,7 @@ pub enum Change {
 const BATCH: usize = 5_000;
 
 /// Starts the writer; it ends when every sender is dropped and the last batch is written.
-pub fn spawn(store: Arc<dyn Store>) -> (mpsc::UnboundedSender<Change>, tokio::task::JoinHandle<()>) {
+pub fn spawn(store: Arc<dyn CollisionWriter>) -> (mpsc::UnboundedSender<Change>, tokio::task::JoinHandle<()>) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
     let task = tokio::spawn(async move {
         let mut pending: HashMap<(Uuid, Mac), Option<Collision>> = HashMap::new();

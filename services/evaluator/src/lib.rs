@@ -20,7 +20,7 @@ use zonecast_bus::{Bus, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind, Content, IdSource, Mac, PositionFix, Settings};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Shutdown, StartError};
-use zonecast_store::Store;
+use zonecast_store::EvaluatorStore;
 
 use crate::catalog::Catalog;
 pub use crate::engine::{Engine, Output, Ownership};
@@ -29,7 +29,7 @@ pub use crate::engine::{Engine, Output, Ownership};
 #[derive(Clone)]
 pub struct Deps {
     /// Configuration and collisions.
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn EvaluatorStore>,
     /// Positions in, events out.
     pub bus: Arc<dyn Bus>,
     /// Subject names.
@@ -47,7 +47,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// caused are published.
 const DRAIN: usize = 256;
 
-async fn load_catalog(store: &dyn Store) -> Result<Catalog, zonecast_store::StoreError> {
+async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, zonecast_store::StoreError> {
     let zones = store.list_zones().await?;
     let settings = store.list_settings().await?;
     let radii = store.list_radii().await?;
@@ -62,7 +62,9 @@ fn log_skipped(catalog: &Catalog) {
 }
 
 /// The settings in force and the device radii, for a change that touches no zone.
-async fn load_parameters(store: &dyn Store) -> Result<(Settings, Vec<(Mac, f64)>), zonecast_store::StoreError> {
+async fn load_parameters(
+    store: &dyn EvaluatorStore,
+) -> Result<(Settings, Vec<(Mac, f64)>), zonecast_store::StoreError> {
     Ok((Settings::from_written(&store.list_settings().await?), store.list_radii().await?))
 }
 
@@ -431,7 +433,7 @@ pub async fn run(config: zonecast_runtime::Config, shutdown: Shutdown) -> Result
 
 impl Deps {
     /// Dependencies from configuration and an opened store and bus.
-    pub fn from_config(config: &zonecast_runtime::Config, store: Arc<dyn Store>, bus: Arc<dyn Bus>) -> Self {
+    pub fn from_config(config: &zonecast_runtime::Config, store: Arc<dyn EvaluatorStore>, bus: Arc<dyn Bus>) -> Self {
         let (lo, hi) = config.evaluator_partitions.unwrap_or((0, config.partitions.saturating_sub(1)));
         Self {
             store,

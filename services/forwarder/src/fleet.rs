@@ -12,7 +12,7 @@ use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 use zonecast_model::{EventType, format_id};
 use zonecast_runtime::{Keys, Shutdown};
-use zonecast_store::{Store, StoreError, StoredCertificate};
+use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
 
 use crate::Settings;
 use crate::endpoint::{self, Key, MAX_PAYLOAD};
@@ -68,7 +68,7 @@ pub enum BadEvent {
 
 /// Every connection of this replica.
 pub struct Fleet {
-    store: Arc<dyn Store>,
+    store: Arc<dyn ForwarderStore>,
     keys: Arc<Keys>,
     settings: Settings,
     replica: String,
@@ -86,7 +86,7 @@ pub struct Fleet {
 impl Fleet {
     /// An empty fleet; [`Fleet::reload`] fills it. `poke` wakes the status reporter.
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn ForwarderStore>,
         keys: Arc<Keys>,
         settings: Settings,
         replica: String,

@@ -28,7 +28,7 @@ use zonecast_bus::{Bus, FORWARDERS, Message, Subjects, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Keys, Shutdown, StartError};
-use zonecast_store::Store;
+use zonecast_store::ForwarderStore;
 
 pub use crate::backoff::Backoff;
 pub use crate::endpoint::{MAX_PAYLOAD, client_id};
@@ -88,7 +88,7 @@ pub fn replica_id() -> String {
 #[derive(Clone)]
 pub struct Deps {
     /// Connections, certificate profiles; status rows go here.
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn ForwarderStore>,
     /// Events in, configuration announcements in.
     pub bus: Arc<dyn Bus>,
     /// Subject names.
@@ -106,7 +106,7 @@ impl Deps {
     /// queue bound, default [`Settings`] otherwise, and this process's [`replica_id`].
     pub fn from_config(
         config: &zonecast_runtime::Config,
-        store: Arc<dyn Store>,
+        store: Arc<dyn ForwarderStore>,
         bus: Arc<dyn Bus>,
         keys: Arc<Keys>,
     ) -> Self {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use zonecast_model::format_id;
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_store::{ConnectionStatus, Store};
+use zonecast_store::{ConnectionStatus, StatusWriter};
 
 use crate::link::Shared;
 
@@ -19,14 +19,14 @@ pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
 
 /// Writes one status row per connection and updates the metrics.
 pub struct Reporter {
-    store: Arc<dyn Store>,
+    store: Arc<dyn StatusWriter>,
     replica: String,
     log: RateLimited,
 }
 
 impl Reporter {
     /// Reports as `replica` into `store`.
-    pub fn new(store: Arc<dyn Store>, replica: String) -> Self {
+    pub fn new(store: Arc<dyn StatusWriter>, replica: String) -> Self {
         Self { store, replica, log: RateLimited::new(Duration::from_secs(30)) }
     }
 

@@ -1,4 +1,4 @@
-//! The [`Store`] operations in PostgreSQL's dialect.
+//! The [`crate::Store`] operations, role by role, in PostgreSQL's dialect.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::error::SqlState;
@@ -8,7 +8,11 @@ use zonecast_model::{CollidingDevice, Connection as MqttConnection, Mac, Setting
 
 use super::{Db, PgStore, detail, is_code};
 use crate::codec;
-use crate::{Collision, ConnectionStatus, Result, Store, StoreError, StoredCertificate, StoredConnection};
+use crate::{
+    CertificateReader, CertificateWriter, Collision, CollisionReader, CollisionWriter, ConnectionReader,
+    ConnectionStatus, ConnectionWriter, Health, RadiusReader, RadiusWriter, Result, SettingReader, SettingWriter,
+    StatusReader, StatusWriter, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter,
+};
 
 /// How often a collision batch is retried when it loses a race (a zone deleted under it, a
 /// deadlock with a zone delete) before the error is returned.
@@ -77,7 +81,7 @@ impl From<tokio_postgres::Error> for Attempt {
 }
 
 impl PgStore {
-    /// One attempt at [`Store::write_collisions`].
+    /// One attempt at [`CollisionWriter::write_collisions`].
     async fn try_write_collisions(
         &self,
         entered: &[Collision],
@@ -119,7 +123,7 @@ impl PgStore {
 }
 
 #[async_trait::async_trait]
-impl Store for PgStore {
+impl Health for PgStore {
     fn kind(&self) -> &'static str {
         "postgres"
     }
@@ -127,7 +131,10 @@ impl Store for PgStore {
     async fn ping(&self) -> Result<()> {
         self.client().await?.simple_query("SELECT 1").await.db().map(drop)
     }
+}
 
+#[async_trait::async_trait]
+impl ZoneReader for PgStore {
     async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
         let client = self.client().await?;
         let stmt = client.prepare_cached("SELECT spec, version FROM zones ORDER BY seq").await.db()?;
@@ -161,7 +168,10 @@ impl Store for PgStore {
         let stmt = client.prepare_cached("SELECT spec, version FROM zones WHERE id = ANY($1)").await.db()?;
         client.query(&stmt, &[&ids]).await.db()?.iter().map(|r| zone(r, 0)).collect()
     }
+}
 
+#[async_trait::async_trait]
+impl ZoneWriter for PgStore {
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.db()?;
@@ -219,6 +229,20 @@ impl Store for PgStore {
         tx.commit().await.db()
     }
 
+    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time",
+            )
+            .await
+            .db()?;
+        sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)
+    }
+}
+
+#[async_trait::async_trait]
+impl CollisionReader for PgStore {
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
         let client = self.client().await?;
         let stmt = client
@@ -234,7 +258,10 @@ impl Store for PgStore {
         let stmt = client.prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions").await.db()?;
         sorted_collisions(&client.query(&stmt, &[]).await.db()?)
     }
+}
 
+#[async_trait::async_trait]
+impl CollisionWriter for PgStore {
     async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
         if entered.is_empty() && exited.is_empty() {
             return Ok(());
@@ -255,18 +282,10 @@ impl Store for PgStore {
             }
         }
     }
+}
 
-    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time",
-            )
-            .await
-            .db()?;
-        sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)
-    }
-
+#[async_trait::async_trait]
+impl SettingReader for PgStore {
     async fn list_settings(&self) -> Result<Vec<Setting>> {
         let client = self.client().await?;
         let stmt = client.prepare_cached("SELECT name, value, active FROM settings").await.db()?;
@@ -281,7 +300,10 @@ impl Store for PgStore {
         codec::sort_settings(&mut settings);
         Ok(settings)
     }
+}
 
+#[async_trait::async_trait]
+impl SettingWriter for PgStore {
     async fn put_setting(&self, s: &Setting) -> Result<()> {
         let client = self.client().await?;
         let stmt = client
@@ -293,7 +315,10 @@ impl Store for PgStore {
             .db()?;
         client.execute(&stmt, &[&s.name.as_str(), &s.value, &s.active]).await.db().map(drop)
     }
+}
 
+#[async_trait::async_trait]
+impl RadiusReader for PgStore {
     async fn list_radii(&self) -> Result<Vec<(Mac, f64)>> {
         let client = self.client().await?;
         let stmt = client.prepare_cached("SELECT mac, radius FROM device_radii").await.db()?;
@@ -305,7 +330,10 @@ impl Store for PgStore {
         radii.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(radii)
     }
+}
 
+#[async_trait::async_trait]
+impl RadiusWriter for PgStore {
     async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()> {
         let (set, remove) = codec::coalesce_radii(changes);
         let mut client = self.client().await?;
@@ -329,7 +357,10 @@ impl Store for PgStore {
         }
         tx.commit().await.db()
     }
+}
 
+#[async_trait::async_trait]
+impl ConnectionReader for PgStore {
     async fn list_connections(&self) -> Result<Vec<StoredConnection>> {
         let client = self.client().await?;
         let stmt =
@@ -346,7 +377,10 @@ impl Store for PgStore {
             None => Err(StoreError::not_found("connection", &id)),
         }
     }
+}
 
+#[async_trait::async_trait]
+impl ConnectionWriter for PgStore {
     async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()> {
         let m = &c.connection;
         let mut client = self.client().await?;
@@ -410,7 +444,10 @@ impl Store for PgStore {
         }
         Ok(())
     }
+}
 
+#[async_trait::async_trait]
+impl CertificateReader for PgStore {
     async fn list_certificates(&self) -> Result<Vec<(Uuid, String)>> {
         let client = self.client().await?;
         let stmt = client.prepare_cached("SELECT id, name FROM certificate_profiles ORDER BY seq").await.db()?;
@@ -426,7 +463,10 @@ impl Store for PgStore {
             None => Err(StoreError::not_found("certificate profile", &id)),
         }
     }
+}
 
+#[async_trait::async_trait]
+impl CertificateWriter for PgStore {
     async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()> {
         let client = self.client().await?;
         let stmt = client
@@ -479,7 +519,42 @@ impl Store for PgStore {
             Err(e) => Err(super::unavailable_or_backend(e)),
         }
     }
+}
 
+#[async_trait::async_trait]
+impl StatusReader for PgStore {
+    async fn connection_status(&self, id: Uuid) -> Result<Vec<ConnectionStatus>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT replica, connected, last_error, forwarded, dropped, queued, updated_at
+                 FROM connection_status WHERE connection_id = $1",
+            )
+            .await
+            .db()?;
+        let rows = client.query(&stmt, &[&id]).await.db()?;
+        let mut statuses = rows
+            .iter()
+            .map(|r| {
+                Ok(ConnectionStatus {
+                    connection_id: id,
+                    replica: r.try_get(0).db()?,
+                    connected: r.try_get(1).db()?,
+                    last_error: r.try_get(2).db()?,
+                    forwarded: codec::uncounter(r.try_get(3).db()?),
+                    dropped: codec::uncounter(r.try_get(4).db()?),
+                    queued: codec::uncounter(r.try_get(5).db()?),
+                    updated_at: r.try_get(6).db()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        statuses.sort_by(|a, b| a.replica.cmp(&b.replica));
+        Ok(statuses)
+    }
+}
+
+#[async_trait::async_trait]
+impl StatusWriter for PgStore {
     async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()> {
         let client = self.client().await?;
         let stmt = client
@@ -515,34 +590,5 @@ impl Store for PgStore {
             Err(e) if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) => Ok(()),
             other => other.db().map(drop),
         }
-    }
-
-    async fn connection_status(&self, id: Uuid) -> Result<Vec<ConnectionStatus>> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT replica, connected, last_error, forwarded, dropped, queued, updated_at
-                 FROM connection_status WHERE connection_id = $1",
-            )
-            .await
-            .db()?;
-        let rows = client.query(&stmt, &[&id]).await.db()?;
-        let mut statuses = rows
-            .iter()
-            .map(|r| {
-                Ok(ConnectionStatus {
-                    connection_id: id,
-                    replica: r.try_get(0).db()?,
-                    connected: r.try_get(1).db()?,
-                    last_error: r.try_get(2).db()?,
-                    forwarded: codec::uncounter(r.try_get(3).db()?),
-                    dropped: codec::uncounter(r.try_get(4).db()?),
-                    queued: codec::uncounter(r.try_get(5).db()?),
-                    updated_at: r.try_get(6).db()?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        statuses.sort_by(|a, b| a.replica.cmp(&b.replica));
-        Ok(statuses)
     }
 }

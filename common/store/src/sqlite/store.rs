@@ -1,4 +1,4 @@
-//! The [`Store`] operations in SQLite's dialect.
+//! The [`crate::Store`] operations, role by role, in SQLite's dialect.
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use uuid::Uuid;
@@ -6,7 +6,11 @@ use zonecast_model::{CollidingDevice, Connection as MqttConnection, Mac, Setting
 
 use super::{Db, SqliteStore, is_foreign_key, is_unique};
 use crate::codec::{self, from_json, to_json};
-use crate::{Collision, ConnectionStatus, Result, Store, StoreError, StoredCertificate, StoredConnection};
+use crate::{
+    CertificateReader, CertificateWriter, Collision, CollisionReader, CollisionWriter, ConnectionReader,
+    ConnectionStatus, ConnectionWriter, Health, RadiusReader, RadiusWriter, Result, SettingReader, SettingWriter,
+    StatusReader, StatusWriter, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter,
+};
 
 /// UUIDs are stored as lower-case hyphenated text.
 fn id(u: &Uuid) -> String {
@@ -82,7 +86,7 @@ fn user_of_profile(conn: &Connection, profile: &Uuid) -> Result<Option<Uuid>> {
 }
 
 #[async_trait::async_trait]
-impl Store for SqliteStore {
+impl Health for SqliteStore {
     fn kind(&self) -> &'static str {
         "sqlite"
     }
@@ -90,7 +94,10 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<()> {
         self.run(|conn| conn.query_row("SELECT 1", [], |_| Ok(())).db()).await
     }
+}
 
+#[async_trait::async_trait]
+impl ZoneReader for SqliteStore {
     async fn list_zones(&self) -> Result<Vec<ZoneSpec>> {
         self.run(|conn| {
             let mut stmt = conn.prepare_cached("SELECT spec, version FROM zones ORDER BY seq").db()?;
@@ -136,7 +143,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl ZoneWriter for SqliteStore {
     async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()> {
         let zones = zones.to_vec();
         self.run(move |conn| {
@@ -211,6 +221,20 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            let cleared = collisions_of(&tx, Some(&zone))?;
+            tx.execute("DELETE FROM collisions WHERE zone_id = ?1", [id(&zone)]).db()?;
+            tx.commit().db()?;
+            Ok(cleared)
+        })
+        .await
+    }
+}
+
+#[async_trait::async_trait]
+impl CollisionReader for SqliteStore {
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
         self.run(move |conn| Ok(collisions_of(conn, Some(&zone))?.into_iter().map(CollidingDevice::from).collect()))
             .await
@@ -219,7 +243,10 @@ impl Store for SqliteStore {
     async fn all_collisions(&self) -> Result<Vec<Collision>> {
         self.run(|conn| collisions_of(conn, None)).await
     }
+}
 
+#[async_trait::async_trait]
+impl CollisionWriter for SqliteStore {
     async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
         let entered = codec::coalesce_entered(entered);
         let exited = exited.to_vec();
@@ -253,18 +280,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
-    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>> {
-        self.run(move |conn| {
-            let tx = write(conn)?;
-            let cleared = collisions_of(&tx, Some(&zone))?;
-            tx.execute("DELETE FROM collisions WHERE zone_id = ?1", [id(&zone)]).db()?;
-            tx.commit().db()?;
-            Ok(cleared)
-        })
-        .await
-    }
-
+#[async_trait::async_trait]
+impl SettingReader for SqliteStore {
     async fn list_settings(&self) -> Result<Vec<Setting>> {
         self.run(|conn| {
             let mut stmt = conn.prepare_cached("SELECT name, value, active FROM settings").db()?;
@@ -279,7 +298,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl SettingWriter for SqliteStore {
     async fn put_setting(&self, setting: &Setting) -> Result<()> {
         let s = *setting;
         self.run(move |conn| {
@@ -294,7 +316,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl RadiusReader for SqliteStore {
     async fn list_radii(&self) -> Result<Vec<(Mac, f64)>> {
         self.run(|conn| {
             let mut stmt = conn.prepare_cached("SELECT mac, radius FROM device_radii").db()?;
@@ -309,7 +334,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl RadiusWriter for SqliteStore {
     async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()> {
         let (set, remove) = codec::coalesce_radii(changes);
         self.run(move |conn| {
@@ -333,7 +361,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl ConnectionReader for SqliteStore {
     async fn list_connections(&self) -> Result<Vec<StoredConnection>> {
         self.run(|conn| {
             let mut stmt =
@@ -361,7 +392,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl ConnectionWriter for SqliteStore {
     async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()> {
         let c = c.clone();
         self.run(move |conn| {
@@ -436,7 +470,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl CertificateReader for SqliteStore {
     async fn list_certificates(&self) -> Result<Vec<(Uuid, String)>> {
         self.run(|conn| {
             let mut stmt = conn.prepare_cached("SELECT id, name FROM certificate_profiles ORDER BY seq").db()?;
@@ -463,7 +500,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait::async_trait]
+impl CertificateWriter for SqliteStore {
     async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()> {
         let c = c.clone();
         self.run(move |conn| {
@@ -508,36 +548,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
-    async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()> {
-        let s = s.clone();
-        self.run(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO connection_status
-                     (connection_id, replica, connected, last_error, forwarded, dropped, queued, updated_at_us)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM mqtt_connections WHERE id = ?1)
-                 ON CONFLICT (connection_id, replica) DO UPDATE SET
-                     connected = excluded.connected, last_error = excluded.last_error,
-                     forwarded = excluded.forwarded, dropped = excluded.dropped,
-                     queued = excluded.queued, updated_at_us = excluded.updated_at_us",
-            )
-            .db()?
-            .execute(params![
-                id(&s.connection_id),
-                s.replica,
-                s.connected,
-                s.last_error,
-                codec::counter(s.forwarded),
-                codec::counter(s.dropped),
-                codec::counter(s.queued),
-                s.updated_at.timestamp_micros()
-            ])
-            .db()
-            .map(drop)
-        })
-        .await
-    }
-
+#[async_trait::async_trait]
+impl StatusReader for SqliteStore {
     async fn connection_status(&self, c: Uuid) -> Result<Vec<ConnectionStatus>> {
         self.run(move |conn| {
             let mut stmt = conn
@@ -575,6 +589,38 @@ impl Store for SqliteStore {
                     })
                 })
                 .collect()
+        })
+        .await
+    }
+}
+
+#[async_trait::async_trait]
+impl StatusWriter for SqliteStore {
+    async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()> {
+        let s = s.clone();
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO connection_status
+                     (connection_id, replica, connected, last_error, forwarded, dropped, queued, updated_at_us)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM mqtt_connections WHERE id = ?1)
+                 ON CONFLICT (connection_id, replica) DO UPDATE SET
+                     connected = excluded.connected, last_error = excluded.last_error,
+                     forwarded = excluded.forwarded, dropped = excluded.dropped,
+                     queued = excluded.queued, updated_at_us = excluded.updated_at_us",
+            )
+            .db()?
+            .execute(params![
+                id(&s.connection_id),
+                s.replica,
+                s.connected,
+                s.last_error,
+                codec::counter(s.forwarded),
+                codec::counter(s.dropped),
+                codec::counter(s.queued),
+                s.updated_at.timestamp_micros()
+            ])
+            .db()
+            .map(drop)
         })
         .await
     }

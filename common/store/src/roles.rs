@@ -1,0 +1,161 @@
+//! The store's roles: one trait per concern and direction (zones read, zones written, …), each
+//! method in exactly one of them. The views services hold ([`crate::ApiStore`],
+//! [`crate::EvaluatorStore`], [`crate::ForwarderStore`]) and the whole [`crate::Store`] are
+//! unions of these. Batch writes are all-or-nothing: on any error nothing changes. Listings come
+//! in creation order unless a method says otherwise.
+
+use uuid::Uuid;
+use zonecast_model::{CollidingDevice, Mac, Setting, ZoneSpec};
+
+use crate::{Collision, ConnectionStatus, Result, StoredCertificate, StoredConnection};
+
+/// Which database answers, and whether it does.
+#[async_trait::async_trait]
+pub trait Health: Send + Sync + 'static {
+    /// `"postgres"` or `"sqlite"`.
+    fn kind(&self) -> &'static str;
+    /// Checks that the database answers (for `/healthz`).
+    async fn ping(&self) -> Result<()>;
+}
+
+/// Zones, read.
+#[async_trait::async_trait]
+pub trait ZoneReader: Send + Sync + 'static {
+    /// Every zone, in creation order.
+    async fn list_zones(&self) -> Result<Vec<ZoneSpec>>;
+    /// One zone; `NotFound { what: "zone" }`.
+    async fn get_zone(&self, id: Uuid) -> Result<ZoneSpec>;
+    /// The zones `ids`, in that order; the first missing one is `NotFound`.
+    async fn get_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
+    /// Those of the zones `ids` that exist, in any order (a missing one was deleted).
+    async fn find_zones(&self, ids: &[Uuid]) -> Result<Vec<ZoneSpec>>;
+}
+
+/// Zones, written: created, replaced, deleted and reset. Deleting or resetting a zone removes
+/// its collisions too.
+#[async_trait::async_trait]
+pub trait ZoneWriter: Send + Sync + 'static {
+    /// Inserts new zones in one transaction (listing order follows the slice). An id that
+    /// exists already is a `Backend` error and nothing is inserted.
+    async fn insert_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
+    /// Replaces zones by id in one transaction, each only if it is still at the `version` it
+    /// carries (the one it was read at), and raises each version by one. A missing id is
+    /// `NotFound`, a zone at another version `Conflict` (a concurrent write came first); either
+    /// way nothing changes. This is what makes a read-modify-write atomic: on `Conflict`, read
+    /// again and redo the change.
+    async fn update_zones(&self, zones: &[ZoneSpec]) -> Result<()>;
+    /// Deletes zones and their collisions in one transaction; a missing id is `NotFound` and
+    /// nothing changes.
+    async fn delete_zones(&self, ids: &[Uuid]) -> Result<()>;
+    /// Deletes one zone and its collisions if it is at `version`: `NotFound` if it is gone,
+    /// `Conflict` if it is at another version.
+    async fn delete_zone_at(&self, id: Uuid, version: u64) -> Result<()>;
+    /// Removes and returns the collisions of `zone` (zone reset); empty for an unknown zone.
+    async fn clear_collisions(&self, zone: Uuid) -> Result<Vec<Collision>>;
+}
+
+/// Current collisions, read.
+#[async_trait::async_trait]
+pub trait CollisionReader: Send + Sync + 'static {
+    /// Devices inside `zone` now with their stays, sorted by MAC; empty for an unknown zone.
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>>;
+    /// Every current collision, sorted by zone id and MAC.
+    async fn all_collisions(&self) -> Result<Vec<Collision>>;
+}
+
+/// Current collisions, recorded as devices enter and leave zones.
+#[async_trait::async_trait]
+pub trait CollisionWriter: Send + Sync + 'static {
+    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`. Entries
+    /// for zones that no longer exist are skipped. A pair in both lists ends up absent, so
+    /// callers coalesce the transitions of one (zone, MAC) before writing; within `entered`
+    /// the last row for a pair wins.
+    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()>;
+}
+
+/// Zone settings, read.
+#[async_trait::async_trait]
+pub trait SettingReader: Send + Sync + 'static {
+    /// The written settings, in `SettingName::ALL` order.
+    async fn list_settings(&self) -> Result<Vec<Setting>>;
+}
+
+/// Zone settings, written.
+#[async_trait::async_trait]
+pub trait SettingWriter: Send + Sync + 'static {
+    /// Writes one setting (upsert by name).
+    async fn put_setting(&self, setting: &Setting) -> Result<()>;
+}
+
+/// Device radii, read.
+#[async_trait::async_trait]
+pub trait RadiusReader: Send + Sync + 'static {
+    /// Devices with their own radius, sorted by MAC.
+    async fn list_radii(&self) -> Result<Vec<(Mac, f64)>>;
+}
+
+/// Device radii, written.
+#[async_trait::async_trait]
+pub trait RadiusWriter: Send + Sync + 'static {
+    /// Merges radii in one transaction: `Some` sets, `None` removes; the last change for a
+    /// MAC wins.
+    async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()>;
+}
+
+/// MQTT connections, read.
+#[async_trait::async_trait]
+pub trait ConnectionReader: Send + Sync + 'static {
+    /// Every MQTT connection, in creation order.
+    async fn list_connections(&self) -> Result<Vec<StoredConnection>>;
+    /// One connection; `NotFound { what: "connection" }`.
+    async fn get_connection(&self, id: Uuid) -> Result<StoredConnection>;
+}
+
+/// MQTT connections, written.
+#[async_trait::async_trait]
+pub trait ConnectionWriter: Send + Sync + 'static {
+    /// Inserts a connection unless `max` exist already (`Full`; counted and inserted in one
+    /// transaction that concurrent inserts wait for, so the bound holds); a missing certificate
+    /// profile is `Reference`.
+    async fn insert_connection(&self, c: &StoredConnection, max: usize) -> Result<()>;
+    /// Replaces a connection in one statement, its sealed password too unless `keep_password`
+    /// (then the password stored at the moment of the write stays, whatever a concurrent write
+    /// put there). Returns the connection as stored; `NotFound` or `Reference`.
+    async fn update_connection(&self, c: &StoredConnection, keep_password: bool) -> Result<StoredConnection>;
+    /// Deletes a connection and its status rows; `NotFound`.
+    async fn delete_connection(&self, id: Uuid) -> Result<()>;
+}
+
+/// Certificate profiles, read.
+#[async_trait::async_trait]
+pub trait CertificateReader: Send + Sync + 'static {
+    /// Every certificate profile's id and name, in creation order.
+    async fn list_certificates(&self) -> Result<Vec<(Uuid, String)>>;
+    /// One profile; `NotFound { what: "certificate profile" }`.
+    async fn get_certificate(&self, id: Uuid) -> Result<StoredCertificate>;
+}
+
+/// Certificate profiles, written.
+#[async_trait::async_trait]
+pub trait CertificateWriter: Send + Sync + 'static {
+    /// Inserts a profile.
+    async fn insert_certificate(&self, c: &StoredCertificate) -> Result<()>;
+    /// Replaces a profile's name and blob; `NotFound`.
+    async fn update_certificate(&self, c: &StoredCertificate) -> Result<()>;
+    /// Deletes a profile; `NotFound`, or `InUse` while a connection refers to it.
+    async fn delete_certificate(&self, id: Uuid) -> Result<()>;
+}
+
+/// Forwarder replicas' connection status, read.
+#[async_trait::async_trait]
+pub trait StatusReader: Send + Sync + 'static {
+    /// Every replica's status of connection `id`, sorted by replica; empty if none.
+    async fn connection_status(&self, id: Uuid) -> Result<Vec<ConnectionStatus>>;
+}
+
+/// Forwarder replicas' connection status, written.
+#[async_trait::async_trait]
+pub trait StatusWriter: Send + Sync + 'static {
+    /// Upserts a replica's status of a connection; ignored if the connection is gone.
+    async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()>;
+}
