@@ -198,7 +198,10 @@ impl Server {
             extra: Default::default(),
         };
         let subject = self.subjects.positions(update.mac.partition(self.config.bus.partitions), update.mac.as_str());
-        let payload = serde_json::to_vec(&update.to_event(self.config.site_id, chrono::Utc::now())).unwrap();
+        let now = chrono::Utc::now();
+        let payload =
+            serde_json::to_vec(&update.to_event(self.config.site_id, zonecast_model::EventId::generate(now), now))
+                .unwrap();
         self.bus.publish(subject, payload.into()).await.unwrap();
     }
 

@@ -11,7 +11,7 @@ use chrono::Utc;
 use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
-use zonecast_model::PositionUpdate;
+use zonecast_model::{AlarmKind, EventId, PositionUpdate, ZoneEventKind};
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::pki::{BUNDLE_PASSWORD, b64, client_bundles, pki};
 use zonecast_tests::{Mode, READ_KEY, Server, both_modes, eventually, next_matching, sphere};
@@ -74,7 +74,8 @@ async fn position(server: &Server, mac: &str, z: f64, seq: u64) {
         extra: [("Sequence".to_owned(), json!(seq))].into_iter().collect(),
     };
     let subject = server.subjects.positions(update.mac.partition(server.config.bus.partitions), update.mac.as_str());
-    let payload = serde_json::to_vec(&update.to_event(server.config.site_id, Utc::now())).unwrap();
+    let payload =
+        serde_json::to_vec(&update.to_event(server.config.site_id, EventId::generate(Utc::now()), Utc::now())).unwrap();
     server.bus.publish(subject, payload.into()).await.unwrap();
 }
 
@@ -342,11 +343,11 @@ async fn every_filter_form_routes_exactly_the_matching_events(mode: Mode) {
     position(&server, &one, 0.5, 1).await;
     position(&server, &two, 3.0, 2).await;
     let enter = json!({"ZoneID": zone, "ZoneName": "dock-a", "AlertLevel": 5, "Position": [0, 0, 10], "Sequence": 3});
-    event(&server, subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &one, enter).await;
+    event(&server, subjects.zone_event(&zone, ZoneEventKind::Enter), "ZONE", "ZONE_ENTER", &one, enter).await;
     let exit = json!({"ZoneID": zone, "ZoneName": "yard", "AlertLevel": 1, "Position": [0, 0, 2.5], "Sequence": 4});
-    event(&server, subjects.zone_event(&zone, "exit"), "ZONE", "ZONE_EXIT", &two, exit).await;
+    event(&server, subjects.zone_event(&zone, ZoneEventKind::Exit), "ZONE", "ZONE_EXIT", &two, exit).await;
     let alarm = json!({"ZoneID": zone, "ZoneName": "dock-a", "AlertLevel": 9, "Sequence": 5});
-    event(&server, subjects.alarm("site", &three), "ALARM", "SITE_ALARM", &three, alarm).await;
+    event(&server, subjects.alarm(AlarmKind::Site, &three), "ALARM", "SITE_ALARM", &three, alarm).await;
     position(&server, &two, 1.5, 6).await;
     // Published last and matched by the last topic, so once it is there everything is.
     position(&server, &last, 2.0, 7).await;
@@ -498,7 +499,8 @@ async fn positions_are_taken_from_the_bus_only_while_a_topic_wants_them(mode: Mo
 
     // Only zone events are wanted: a position published before an event is not forwarded.
     position(&server, &mac(7), 1.0, 1).await;
-    event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(2)).await;
+    event(&server, server.subjects.zone_event(&zone, ZoneEventKind::Enter), "ZONE", "ZONE_ENTER", &mac(7), enter(2))
+        .await;
     let got = sub.until(WAIT, |_, v| seq(v) == 2).await;
     assert_eq!(got.iter().map(|(t, v)| (t.as_str(), seq(v))).collect::<Vec<_>>(), vec![("zc/zones", 2)]);
 
@@ -509,8 +511,15 @@ async fn positions_are_taken_from_the_bus_only_while_a_topic_wants_them(mode: Mo
     loop {
         n += 1;
         position(&server, &mac(7), 1.0, n).await;
-        event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(n + 1000))
-            .await;
+        event(
+            &server,
+            server.subjects.zone_event(&zone, ZoneEventKind::Enter),
+            "ZONE",
+            "ZONE_ENTER",
+            &mac(7),
+            enter(n + 1000),
+        )
+        .await;
         let got = sub.until(WAIT, |_, v| seq(v) == n + 1000).await;
         if got.iter().any(|(t, v)| t == "zc/all" && seq(v) == n) {
             break;
@@ -528,8 +537,15 @@ async fn positions_are_taken_from_the_bus_only_while_a_topic_wants_them(mode: Mo
     loop {
         n += 1;
         position(&server, &mac(7), 1.0, n).await;
-        event(&server, server.subjects.zone_event(&zone, "enter"), "ZONE", "ZONE_ENTER", &mac(7), enter(n + 1000))
-            .await;
+        event(
+            &server,
+            server.subjects.zone_event(&zone, ZoneEventKind::Enter),
+            "ZONE",
+            "ZONE_ENTER",
+            &mac(7),
+            enter(n + 1000),
+        )
+        .await;
         let got = sub.until(WAIT, |_, v| seq(v) == n + 1000).await;
         if got.iter().all(|(t, _)| t == "zc/zones") {
             break;

@@ -1,4 +1,7 @@
-//! Every subject name and queue group of the system, built from one prefix.
+//! Every subject name and queue group of the system, built from one prefix and the typed
+//! event kinds of the model.
+
+use zonecast_model::{AlarmKind, Content, Event, ZoneEventKind};
 
 /// The prefix used when none is configured (`ZONECAST_SUBJECT_PREFIX`).
 pub const DEFAULT_PREFIX: &str = "zonecast";
@@ -11,8 +14,9 @@ pub const FORWARDERS: &str = "forwarders";
 
 /// Builds every subject name from a configurable prefix; no other crate writes subject literals.
 ///
-/// Arguments (MACs, zone IDs, kinds) are inserted as single tokens; the bus rejects a subject
-/// whose token is empty or holds whitespace or a wildcard when it is used.
+/// Arguments (MACs, zone IDs) are inserted as single tokens; the bus rejects a subject whose
+/// token is empty or holds whitespace or a wildcard when it is used. Kinds are the model's
+/// enums, written by their wire names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Subjects {
     prefix: String,
@@ -61,8 +65,8 @@ impl Subjects {
         format!("{}.positions.>", self.prefix)
     }
 
-    /// A zone event; `kind` is `enter`, `exit` or `info`: `<prefix>.events.zone.<zone_id>.<kind>`.
-    pub fn zone_event(&self, zone_id: &str, kind: &str) -> String {
+    /// A zone event: `<prefix>.events.zone.<zone_id>.<enter|exit|info>`.
+    pub fn zone_event(&self, zone_id: &str, kind: ZoneEventKind) -> String {
         format!("{}.events.zone.{zone_id}.{kind}", self.prefix)
     }
 
@@ -71,8 +75,9 @@ impl Subjects {
         format!("{}.events.zone.{zone_id}.>", self.prefix)
     }
 
-    /// An alarm event; `kind` is `site` or `device`: `<prefix>.events.alarm.<kind>.<mac>`.
-    pub fn alarm(&self, kind: &str, mac: &str) -> String {
+    /// An alarm event: `<prefix>.events.alarm.<site|device>.<mac>` (an entry whose alarm kind
+    /// is `log` raises no alarm event).
+    pub fn alarm(&self, kind: AlarmKind, mac: &str) -> String {
         format!("{}.events.alarm.{kind}.{mac}", self.prefix)
     }
 
@@ -86,6 +91,25 @@ impl Subjects {
         format!("{}.devices.{mac}.alarm", self.prefix)
     }
 
+    /// The subject `event` is published on, from its type and its zone or device: zone events,
+    /// alarms and device alarm commands. `None` for a position (its subject needs the partition
+    /// count: [`Subjects::positions`]) and for an event without the device its subject names.
+    pub fn of_event(&self, event: &Event) -> Option<String> {
+        let mac = event.source.mac.as_ref().map(|m| m.as_str());
+        let zone = |id: &uuid::Uuid, kind| {
+            self.zone_event(id.hyphenated().encode_upper(&mut uuid::Uuid::encode_buffer()), kind)
+        };
+        Some(match &event.content {
+            Content::LocationRawUpdate(_) => return None,
+            Content::ZoneEnter(c) => zone(&c.zone_id, ZoneEventKind::Enter),
+            Content::ZoneExit(c) => zone(&c.zone_id, ZoneEventKind::Exit),
+            Content::ZoneInfo(c) => zone(&c.zone_id, ZoneEventKind::Info),
+            Content::SiteAlarm(_) => self.alarm(AlarmKind::Site, mac?),
+            Content::DeviceAlarm(_) => self.alarm(AlarmKind::Device, mac?),
+            Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),
+        })
+    }
+
     /// Configuration change announcements: `<prefix>.config.changed`.
     pub fn config_changed(&self) -> String {
         format!("{}.config.changed", self.prefix)
@@ -96,6 +120,7 @@ impl Subjects {
 mod tests {
     use super::*;
     use crate::pattern::{Pattern, validate_pattern, validate_subject};
+    use ZoneEventKind::{Enter, Exit, Info};
 
     const MAC: &str = "00:AA:BB:CC:DD:EE";
 
@@ -112,9 +137,9 @@ mod tests {
         assert_eq!(s.positions(3, MAC), "zonecast.positions.3.00:AA:BB:CC:DD:EE");
         assert_eq!(s.positions_partition(3), "zonecast.positions.3.*");
         assert_eq!(s.positions_all(), "zonecast.positions.>");
-        assert_eq!(s.zone_event("42", "enter"), "zonecast.events.zone.42.enter");
+        assert_eq!(s.zone_event("42", Enter), "zonecast.events.zone.42.enter");
         assert_eq!(s.zone_events("42"), "zonecast.events.zone.42.>");
-        assert_eq!(s.alarm("device", MAC), "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE");
+        assert_eq!(s.alarm(AlarmKind::Device, MAC), "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE");
         assert_eq!(s.events_all(), "zonecast.events.>");
         assert_eq!(s.device_alarm_command(MAC), "zonecast.devices.00:AA:BB:CC:DD:EE.alarm");
         assert_eq!(s.config_changed(), "zonecast.config.changed");
@@ -136,8 +161,8 @@ mod tests {
         for subject in [
             s.ingest(),
             s.positions(0, MAC),
-            s.zone_event("7", "exit"),
-            s.alarm("site", MAC),
+            s.zone_event("7", Exit),
+            s.alarm(AlarmKind::Site, MAC),
             s.device_alarm_command(MAC),
             s.config_changed(),
         ] {
@@ -154,12 +179,36 @@ mod tests {
         assert!(matches(&s.positions_partition(3), &s.positions(3, MAC)));
         assert!(!matches(&s.positions_partition(3), &s.positions(13, MAC)));
         assert!(matches(&s.positions_all(), &s.positions(13, MAC)));
-        assert!(matches(&s.zone_events("7"), &s.zone_event("7", "info")));
-        assert!(!matches(&s.zone_events("7"), &s.zone_event("70", "info")));
-        assert!(matches(&s.events_all(), &s.zone_event("7", "enter")));
-        assert!(matches(&s.events_all(), &s.alarm("site", MAC)));
+        assert!(matches(&s.zone_events("7"), &s.zone_event("7", Info)));
+        assert!(!matches(&s.zone_events("7"), &s.zone_event("70", Info)));
+        assert!(matches(&s.events_all(), &s.zone_event("7", Enter)));
+        assert!(matches(&s.events_all(), &s.alarm(AlarmKind::Site, MAC)));
         assert!(!matches(&s.events_all(), &s.positions(1, MAC)));
         assert!(!matches(&s.events_all(), &s.device_alarm_command(MAC)));
         assert!(!matches(&s.events_all(), &s.config_changed()));
+    }
+
+    #[test]
+    fn an_event_is_published_on_the_subject_of_its_type_and_zone_or_device() {
+        use chrono::Utc;
+        use zonecast_model::{Alarm, EventId, EventSource, ZoneInfo};
+        let s = Subjects::default();
+        let zone_id = uuid::Uuid::from_u128(0xab);
+        let alarm = Alarm { zone_id, zone_name: "z".into(), alert_level: 9, collision_id: zone_id };
+        let event = |content| Event {
+            event_id: EventId::generate(Utc::now()),
+            timestamp: Utc::now(),
+            local_timestamp: Utc::now(),
+            source: EventSource { mac: Some(MAC.parse().unwrap()), gateway_uri: None, site_id: 1 },
+            content,
+        };
+        let info = ZoneInfo { zone_id, zone_name: "z".into(), message: "m".into(), collision_id: zone_id };
+        assert_eq!(
+            s.of_event(&event(Content::ZoneInfo(info))).unwrap(),
+            "zonecast.events.zone.00000000-0000-0000-0000-0000000000AB.info"
+        );
+        assert_eq!(s.of_event(&event(Content::SiteAlarm(alarm.clone()))).unwrap(), s.alarm(AlarmKind::Site, MAC));
+        assert_eq!(s.of_event(&event(Content::DeviceAlarm(alarm.clone()))).unwrap(), s.alarm(AlarmKind::Device, MAC));
+        assert_eq!(s.of_event(&event(Content::DeviceAlarmCommand(alarm))).unwrap(), s.device_alarm_command(MAC));
     }
 }

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::time::timeout;
 use zonecast_bus::{Bus, BusError, Encode, FORWARDERS, INGESTORS, InProcessBus, NatsBus, Subjects};
+use zonecast_model::{AlarmKind, ZoneEventKind};
 
 const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
 
@@ -113,13 +114,13 @@ async fn a_greater_than_matches_one_or_more_trailing_tokens(bus: Arc<dyn Bus>) {
     let mut all_events = bus.subscribe(&s.events_all()).await.expect("subscribe");
     let mut zone_7 = bus.subscribe(&s.zone_events("7")).await.expect("subscribe");
 
-    publish(&bus, s.zone_event("7", "enter"), "enter 7").await;
-    publish(&bus, s.zone_event("8", "enter"), "enter 8").await;
-    publish(&bus, s.alarm("device", MAC), "alarm").await;
+    publish(&bus, s.zone_event("7", ZoneEventKind::Enter), "enter 7").await;
+    publish(&bus, s.zone_event("8", ZoneEventKind::Enter), "enter 8").await;
+    publish(&bus, s.alarm(AlarmKind::Device, MAC), "alarm").await;
     publish(&bus, format!("{}.events", s.prefix()), "no trailing token").await;
     publish(&bus, s.positions(0, MAC), "not an event").await;
     publish(&bus, s.device_alarm_command(MAC), "not an event").await;
-    publish(&bus, s.zone_event("7", "exit"), "exit 7").await;
+    publish(&bus, s.zone_event("7", ZoneEventKind::Exit), "exit 7").await;
 
     let mut everything = Vec::new();
     for _ in 0..4 {
@@ -141,7 +142,7 @@ async fn a_queue_group_delivers_each_message_to_exactly_one_member(bus: Arc<dyn 
     let mut tap = bus.subscribe(&s.events_all()).await.expect("subscribe");
 
     for i in 0..N {
-        publish(&bus, s.zone_event("1", "enter"), &i.to_string()).await;
+        publish(&bus, s.zone_event("1", ZoneEventKind::Enter), &i.to_string()).await;
     }
 
     let mut seen = HashSet::new();

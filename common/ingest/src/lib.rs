@@ -4,9 +4,11 @@
 
 mod normalize;
 mod publish;
+mod rejection;
 
 pub use normalize::{Element, normalize, normalize_bytes};
 pub use publish::{AcceptError, PublishError, Publisher};
+pub use rejection::{Malformed, Problem, Rejection};
 pub use zonecast_model::PositionUpdate;
 
 /// What became of a payload: how many positions were published, and each rejected element
@@ -16,14 +18,14 @@ pub struct Outcome {
     /// Positions published.
     pub accepted: usize,
     /// `(index, reason)` of each rejected element.
-    pub rejected: Vec<(usize, String)>,
+    pub rejected: Vec<(usize, Rejection)>,
 }
 
 impl Outcome {
     /// The HTTP answer: `{"accepted": n, "rejected": [{"index", "message"}]}`.
     pub fn answer(&self) -> serde_json::Value {
         let rejected: Vec<serde_json::Value> =
-            self.rejected.iter().map(|(i, m)| serde_json::json!({"index": i, "message": m})).collect();
+            self.rejected.iter().map(|(i, m)| serde_json::json!({"index": i, "message": m.to_string()})).collect();
         serde_json::json!({"accepted": self.accepted, "rejected": rejected})
     }
 }

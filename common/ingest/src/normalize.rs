@@ -11,6 +11,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use zonecast_model::{Mac, PositionUpdate, parse_vec3};
 
+use crate::rejection::{Malformed, Problem, Rejection};
+
 /// One element of a payload: its index (in the top-level array, or in a batch's list) and
 /// the position or the reason it was rejected.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +20,7 @@ pub struct Element {
     /// Index of the element.
     pub index: usize,
     /// The position, or why not.
-    pub result: Result<PositionUpdate, String>,
+    pub result: Result<PositionUpdate, Rejection>,
 }
 
 /// The compact form exactly, borrowed from the input: the common case, read without building
@@ -68,14 +70,14 @@ fn fast(bytes: &[u8], now: DateTime<Utc>) -> Option<Vec<Element>> {
 /// bytes are not JSON, or JSON that is neither an object nor an array. An element that is JSON
 /// but does not read as a value (a number out of the range of a double, `1e400`) is rejected
 /// alone, naming where that number lies.
-pub fn normalize_bytes(bytes: &[u8], now: DateTime<Utc>) -> Result<Vec<Element>, String> {
+pub fn normalize_bytes(bytes: &[u8], now: DateTime<Utc>) -> Result<Vec<Element>, Malformed> {
     if let Some(out) = fast(bytes, now) {
         return Ok(out);
     }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => Ok(normalize(&v, now)),
-        Ok(_) => Err("body must be a JSON object or array".into()),
-        Err(e) => one_by_one(bytes, now).ok_or_else(|| format!("not valid JSON: {e}")),
+        Ok(_) => Err(Malformed::NotObjectOrArray),
+        Err(e) => one_by_one(bytes, now).ok_or_else(|| Malformed::NotJson(e.to_string())),
     }
 }
 
@@ -107,9 +109,11 @@ fn element(v: &Value, at: Option<usize>, now: DateTime<Utc>, out: &mut Vec<Eleme
 
 /// Item `j` of a batch's list: in a top-level array it shares the batch's index and its reason
 /// names its place in the list; in a single batch the list's index is the element's.
-fn listed(at: Option<usize>, j: usize, result: Result<PositionUpdate, String>) -> Element {
+fn listed(at: Option<usize>, j: usize, result: Result<PositionUpdate, Rejection>) -> Element {
     match at {
-        Some(index) => Element { index, result: result.map_err(|m| format!("Content[{j}]: {m}")) },
+        Some(index) => {
+            Element { index, result: result.map_err(|m| Rejection::InBatch { index: j, reason: Box::new(m) }) }
+        }
         None => Element { index: j, result },
     }
 }
@@ -194,12 +198,9 @@ fn batch_fields(raw: &RawValue) -> Option<BatchFields<'_>> {
 
 /// Why `raw` does not read: the path of the value the parser refused (`Content.Position[1]`)
 /// and the parser's reason (`number out of range`).
-fn unreadable(raw: &RawValue) -> String {
-    match locate(raw.get(), &[]) {
-        Ok(()) => "could not be read".to_owned(),
-        Err((path, reason)) if path.is_empty() => reason,
-        Err((path, reason)) => format!("{path}: {reason}"),
-    }
+fn unreadable(raw: &RawValue) -> Rejection {
+    let (path, reason) = locate(raw.get(), &[]).err().unwrap_or_default();
+    Rejection::Unreadable { path, reason }
 }
 
 /// Walks `text` value by value, skipping the arrays at `skip`, to the first value that does not
@@ -320,7 +321,7 @@ impl<'de> serde::de::Visitor<'de> for Locate<'_> {
 }
 
 /// The raw updates of a `LOCATION_BATCH_UPDATE`, `None` when `v` is not one.
-fn batch_list(v: &Value) -> Option<Result<&Vec<Value>, String>> {
+fn batch_list(v: &Value) -> Option<Result<&Vec<Value>, Rejection>> {
     if v.get("Type").and_then(Value::as_str) != Some("LOCATION_BATCH_UPDATE") {
         return None;
     }
@@ -328,66 +329,66 @@ fn batch_list(v: &Value) -> Option<Result<&Vec<Value>, String>> {
         Some(Value::Array(list)) => Ok(list),
         Some(Value::Object(o)) => match o.get("Updates") {
             Some(Value::Array(list)) => Ok(list),
-            _ => Err("Content: a LOCATION_BATCH_UPDATE holds a list of raw updates".to_owned()),
+            _ => Err(Rejection::BatchWithoutList),
         },
-        _ => Err("Content: a LOCATION_BATCH_UPDATE holds a list of raw updates".to_owned()),
+        _ => Err(Rejection::BatchWithoutList),
     })
 }
 
-fn timestamp(v: Option<&Value>, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+fn timestamp(v: Option<&Value>, now: DateTime<Utc>) -> Result<DateTime<Utc>, Rejection> {
     match v {
         None | Some(Value::Null) => Ok(now),
         Some(Value::String(s)) => DateTime::parse_from_rfc3339(s)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|_| format!("Timestamp: '{s}' is not an ISO 8601 time")),
-        Some(_) => Err("Timestamp: must be an ISO 8601 string".to_owned()),
+            .map_err(|_| Rejection::field("Timestamp", Problem::NotIsoTime(s.clone()))),
+        Some(_) => Err(Rejection::field("Timestamp", Problem::NotIsoString)),
     }
 }
 
-fn extras(fields: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+fn extras(fields: &Map<String, Value>) -> Result<Map<String, Value>, Rejection> {
     let mut extra = Map::new();
     if let Some(v) = fields.get("Velocity").filter(|v| !v.is_null()) {
-        parse_vec3(v).ok_or("Velocity: must be an array of three finite numbers")?;
+        parse_vec3(v).ok_or(Rejection::field("Velocity", Problem::NotThreeFinite))?;
         extra.insert("Velocity".into(), v.clone());
     }
     if let Some(v) = fields.get("Orientation").filter(|v| !v.is_null()) {
         let ok = v.as_array().is_some_and(|a| a.len() == 4 && a.iter().all(|x| x.as_f64().is_some_and(f64::is_finite)));
         if !ok {
-            return Err("Orientation: must be an array of four finite numbers (w, x, y, z)".into());
+            return Err(Rejection::field("Orientation", Problem::NotFourFinite));
         }
         extra.insert("Orientation".into(), v.clone());
     }
     if let Some(v) = fields.get("Sequence").filter(|v| !v.is_null()) {
         if v.as_u64().is_none() {
-            return Err("Sequence: must be a non-negative integer".into());
+            return Err(Rejection::field("Sequence", Problem::NotNonNegativeInteger));
         }
         extra.insert("Sequence".into(), v.clone());
     }
     Ok(extra)
 }
 
-fn mac(v: Option<&Value>, field: &str) -> Result<Mac, String> {
+fn mac(v: Option<&Value>, field: &'static str) -> Result<Mac, Rejection> {
     match v {
-        Some(Value::String(s)) => s.parse::<Mac>().map_err(|e| format!("{field}: {e}")),
-        Some(_) => Err(format!("{field}: must be a string")),
-        None => Err(format!("{field}: is required")),
+        Some(Value::String(s)) => s.parse::<Mac>().map_err(|e| Rejection::field(field, Problem::BadMac(e))),
+        Some(_) => Err(Rejection::field(field, Problem::NotAString)),
+        None => Err(Rejection::field(field, Problem::Required)),
     }
 }
 
-fn position(v: Option<&Value>, field: &str) -> Result<[f64; 3], String> {
-    v.and_then(parse_vec3).ok_or_else(|| format!("{field}: must be an array of three finite numbers"))
+fn position(v: Option<&Value>, field: &'static str) -> Result<[f64; 3], Rejection> {
+    v.and_then(parse_vec3).ok_or(Rejection::field(field, Problem::NotThreeFinite))
 }
 
 /// One raw update: an event or the compact form.
-fn one(v: &Value, now: DateTime<Utc>) -> Result<PositionUpdate, String> {
+fn one(v: &Value, now: DateTime<Utc>) -> Result<PositionUpdate, Rejection> {
     let Value::Object(fields) = v else {
-        return Err("must be a position object (a LOCATION_RAW_UPDATE event or {\"MAC\", \"Position\"})".into());
+        return Err(Rejection::NotAPosition);
     };
     match fields.get("Type").and_then(Value::as_str) {
         Some("LOCATION_RAW_UPDATE") => {
             let content = match fields.get("Content") {
                 Some(Value::Object(c)) => c,
-                _ => return Err("Content: must be an object with Position".into()),
+                _ => return Err(Rejection::ContentNotAnObject),
             };
             Ok(PositionUpdate {
                 mac: mac(v.pointer("/Source/MAC"), "Source.MAC")?,
@@ -397,9 +398,7 @@ fn one(v: &Value, now: DateTime<Utc>) -> Result<PositionUpdate, String> {
                 extra: extras(content)?,
             })
         }
-        Some(other) => {
-            Err(format!("Type: '{other}' is not a position event (LOCATION_RAW_UPDATE or LOCATION_BATCH_UPDATE)"))
-        }
+        Some(other) => Err(Rejection::NotAPositionType(other.to_owned())),
         None if fields.contains_key("MAC") => Ok(PositionUpdate {
             mac: mac(fields.get("MAC"), "MAC")?,
             position: position(fields.get("Position"), "Position")?,
@@ -407,7 +406,7 @@ fn one(v: &Value, now: DateTime<Utc>) -> Result<PositionUpdate, String> {
             gateway_uri: fields.get("GatewayURI").and_then(Value::as_str).map(str::to_owned),
             extra: extras(fields)?,
         }),
-        None => Err("must be a position object (a LOCATION_RAW_UPDATE event or {\"MAC\", \"Position\"})".into()),
+        None => Err(Rejection::NotAPosition),
     }
 }
 
@@ -468,18 +467,21 @@ mod tests {
             {"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "00:00:00:00:00:02", "Position": [1, 1, 1]}, {"MAC": 5}]},
         ]);
         let results = normalize(&payload, now());
-        let rejected: Vec<(usize, String)> =
+        let rejected: Vec<(usize, Rejection)> =
             results.iter().filter_map(|e| e.result.clone().err().map(|m| (e.index, m))).collect();
+        let messages: Vec<String> = rejected.iter().map(|(_, m)| m.to_string()).collect();
         assert_eq!(results.iter().filter(|e| e.result.is_ok()).count(), 2);
         let indexes: Vec<usize> = rejected.iter().map(|(i, _)| *i).collect();
         assert_eq!(indexes, [1, 2, 3, 4, 5, 6, 7, 8]);
-        assert!(rejected[0].1.starts_with("MAC: 'nope' is not a MAC address"), "{}", rejected[0].1);
-        assert_eq!(rejected[1].1, "Position: must be an array of three finite numbers");
-        assert_eq!(rejected[3].1, "Timestamp: 'soon' is not an ISO 8601 time");
-        assert!(rejected[4].1.starts_with("Type: 'ZONE_ENTER' is not a position event"));
-        assert_eq!(rejected[7].1, "Content[1]: MAC: must be a string");
+        assert!(messages[0].starts_with("MAC: 'nope' is not a MAC address"), "{}", messages[0]);
+        assert_eq!(messages[1], "Position: must be an array of three finite numbers");
+        assert_eq!(rejected[1].1, Rejection::field("Position", Problem::NotThreeFinite));
+        assert_eq!(messages[3], "Timestamp: 'soon' is not an ISO 8601 time");
+        assert!(messages[4].starts_with("Type: 'ZONE_ENTER' is not a position event"));
+        assert_eq!(messages[5], "must be a position object (a LOCATION_RAW_UPDATE event or {\"MAC\", \"Position\"})");
+        assert_eq!(messages[7], "Content[1]: MAC: must be a string");
         let outcome = crate::Outcome { accepted: 2, rejected: rejected.clone() };
-        assert_eq!(outcome.answer()["rejected"][0], json!({"index": 1, "message": rejected[0].1}));
+        assert_eq!(outcome.answer()["rejected"][0], json!({"index": 1, "message": messages[0]}));
     }
 
     #[test]
@@ -493,8 +495,8 @@ mod tests {
             let bytes = serde_json::to_vec(&p).unwrap();
             assert_eq!(normalize_bytes(&bytes, now()).unwrap(), normalize(&p, now()), "{p}");
         }
-        assert!(normalize_bytes(b"{\"MAC\":", now()).unwrap_err().starts_with("not valid JSON"));
-        assert_eq!(normalize_bytes(b"42", now()).unwrap_err(), "body must be a JSON object or array");
+        assert!(normalize_bytes(b"{\"MAC\":", now()).unwrap_err().to_string().starts_with("not valid JSON"));
+        assert_eq!(normalize_bytes(b"42", now()).unwrap_err().to_string(), "body must be a JSON object or array");
     }
 
     /// `(index, result)` of each element of `text`, read from its bytes; messages of rejects.
@@ -502,7 +504,7 @@ mod tests {
         normalize_bytes(text.as_bytes(), now())
             .unwrap()
             .into_iter()
-            .map(|e| (e.index, e.result.map(|p| p.mac.as_str().to_owned())))
+            .map(|e| (e.index, e.result.map(|p| p.mac.as_str().to_owned()).map_err(|r| r.to_string())))
             .collect()
     }
 
@@ -650,7 +652,7 @@ mod tests {
         for text in
             ["[{\"MAC\": \"00:00:00:00:00:01\", \"Position\": [0, 0, 1e400]}", "1e400", "[1e400,]", "{\"a\": 1e400} x"]
         {
-            let reason = normalize_bytes(text.as_bytes(), now()).unwrap_err();
+            let reason = normalize_bytes(text.as_bytes(), now()).unwrap_err().to_string();
             assert!(reason.starts_with("not valid JSON"), "{text}: {reason}");
         }
         assert!(normalize_bytes(b"[1e400, \xff]", now()).is_err());

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use zonecast_bus::{Bus, BusError, Encode, Subjects};
-use zonecast_model::{PositionFix, PositionUpdate};
+use zonecast_model::{EventId, PositionFix, PositionUpdate};
 
 /// Why positions were not published.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +23,7 @@ pub enum PublishError {
 pub enum AcceptError {
     /// Not JSON, or not an object or array (HTTP 400).
     #[error("request body is {0}")]
-    Malformed(String),
+    Malformed(crate::Malformed),
     /// The positions could not be published (HTTP 503).
     #[error(transparent)]
     Publish(#[from] PublishError),
@@ -93,7 +93,14 @@ impl Publisher {
                     .1
                     .clone(),
             };
-            let event = Published { fix: update.fix(), update, site_id: self.site_id, timestamp, local: local.clone() };
+            let event = Published {
+                fix: update.fix(),
+                update,
+                event_id: EventId::generate(now),
+                site_id: self.site_id,
+                timestamp,
+                local: local.clone(),
+            };
             if self.bus.hands_over_decoded() {
                 // In one process the evaluator takes the fix as it is, and the bytes are written
                 // only if a subscriber reads them.
@@ -113,6 +120,8 @@ impl Publisher {
 struct Published {
     fix: PositionFix,
     update: PositionUpdate,
+    /// Drawn when the position is published, so every copy of its event carries the same.
+    event_id: EventId,
     site_id: i64,
     /// The update's Timestamp and the LocalTimestamp, formatted (shared across a batch).
     timestamp: Arc<str>,
@@ -125,6 +134,6 @@ impl Encode for Published {
     }
 
     fn encode(&self) -> Bytes {
-        self.update.event_bytes(self.site_id, &self.timestamp, &self.local).into()
+        self.update.event_bytes(self.site_id, self.event_id, &self.timestamp, &self.local).into()
     }
 }

@@ -1,9 +1,10 @@
 //! Domain model of zonecast: validated zones, settings, radii, MQTT connections, certificate
-//! profiles and the event envelope. JSON becomes these types at the edge; nothing past the edge
+//! profiles, the typed event contract and current collisions. JSON becomes these types at the edge; nothing past the edge
 //! sees unvalidated input.
 
 mod action;
 mod certificate;
+mod collision;
 mod connection;
 mod event;
 mod fields;
@@ -18,11 +19,16 @@ mod zone_input;
 
 pub use action::{ActionTrigger, ZoneAction};
 pub use certificate::CertificateProfileInput;
+pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, Topic};
-pub use event::{ConfigChanged, ConfigKind, Envelope, EventSource, format_timestamp};
+pub use event::{
+    Alarm, AlarmKind, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory, EventId, EventSource,
+    EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo,
+    format_timestamp,
+};
 pub use invalid::Invalid;
 pub use mac::Mac;
-pub use position::{PASSTHROUGH_FIELDS, POSITION_CATEGORY, POSITION_TYPE, PositionFix, PositionUpdate, parse_vec3};
+pub use position::{PASSTHROUGH_FIELDS, PositionFix, PositionUpdate, parse_vec3};
 pub use radius::{MAX_RADIUS, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingName, SettingValue, Settings};

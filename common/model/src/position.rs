@@ -1,14 +1,12 @@
 //! Normalised positions: the `LOCATION_RAW_UPDATE` event on `<prefix>.positions.<P>.<MAC>`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::{Envelope, EventSource, Mac, format_timestamp};
+use crate::{Content, Event, EventCategory, EventId, EventSource, EventType, LocationRawUpdate, Mac};
 
-/// `Category` of a position update.
-pub const POSITION_CATEGORY: &str = "LOCATION";
-/// `Type` of a position update.
-pub const POSITION_TYPE: &str = "LOCATION_RAW_UPDATE";
+/// `Type` of a position update, as written.
+const POSITION_TYPE: &str = EventType::LocationRawUpdate.as_str();
 
 /// One device position, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,8 +135,8 @@ impl PositionUpdate {
 
     /// The normalised event as JSON bytes, without building an intermediate value: `timestamp`
     /// is this update's formatted Timestamp, `local` the formatted LocalTimestamp (callers cache
-    /// both across a batch).
-    pub fn event_bytes(&self, site_id: i64, timestamp: &str, local: &str) -> Vec<u8> {
+    /// both across a batch). The bytes are those of [`PositionUpdate::to_event`].
+    pub fn event_bytes(&self, site_id: i64, event_id: EventId, timestamp: &str, local: &str) -> Vec<u8> {
         #[derive(serde::Serialize)]
         struct Source<'a> {
             #[serde(rename = "MAC")]
@@ -157,18 +155,21 @@ impl PositionUpdate {
         }
         #[derive(serde::Serialize)]
         #[serde(rename_all = "PascalCase")]
-        struct Event<'a> {
-            category: &'static str,
+        struct Wire<'a> {
+            category: EventCategory,
             #[serde(rename = "Type")]
-            kind: &'static str,
+            kind: EventType,
+            #[serde(rename = "EventID")]
+            event_id: EventId,
             timestamp: &'a str,
             local_timestamp: &'a str,
             source: Source<'a>,
             content: Content<'a>,
         }
-        let event = Event {
-            category: POSITION_CATEGORY,
-            kind: POSITION_TYPE,
+        let event = Wire {
+            category: EventCategory::Location,
+            kind: EventType::LocationRawUpdate,
+            event_id,
             timestamp,
             local_timestamp: local,
             source: Source { mac: self.mac.as_str(), gateway_uri: self.gateway_uri.as_deref(), site_id },
@@ -178,26 +179,31 @@ impl PositionUpdate {
         serde_json::to_vec(&event).unwrap_or_default()
     }
 
-    /// The normalised event, produced at `now` on site `site_id`.
-    pub fn to_event(&self, site_id: i64, now: DateTime<Utc>) -> Envelope {
-        let mut content = json!({"Position": self.position});
-        if let Value::Object(map) = &mut content {
-            map.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        Envelope {
-            category: POSITION_CATEGORY.into(),
-            kind: POSITION_TYPE.into(),
-            timestamp: format_timestamp(&self.timestamp),
-            local_timestamp: format_timestamp(&now),
-            source: EventSource { mac: Some(self.mac.to_string()), gateway_uri: self.gateway_uri.clone(), site_id },
-            content,
+    /// The normalised event `event_id`, produced at `now` on site `site_id`.
+    pub fn to_event(&self, site_id: i64, event_id: EventId, now: DateTime<Utc>) -> Event {
+        Event {
+            event_id,
+            timestamp: self.timestamp,
+            local_timestamp: now,
+            source: EventSource { mac: Some(self.mac.clone()), gateway_uri: self.gateway_uri.clone(), site_id },
+            content: Content::LocationRawUpdate(LocationRawUpdate {
+                position: self.position,
+                extra: self.extra.clone(),
+            }),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::format_timestamp;
+
+    fn id() -> EventId {
+        EventId::generate(Utc::now())
+    }
 
     #[test]
     fn events_round_trip() {
@@ -208,15 +214,21 @@ mod tests {
             gateway_uri: None,
             extra: [("Sequence".to_owned(), json!(7))].into_iter().collect(),
         };
-        let v = serde_json::to_value(p.to_event(501, Utc::now())).unwrap();
+        let event_id = id();
+        let v = serde_json::to_value(p.to_event(501, event_id, Utc::now())).unwrap();
         assert_eq!(v["Content"]["Sequence"], 7);
         assert_eq!(v["Source"]["SiteID"], 501);
         assert_eq!(PositionUpdate::from_event(&v).unwrap(), p);
         let now = Utc::now();
-        let direct: Value =
-            serde_json::from_slice(&p.event_bytes(501, &format_timestamp(&p.timestamp), &format_timestamp(&now)))
-                .unwrap();
-        assert_eq!(direct, serde_json::to_value(p.to_event(501, now)).unwrap(), "both encodings agree");
+        let direct: Value = serde_json::from_slice(&p.event_bytes(
+            501,
+            event_id,
+            &format_timestamp(&p.timestamp),
+            &format_timestamp(&now),
+        ))
+        .unwrap();
+        assert_eq!(direct, serde_json::to_value(p.to_event(501, event_id, now)).unwrap(), "both encodings agree");
+        assert_eq!(direct["EventID"], event_id.to_string());
     }
 
     #[test]
@@ -228,7 +240,7 @@ mod tests {
             gateway_uri: Some("gw".into()),
             extra: [("Sequence".to_owned(), json!(7))].into_iter().collect(),
         };
-        let bytes = serde_json::to_vec(&p.to_event(1, Utc::now())).unwrap();
+        let bytes = serde_json::to_vec(&p.to_event(1, id(), Utc::now())).unwrap();
         let fix = PositionFix::from_event_bytes(&bytes).unwrap();
         assert_eq!((fix.mac, fix.position, fix.timestamp), (p.mac, p.position, p.timestamp));
         let bad = br#"{"Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00Z", "Source": {"MAC": "00:AA:BB:CC:DD:EE"}, "Content": {"Position": [1, 2]}}"#;
@@ -248,7 +260,7 @@ mod tests {
             gateway_uri: None,
             extra: serde_json::Map::new(),
         };
-        let bytes = p.event_bytes(1, &format_timestamp(&p.timestamp), &format_timestamp(&Utc::now()));
+        let bytes = p.event_bytes(1, id(), &format_timestamp(&p.timestamp), &format_timestamp(&Utc::now()));
         assert_eq!(p.fix(), PositionFix::from_event_bytes(&bytes).unwrap());
         assert_ne!(p.fix().timestamp, p.timestamp, "sub-millisecond digits are not carried");
     }

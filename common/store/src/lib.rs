@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, Connection, Mac};
+use zonecast_model::Connection;
 
 pub use error::{Result, StoreError};
 pub use postgres::PgStore;
@@ -27,28 +27,11 @@ pub use roles::{
     RadiusReader, RadiusWriter, SettingReader, SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter,
 };
 pub use sqlite::SqliteStore;
+/// The collision record belongs to the model; the store keeps it.
+pub use zonecast_model::Collision;
 
 /// Pool size [`open`] gives a [`PgStore`].
 pub const DEFAULT_POOL_SIZE: usize = 8;
-
-/// One device inside one zone now. Times are kept to the microsecond.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Collision {
-    /// The zone.
-    pub zone_id: Uuid,
-    /// The device.
-    pub mac: Mac,
-    /// Identity of this stay, from its `ZONE_ENTER` event.
-    pub collision_id: Uuid,
-    /// When the device entered.
-    pub entry_time: DateTime<Utc>,
-}
-
-impl From<Collision> for CollidingDevice {
-    fn from(c: Collision) -> Self {
-        Self { collision_id: c.collision_id, mac: c.mac, entry_time: c.entry_time }
-    }
-}
 
 /// An MQTT connection as stored: the model value and its password, encrypted by the caller.
 /// Read back, `connection.has_password` says whether `password_sealed` is set.

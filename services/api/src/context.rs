@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use zonecast_bus::{Bus, Subjects};
-use zonecast_model::{ConfigChanged, ConfigKind};
+use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
 use zonecast_runtime::ops::Health;
 use zonecast_runtime::{ApiConfig, Auth, Keys};
 use zonecast_store::ApiStore;
@@ -67,8 +67,8 @@ impl Context {
     /// Publishes `<prefix>.config.changed`. The write it announces is already committed, so a
     /// bus failure does not fail the request: it is logged and counted, and services also
     /// reload on reconnect.
-    pub async fn announce(&self, kind: ConfigKind, ids: Vec<String>, operation: Option<&str>) {
-        let change = ConfigChanged { kind, ids, operation: operation.map(str::to_owned) };
+    pub async fn announce(&self, kind: ConfigKind, ids: Vec<String>, operation: Option<ConfigOperation>) {
+        let change = ConfigChanged { kind, ids, operation };
         let payload = match serde_json::to_vec(&change) {
             Ok(p) => p,
             Err(e) => {

@@ -12,10 +12,9 @@ use std::time::Duration;
 use chrono::Utc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use zonecast_bus::Subjects;
 use zonecast_evaluator::catalog::Catalog;
 use zonecast_evaluator::{Engine, Ownership};
-use zonecast_model::{Mac, ZoneInput};
+use zonecast_model::{IdSource, Mac, ZoneInput};
 
 /// Resident memory of this process in bytes (Linux), for memory per zone and per device.
 fn rss() -> usize {
@@ -86,7 +85,7 @@ fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
         );
     }
     let catalog = Catalog::build(specs, &[], Vec::new());
-    let mut e = Engine::new(catalog, Subjects::new("zc"), 1, Ownership { count: 16, lo: 0, hi: 15 });
+    let mut e = Engine::new(catalog, 1, Ownership { count: 16, lo: 0, hi: 15 }, IdSource::seeded(7));
     // Mobile zones wander: give each source a position so its zone is placed.
     let mut out = Vec::new();
     for i in 0..mobile_zones {

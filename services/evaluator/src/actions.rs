@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
-use zonecast_model::Envelope;
+use zonecast_model::Event;
 
 /// One request to send.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub struct Request {
     /// Extra headers.
     pub headers: Vec<(String, String)>,
     /// The event, sent as the JSON body.
-    pub event: Envelope,
+    pub event: Event,
 }
 
 const QUEUE: usize = 10_000;

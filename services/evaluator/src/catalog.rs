@@ -7,7 +7,7 @@ use foldhash::{HashMap, HashMapExt};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_geometry::{Region, Scene, Vec3};
-use zonecast_model::{Mac, SettingName, Settings, ZoneSpec};
+use zonecast_model::{AlarmKind, Mac, SettingName, Settings, ZoneSpec};
 
 /// One zone, ready for evaluation.
 #[derive(Debug, Clone)]
@@ -18,8 +18,6 @@ pub struct Zone {
     pub region: Region,
     /// Centre of the configured region: a mobile zone is offset by `source − centre`.
     pub centre: Vec3,
-    /// Upper-case zone ID, for subjects and events.
-    pub id_text: String,
 }
 
 impl Zone {
@@ -37,21 +35,31 @@ impl Zone {
     }
 }
 
-/// `spec` ready for evaluation; `None` (with a warning) when its geometry no longer validates
-/// (it was validated on write, so only after a rule change).
-fn prepare(spec: ZoneSpec) -> Option<Zone> {
+/// A stored zone left out of a catalog because its geometry no longer validates (it was
+/// validated on write, so only after a rule change); the shell logs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    /// The zone.
+    pub zone: Uuid,
+    /// What the geometry rules say.
+    pub reason: String,
+}
+
+/// `spec` ready for evaluation, or why not.
+fn prepare(spec: ZoneSpec) -> Result<Zone, Skipped> {
     match zonecast_geometry::validate(spec.geometry_type, &spec.geometry_data) {
         Ok(shape) => {
             let region = Region::new(&shape);
             let centre = region.centre();
-            let id_text = zonecast_model::format_id(&spec.id);
-            Some(Zone { spec, region, centre, id_text })
+            Ok(Zone { spec, region, centre })
         }
-        Err(e) => {
-            tracing::warn!(zone = %spec.id, error = %e, "zone skipped: geometry does not validate");
-            None
-        }
+        Err(e) => Err(Skipped { zone: spec.id, reason: e.to_string() }),
     }
+}
+
+/// The zones of `specs` that prepare, and the others in `skipped`.
+fn prepare_all(specs: Vec<ZoneSpec>, skipped: &mut Vec<Skipped>) -> Vec<Zone> {
+    specs.into_iter().filter_map(|spec| prepare(spec).map_err(|s| skipped.push(s)).ok()).collect()
 }
 
 /// All zones, the scene over them, settings and radii.
@@ -80,14 +88,19 @@ pub struct Catalog {
     pub device_timeout: Option<chrono::Duration>,
     /// Largest device radius, for query margins.
     pub max_radius: f64,
+    /// Zones of the last build or patch left out (see [`Skipped`]).
+    pub skipped: Vec<Skipped>,
 }
 
 impl Catalog {
-    /// Compiles the stored configuration. Zones whose geometry no longer validates are skipped
-    /// with a warning.
+    /// Compiles the stored configuration. Zones whose geometry no longer validates are left
+    /// out and listed in `skipped`.
     pub fn build(specs: Vec<ZoneSpec>, written: &[zonecast_model::Setting], radii: Vec<(Mac, f64)>) -> Self {
-        let zones = specs.into_iter().filter_map(prepare).collect();
-        Self::of_zones(zones).with_parameters(Settings::from_written(written), radii)
+        let mut skipped = Vec::new();
+        let zones = prepare_all(specs, &mut skipped);
+        let mut catalog = Self::of_zones(zones).with_parameters(Settings::from_written(written), radii);
+        catalog.skipped = skipped;
+        catalog
     }
 
     /// This catalog with the zones `touched` replaced by `changed` (those of them that still
@@ -95,7 +108,9 @@ impl Catalog {
     /// zone writes changes, without reading or preparing any other zone again. Replaced zones
     /// keep their place; new ones come last. Settings and radii stay.
     pub fn patched(&self, changed: Vec<ZoneSpec>, touched: &foldhash::HashSet<Uuid>) -> Self {
-        let mut fresh: HashMap<Uuid, Zone> = changed.into_iter().filter_map(prepare).map(|z| (z.spec.id, z)).collect();
+        let mut skipped = Vec::new();
+        let mut fresh: HashMap<Uuid, Zone> =
+            prepare_all(changed, &mut skipped).into_iter().map(|z| (z.spec.id, z)).collect();
         let mut zones: Vec<Zone> = Vec::with_capacity(self.zones.len() + fresh.len());
         for z in &self.zones {
             if !touched.contains(&z.spec.id) {
@@ -116,6 +131,7 @@ impl Catalog {
         patched.entry_delay = self.entry_delay;
         patched.exit_delay = self.exit_delay;
         patched.device_timeout = self.device_timeout;
+        patched.skipped = skipped;
         patched
     }
 
@@ -148,6 +164,7 @@ impl Catalog {
             radii: HashMap::new(),
             default_radius: 0.0,
             max_radius: 0.0,
+            skipped: Vec::new(),
         }
     }
 
@@ -186,14 +203,14 @@ impl Catalog {
 
     /// Alarm kind of an entry into a zone of `alert_level`: `site` from SiteAlarmMinLevel,
     /// else `device` from DeviceAlarmMinLevel, else `log`.
-    pub fn alarm_kind(&self, alert_level: u64) -> &'static str {
+    pub fn alarm_kind(&self, alert_level: u64) -> AlarmKind {
         let level = alert_level as f64;
         if level >= self.settings.get(SettingName::SiteAlarmMinLevel) {
-            "site"
+            AlarmKind::Site
         } else if level >= self.settings.get(SettingName::DeviceAlarmMinLevel) {
-            "device"
+            AlarmKind::Device
         } else {
-            "log"
+            AlarmKind::Log
         }
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use uuid::Uuid;
-use zonecast_model::Mac;
-use zonecast_store::{Collision, CollisionWriter};
+use zonecast_model::{Collision, Mac};
+use zonecast_store::CollisionWriter;
 
 /// One change of the current collisions.
 #[derive(Debug)]

@@ -17,14 +17,14 @@ use futures::StreamExt;
 use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
-use zonecast_model::{ConfigChanged, ConfigKind, Mac, PositionFix, Settings};
+use zonecast_model::{ConfigChanged, ConfigKind, Content, IdSource, Mac, PositionFix, Settings};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{EvaluatorConfig, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
 use crate::catalog::Catalog;
-pub use crate::engine::{Engine, Output, Ownership, Reason};
+pub use crate::engine::{Engine, Output, Ownership};
 
 /// What the evaluator runs on.
 #[derive(Clone)]
@@ -53,6 +53,13 @@ async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, zonecast_st
     let settings = store.list_settings().await?;
     let radii = store.list_radii().await?;
     Ok(Catalog::build(zones, &settings, radii))
+}
+
+/// Logs the zones a catalog had to leave out.
+fn log_skipped(catalog: &Catalog) {
+    for s in &catalog.skipped {
+        tracing::warn!(zone = %s.zone, error = %s.reason, "zone skipped: geometry does not validate");
+    }
 }
 
 /// The settings in force and the device radii, for a change that touches no zone.
@@ -133,7 +140,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let catalog = load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
-    let mut engine = Engine::new(catalog, deps.subjects.clone(), deps.site_id, deps.ownership);
+    log_skipped(&catalog);
+    let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
     let mut positions = SelectAll::new();
     for p in deps.ownership.lo..=deps.ownership.hi {
         positions.push(deps.bus.subscribe_decoded(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
@@ -145,6 +153,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
     let mut shell = Shell {
         bus: deps.bus.clone(),
+        subjects: deps.subjects.clone(),
         collisions: collision_tx,
         http: http_tx,
         publish_log: RateLimited::new(Duration::from_secs(10)),
@@ -191,10 +200,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                                     let ids: Vec<uuid::Uuid> = touched.iter().copied().collect();
                                     deps.store.find_zones(&ids).await.map(|changed| {
                                         engine.apply_zones(changed, &touched, &changes, Utc::now(), &mut out);
+                                        log_skipped(engine.catalog());
                                         metrics::counter!("zonecast_evaluator_zone_patches_total").increment(1);
                                     })
                                 }
                                 None => load_catalog(deps.store.as_ref()).await.map(|catalog| {
+                                    log_skipped(&catalog);
                                     engine.reload(catalog, &changes, Utc::now(), &mut out);
                                     metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
                                 }),
@@ -271,6 +282,7 @@ fn fix_of(message: &Message) -> Result<PositionFix, String> {
 /// Where the engine's outputs go.
 struct Shell {
     bus: Arc<dyn Bus>,
+    subjects: Subjects,
     collisions: mpsc::UnboundedSender<collisions::Change>,
     http: mpsc::Sender<actions::Request>,
     publish_log: RateLimited,
@@ -330,8 +342,14 @@ impl Shell {
     async fn emit(&mut self, out: &mut Vec<Output>) {
         for output in out.drain(..) {
             match output {
-                Output::Publish { subject, event } => {
-                    metrics::counter!("zonecast_evaluator_events_total", "type" => event.kind.clone()).increment(1);
+                Output::Publish(event) => {
+                    let kind = event.kind();
+                    metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()).increment(1);
+                    log_event(&event);
+                    let Some(subject) = self.subjects.of_event(&event) else {
+                        tracing::error!(r#type = kind.as_str(), "event without a subject not published");
+                        continue;
+                    };
                     let payload = match serde_json::to_vec(&event) {
                         Ok(p) => p,
                         Err(e) => {
@@ -357,11 +375,28 @@ impl Shell {
                         metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
                     }
                 }
-                Output::Log { zone, mac, message } => {
-                    tracing::info!(target: "zonecast::zone_info", zone = %zone, mac = %mac, "{message}");
-                }
             }
         }
+    }
+}
+
+/// The log lines of an event: every entry (target `zonecast::entry`) and the message of every
+/// info event (target `zonecast::zone_info`).
+fn log_event(event: &zonecast_model::Event) {
+    let mac = event.source.mac.as_ref().map_or("", |m| m.as_str());
+    match &event.content {
+        Content::ZoneEnter(c) => tracing::info!(
+            target: "zonecast::entry",
+            zone = %zonecast_model::format_id(&c.zone_id),
+            name = %c.zone_name,
+            mac = %mac,
+            alarm = c.alarm.as_str(),
+            "zone entered"
+        ),
+        Content::ZoneInfo(c) => {
+            tracing::info!(target: "zonecast::zone_info", zone = %c.zone_name, mac = %mac, "{}", c.message);
+        }
+        _ => {}
     }
 }
 

@@ -7,8 +7,10 @@ use uuid::Uuid;
 use zonecast_bus::Subjects;
 use zonecast_evaluator::catalog::Catalog;
 use zonecast_evaluator::{Engine, Output, Ownership};
-use zonecast_model::{ConfigChanged, ConfigKind, Mac, Setting, SettingName, ZoneInput, ZoneSpec};
-use zonecast_store::Collision;
+use zonecast_model::{
+    Collision, ConfigChanged, ConfigKind, ConfigOperation, EventType, IdSource, Mac, Setting, SettingName, ZoneInput,
+    ZoneSpec,
+};
 
 const ALL: Ownership = Ownership { count: 16, lo: 0, hi: 15 };
 
@@ -37,14 +39,18 @@ fn setting(name: SettingName, value: f64) -> Setting {
 }
 
 fn engine(zones: Vec<ZoneSpec>, settings: &[Setting], radii: Vec<(Mac, f64)>) -> Engine {
-    Engine::new(Catalog::build(zones, settings, radii), Subjects::new("zc"), 501, ALL)
+    Engine::new(Catalog::build(zones, settings, radii), 501, ALL, IdSource::seeded(1))
 }
 
 /// The published events as (Type, subject, Content).
 fn events(out: &[Output]) -> Vec<(String, String, Value)> {
     out.iter()
         .filter_map(|o| match o {
-            Output::Publish { subject, event } => Some((event.kind.clone(), subject.clone(), event.content.clone())),
+            Output::Publish(event) => Some((
+                event.kind().to_string(),
+                Subjects::new("zc").of_event(event).unwrap(),
+                serde_json::to_value(event).unwrap()["Content"].clone(),
+            )),
             _ => None,
         })
         .collect()
@@ -217,14 +223,17 @@ fn alert_levels_raise_site_and_device_alarms_and_actions_run() {
     assert_eq!(kinds(&out), ["ZONE_ENTER", "SITE_ALARM", "ZONE_INFO"]);
     assert_eq!(events(&out)[1].1, "zc.events.alarm.site.00:00:00:00:00:01");
     assert_eq!(events(&out)[2].2["Message"], "hello");
-    assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_ENTER")));
+    assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind() == EventType::ZoneEnter)));
     let out = step(&mut e, &d, [10.0, 0.0, 0.0], t0());
     assert_eq!(
         kinds(&out),
         ["ZONE_EXIT", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"],
         "one device alarm, not two"
     );
-    assert!(out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind == "ZONE_EXIT")), "on: both");
+    assert!(
+        out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind() == EventType::ZoneExit)),
+        "on: both"
+    );
     assert_eq!(events(&out)[2].1, "zc.devices.00:00:00:00:00:01.alarm");
 }
 
@@ -247,7 +256,7 @@ fn configuration_changes_emit_the_exits_they_imply() {
     let change = ConfigChanged {
         kind: ConfigKind::Zones,
         ids: vec![zonecast_model::format_id(&d.id)],
-        operation: Some("reset".into()),
+        operation: Some(ConfigOperation::Reset),
     };
     let mut out = Vec::new();
     e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), &[change], t0(), &mut out);
@@ -320,16 +329,16 @@ fn devices_of_other_partitions_are_ignored() {
     let p = dev.partition(16);
     let mut mine = Engine::new(
         Catalog::build(vec![z.clone()], &[], vec![]),
-        Subjects::new("zc"),
         1,
         Ownership { count: 16, lo: p, hi: p },
+        IdSource::seeded(1),
     );
     let other = if p == 0 { 1 } else { 0 };
     let mut theirs = Engine::new(
         Catalog::build(vec![z], &[], vec![]),
-        Subjects::new("zc"),
         1,
         Ownership { count: 16, lo: other, hi: other },
+        IdSource::seeded(2),
     );
     assert_eq!(kinds(&step(&mut mine, &dev, [0.0, 0.0, 0.0], t0())).len(), 1);
     assert!(kinds(&step(&mut theirs, &dev, [0.0, 0.0, 0.0], t0())).is_empty());
@@ -402,7 +411,7 @@ fn a_burst_of_changes_applied_together_gives_each_its_reason() {
     let reset = |z: &ZoneSpec| ConfigChanged {
         kind: ConfigKind::Zones,
         ids: vec![zonecast_model::format_id(&z.id)],
-        operation: Some("reset".into()),
+        operation: Some(ConfigOperation::Reset),
     };
     let renamed =
         ConfigChanged { kind: ConfigKind::Zones, ids: vec![zonecast_model::format_id(&r.id)], operation: None };
@@ -473,4 +482,45 @@ fn zone_writes_applied_incrementally_give_what_a_full_reload_gives() {
     let mut entered = kinds(&step(&mut e, &dev, [0.0, 0.0, 0.0], t0() + ms(10)));
     entered.sort();
     assert_eq!(entered, ["ZONE_ENTER", "ZONE_ENTER"]);
+}
+
+#[test]
+fn every_event_has_an_event_id_of_its_own_and_the_http_body_is_the_published_event() {
+    let z = zone(json!({"GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]], "AlertLevel": 9,
+        "ZoneActions": [{"type": "info-event"}, {"type": "device-alarm"}, {"type": "http-request", "uri": "http://127.0.0.1:9/x", "on": "both"}]}));
+    let mut e = engine(vec![z], &[], vec![]);
+    let d = mac(1);
+    let mut out = step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    out.extend(step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(10)));
+    let published: Vec<&zonecast_model::Event> =
+        out.iter().filter_map(|o| if let Output::Publish(e) = o { Some(e) } else { None }).collect();
+    let mut ids: Vec<_> = published.iter().map(|e| e.event_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), published.len(), "one EventID per event");
+    for o in &out {
+        if let Output::Http { event, .. } = o {
+            assert!(published.contains(&event), "the body is the published {} itself, EventID included", event.kind());
+        }
+    }
+    let enter = serde_json::to_value(published[0]).unwrap();
+    assert_eq!(enter["EventID"].as_str().unwrap(), published[0].event_id.to_string());
+    assert_eq!(published[0].event_id.uuid().get_version_num(), 7);
+}
+
+#[test]
+fn the_same_inputs_and_id_source_give_the_same_events() {
+    let zones = vec![sphere("a", [0.0, 0.0, 0.0], 1.0), sphere("b", [0.5, 0.0, 0.0], 1.0)];
+    let run = || {
+        let mut e = engine(zones.clone(), &[setting(SettingName::ExitDelayMs, 100.0)], vec![]);
+        let mut out = Vec::new();
+        for (i, x) in [0.0, 0.3, 3.0, 3.0, 0.2].into_iter().enumerate() {
+            for m in [mac(1), mac(2), mac(3)] {
+                out.extend(step(&mut e, &m, [x, 0.0, 0.0], t0() + ms(60 * i as i64)));
+            }
+        }
+        e.on_tick(t0() + ms(1000), &mut out);
+        out
+    };
+    assert_eq!(run(), run());
 }

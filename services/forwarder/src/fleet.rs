@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
-use zonecast_model::{POSITION_CATEGORY, POSITION_TYPE, format_id};
+use zonecast_model::{EventType, format_id};
 use zonecast_runtime::{Keys, Shutdown};
 use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
 
@@ -194,28 +194,19 @@ impl Fleet {
     /// Whether some topic's chain could take position updates (`LOCATION_RAW_UPDATE`): when none
     /// can, the forwarder does not subscribe to positions at all.
     pub fn wants_positions(&self) -> bool {
-        self.router.admits(Some(POSITION_CATEGORY), Some(POSITION_TYPE))
+        let position = EventType::LocationRawUpdate;
+        self.router.admits(Some(position.category().as_str()), Some(position.as_str()))
     }
 
-    /// Routes one bus message to the outboxes of the topics it matches; returns how many.
+    /// Routes one bus message to the outboxes of the topics it matches; returns how many. The
+    /// payload is parsed once, into the JSON tree the filter chains' selectors walk; its
+    /// Category and Type are read from that tree to skip an event no chain can take.
     pub fn route(&self, payload: &Bytes) -> Result<usize, BadEvent> {
-        // Most chains start with a template: read only Category and Type first, and skip the
-        // full parse of events (mostly positions) that no chain can take.
-        #[derive(serde::Deserialize)]
-        struct Kind<'a> {
-            #[serde(rename = "Category", borrow, default)]
-            category: Option<std::borrow::Cow<'a, str>>,
-            #[serde(rename = "Type", borrow, default)]
-            kind: Option<std::borrow::Cow<'a, str>>,
-        }
-        if let Ok(k) = serde_json::from_slice::<Kind<'_>>(payload)
-            && !self.router.admits(k.category.as_deref(), k.kind.as_deref())
-        {
-            return Ok(0);
-        }
         let event: Value = serde_json::from_slice(payload)?;
-        if !event.is_object() {
-            return Err(BadEvent::NotObject);
+        let Value::Object(fields) = &event else { return Err(BadEvent::NotObject) };
+        let text = |name: &str| fields.get(name).and_then(Value::as_str);
+        if !self.router.admits(text("Category"), text("Type")) {
+            return Ok(0);
         }
         let mut count = 0;
         for (index, topic) in self.router.route_indexed(&event) {

@@ -163,7 +163,7 @@ impl Sender {
                 Input::Positions => {
                     for p in &batch {
                         let subject = self.subjects.positions(p.mac.partition(self.partitions), p.mac.as_str());
-                        let payload = serde_json::to_vec(&p.to_event(1, now))?;
+                        let payload = serde_json::to_vec(&p.to_event(1, zonecast_model::EventId::generate(now), now))?;
                         self.bus.publish(subject, payload.into()).await?;
                     }
                 }

@@ -262,7 +262,7 @@ pub async fn change_devices(
 pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_zone(id).await?;
     ctx.store.clear_collisions(id).await?;
-    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some("reset")).await;
+    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some(zonecast_model::ConfigOperation::Reset)).await;
     Ok(reply::ack())
 }
 

@@ -1,0 +1,26 @@
+//! A current collision: one device inside one zone now, as the evaluator records it and the
+//! API returns it in `CollidingDevices`.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::{CollidingDevice, Mac};
+
+/// One device inside one zone now. Stores keep times to the microsecond.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    /// The zone.
+    pub zone_id: Uuid,
+    /// The device.
+    pub mac: Mac,
+    /// Identity of this stay, from its `ZONE_ENTER` event.
+    pub collision_id: Uuid,
+    /// When the device entered.
+    pub entry_time: DateTime<Utc>,
+}
+
+impl From<Collision> for CollidingDevice {
+    fn from(c: Collision) -> Self {
+        Self { collision_id: c.collision_id, mac: c.mac, entry_time: c.entry_time }
+    }
+}

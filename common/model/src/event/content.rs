@@ -1,0 +1,139 @@
+//! The `Content` of each event type, typed. Field names and order are the wire's.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::kind::{AlarmKind, ExitReason};
+
+/// `LOCATION_RAW_UPDATE`: a normalised position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocationRawUpdate {
+    /// `[x, y, z]` in site metres, finite.
+    #[serde(rename = "Position")]
+    pub position: [f64; 3],
+    /// `Velocity`, `Orientation`, `Sequence` as the input had them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `ZONE_ENTER`: a device entered a zone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoneEnter {
+    /// The zone.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
+    pub zone_id: Uuid,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: String,
+    /// The zone's AlertLevel.
+    #[serde(rename = "AlertLevel")]
+    pub alert_level: u64,
+    /// The alarm kind of the entry.
+    #[serde(rename = "Alarm")]
+    pub alarm: AlarmKind,
+    /// Identity of this stay, shared by the entry, its alarms and info events, and its exit.
+    #[serde(rename = "CollisionID", with = "upper_uuid")]
+    pub collision_id: Uuid,
+    /// When the device entered.
+    #[serde(rename = "EntryTime", with = "millis")]
+    pub entry_time: DateTime<Utc>,
+    /// The device's position at entry (its last known one; null when none is known).
+    #[serde(rename = "Position")]
+    pub position: Option<[f64; 3]>,
+}
+
+/// `ZONE_EXIT`: a device left a zone; every field of its enter, and when and why it left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoneExit {
+    /// The zone.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
+    pub zone_id: Uuid,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: String,
+    /// The zone's AlertLevel.
+    #[serde(rename = "AlertLevel")]
+    pub alert_level: u64,
+    /// The alarm kind of the entry.
+    #[serde(rename = "Alarm")]
+    pub alarm: AlarmKind,
+    /// The entry's CollisionID.
+    #[serde(rename = "CollisionID", with = "upper_uuid")]
+    pub collision_id: Uuid,
+    /// When the device entered.
+    #[serde(rename = "EntryTime", with = "millis")]
+    pub entry_time: DateTime<Utc>,
+    /// The device's last known position (null when none is known).
+    #[serde(rename = "Position")]
+    pub position: Option<[f64; 3]>,
+    /// When the device left.
+    #[serde(rename = "ExitTime", with = "millis")]
+    pub exit_time: DateTime<Utc>,
+    /// Why it left.
+    #[serde(rename = "Reason")]
+    pub reason: ExitReason,
+}
+
+/// `ZONE_INFO`: an `info-event` zone action fired.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoneInfo {
+    /// The zone.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
+    pub zone_id: Uuid,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: String,
+    /// The action's message, else `"<ZONE_ENTER|ZONE_EXIT> <ZoneName>"`.
+    #[serde(rename = "Message")]
+    pub message: String,
+    /// The stay it belongs to.
+    #[serde(rename = "CollisionID", with = "upper_uuid")]
+    pub collision_id: Uuid,
+}
+
+/// `SITE_ALARM`, `DEVICE_ALARM` and `DEVICE_ALARM_COMMAND`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    /// The zone.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
+    pub zone_id: Uuid,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: String,
+    /// The zone's AlertLevel.
+    #[serde(rename = "AlertLevel")]
+    pub alert_level: u64,
+    /// The stay it belongs to.
+    #[serde(rename = "CollisionID", with = "upper_uuid")]
+    pub collision_id: Uuid,
+}
+
+/// Upper-case UUIDs out, any case in.
+pub(crate) mod upper_uuid {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use uuid::Uuid;
+
+    pub fn serialize<S: Serializer>(id: &Uuid, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(id.hyphenated().encode_upper(&mut Uuid::encode_buffer()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
+        Uuid::deserialize(d)
+    }
+}
+
+/// ISO 8601 UTC with milliseconds out; any RFC 3339 time in.
+pub(crate) mod millis {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::format_timestamp(t))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        DateTime::<Utc>::deserialize(d)
+    }
+}

@@ -1,0 +1,183 @@
+//! The closed vocabularies of events: categories, types, alarm kinds, exit reasons and
+//! configuration operations, each with its wire name.
+
+use serde::{Deserialize, Serialize};
+
+/// Declares a wire-named enum: `as_str`, `Display`, `FromStr` and serde by the wire name.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The wire name.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownName;
+
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
+                match s {
+                    $($wire => Ok(Self::$variant),)+
+                    _ => Err(UnknownName { what: stringify!($name), name: s.to_owned() }),
+                }
+            }
+        }
+    };
+}
+
+/// A wire name that is not one of its vocabulary's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{name}' is not a known {what}")]
+pub struct UnknownName {
+    /// The vocabulary.
+    pub what: &'static str,
+    /// The name read.
+    pub name: String,
+}
+
+wire_enum! {
+    /// `Category` of an event.
+    EventCategory {
+        /// Positions.
+        Location = "LOCATION",
+        /// Zone enter, exit and info events.
+        Zone = "ZONE",
+        /// Site and device alarms.
+        Alarm = "ALARM",
+    }
+}
+
+wire_enum! {
+    /// `Type` of an event.
+    EventType {
+        /// A normalised position.
+        LocationRawUpdate = "LOCATION_RAW_UPDATE",
+        /// A device entered a zone.
+        ZoneEnter = "ZONE_ENTER",
+        /// A device left a zone.
+        ZoneExit = "ZONE_EXIT",
+        /// An `info-event` zone action.
+        ZoneInfo = "ZONE_INFO",
+        /// An entry whose alarm kind is `site`.
+        SiteAlarm = "SITE_ALARM",
+        /// An entry whose alarm kind is `device`, or a `device-alarm` action.
+        DeviceAlarm = "DEVICE_ALARM",
+        /// The command for a device's gateway that accompanies every `DEVICE_ALARM`.
+        DeviceAlarmCommand = "DEVICE_ALARM_COMMAND",
+    }
+}
+
+impl EventType {
+    /// The category events of this type belong to.
+    pub const fn category(self) -> EventCategory {
+        match self {
+            Self::LocationRawUpdate => EventCategory::Location,
+            Self::ZoneEnter | Self::ZoneExit | Self::ZoneInfo => EventCategory::Zone,
+            Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
+        }
+    }
+}
+
+wire_enum! {
+    /// The last token of a zone event's subject (`<prefix>.events.zone.<ZoneID>.<kind>`).
+    ZoneEventKind {
+        /// `ZONE_ENTER`.
+        Enter = "enter",
+        /// `ZONE_EXIT`.
+        Exit = "exit",
+        /// `ZONE_INFO`.
+        Info = "info",
+    }
+}
+
+wire_enum! {
+    /// `Alarm` of an entry, from its zone's AlertLevel: `site` from SiteAlarmMinLevel, else
+    /// `device` from DeviceAlarmMinLevel, else `log`.
+    AlarmKind {
+        /// A site-wide alarm (`SITE_ALARM`).
+        Site = "site",
+        /// A device-level alarm (`DEVICE_ALARM` and the device command).
+        Device = "device",
+        /// Logged only.
+        Log = "log",
+    }
+}
+
+wire_enum! {
+    /// Why a device left a zone (`Reason` of `ZONE_EXIT`).
+    ExitReason {
+        /// It moved out (beyond the tolerance, for the exit delay).
+        Position = "position",
+        /// The zone was deactivated.
+        Deactivated = "deactivated",
+        /// The zone was deleted.
+        Deleted = "deleted",
+        /// The zone's collisions were reset.
+        Reset = "reset",
+        /// The zone left its time window.
+        Window = "window",
+        /// The zone's geometry changed (or its mobile source vanished) so the device is outside.
+        Geometry = "geometry",
+        /// A DeviceList change excluded the device.
+        Excluded = "excluded",
+        /// The device sent nothing for DeviceTimeoutSeconds.
+        Timeout = "timeout",
+    }
+}
+
+wire_enum! {
+    /// `Operation` of a `config.changed` announcement, for changes that are more than a write.
+    ConfigOperation {
+        /// A zone's collisions were reset (its devices exit with the Reason `reset`).
+        Reset = "reset",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn every_name_reads_back_and_serialises_as_itself() {
+        for t in EventType::ALL {
+            assert_eq!(t.as_str().parse::<EventType>().unwrap(), *t);
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
+        for r in ExitReason::ALL {
+            assert_eq!(serde_json::from_value::<ExitReason>(r.as_str().into()).unwrap(), *r);
+        }
+        assert_eq!(AlarmKind::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>(), ["site", "device", "log"]);
+        assert_eq!(ConfigOperation::Reset.to_string(), "reset");
+        assert_eq!(
+            "ZONE_BOUNCE".parse::<EventType>().unwrap_err().to_string(),
+            "'ZONE_BOUNCE' is not a known EventType"
+        );
+    }
+
+    #[test]
+    fn types_belong_to_their_categories() {
+        assert_eq!(EventType::LocationRawUpdate.category(), EventCategory::Location);
+        assert_eq!(EventType::ZoneInfo.category(), EventCategory::Zone);
+        assert_eq!(EventType::DeviceAlarmCommand.category(), EventCategory::Alarm);
+    }
+}

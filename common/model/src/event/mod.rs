@@ -1,0 +1,264 @@
+//! The event contract: every bus and MQTT message is an [`Event`] — Category, Type, EventID,
+//! times, source and a typed [`Content`] — and the `config.changed` announcement.
+
+mod content;
+mod id;
+mod kind;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::Mac;
+
+pub use content::{Alarm, LocationRawUpdate, ZoneEnter, ZoneExit, ZoneInfo};
+pub use id::{EventId, IdSource};
+pub use kind::{AlarmKind, ConfigOperation, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind};
+
+/// ISO 8601 UTC with milliseconds and `Z`, as every timestamp in the API and events.
+pub fn format_timestamp(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Who an event is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventSource {
+    /// Device MAC, upper-case with colons.
+    #[serde(rename = "MAC")]
+    pub mac: Option<Mac>,
+    /// Gateway the position came through, when known.
+    #[serde(rename = "GatewayURI", default)]
+    pub gateway_uri: Option<String>,
+    /// Site from configuration.
+    #[serde(rename = "SiteID", default)]
+    pub site_id: i64,
+}
+
+/// The body of an event; its variant is the event's `Type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// `LOCATION_RAW_UPDATE`.
+    LocationRawUpdate(LocationRawUpdate),
+    /// `ZONE_ENTER`.
+    ZoneEnter(ZoneEnter),
+    /// `ZONE_EXIT`.
+    ZoneExit(ZoneExit),
+    /// `ZONE_INFO`.
+    ZoneInfo(ZoneInfo),
+    /// `SITE_ALARM`.
+    SiteAlarm(Alarm),
+    /// `DEVICE_ALARM`.
+    DeviceAlarm(Alarm),
+    /// `DEVICE_ALARM_COMMAND`, published for the device's gateway.
+    DeviceAlarmCommand(Alarm),
+}
+
+impl Content {
+    /// The event `Type` this content belongs to.
+    pub fn kind(&self) -> EventType {
+        match self {
+            Self::LocationRawUpdate(_) => EventType::LocationRawUpdate,
+            Self::ZoneEnter(_) => EventType::ZoneEnter,
+            Self::ZoneExit(_) => EventType::ZoneExit,
+            Self::ZoneInfo(_) => EventType::ZoneInfo,
+            Self::SiteAlarm(_) => EventType::SiteAlarm,
+            Self::DeviceAlarm(_) => EventType::DeviceAlarm,
+            Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
+        }
+    }
+}
+
+/// Every message on the bus and every message forwarded to MQTT:
+/// `{"Category", "Type", "EventID", "Timestamp", "LocalTimestamp", "Source", "Content"}`.
+/// Category and Type follow from the content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The same on every copy of this event.
+    pub event_id: EventId,
+    /// When the position was measured.
+    pub timestamp: DateTime<Utc>,
+    /// When this service produced the event.
+    pub local_timestamp: DateTime<Utc>,
+    /// The device.
+    pub source: EventSource,
+    /// Type-specific body.
+    pub content: Content,
+}
+
+impl Event {
+    /// The event's `Type`.
+    pub fn kind(&self) -> EventType {
+        self.content.kind()
+    }
+
+    /// The event's `Category`.
+    pub fn category(&self) -> EventCategory {
+        self.kind().category()
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let kind = self.kind();
+        let mut e = s.serialize_struct("Event", 7)?;
+        e.serialize_field("Category", &kind.category())?;
+        e.serialize_field("Type", &kind)?;
+        e.serialize_field("EventID", &self.event_id)?;
+        e.serialize_field("Timestamp", &format_timestamp(&self.timestamp))?;
+        e.serialize_field("LocalTimestamp", &format_timestamp(&self.local_timestamp))?;
+        e.serialize_field("Source", &self.source)?;
+        match &self.content {
+            Content::LocationRawUpdate(c) => e.serialize_field("Content", c)?,
+            Content::ZoneEnter(c) => e.serialize_field("Content", c)?,
+            Content::ZoneExit(c) => e.serialize_field("Content", c)?,
+            Content::ZoneInfo(c) => e.serialize_field("Content", c)?,
+            Content::SiteAlarm(c) | Content::DeviceAlarm(c) | Content::DeviceAlarmCommand(c) => {
+                e.serialize_field("Content", c)?
+            }
+        }
+        e.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+
+        #[derive(Deserialize)]
+        #[serde(rename_all = "PascalCase")]
+        struct Wire {
+            category: EventCategory,
+            #[serde(rename = "Type")]
+            kind: EventType,
+            #[serde(rename = "EventID")]
+            event_id: EventId,
+            timestamp: DateTime<Utc>,
+            local_timestamp: DateTime<Utc>,
+            source: EventSource,
+            content: serde_json::Value,
+        }
+        let w = Wire::deserialize(d)?;
+        if w.kind.category() != w.category {
+            return Err(D::Error::custom(format!("Category: {} is not the category of {}", w.category, w.kind)));
+        }
+        let read = |c| -> Result<Content, serde_json::Error> {
+            Ok(match w.kind {
+                EventType::LocationRawUpdate => Content::LocationRawUpdate(serde_json::from_value(c)?),
+                EventType::ZoneEnter => Content::ZoneEnter(serde_json::from_value(c)?),
+                EventType::ZoneExit => Content::ZoneExit(serde_json::from_value(c)?),
+                EventType::ZoneInfo => Content::ZoneInfo(serde_json::from_value(c)?),
+                EventType::SiteAlarm => Content::SiteAlarm(serde_json::from_value(c)?),
+                EventType::DeviceAlarm => Content::DeviceAlarm(serde_json::from_value(c)?),
+                EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),
+            })
+        };
+        let content = read(w.content).map_err(|e| D::Error::custom(format!("Content: {e}")))?;
+        Ok(Self {
+            event_id: w.event_id,
+            timestamp: w.timestamp,
+            local_timestamp: w.local_timestamp,
+            source: w.source,
+            content,
+        })
+    }
+}
+
+/// What kind of configuration changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigKind {
+    /// Zones (create, update, delete, activate, device lists, lock, reset).
+    Zones,
+    /// Zone settings.
+    Settings,
+    /// Device radii.
+    Radii,
+    /// MQTT connections.
+    Connections,
+    /// Certificate profiles.
+    Certificates,
+}
+
+/// Payload of `<prefix>.config.changed`: every evaluator and forwarder replica reloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigChanged {
+    /// What changed.
+    #[serde(rename = "Kind")]
+    pub kind: ConfigKind,
+    /// IDs of the changed items (zone IDs, setting names, MACs, connection or profile IDs).
+    #[serde(rename = "IDs")]
+    pub ids: Vec<String>,
+    /// For zone resets: the operation that caused the change, so evaluators can give the exit
+    /// its Reason. Absent for plain writes.
+    #[serde(rename = "Operation", default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<ConfigOperation>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn enter() -> Event {
+        let t: DateTime<Utc> = "2026-11-21T10:00:00.100Z".parse().unwrap();
+        Event {
+            event_id: EventId(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001)),
+            timestamp: t,
+            local_timestamp: "2026-11-21T10:00:00.104Z".parse().unwrap(),
+            source: EventSource { mac: Some("00:aa:bb:cc:dd:ee".parse().unwrap()), gateway_uri: None, site_id: 501 },
+            content: Content::ZoneEnter(ZoneEnter {
+                zone_id: Uuid::from_u128(0xab),
+                zone_name: "dock".into(),
+                alert_level: 5,
+                alarm: AlarmKind::Device,
+                collision_id: Uuid::from_u128(0xcd),
+                entry_time: t,
+                position: Some([0.5, 1.0, 0.0]),
+            }),
+        }
+    }
+
+    #[test]
+    fn an_event_is_written_with_the_wire_names_in_the_wire_order() {
+        let text = serde_json::to_string(&enter()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"Category":"ZONE","Type":"ZONE_ENTER","EventID":"01900000-0000-7000-8000-000000000001","#.to_owned()
+                + r#""Timestamp":"2026-11-21T10:00:00.100Z","LocalTimestamp":"2026-11-21T10:00:00.104Z","#
+                + r#""Source":{"MAC":"00:AA:BB:CC:DD:EE","GatewayURI":null,"SiteID":501},"#
+                + r#""Content":{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"dock","AlertLevel":5,"#
+                + r#""Alarm":"device","CollisionID":"00000000-0000-0000-0000-0000000000CD","#
+                + r#""EntryTime":"2026-11-21T10:00:00.100Z","Position":[0.5,1.0,0.0]}}"#
+        );
+    }
+
+    #[test]
+    fn an_event_reads_back_as_itself() {
+        let e = enter();
+        let back: Event = serde_json::from_slice(&serde_json::to_vec(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_type_of_another_category_or_content_of_another_type_is_refused() {
+        let mut v = serde_json::to_value(enter()).unwrap();
+        v["Category"] = json!("ALARM");
+        assert!(serde_json::from_value::<Event>(v).unwrap_err().to_string().starts_with("Category"));
+        let mut v = serde_json::to_value(enter()).unwrap();
+        v["Type"] = json!("ZONE_EXIT");
+        assert!(serde_json::from_value::<Event>(v).unwrap_err().to_string().starts_with("Content"));
+    }
+
+    #[test]
+    fn a_reset_announcement_names_its_operation() {
+        let c =
+            ConfigChanged { kind: ConfigKind::Zones, ids: vec!["A".into()], operation: Some(ConfigOperation::Reset) };
+        assert_eq!(serde_json::to_value(&c).unwrap(), json!({"Kind": "zones", "IDs": ["A"], "Operation": "reset"}));
+        let plain: ConfigChanged = serde_json::from_value(json!({"Kind": "zones", "IDs": []})).unwrap();
+        assert_eq!(plain.operation, None);
+    }
+}

@@ -1,0 +1,85 @@
+//! The clock: what becomes due with time alone — entries whose EntryDelayMs ran out, exits
+//! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds, and timed zones past
+//! their StopTime.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use zonecast_model::{ExitReason, Mac};
+
+use super::state::{At, Phase};
+use super::{Engine, Output};
+
+impl Engine {
+    /// The clock: fires delayed entries and exits that are due, device timeouts and the ends of
+    /// time windows.
+    pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        let (entry_delay, exit_delay, timeout) =
+            (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
+        let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
+        let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
+        for (mac, device) in &self.devices {
+            if let Some(t) = timeout
+                && now - device.ts >= t
+            {
+                timed_out.push((mac.clone(), device.ts + t));
+                continue;
+            }
+            for (id, phase) in &device.zones {
+                match phase {
+                    Phase::Entering { since } if now - *since >= entry_delay => {
+                        due.push((mac.clone(), *id, phase.clone(), *since + entry_delay));
+                    }
+                    Phase::Inside { exit_since: Some(since), .. } if now - *since >= exit_delay => {
+                        due.push((mac.clone(), *id, phase.clone(), *since + exit_delay));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        due.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        timed_out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (mac, id, phase, at) in due {
+            let Some(&zi) = self.catalog.by_id.get(&id) else { continue };
+            match phase {
+                Phase::Entering { .. } => {
+                    self.forget(&mac, id);
+                    self.enter(&mac, zi, At { ts: at, now }, out);
+                }
+                Phase::Inside { .. } => self.exit(&mac, zi, ExitReason::Position, At { ts: at, now }, out),
+            }
+        }
+        for (mac, at) in timed_out {
+            let zones: Vec<Uuid> =
+                self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
+            for id in zones {
+                match self.catalog.by_id.get(&id) {
+                    Some(&zi) => self.exit(&mac, zi, ExitReason::Timeout, At { ts: at, now }, out),
+                    None => self.forget(&mac, id),
+                }
+            }
+            if let Some(device) = self.devices.remove(&mac) {
+                self.grid.removed(&mac, device.pos);
+            }
+        }
+        let mut ended: Vec<usize> = self
+            .occupants
+            .keys()
+            .filter_map(|id| self.catalog.by_id.get(id).copied())
+            .filter(|&zi| {
+                let z = &self.catalog.zones[zi];
+                z.spec.is_timed && z.spec.stop_time.is_some_and(|stop| stop <= now)
+            })
+            .collect();
+        ended.sort_unstable();
+        for zi in ended {
+            let zone = self.catalog.zones[zi].clone();
+            let stop = zone.spec.stop_time.unwrap_or(now);
+            let mut inside: Vec<Mac> =
+                self.occupants.get(&zone.spec.id).map(|set| set.iter().cloned().collect()).unwrap_or_default();
+            inside.sort_unstable();
+            for mac in inside {
+                self.exit(&mac, zi, ExitReason::Window, At { ts: stop, now }, out);
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Event building: the `ZONE_ENTER` and `ZONE_EXIT` of a transition, with the collision record
+//! they start or end, stamped with an EventID from the engine's [`IdSource`].
+
+use zonecast_model::{
+    ActionTrigger, Collision, Content, Event, EventId, EventSource, ExitReason, IdSource, Mac, ZoneEnter, ZoneExit,
+};
+
+use super::actions::{self, Trigger};
+use super::state::{At, Phase};
+use super::{Engine, Output};
+use crate::catalog::Zone;
+
+/// Stamps event contents into events of one site, drawing their IDs.
+pub(super) struct Stamp<'a> {
+    pub(super) ids: &'a mut IdSource,
+    pub(super) site_id: i64,
+}
+
+impl Stamp<'_> {
+    /// `content` about `mac`, happened at `at.ts`, produced at `at.now`.
+    pub(super) fn event(&mut self, mac: &Mac, at: At, content: Content) -> Event {
+        Event {
+            event_id: EventId(self.ids.next(at.now)),
+            timestamp: at.ts,
+            local_timestamp: at.now,
+            source: EventSource { mac: Some(mac.clone()), gateway_uri: None, site_id: self.site_id },
+            content,
+        }
+    }
+}
+
+impl Engine {
+    /// Entry of `mac` into zone `zi`: the event, the collision record, alarms and actions.
+    pub(super) fn enter(&mut self, mac: &Mac, zi: usize, at: At, out: &mut Vec<Output>) {
+        let zone = &self.catalog.zones[zi];
+        let collision = self.ids.next(at.now);
+        let alarm = self.catalog.alarm_kind(zone.spec.alert_level);
+        let position = self.devices.get(mac).and_then(|d| d.pos);
+        let content = ZoneEnter {
+            zone_id: zone.spec.id,
+            zone_name: zone.spec.name.clone(),
+            alert_level: zone.spec.alert_level,
+            alarm,
+            collision_id: collision,
+            entry_time: at.ts,
+            position,
+        };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let event = stamp.event(mac, at, Content::ZoneEnter(content));
+        out.push(Output::Publish(event.clone()));
+        out.push(Output::Entered(Collision {
+            zone_id: zone.spec.id,
+            mac: mac.clone(),
+            collision_id: collision,
+            entry_time: at.ts,
+        }));
+        let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Enter, at };
+        actions::alarms_and_actions(&trigger, alarm, &mut stamp, out);
+        if let Some(device) = self.devices.get_mut(mac) {
+            device.zones.push((zone.spec.id, Phase::Inside { collision, entry_time: at.ts, alarm, exit_since: None }));
+        }
+        self.occupants.entry(zone.spec.id).or_default().insert(mac.clone());
+    }
+
+    /// Exit of `mac` from zone `zi` of the current catalog.
+    pub(super) fn exit(&mut self, mac: &Mac, zi: usize, reason: ExitReason, at: At, out: &mut Vec<Output>) {
+        let zone = self.catalog.zones[zi].clone();
+        self.exit_zone(mac, &zone, reason, at, out);
+    }
+
+    /// Exit of `mac` from `zone` (which may be gone from the catalog already): the event, the
+    /// end of the collision record, and the zone's exit actions. A device only entering the
+    /// zone leaves it without an event.
+    pub(super) fn exit_zone(&mut self, mac: &Mac, zone: &Zone, reason: ExitReason, at: At, out: &mut Vec<Output>) {
+        let Some(device) = self.devices.get(mac) else { return };
+        let Some((_, Phase::Inside { collision, entry_time, alarm, .. })) =
+            device.zones.iter().find(|(id, _)| *id == zone.spec.id).cloned()
+        else {
+            self.forget(mac, zone.spec.id);
+            return;
+        };
+        let content = ZoneExit {
+            zone_id: zone.spec.id,
+            zone_name: zone.spec.name.clone(),
+            alert_level: zone.spec.alert_level,
+            alarm,
+            collision_id: collision,
+            entry_time,
+            position: device.pos,
+            exit_time: at.ts,
+            reason,
+        };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let event = stamp.event(mac, at, Content::ZoneExit(content));
+        out.push(Output::Publish(event.clone()));
+        out.push(Output::Exited { zone: zone.spec.id, mac: mac.clone() });
+        let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Exit, at };
+        actions::run_actions(&trigger, false, &mut stamp, out);
+        self.forget(mac, zone.spec.id);
+    }
+}

@@ -1,0 +1,286 @@
+//! The collision engine: per (device, zone) outside / entering / inside, turned into enter and
+//! exit events by positions, the clock and configuration changes. Pure, synchronous and
+//! deterministic: inputs are plain data with their times, IDs come from the [`IdSource`] it is
+//! given, and outputs are a list of [`Output`]s for the I/O shell, which publishes, records
+//! and logs them.
+//!
+//! - `state`: what is kept per device;
+//! - `transition`: the step of one device in one zone, and the zones a device is judged against;
+//! - `events`: the enter and exit events and collision records of a step;
+//! - `actions`: the alarms and zone actions they set off;
+//! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
+//! - `clock`: delayed entries and exits, device timeouts and time windows.
+//!
+//! Whatever iterates a hash map sorts what it found before acting on it, so that the same
+//! inputs give the same outputs in the same order.
+
+mod actions;
+mod clock;
+mod events;
+mod reconcile;
+mod state;
+mod transition;
+
+// foldhash: a fast seeded hash; device MACs are hashed several times per position.
+use foldhash::{HashMap, HashMapExt, HashSet};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use zonecast_geometry::{Nearby, Vec3};
+use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac};
+
+use crate::catalog::Catalog;
+use crate::grid::DeviceGrid;
+use state::{Device, Order};
+
+/// What the engine asks the I/O shell to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Publish the event (on the subject of its type and zone or device). The shell also logs
+    /// every `ZONE_ENTER` and the message of every `ZONE_INFO`.
+    Publish(Event),
+    /// Record a current collision.
+    Entered(Collision),
+    /// Forget a collision.
+    Exited {
+        /// Zone.
+        zone: Uuid,
+        /// Device.
+        mac: Mac,
+    },
+    /// Send an http-request action.
+    Http {
+        /// Target.
+        uri: String,
+        /// Method.
+        method: String,
+        /// Headers.
+        headers: Vec<(String, String)>,
+        /// The triggering event, as the JSON body.
+        event: Event,
+    },
+}
+
+/// Which devices this evaluator owns: partitions `lo..=hi` of `count`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ownership {
+    /// Partition count.
+    pub count: u32,
+    /// First owned partition.
+    pub lo: u32,
+    /// Last owned partition.
+    pub hi: u32,
+}
+
+impl Ownership {
+    /// Whether `mac`'s partition is owned.
+    pub fn owns(&self, mac: &Mac) -> bool {
+        (self.lo..=self.hi).contains(&mac.partition(self.count))
+    }
+}
+
+/// Per-device collision state over a [`Catalog`].
+pub struct Engine {
+    catalog: Catalog,
+    ids: IdSource,
+    site_id: i64,
+    ownership: Ownership,
+    devices: HashMap<Mac, Device>,
+    /// Zone → devices with a phase in it.
+    occupants: HashMap<Uuid, HashSet<Mac>>,
+    /// Latest positions of mobile-zone sources.
+    sources: HashMap<Mac, Vec3>,
+    /// Where the latest position of each mobile-zone source stands in its order.
+    source_orders: HashMap<Mac, Order>,
+    grid: DeviceGrid,
+    candidates: Vec<(usize, Option<f64>)>,
+    nearby: Nearby,
+    movable: Vec<u32>,
+}
+
+fn sub(a: Vec3, b: Vec3) -> Vec3 {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+impl Engine {
+    /// An engine over `catalog` owning `ownership`'s devices, stamping events with `site_id`
+    /// and drawing CollisionIDs and EventIDs from `ids`.
+    pub fn new(catalog: Catalog, site_id: i64, ownership: Ownership, ids: IdSource) -> Self {
+        let mut engine = Self {
+            catalog: Catalog::empty(),
+            ids,
+            site_id,
+            ownership,
+            devices: HashMap::new(),
+            occupants: HashMap::new(),
+            sources: HashMap::new(),
+            source_orders: HashMap::new(),
+            grid: DeviceGrid::new(8.0),
+            candidates: Vec::new(),
+            nearby: Nearby::default(),
+            movable: Vec::new(),
+        };
+        engine.install(catalog);
+        engine
+    }
+
+    /// The catalog in force.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Number of devices with state.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The MACs of mobile-zone sources this engine must follow.
+    pub fn sources(&self) -> impl Iterator<Item = &Mac> {
+        self.catalog.mobile_by_source.keys()
+    }
+
+    /// Whether this engine owns `mac`.
+    pub fn owns(&self, mac: &Mac) -> bool {
+        self.ownership.owns(mac)
+    }
+
+    fn install(&mut self, catalog: Catalog) {
+        self.catalog = catalog;
+        for (mac, pos) in self.source_moves() {
+            self.place_mobile_zones(&mac, pos);
+        }
+    }
+
+    /// The latest position of every mobile-zone source, in MAC order.
+    fn source_moves(&self) -> Vec<(Mac, Vec3)> {
+        let mut moves: Vec<(Mac, Vec3)> = self.sources.iter().map(|(m, p)| (m.clone(), *p)).collect();
+        moves.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        moves
+    }
+
+    fn place_mobile_zones(&mut self, source: &Mac, pos: Vec3) {
+        let Some(indexes) = self.catalog.mobile_by_source.get(source) else { return };
+        for &zi in indexes {
+            let z = &self.catalog.zones[zi];
+            let aabb = z.region.aabb().translated(sub(pos, z.centre));
+            // Zone indexes fit u32: a catalog holds far fewer than 4 billion zones.
+            self.catalog.scene.set_movable(zi as u32, aabb);
+        }
+    }
+
+    /// Asks the processor to load the zone index data an evaluation at `pos` reads first, without
+    /// waiting: called for the next queued position while this one is evaluated, so that the
+    /// two positions' cache misses overlap.
+    pub fn prefetch(&self, pos: Vec3) {
+        self.catalog.scene.prefetch(pos);
+    }
+
+    /// A position of `mac` at `ts` (with the source's `sequence`, if it sends one); `now` is
+    /// the local clock for LocalTimestamp. A position that comes before the last one applied
+    /// for the device (see [`Order::before`]) arrived out of order: it is not applied, and the
+    /// answer is false.
+    pub fn on_position(
+        &mut self,
+        mac: &Mac,
+        pos: Vec3,
+        ts: DateTime<Utc>,
+        sequence: Option<u64>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) -> bool {
+        let order = Order { ts, sequence };
+        let late = |last: Option<Order>| last.is_some_and(|last| order.before(last));
+        let is_source = self.catalog.mobile_by_source.contains_key(mac);
+        if is_source && late(self.source_orders.get(mac).copied()) {
+            return false;
+        }
+        // One map lookup for the check and the update: this is the path of every position.
+        let old = if self.ownership.owns(mac) {
+            let device = self.devices.entry(mac.clone()).or_insert_with(|| Device::new(ts));
+            if late(device.order) {
+                return false;
+            }
+            device.ts = ts;
+            device.order = Some(order);
+            Some(device.pos.replace(pos))
+        } else {
+            None
+        };
+        if is_source {
+            self.source_orders.insert(mac.clone(), order);
+            self.move_source(mac, pos, ts, now, out);
+        }
+        let Some(old) = old else { return true };
+        self.grid.moved(mac, old, pos);
+        self.evaluate(mac, None, now, out);
+        true
+    }
+
+    /// A mobile-zone source moved: its zones move and the devices around them are re-evaluated.
+    fn move_source(&mut self, source: &Mac, pos: Vec3, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        self.sources.insert(source.clone(), pos);
+        self.place_mobile_zones(source, pos);
+        let Some(indexes) = self.catalog.mobile_by_source.get(source).cloned() else { return };
+        let margin = self.catalog.max_radius + self.catalog.exit_tolerance;
+        for zi in indexes {
+            let z = &self.catalog.zones[zi];
+            let aabb = z.region.aabb().translated(sub(pos, z.centre)).expanded(margin);
+            let mut affected: Vec<Mac> =
+                self.occupants.get(&z.spec.id).map(|set| set.iter().cloned().collect()).unwrap_or_default();
+            self.grid.within(&aabb, |mac| affected.push(mac.clone()));
+            // In MAC order, so that the same inputs give the same events in the same order.
+            affected.sort_unstable();
+            affected.dedup();
+            for mac in affected {
+                if let Some(device) = self.devices.get_mut(&mac) {
+                    // The device stood still; its position is now as of the source's move.
+                    device.ts = device.ts.max(ts);
+                    self.evaluate(&mac, Some(zi), now, out);
+                }
+            }
+        }
+    }
+
+    /// Applies a burst of zone writes incrementally: the zones `touched` become `changed` (their
+    /// current state; a touched zone missing from it was deleted), the rest stays as prepared
+    /// (see [`Catalog::patched`]); emits the exits `changes` imply, as [`Engine::reload`] does.
+    pub fn apply_zones(
+        &mut self,
+        changed: Vec<zonecast_model::ZoneSpec>,
+        touched: &HashSet<Uuid>,
+        changes: &[ConfigChanged],
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let new = self.catalog.patched(changed, touched);
+        self.reload(new, changes, now, out);
+    }
+
+    /// Puts other settings and radii in force over the same zones (see
+    /// [`Catalog::with_parameters`]) and emits the exits that implies.
+    pub fn reparameterise(
+        &mut self,
+        settings: zonecast_model::Settings,
+        radii: Vec<(Mac, f64)>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let current = std::mem::replace(&mut self.catalog, Catalog::empty());
+        let new = current.with_parameters(settings, radii);
+        self.reconcile(&new, &new, &[], now, out);
+        self.catalog = new;
+    }
+
+    /// Installs a new catalog and emits the exits the changes since the last one imply;
+    /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
+    /// gives the Reason `deleted`).
+    pub fn reload(&mut self, catalog: Catalog, changes: &[ConfigChanged], now: DateTime<Utc>, out: &mut Vec<Output>) {
+        let old = std::mem::replace(&mut self.catalog, catalog);
+        for (mac, pos) in self.source_moves() {
+            self.place_mobile_zones(&mac, pos);
+        }
+        let new = std::mem::replace(&mut self.catalog, Catalog::empty());
+        self.reconcile(&old, &new, changes, now, out);
+        self.catalog = new;
+    }
+}

@@ -1,0 +1,104 @@
+//! Reconciliation: the exits a configuration change implies for devices inside zones (deleted,
+//! deactivated, closed, excluded, reset or moved away), and the restore of collisions recorded
+//! before a restart.
+
+use chrono::{DateTime, Utc};
+use foldhash::HashSet;
+use uuid::Uuid;
+use zonecast_model::{Collision, ConfigChanged, ConfigOperation, ExitReason, Mac};
+
+use super::state::{At, Device, Phase};
+use super::transition::Verdict;
+use super::{Engine, Output};
+use crate::catalog::Catalog;
+
+impl Engine {
+    /// Restores collisions recorded before a restart (only owned devices): they count as inside,
+    /// so a device that stayed inside produces no second enter. Emits the exits owed for
+    /// changes made while this evaluator was away.
+    pub fn restore(&mut self, collisions: Vec<Collision>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        for c in collisions.into_iter().filter(|c| self.ownership.owns(&c.mac)) {
+            let Some(&zi) = self.catalog.by_id.get(&c.zone_id) else {
+                out.push(Output::Exited { zone: c.zone_id, mac: c.mac });
+                continue;
+            };
+            let alarm = self.catalog.alarm_kind(self.catalog.zones[zi].spec.alert_level);
+            let device = self.devices.entry(c.mac.clone()).or_insert_with(|| Device::new(now));
+            device.zones.push((
+                c.zone_id,
+                Phase::Inside { collision: c.collision_id, entry_time: c.entry_time, alarm, exit_since: None },
+            ));
+            self.occupants.entry(c.zone_id).or_default().insert(c.mac);
+        }
+        let unchanged = std::mem::replace(&mut self.catalog, Catalog::empty());
+        self.reconcile(&unchanged, &unchanged, &[], now, out);
+        self.catalog = unchanged;
+    }
+
+    /// Exits for devices in zones that `new` deletes, deactivates, closes, excludes them from,
+    /// resets, or moves away from them. Runs with `self.catalog` taken out, so it is passed in.
+    pub(super) fn reconcile(
+        &mut self,
+        old: &Catalog,
+        new: &Catalog,
+        changes: &[ConfigChanged],
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let reset: HashSet<Uuid> = changes
+            .iter()
+            .filter(|c| c.operation == Some(ConfigOperation::Reset))
+            .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
+            .collect();
+        let mut held: Vec<(Mac, Uuid)> =
+            self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect();
+        held.sort_unstable();
+        for (mac, id) in held {
+            let reason = if reset.contains(&id) && new.by_id.contains_key(&id) {
+                Some(ExitReason::Reset)
+            } else {
+                self.reason_to_leave(old, new, &mac, id, now)
+            };
+            let Some(reason) = reason else { continue };
+            let zone = match new.by_id.get(&id) {
+                Some(&zi) => new.zones[zi].clone(),
+                None => match old.by_id.get(&id) {
+                    Some(&oi) => old.zones[oi].clone(),
+                    None => {
+                        self.forget(&mac, id);
+                        out.push(Output::Exited { zone: id, mac });
+                        continue;
+                    }
+                },
+            };
+            self.exit_zone(&mac, &zone, reason, At { ts: now, now }, out);
+        }
+    }
+
+    /// Why `mac` must leave zone `id` now that `new` replaces `old`, if it must.
+    fn reason_to_leave(
+        &self,
+        old: &Catalog,
+        new: &Catalog,
+        mac: &Mac,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Option<ExitReason> {
+        let Some(&zi) = new.by_id.get(&id) else { return Some(ExitReason::Deleted) };
+        let zone = &new.zones[zi];
+        let pos = self.devices.get(mac).and_then(|d| d.pos);
+        let limit = new.radius(mac) + new.exit_tolerance;
+        match self.verdict(zone, mac, pos, now, limit, None) {
+            Verdict::Gone(r) => Some(r),
+            Verdict::Distance(d) => {
+                let moved = old.by_id.get(&id).is_none_or(|&oi| {
+                    let o = &old.zones[oi].spec;
+                    o.geometry_type != zone.spec.geometry_type
+                        || o.geometry_data != zone.spec.geometry_data
+                        || o.mobile_origin_source != zone.spec.mobile_origin_source
+                });
+                (moved && pos.is_some() && d > limit).then_some(ExitReason::Geometry)
+            }
+        }
+    }
+}
