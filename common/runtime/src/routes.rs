@@ -2,7 +2,7 @@
 //! needs and the metadata its OpenAPI entry shows. Dispatch, authorisation and the API's
 //! OpenAPI document all read one table, so they cannot disagree.
 
-use warp::http::Method;
+pub use warp::http::Method;
 
 use crate::Authority;
 
@@ -25,6 +25,25 @@ pub struct Route<Op> {
     pub body: Option<&'static str>,
     /// Success response schema (component name).
     pub response: &'static str,
+}
+
+/// One row of a route table, in the table's column order:
+/// `route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "summary", Some("BodySchema"), "ResponseSchema")`.
+/// `Op` must name the listener's operation enum where it is used.
+#[macro_export]
+macro_rules! route {
+    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
+        $crate::routes::Route {
+            method: $crate::routes::Method::$m,
+            path: $path,
+            op: Op::$op,
+            authority: $auth,
+            id: $id,
+            summary: $summary,
+            body: $body,
+            response: $resp,
+        }
+    };
 }
 
 /// Result of looking a request up in a table.

@@ -2,7 +2,6 @@
 //! (through the shared HTTP edge, [`zonecast_runtime::edge`]), auth and the OpenAPI document all
 //! read this one table, so they cannot disagree.
 
-use warp::http::Method;
 use zonecast_runtime::Authority;
 
 /// Every operation the API answers.
@@ -54,20 +53,7 @@ const R: Option<Authority> = Some(Authority::Read);
 const W: Option<Authority> = Some(Authority::Write);
 const A: Option<Authority> = Some(Authority::Admin);
 
-macro_rules! route {
-    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
-        Route {
-            method: Method::$m,
-            path: $path,
-            op: Op::$op,
-            authority: $auth,
-            id: $id,
-            summary: $summary,
-            body: $body,
-            response: $resp,
-        }
-    };
-}
+use zonecast_runtime::route;
 
 /// The whole API.
 pub static ROUTES: &[Route] = &[
@@ -110,6 +96,8 @@ pub static ROUTES: &[Route] = &[
 
 #[cfg(test)]
 mod tests {
+    use warp::http::Method;
+
     use super::*;
 
     #[test]

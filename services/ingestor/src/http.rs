@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use warp::http::{HeaderMap, Method};
+use warp::http::HeaderMap;
 use warp::reply::Response;
 use zonecast_bus::Bus;
 use zonecast_ingest::Publisher;
@@ -26,20 +26,7 @@ pub(crate) enum Op {
     Metrics,
 }
 
-macro_rules! route {
-    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
-        Route {
-            method: Method::$m,
-            path: $path,
-            op: Op::$op,
-            authority: $auth,
-            id: $id,
-            summary: $summary,
-            body: $body,
-            response: $resp,
-        }
-    };
-}
+use zonecast_runtime::route;
 
 static ROUTES: &[Route<Op>] = &[
     route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some("PositionInput"), "PositionAnswer"),
