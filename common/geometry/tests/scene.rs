@@ -199,3 +199,113 @@ proptest! {
         }
     }
 }
+
+/// A change to the static regions: add one, replace region `Index` with one, or remove it (the
+/// last region taking its index).
+#[derive(Clone, Debug)]
+enum Change {
+    Push(zonecast_geometry::Shape),
+    Replace(prop::sample::Index, zonecast_geometry::Shape),
+    Remove(prop::sample::Index),
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    let shape = || any_shape().prop_map(|(_, _, s)| s);
+    prop_oneof![
+        3 => shape().prop_map(Change::Push),
+        2 => (any::<prop::sample::Index>(), shape()).prop_map(|(i, s)| Change::Replace(i, s)),
+        2 => any::<prop::sample::Index>().prop_map(Change::Remove),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A scene changed one region at a time answers every query exactly as a scene built from
+    /// scratch over the same regions: the same candidates with the same distances.
+    #[test]
+    fn a_scene_changed_in_place_answers_as_one_built_from_scratch(
+        (shapes, queries) in scene_case(),
+        changes in prop::collection::vec(change(), 1..150),
+    ) {
+        let mut regions: Vec<Region> = shapes.iter().map(Region::new).collect();
+        let mut scene = Scene::build(regions.clone());
+        scene.set_movable(3, Aabb::around([0.0; 3], 1.0));
+        for (step, c) in changes.into_iter().enumerate() {
+            match c {
+                Change::Push(s) => {
+                    prop_assert_eq!(scene.push_static(Region::new(&s)), regions.len());
+                    regions.push(Region::new(&s));
+                }
+                Change::Replace(i, s) if !regions.is_empty() => {
+                    let i = i.index(regions.len());
+                    let old = scene.replace_static(i, Region::new(&s));
+                    prop_assert_eq!(old.aabb(), regions[i].aabb());
+                    regions[i] = Region::new(&s);
+                }
+                Change::Remove(i) if !regions.is_empty() => {
+                    let i = i.index(regions.len());
+                    let old = scene.swap_remove_static(i);
+                    prop_assert_eq!(old.aabb(), regions.swap_remove(i).aabb());
+                }
+                _ => {}
+            }
+            prop_assert_eq!(scene.static_len(), regions.len());
+            if step % 7 != 0 {
+                continue;
+            }
+            let fresh = Scene::build(regions.clone());
+            let (mut got, mut want) = (Nearby::default(), Nearby::default());
+            for &(p, margin) in &queries {
+                let query = Aabb::around(p, margin);
+                let brute: BTreeSet<usize> =
+                    (0..regions.len()).filter(|i| regions[*i].aabb().intersects(&query)).collect();
+                prop_assert_eq!(&static_set(&scene, p, margin), &brute);
+                scene.static_distances(p, margin, &mut got);
+                fresh.static_distances(p, margin, &mut want);
+                let bits = |n: &Nearby| n.iter().map(|(i, d)| (i, d.to_bits())).collect::<BTreeMap<usize, u64>>();
+                prop_assert_eq!(bits(&got), bits(&want));
+            }
+        }
+        prop_assert_eq!(scene.movable_len(), 1, "movable regions stay through every change");
+    }
+}
+
+#[test]
+fn many_changes_near_a_large_scene_keep_it_exact() {
+    // Small spheres on a grid, then many moves and removals among them and additions far outside
+    // the tiles' extent, enough to move lists, compact them and build the whole scene again.
+    let at = |i: usize| [(i % 100) as f64 * 7.0, (i / 100) as f64 * 7.0, 1.0];
+    let mut regions: Vec<Region> = (0..2000).map(|i| sphere(at(i), 2.0)).collect();
+    let mut scene = Scene::build(regions.clone());
+    for k in 0..6000usize {
+        let i = (k * 7919) % regions.len();
+        match k % 4 {
+            0 | 1 => {
+                let r = sphere(at(k % 2000), 1.0 + (k % 5) as f64);
+                scene.replace_static(i, r.clone());
+                regions[i] = r;
+            }
+            2 => {
+                scene.swap_remove_static(i);
+                regions.swap_remove(i);
+            }
+            _ => {
+                let r = sphere([5000.0 + k as f64, 0.0, 0.0], 1.0);
+                assert_eq!(scene.push_static(r.clone()), regions.len());
+                regions.push(r);
+            }
+        }
+    }
+    let fresh = Scene::build(regions.clone());
+    for k in 0..3000 {
+        let p = if k % 3 == 0 {
+            [5000.0 + k as f64 * 1.5, 0.5, 0.0]
+        } else {
+            [(k % 700) as f64, (k / 3) as f64 % 140.0, 1.0]
+        };
+        for margin in [0.0, 0.5, 3.0] {
+            assert_eq!(static_set(&scene, p, margin), static_set(&fresh, p, margin), "at {p:?} ± {margin}");
+        }
+    }
+}

@@ -3,11 +3,13 @@
 //! static zones and for 1k mobile zones; and memory per device. Zones are mixed (sphere,
 //! circle, cuboid and square with rotated axes, cylinder, polygon prism; 1–20 m) at random
 //! places on a 1 km × 1 km × 20 m site; 10,000 devices at random positions. Memory is the
-//! growth of resident memory while zones, then devices, are added.
+//! growth of resident memory while zones, then devices, are added. And one zone change (create,
+//! geometry update, delete) applied through `Engine::apply_zones` at 100,000 zones with the
+//! 10,000 devices placed.
 //! Run with `cargo bench -p zonecast-evaluator`.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -142,6 +144,67 @@ fn evaluations(c: &mut Criterion) {
     group.finish();
 }
 
+/// One zone change at 100,000 static zones, end to end of `Engine::apply_zones` (catalog patch,
+/// scene update, reconciliation of the devices in the zone): a create, a geometry update and a
+/// delete of a zone of the same mix, where the 10,000 devices stand.
+fn zone_changes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("zone_change_100k");
+    group.measurement_time(Duration::from_secs(5));
+    let mut e = engine(100_000, 0);
+    let mut out = Vec::new();
+    let batch = positions();
+    run(&mut e, &batch, &mut out);
+    let mut r = Rng(4242);
+    let mut spec = |i: usize| {
+        ZoneInput::parse(&zone_json(&mut r, i, None)).and_then(|z| z.create(uuid::Uuid::new_v4())).expect("valid zone")
+    };
+    let mut apply = |e: &mut Engine, changed: Vec<zonecast_model::ZoneSpec>, id: uuid::Uuid| {
+        let touched: foldhash::HashSet<uuid::Uuid> = [id].into_iter().collect();
+        let change = zonecast_model::ConfigChanged {
+            kind: zonecast_model::ConfigKind::Zones,
+            ids: vec![zonecast_model::format_id(&id)],
+            operation: None,
+        };
+        out.clear();
+        let start = Instant::now();
+        e.apply_zones(changed, &touched, &[change], Utc::now(), &mut out);
+        start.elapsed()
+    };
+    let zones: Vec<zonecast_model::ZoneSpec> = (0..64).map(&mut spec).collect();
+    let mut k = 0;
+    group.bench_function("create", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let z = zones[k % zones.len()].clone();
+                k += 1;
+                total += apply(&mut e, vec![z.clone()], z.id);
+                apply(&mut e, Vec::new(), z.id);
+            }
+            total
+        })
+    });
+    group.bench_function("delete", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let z = zones[k % zones.len()].clone();
+                k += 1;
+                apply(&mut e, vec![z.clone()], z.id);
+                total += apply(&mut e, Vec::new(), z.id);
+            }
+            total
+        })
+    });
+    // An existing zone moved back and forth between two places of the site.
+    let id = e.catalog().zones[12_345].spec.id;
+    let places: Vec<zonecast_model::ZoneSpec> = [0, 1].map(|i| zonecast_model::ZoneSpec { id, ..spec(i) }).into();
+    group.bench_function("update", |b| {
+        b.iter_custom(|iters| (0..iters).map(|i| apply(&mut e, vec![places[(i % 2) as usize].clone()], id)).sum())
+    });
+    group.finish();
+}
+
 /// Runs first, in a fresh process, so that resident growth is the structures' own.
 fn memory(_: &mut Criterion) {
     let before = rss();
@@ -170,5 +233,5 @@ fn memory(_: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, memory, evaluations);
+criterion_group!(benches, memory, evaluations, zone_changes);
 criterion_main!(benches);

@@ -1,5 +1,6 @@
 //! The evaluator's compiled view of the configuration: zones with their prepared regions in a
-//! scene, the settings in force and device radii. Rebuilt when zones change; a settings or
+//! scene, the settings in force and device radii. Zone writes are applied in place, zone by zone
+//! ([`Catalog::patch`]): a few microseconds each, whatever the number of zones; a settings or
 //! radius change keeps the zones and their scene and replaces only those.
 
 use foldhash::{HashMap, HashMapExt};
@@ -72,6 +73,8 @@ pub struct Catalog {
     /// scene's movable entries keyed by their zone index.
     pub scene: Scene,
     static_zone: Vec<usize>,
+    /// Zone index → its scene index (static zones only): the inverse of `static_zone`.
+    scene_index: Vec<Option<u32>>,
     /// Mobile zones by their source device.
     pub mobile_by_source: HashMap<Mac, Vec<usize>>,
     /// Settings in force.
@@ -103,36 +106,119 @@ impl Catalog {
         catalog
     }
 
-    /// This catalog with the zones `touched` replaced by `changed` (those of them that still
-    /// exist, as the store has them now) and the others of `touched` removed: what a burst of
-    /// zone writes changes, without reading or preparing any other zone again. Replaced zones
-    /// keep their place; new ones come last. Settings and radii stay.
-    pub fn patched(&self, changed: Vec<ZoneSpec>, touched: &foldhash::HashSet<Uuid>) -> Self {
+    /// Replaces the zones `touched` by `changed` (those of them that still exist, as the store
+    /// has them now) and removes the others of `touched`, in place: what a burst of zone writes
+    /// changes, without reading, preparing or copying any other zone. Returns the former state
+    /// of each touched zone that existed. Replaced zones keep their index; a removed zone's index
+    /// goes to the last zone, as in [`Vec::swap_remove`]; new zones come last, in ID order.
+    /// Settings and radii stay; `skipped` lists the zones of `changed` left out.
+    pub fn patch(&mut self, changed: Vec<ZoneSpec>, touched: &foldhash::HashSet<Uuid>) -> HashMap<Uuid, Zone> {
         let mut skipped = Vec::new();
         let mut fresh: HashMap<Uuid, Zone> =
             prepare_all(changed, &mut skipped).into_iter().map(|z| (z.spec.id, z)).collect();
-        let mut zones: Vec<Zone> = Vec::with_capacity(self.zones.len() + fresh.len());
-        for z in &self.zones {
-            if !touched.contains(&z.spec.id) {
-                zones.push(z.clone());
-            } else if let Some(new) = fresh.remove(&z.spec.id) {
-                zones.push(new);
+        // In ID order, so that the same burst gives the same indexes.
+        let mut ids: Vec<Uuid> = touched.iter().copied().collect();
+        ids.sort_unstable();
+        let mut former = HashMap::new();
+        for id in ids {
+            match (self.by_id.get(&id).copied(), fresh.remove(&id)) {
+                (Some(zi), Some(zone)) => {
+                    former.insert(id, self.replace(zi, zone));
+                }
+                (Some(zi), None) => {
+                    former.insert(id, self.remove(zi));
+                }
+                (None, Some(zone)) => {
+                    fresh.insert(id, zone);
+                }
+                (None, None) => {}
             }
         }
         let mut added: Vec<Zone> = fresh.into_values().collect();
         added.sort_by_key(|z| z.spec.id);
-        zones.extend(added);
-        let mut patched = Self::of_zones(zones);
-        patched.settings = self.settings;
-        patched.radii = self.radii.clone();
-        patched.default_radius = self.default_radius;
-        patched.max_radius = self.max_radius;
-        patched.exit_tolerance = self.exit_tolerance;
-        patched.entry_delay = self.entry_delay;
-        patched.exit_delay = self.exit_delay;
-        patched.device_timeout = self.device_timeout;
-        patched.skipped = skipped;
-        patched
+        for zone in added {
+            self.push(zone);
+        }
+        self.skipped = skipped;
+        former
+    }
+
+    /// Adds `zone` with the next index.
+    fn push(&mut self, zone: Zone) {
+        let zi = self.zones.len();
+        self.by_id.insert(zone.spec.id, zi);
+        self.zones.push(zone);
+        self.scene_index.push(None);
+        self.index(zi);
+    }
+
+    /// Puts `zone` in place of zone `zi` and returns the zone it replaces.
+    fn replace(&mut self, zi: usize, zone: Zone) -> Zone {
+        if let (Some(si), None) = (self.scene_index[zi], &zone.spec.mobile_origin_source) {
+            // Static before and after: the scene changes that region in place.
+            self.scene.replace_static(si as usize, zone.region.clone());
+            return std::mem::replace(&mut self.zones[zi], zone);
+        }
+        self.unindex(zi);
+        let former = std::mem::replace(&mut self.zones[zi], zone);
+        self.index(zi);
+        former
+    }
+
+    /// Removes zone `zi` and returns it; the last zone takes its index.
+    fn remove(&mut self, zi: usize) -> Zone {
+        self.unindex(zi);
+        let last = self.zones.len() - 1;
+        if zi != last {
+            self.by_id.insert(self.zones[last].spec.id, zi);
+            match (self.scene_index[last], &self.zones[last].spec.mobile_origin_source) {
+                (Some(si), _) => self.static_zone[si as usize] = zi,
+                (None, Some(source)) => {
+                    if let Some(list) = self.mobile_by_source.get_mut(source) {
+                        list.iter_mut().filter(|z| **z == last).for_each(|z| *z = zi);
+                    }
+                    // Placed again under its new index by whoever knows where its source is.
+                    self.scene.remove_movable(last as u32);
+                }
+                (None, None) => {}
+            }
+        }
+        self.by_id.remove(&self.zones[zi].spec.id);
+        self.scene_index.swap_remove(zi);
+        self.zones.swap_remove(zi)
+    }
+
+    /// Indexes zone `zi`: a static zone in the scene, a mobile one under its source (the scene
+    /// gets it when its source's position is known).
+    fn index(&mut self, zi: usize) {
+        match self.zones[zi].spec.mobile_origin_source.clone() {
+            Some(source) => self.mobile_by_source.entry(source).or_default().push(zi),
+            None => {
+                let si = self.scene.push_static(self.zones[zi].region.clone());
+                self.static_zone.push(zi);
+                self.scene_index[zi] = Some(si as u32);
+            }
+        }
+    }
+
+    /// Takes zone `zi` out of the scene and the source lists.
+    fn unindex(&mut self, zi: usize) {
+        if let Some(si) = self.scene_index[zi].take() {
+            let si = si as usize;
+            self.scene.swap_remove_static(si);
+            self.static_zone.swap_remove(si);
+            if let Some(&moved) = self.static_zone.get(si) {
+                self.scene_index[moved] = Some(si as u32);
+            }
+        } else if let Some(source) = &self.zones[zi].spec.mobile_origin_source {
+            if let Some(list) = self.mobile_by_source.get_mut(source) {
+                list.retain(|z| *z != zi);
+                if list.is_empty() {
+                    self.mobile_by_source.remove(source);
+                }
+            }
+            self.scene.remove_movable(zi as u32);
+        }
     }
 
     /// `zones` indexed and in a scene, with the default settings and no radii.
@@ -140,11 +226,13 @@ impl Catalog {
         let by_id = zones.iter().enumerate().map(|(i, z)| (z.spec.id, i)).collect();
         let mut static_zone = Vec::new();
         let mut static_regions = Vec::new();
+        let mut scene_index = vec![None; zones.len()];
         let mut mobile_by_source: HashMap<Mac, Vec<usize>> = HashMap::new();
         for (i, z) in zones.iter().enumerate() {
             match &z.spec.mobile_origin_source {
                 Some(source) => mobile_by_source.entry(source.clone()).or_default().push(i),
                 None => {
+                    scene_index[i] = Some(static_zone.len() as u32);
                     static_zone.push(i);
                     static_regions.push(z.region.clone());
                 }
@@ -155,6 +243,7 @@ impl Catalog {
             zones,
             by_id,
             static_zone,
+            scene_index,
             mobile_by_source,
             exit_tolerance: 0.0,
             entry_delay: chrono::Duration::zero(),

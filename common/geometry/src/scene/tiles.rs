@@ -91,10 +91,21 @@ pub(crate) struct Tiles {
     /// z of step 0 and steps per metre, shared by every tile.
     z_base: f64,
     z_scale: f64,
-    /// Tile `t` (row-major, `t = y·nx + x`) lists `entries[starts[t]..starts[t + 1]]`.
-    starts: Vec<u32>,
+    /// Tile `t` (row-major, `t = y·nx + x`) lists `entries[ranges[t][0]..ranges[t][1]]`.
+    ranges: Vec<[u32; 2]>,
+    /// Room for entries of tile `t` from `ranges[t][0]` on: a list that grows past it moves to the
+    /// end of `entries` with twice the room.
+    room: Vec<u32>,
     entries: Vec<Entry>,
+    /// Entries left behind by lists that moved, so in no list.
+    dead: usize,
 }
+
+/// What fills the room of a list past its end.
+const UNUSED: Entry = Entry { lo: [0; 3], hi: [0; 3], id: u32::MAX };
+
+/// Moved-away entries are compacted once they are more than this many and half of all.
+const COMPACT_MIN: usize = 1024;
 
 impl Tiles {
     /// Lists the boxes of `items` that are small enough; returns the tiles and the ids of the
@@ -154,8 +165,7 @@ impl Tiles {
             total += n;
         }
         let mut next = counts.clone();
-        let empty = Entry { lo: [0; 3], hi: [0; 3], id: 0 };
-        let mut entries = vec![empty; total as usize];
+        let mut entries = vec![UNUSED; total as usize];
         for (id, b) in small {
             self.each_tile(&b.expanded(LIST_PAD_M), |x, y| {
                 let (t, frame) = (y * self.nx + x, self.frame(x, y));
@@ -164,7 +174,102 @@ impl Tiles {
             });
         }
         self.entries = entries;
-        self.starts = counts;
+        self.ranges = counts.windows(2).map(|w| [w[0], w[1]]).collect();
+        self.room = self.ranges.iter().map(|[start, end]| end - start).collect();
+    }
+
+    /// Whether `b` can be listed: no larger than the boxes [`Tiles::build`] lists, and inside the
+    /// grid once grown by the pad (so that every position near it finds it in its tile).
+    pub(crate) fn accepts(&self, b: &Aabb) -> bool {
+        self.nx > 0
+            && (0..2).all(|i| {
+                let n = if i == 0 { self.nx } else { self.ny };
+                b.max[i] - b.min[i] + 2.0 * LIST_PAD_M <= MAX_SPAN_TILES * self.side
+                    && b.min[i] - LIST_PAD_M >= self.origin[i]
+                    && b.max[i] + LIST_PAD_M < self.origin[i] + n as f64 * self.side
+            })
+    }
+
+    /// Lists box `id` in every tile its padded extent touches, as [`Tiles::build`] would have;
+    /// `b` must be [accepted](Tiles::accepts).
+    pub(crate) fn insert(&mut self, id: u32, b: &Aabb) {
+        let (xs, ys) = self.tile_span(&b.expanded(LIST_PAD_M));
+        for y in ys {
+            for x in xs.clone() {
+                let frame = self.frame(x, y);
+                self.push(y * self.nx + x, Entry { lo: frame.lo(b.min), hi: frame.hi(b.max), id });
+            }
+        }
+    }
+
+    /// Removes box `id`, listed with box `b`, from every tile.
+    pub(crate) fn remove(&mut self, id: u32, b: &Aabb) {
+        let (xs, ys) = self.tile_span(&b.expanded(LIST_PAD_M));
+        for y in ys {
+            for x in xs.clone() {
+                let [start, end] = &mut self.ranges[y * self.nx + x];
+                let list = &mut self.entries[*start as usize..*end as usize];
+                if let Some(k) = list.iter().position(|e| e.id == id) {
+                    list.swap(k, list.len() - 1);
+                    *end -= 1;
+                }
+            }
+        }
+    }
+
+    /// Renames box `from`, listed with box `b`, to `to` in every tile.
+    pub(crate) fn rename(&mut self, from: u32, to: u32, b: &Aabb) {
+        let (xs, ys) = self.tile_span(&b.expanded(LIST_PAD_M));
+        for y in ys {
+            for x in xs.clone() {
+                let [start, end] = self.ranges[y * self.nx + x];
+                if let Some(e) = self.entries[start as usize..end as usize].iter_mut().find(|e| e.id == from) {
+                    e.id = to;
+                }
+            }
+        }
+    }
+
+    /// Appends `entry` to the list of tile `t`, moving the list to the end with more room when
+    /// it has none left.
+    fn push(&mut self, t: usize, entry: Entry) {
+        let [start, end] = self.ranges[t];
+        if end - start == self.room[t] {
+            let room = (2 * self.room[t]).max(4);
+            let at = u32::try_from(self.entries.len()).expect("fewer than 2^32 tile entries");
+            self.entries.extend_from_within(start as usize..end as usize);
+            self.entries.resize(self.entries.len() + (room - (end - start)) as usize, UNUSED);
+            self.dead += self.room[t] as usize;
+            self.ranges[t] = [at, at + (end - start)];
+            self.room[t] = room;
+        }
+        let end = &mut self.ranges[t][1];
+        self.entries[*end as usize] = entry;
+        *end += 1;
+        if self.dead > COMPACT_MIN && 2 * self.dead > self.entries.len() {
+            self.compact();
+        }
+    }
+
+    /// Lays the lists out end to end again, without the entries left behind by moves, each with
+    /// room for a quarter more.
+    fn compact(&mut self) {
+        let mut entries = Vec::with_capacity(self.entries.len() - self.dead);
+        for (range, room) in self.ranges.iter_mut().zip(&mut self.room) {
+            let at = entries.len() as u32;
+            let len = range[1] - range[0];
+            entries.extend_from_slice(&self.entries[range[0] as usize..range[1] as usize]);
+            *room = len + len / 4;
+            entries.resize(entries.len() + (*room - len) as usize, UNUSED);
+            *range = [at, at + len];
+        }
+        self.entries = entries;
+        self.dead = 0;
+    }
+
+    /// The tile columns and rows `b` touches, clamped to the grid.
+    fn tile_span(&self, b: &Aabb) -> (std::ops::RangeInclusive<usize>, std::ops::RangeInclusive<usize>) {
+        (self.index(b.min[0], 0)..=self.index(b.max[0], 0), self.index(b.min[1], 1)..=self.index(b.max[1], 1))
     }
 
     /// The step frame of tile (`x`, `y`): x and y across the tile grown by the listing pad, z across
@@ -189,8 +294,9 @@ impl Tiles {
 
     /// Calls `f` with every tile that `b` touches, clamped to the grid.
     fn each_tile(&self, b: &Aabb, mut f: impl FnMut(usize, usize)) {
-        for y in self.index(b.min[1], 1)..=self.index(b.max[1], 1) {
-            for x in self.index(b.min[0], 0)..=self.index(b.max[0], 0) {
+        let (xs, ys) = self.tile_span(b);
+        for y in ys {
+            for x in xs.clone() {
                 f(x, y);
             }
         }
@@ -232,9 +338,8 @@ impl Tiles {
         if self.entries.is_empty() || !(p[0].is_finite() && p[1].is_finite()) {
             return;
         }
-        let t = self.index(p[1], 1) * self.nx + self.index(p[0], 0);
-        let start = self.starts[t] as usize;
-        for e in self.entries[start..self.starts[t + 1] as usize].iter().step_by(4) {
+        let [start, end] = self.ranges[self.index(p[1], 1) * self.nx + self.index(p[0], 0)];
+        for e in self.entries[start as usize..end as usize].iter().step_by(4) {
             crate::region::prefetch(e);
         }
     }
@@ -247,8 +352,8 @@ impl Tiles {
     /// few kept are then confirmed by their step bounds or, near a face, by their exact box.
     #[inline]
     fn scan(&self, x: usize, y: usize, query: &Query, exact: &[Aabb], out: &mut Vec<usize>) {
-        let t = y * self.nx + x;
-        let list = &self.entries[self.starts[t] as usize..self.starts[t + 1] as usize];
+        let [start, end] = self.ranges[y * self.nx + x];
+        let list = &self.entries[start as usize..end as usize];
         let frame = self.frame(x, y);
         let (lo, hi) = (frame.lo(query.exact.min), frame.hi(query.exact.max));
         let first = out.len();
@@ -276,7 +381,9 @@ impl Tiles {
 
     /// Bytes held by the tile offsets and lists.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.starts.capacity() * size_of::<u32>() + self.entries.capacity() * size_of::<Entry>()
+        self.ranges.capacity() * size_of::<[u32; 2]>()
+            + self.room.capacity() * size_of::<u32>()
+            + self.entries.capacity() * size_of::<Entry>()
     }
 
     /// The listed ids, each once, in Z order (Morton order) of the tiles their box centres lie
@@ -285,7 +392,7 @@ impl Tiles {
     pub(crate) fn order(&self, exact: &[Aabb]) -> Vec<u32> {
         let mut seen = vec![false; exact.len()];
         let mut ids: Vec<(u64, u32)> = Vec::new();
-        for e in &self.entries {
+        for e in self.ranges.iter().flat_map(|&[start, end]| &self.entries[start as usize..end as usize]) {
             if !std::mem::replace(&mut seen[e.id as usize], true) {
                 let c = exact[e.id as usize].centre();
                 ids.push((morton(self.index(c[0], 0) as u32, self.index(c[1], 1) as u32), e.id));

@@ -242,8 +242,10 @@ impl Engine {
     }
 
     /// Applies a burst of zone writes incrementally: the zones `touched` become `changed` (their
-    /// current state; a touched zone missing from it was deleted), the rest stays as prepared
-    /// (see [`Catalog::patched`]); emits the exits `changes` imply, as [`Engine::reload`] does.
+    /// current state; a touched zone missing from it was deleted), in place, the rest stays as
+    /// prepared (see [`Catalog::patch`]); emits the exits `changes` imply for the devices in the
+    /// touched zones, as [`Engine::reload`] does. Devices in other zones are not looked at: their
+    /// zones are as they were.
     pub fn apply_zones(
         &mut self,
         changed: Vec<zonecast_model::ZoneSpec>,
@@ -252,8 +254,14 @@ impl Engine {
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
-        let new = self.catalog.patched(changed, touched);
-        self.reload(new, changes, now, out);
+        let former = self.catalog.patch(changed, touched);
+        // Mobile zones may have changed index or source: place them all again.
+        for (mac, pos) in self.source_moves() {
+            self.place_mobile_zones(&mac, pos);
+        }
+        let new = std::mem::replace(&mut self.catalog, Catalog::empty());
+        self.reconcile_from(reconcile::Before::Patch { touched, former: &former }, &new, changes, now, out);
+        self.catalog = new;
     }
 
     /// Puts other settings and radii in force over the same zones (see

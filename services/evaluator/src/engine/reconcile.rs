@@ -3,14 +3,34 @@
 //! before a restart.
 
 use chrono::{DateTime, Utc};
-use foldhash::HashSet;
+use foldhash::{HashMap, HashSet};
 use uuid::Uuid;
 use zonecast_model::{Collision, ConfigChanged, ConfigOperation, ExitReason, Mac};
 
 use super::state::{At, Device, Phase};
 use super::transition::Verdict;
 use super::{Engine, Output};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Zone};
+
+/// The configuration a change replaced, as far as reconciliation needs it.
+pub(super) enum Before<'a> {
+    /// The whole catalog in force before.
+    Whole(&'a Catalog),
+    /// A patch: the `former` state of the `touched` zones (none for a zone it created); every
+    /// other zone is as in the new catalog, and only devices in touched zones are reconciled.
+    Patch { touched: &'a HashSet<Uuid>, former: &'a HashMap<Uuid, Zone> },
+}
+
+impl<'a> Before<'a> {
+    /// Zone `id` as it was, where `new` is the catalog now.
+    fn zone(&self, new: &'a Catalog, id: Uuid) -> Option<&'a Zone> {
+        match self {
+            Self::Whole(old) => old.by_id.get(&id).map(|&i| &old.zones[i]),
+            Self::Patch { touched, former } if touched.contains(&id) => former.get(&id),
+            Self::Patch { .. } => new.by_id.get(&id).map(|&i| &new.zones[i]),
+        }
+    }
+}
 
 impl Engine {
     /// Restores collisions recorded before a restart (only owned devices): they count as inside,
@@ -45,25 +65,46 @@ impl Engine {
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
+        self.reconcile_from(Before::Whole(old), new, changes, now, out);
+    }
+
+    /// [`Engine::reconcile`] from what `before` tells of the configuration replaced.
+    pub(super) fn reconcile_from(
+        &mut self,
+        before: Before<'_>,
+        new: &Catalog,
+        changes: &[ConfigChanged],
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
         let reset: HashSet<Uuid> = changes
             .iter()
             .filter(|c| c.operation == Some(ConfigOperation::Reset))
             .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
             .collect();
-        let mut held: Vec<(Mac, Uuid)> =
-            self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect();
+        let mut held: Vec<(Mac, Uuid)> = match before {
+            Before::Whole(_) => {
+                self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect()
+            }
+            Before::Patch { touched, .. } => touched
+                .iter()
+                .chain(reset.iter().filter(|id| !touched.contains(*id)))
+                .flat_map(|id| self.occupants.get(id).into_iter().flatten().map(|m| (m.clone(), *id)))
+                .filter(|(m, id)| self.devices.get(m).is_some_and(|d| d.zones.iter().any(|(z, _)| z == id)))
+                .collect(),
+        };
         held.sort_unstable();
         for (mac, id) in held {
             let reason = if reset.contains(&id) && new.by_id.contains_key(&id) {
                 Some(ExitReason::Reset)
             } else {
-                self.reason_to_leave(old, new, &mac, id, now)
+                self.reason_to_leave(before.zone(new, id), new, &mac, id, now)
             };
             let Some(reason) = reason else { continue };
             let zone = match new.by_id.get(&id) {
                 Some(&zi) => new.zones[zi].clone(),
-                None => match old.by_id.get(&id) {
-                    Some(&oi) => old.zones[oi].clone(),
+                None => match before.zone(new, id) {
+                    Some(former) => former.clone(),
                     None => {
                         self.forget(&mac, id);
                         out.push(Output::Exited { zone: id, mac });
@@ -75,10 +116,10 @@ impl Engine {
         }
     }
 
-    /// Why `mac` must leave zone `id` now that `new` replaces `old`, if it must.
+    /// Why `mac` must leave zone `id` (formerly `old`) now that `new` is in force, if it must.
     fn reason_to_leave(
         &self,
-        old: &Catalog,
+        old: Option<&Zone>,
         new: &Catalog,
         mac: &Mac,
         id: Uuid,
@@ -91,8 +132,8 @@ impl Engine {
         match self.verdict(zone, mac, pos, now, limit, None) {
             Verdict::Gone(r) => Some(r),
             Verdict::Distance(d) => {
-                let moved = old.by_id.get(&id).is_none_or(|&oi| {
-                    let o = &old.zones[oi].spec;
+                let moved = old.is_none_or(|old| {
+                    let o = &old.spec;
                     o.geometry_type != zone.spec.geometry_type
                         || o.geometry_data != zone.spec.geometry_data
                         || o.mobile_origin_source != zone.spec.mobile_origin_source
