@@ -267,8 +267,20 @@ impl Engine {
     ) {
         let current = std::mem::replace(&mut self.catalog, Catalog::empty());
         let new = current.with_parameters(settings, radii);
-        self.reconcile(&new, &new, &[], now, out);
+        self.reconcile(&new, &new, &[], None, now, out);
         self.catalog = new;
+    }
+
+    /// Puts in force the radii of the devices `changed` names (`None`: the device no longer has
+    /// one of its own and takes DefaultDeviceRadiusMeters), keeping every other radius, and
+    /// reconciles those devices alone: what [`Engine::reparameterise`] does for a burst of
+    /// radius writes, without the other radii and devices. Zones and scene stay as they are.
+    pub fn apply_radii(&mut self, changed: Vec<(Mac, Option<f64>)>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        let macs: Vec<Mac> = changed.iter().map(|(m, _)| m.clone()).collect();
+        let mut current = std::mem::replace(&mut self.catalog, Catalog::empty());
+        current.set_radii(changed);
+        self.reconcile(&current, &current, &[], Some(&macs), now, out);
+        self.catalog = current;
     }
 
     /// Installs a new catalog and emits the exits the changes since the last one imply;
@@ -280,7 +292,7 @@ impl Engine {
             self.place_mobile_zones(&mac, pos);
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
-        self.reconcile(&old, &new, changes, now, out);
+        self.reconcile(&old, &new, changes, None, now, out);
         self.catalog = new;
     }
 }

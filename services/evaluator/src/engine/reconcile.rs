@@ -31,17 +31,20 @@ impl Engine {
             self.occupants.entry(c.zone_id).or_default().insert(c.mac);
         }
         let unchanged = std::mem::replace(&mut self.catalog, Catalog::empty());
-        self.reconcile(&unchanged, &unchanged, &[], now, out);
+        self.reconcile(&unchanged, &unchanged, &[], None, now, out);
         self.catalog = unchanged;
     }
 
     /// Exits for devices in zones that `new` deletes, deactivates, closes, excludes them from,
-    /// resets, or moves away from them. Runs with `self.catalog` taken out, so it is passed in.
+    /// resets, or moves away from them: every device, or `only` those named (a change that
+    /// concerns them alone, such as their radii). Runs with `self.catalog` taken out, so it is
+    /// passed in.
     pub(super) fn reconcile(
         &mut self,
         old: &Catalog,
         new: &Catalog,
         changes: &[ConfigChanged],
+        only: Option<&[Mac]>,
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
@@ -50,9 +53,15 @@ impl Engine {
             .filter(|c| c.operation == Some(ConfigOperation::Reset))
             .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
             .collect();
-        let mut held: Vec<(Mac, Uuid)> =
-            self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect();
+        fn zones_of<'a>((m, d): (&'a Mac, &'a Device)) -> impl Iterator<Item = (Mac, Uuid)> + 'a {
+            d.zones.iter().map(move |(id, _)| (m.clone(), *id))
+        }
+        let mut held: Vec<(Mac, Uuid)> = match only {
+            None => self.devices.iter().flat_map(zones_of).collect(),
+            Some(macs) => macs.iter().filter_map(|m| self.devices.get_key_value(m)).flat_map(zones_of).collect(),
+        };
         held.sort_unstable();
+        held.dedup();
         for (mac, id) in held {
             let reason = if reset.contains(&id) && new.by_id.contains_key(&id) {
                 Some(ExitReason::Reset)
