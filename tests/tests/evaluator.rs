@@ -271,9 +271,11 @@ async fn a_radius_write_moves_only_the_device_it_names_in_or_out_of_a_zone(mode:
     server.ok(Method::PUT, radius, Some(json!({a.clone(): null}))).await;
     let enter = position_until_an_event(&server, &mut events, &a, [1.5, 0.0, 0.0], &mut t).await;
     assert!(is("ZONE_ENTER", a.clone())(&enter), "{enter}");
-    let mut inside = colliding(&server, &zone).await;
-    inside.sort();
-    assert_eq!(inside, [a, b]);
+    let both: BTreeSet<String> = [a, b].into();
+    eventually(WAIT, || async {
+        (colliding(&server, &zone).await.into_iter().collect::<BTreeSet<_>>() == both).then_some(())
+    })
+    .await;
     server.stop().await;
 }
 

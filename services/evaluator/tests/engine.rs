@@ -469,7 +469,7 @@ fn radius_writes_applied_to_the_devices_they_name_give_what_a_full_reparameteris
         vec![(mac(4), Some(0.0))],
     ];
     let mut t = t0();
-    let mut drive = |full: &mut Engine, incremental: &mut Engine, t: DateTime<Utc>, x: f64| {
+    let drive = |full: &mut Engine, incremental: &mut Engine, t: DateTime<Utc>, x: f64| {
         let mut a = Vec::new();
         let mut b = Vec::new();
         for m in [mac(1), mac(2), mac(3), mac(4)] {
