@@ -218,6 +218,67 @@ async fn inclusion_lists_decide_who_triggers_and_an_exclusion_exits_the_device(m
     server.stop().await;
 }
 
+/// Sends `device` at `p`, a little later each time, until an event comes: a configuration
+/// write is in force in the evaluator shortly after the API has answered it.
+async fn position_until_an_event(
+    server: &Server,
+    events: &mut zonecast_bus::Subscription,
+    device: &str,
+    p: [f64; 3],
+    t: &mut DateTime<Utc>,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        *t += ms(10);
+        server.position(device, p, *t).await;
+        if let Ok(event) = tokio::time::timeout(Duration::from_millis(250), next_json(events, WAIT)).await {
+            return event;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no event for {device} at {p:?}");
+    }
+}
+
+async fn a_radius_write_moves_only_the_device_it_names_in_or_out_of_a_zone(mode: Mode) {
+    let server = Server::start(mode).await;
+    let zone = id(&server.create_zone(sphere("gate", [0.0, 0.0, 0.0], 1.0)).await);
+    let mut events = server.events().await;
+    let (a, b) = (mac(21), mac(22));
+    let radius = "/v3/modules/zones/devices/radius";
+    let mut t = Utc::now();
+    // 0.5 m outside the zone: balls of 0.6 m touch it.
+    server.ok(Method::PUT, radius, Some(json!({a.clone(): 0.6, b.clone(): 0.6}))).await;
+    let enter = position_until_an_event(&server, &mut events, &a, [1.5, 0.0, 0.0], &mut t).await;
+    assert!(is("ZONE_ENTER", a.clone())(&enter), "{enter}");
+    server.position(&b, [1.5, 0.0, 0.0], t).await;
+    let enter = next_json(&mut events, WAIT).await;
+    assert!(is("ZONE_ENTER", b.clone())(&enter), "{enter}");
+    // a's ball shrinks: its next position takes it out; b, not named, stays inside.
+    server.ok(Method::PUT, radius, Some(json!({a.clone(): 0.2}))).await;
+    let exit = position_until_an_event(&server, &mut events, &a, [1.5, 0.0, 0.0], &mut t).await;
+    assert!(is("ZONE_EXIT", a.clone())(&exit), "{exit}");
+    assert_eq!(exit["Content"]["Reason"], "position");
+    wait_colliding(&server, &zone, vec![b.clone()]).await;
+    server.position(&b, [1.5, 0.0, 0.0], t).await;
+    // Removing a's own radius for a default-sized one (1 m) brings it back; b's position before
+    // made no event, so the next one is a's.
+    server
+        .ok(
+            Method::PUT,
+            "/v3/modules/zones/settings",
+            Some(json!({"SettingName": "DefaultDeviceRadiusMeters", "SettingValue": "1"})),
+        )
+        .await;
+    server.ok(Method::PUT, radius, Some(json!({a.clone(): null}))).await;
+    let enter = position_until_an_event(&server, &mut events, &a, [1.5, 0.0, 0.0], &mut t).await;
+    assert!(is("ZONE_ENTER", a.clone())(&enter), "{enter}");
+    let both: BTreeSet<String> = [a, b].into();
+    eventually(WAIT, || async {
+        (colliding(&server, &zone).await.into_iter().collect::<BTreeSet<_>>() == both).then_some(())
+    })
+    .await;
+    server.stop().await;
+}
+
 async fn a_timed_zone_exits_its_devices_at_stop_time_by_the_clock(mode: Mode) {
     let server = Server::start(mode).await;
     let stop: DateTime<Utc> = Utc::now() + ms(800);
@@ -455,6 +516,7 @@ both_modes!(
     every_shape_holds_a_point_1_cm_inside_and_not_one_1_cm_outside,
     a_mobile_zone_captures_a_device_standing_still_when_its_source_moves_onto_it,
     inclusion_lists_decide_who_triggers_and_an_exclusion_exits_the_device,
+    a_radius_write_moves_only_the_device_it_names_in_or_out_of_a_zone,
     a_timed_zone_exits_its_devices_at_stop_time_by_the_clock,
     exit_tolerance_and_exit_delay_hold_the_exit_back,
     a_silent_device_times_out_of_its_zones,

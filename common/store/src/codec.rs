@@ -1,7 +1,7 @@
 //! Conversions between model values and column values shared by both dialects, and the
 //! normalisation of write batches (duplicates, lock order).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -96,6 +96,13 @@ pub(crate) fn coalesce_radii(changes: &[(Mac, Option<f64>)]) -> (Vec<(Mac, f64)>
         }
     }
     (set, remove)
+}
+
+/// The answer to a lookup of `macs`' radii: each MAC once, sorted, with the radius `found` for
+/// it or `None`.
+pub(crate) fn radii_of(macs: &[Mac], found: &HashMap<Mac, f64>) -> Vec<(Mac, Option<f64>)> {
+    let asked: BTreeSet<&Mac> = macs.iter().collect();
+    asked.into_iter().map(|mac| (mac.clone(), found.get(mac).copied())).collect()
 }
 
 #[cfg(test)]

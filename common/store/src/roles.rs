@@ -92,6 +92,9 @@ pub trait SettingWriter: Send + Sync + 'static {
 pub trait RadiusReader: Send + Sync + 'static {
     /// Devices with their own radius, sorted by MAC.
     async fn list_radii(&self) -> Result<Vec<(Mac, f64)>>;
+    /// The radius of each of `macs` (once each, sorted by MAC): `None` for a device without
+    /// one of its own. What a burst of radius writes changed, without reading the others.
+    async fn find_radii(&self, macs: &[Mac]) -> Result<Vec<(Mac, Option<f64>)>>;
 }
 
 /// Device radii, written.

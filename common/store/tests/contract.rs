@@ -119,6 +119,7 @@ contract!(
     clearing_a_zone_returns_and_removes_only_its_collisions,
     settings_are_upserted_by_name,
     radii_merge_sets_replaces_and_removes,
+    find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,
     connections_round_trip_in_creation_order,
     a_connection_must_name_an_existing_certificate_profile,
     a_certificate_profile_in_use_cannot_be_deleted,
@@ -487,6 +488,26 @@ async fn radii_merge_sets_replaces_and_removes(store: Arc<dyn Store>) {
     store.merge_radii(&[]).await.unwrap();
     store.merge_radii(&[(b.clone(), None), (c, None)]).await.unwrap();
     assert!(store.list_radii().await.unwrap().is_empty());
+}
+
+async fn find_radii_answers_each_device_asked_once_with_its_own_radius_or_none(store: Arc<dyn Store>) {
+    let (a, b, c) = (mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B"), mac("00:00:00:00:00:0C"));
+    assert!(store.find_radii(&[]).await.unwrap().is_empty());
+    assert_eq!(store.find_radii(std::slice::from_ref(&a)).await.unwrap(), vec![(a.clone(), None)]);
+    store.merge_radii(&[(a.clone(), Some(0.5)), (b.clone(), Some(1.25))]).await.unwrap();
+    assert_eq!(
+        store.find_radii(&[c.clone(), a.clone(), c.clone()]).await.unwrap(),
+        vec![(a.clone(), Some(0.5)), (c.clone(), None)],
+        "sorted, once each, and only those asked"
+    );
+    store.merge_radii(&[(a.clone(), None), (c.clone(), Some(0.0))]).await.unwrap();
+    assert_eq!(
+        store.find_radii(&[a.clone(), b.clone(), c.clone()]).await.unwrap(),
+        vec![(a, None), (b, Some(1.25)), (c, Some(0.0))]
+    );
+    // The evaluator's view reads them too.
+    let evaluator: Arc<dyn EvaluatorStore> = store.clone();
+    assert_eq!(evaluator.find_radii(&[mac("00:00:00:00:00:0B")]).await.unwrap().len(), 1);
 }
 
 async fn connections_round_trip_in_creation_order(store: Arc<dyn Store>) {

@@ -280,6 +280,26 @@ impl Catalog {
         Self::build(Vec::new(), &[], Vec::new())
     }
 
+    /// The own radii of the devices `changed` names replaced (`None` removes one: the device
+    /// takes DefaultDeviceRadiusMeters), the others kept: what a burst of radius writes changes.
+    pub fn set_radii(&mut self, changed: impl IntoIterator<Item = (Mac, Option<f64>)>) {
+        let mut lowered = false;
+        for (mac, radius) in changed {
+            let before = match radius {
+                Some(r) => {
+                    self.max_radius = self.max_radius.max(r);
+                    self.radii.insert(mac, r)
+                }
+                None => self.radii.remove(&mac),
+            };
+            lowered |= before.is_some_and(|b| b >= self.max_radius);
+        }
+        if lowered {
+            // The largest radius may be gone: only then are all of them looked at again.
+            self.max_radius = self.radii.values().copied().fold(self.default_radius, f64::max);
+        }
+    }
+
     /// Radius of `mac`: its own, else DefaultDeviceRadiusMeters.
     pub fn radius(&self, mac: &Mac) -> f64 {
         self.radii.get(mac).copied().unwrap_or(self.default_radius)

@@ -75,12 +75,32 @@ fn touched_zones(changes: &[ConfigChanged]) -> Option<foldhash::HashSet<uuid::Uu
     Some(touched)
 }
 
+/// The devices a burst changes the radius of, when it is only radius writes that name them:
+/// then only those radii are read again and only those devices reconciled. `None` when all
+/// settings and radii must be (a settings change in the burst, a change that names no device
+/// or one that is not a MAC).
+fn touched_radii(changes: &[ConfigChanged]) -> Option<Vec<Mac>> {
+    let mut touched = Vec::new();
+    for change in changes {
+        if change.kind != ConfigKind::Radii || change.ids.is_empty() {
+            return None;
+        }
+        for mac in &change.ids {
+            touched.push(mac.parse().ok()?);
+        }
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    Some(touched)
+}
+
 /// What a burst of configuration changes makes the evaluator read again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
     /// Zones changed: those zones (or everything, see [`touched_zones`]), the scene rebuilt.
     Zones,
-    /// Only settings or radii: those, over the same zones and scene.
+    /// Only settings or radii: those (or only the radii named, see [`touched_radii`]), over the
+    /// same zones and scene.
     Parameters,
     /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
     Nothing,
@@ -200,16 +220,23 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                                 Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one until the next change"),
                             }
                         }
-                        Scope::Parameters => match load_parameters(deps.store.as_ref()).await {
-                            Ok((settings, radii)) => {
-                                engine.reparameterise(settings, radii, Utc::now(), &mut out);
-                                metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
-                            }
-                            Err(e) => {
+                        Scope::Parameters => {
+                            let applied = match touched_radii(&changes) {
+                                // Only these devices' radii: read them alone, touch no other device.
+                                Some(macs) => deps.store.find_radii(&macs).await.map(|changed| {
+                                    engine.apply_radii(changed, Utc::now(), &mut out);
+                                    metrics::counter!("zonecast_evaluator_radius_patches_total").increment(1);
+                                }),
+                                None => load_parameters(deps.store.as_ref()).await.map(|(settings, radii)| {
+                                    engine.reparameterise(settings, radii, Utc::now(), &mut out);
+                                    metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
+                                }),
+                            };
+                            if let Err(e) = applied {
                                 catalog_stale = true;
                                 tracing::warn!(error = %e, "settings reload failed; keeping the previous ones until the next change");
                             }
-                        },
+                        }
                         Scope::Nothing => {}
                     }
                 }

@@ -1,5 +1,6 @@
 //! Properties of the collision engine over random sequences of positions, zone changes
-//! (create, move, delete, activate, deactivate, DeviceList, reset), settings and clock ticks:
+//! (create, move, delete, activate, deactivate, DeviceList, reset), settings, device radii and
+//! clock ticks:
 //! every exit follows exactly one enter with the same CollisionID; no device is inside a zone
 //! the rules keep it out of; the recorded collisions (what `CollidingDevices` is read from)
 //! are always those the events imply.
@@ -42,6 +43,8 @@ enum Op {
     Reset { slot: usize },
     /// A setting written.
     Setting { name: SettingName, value: f64 },
+    /// `device`'s own radius set, or removed.
+    Radius { device: usize, radius: Option<f64> },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -65,6 +68,8 @@ fn op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![0.0, 0.3]).prop_map(|v| (SettingName::DefaultDeviceRadiusMeters, v)),
         ]
         .prop_map(|(name, value)| Op::Setting { name, value }),
+        1 => (0..DEVICES, prop::option::of(prop::sample::select(vec![0.0, 0.4, 1.2])))
+            .prop_map(|(device, radius)| Op::Radius { device, radius }),
     ]
 }
 
@@ -82,6 +87,11 @@ struct World {
     now: DateTime<Utc>,
     zones: BTreeMap<usize, ZoneSpec>,
     written: Vec<Setting>,
+    /// Devices' own radii.
+    radii: BTreeMap<Mac, f64>,
+    /// How radius writes are applied whatever the input says: incrementally (`true`) or by
+    /// reading every setting and radius again (`false`).
+    radii_patched: Option<bool>,
     /// Last position and its time, per device.
     positions: HashMap<Mac, ([f64; 3], DateTime<Utc>)>,
     /// Stays opened by a `ZONE_ENTER` and not closed by a `ZONE_EXIT`: (zone, device) → CollisionID.
@@ -109,6 +119,8 @@ impl World {
             now,
             zones: BTreeMap::new(),
             written: Vec::new(),
+            radii: BTreeMap::new(),
+            radii_patched: None,
             positions: HashMap::new(),
             stays: HashMap::new(),
             used: HashSet::new(),
@@ -119,6 +131,10 @@ impl World {
 
     fn settings(&self) -> Settings {
         Settings::from_written(&self.written)
+    }
+
+    fn radius_list(&self) -> Vec<(Mac, f64)> {
+        self.radii.iter().map(|(m, r)| (m.clone(), *r)).collect()
     }
 
     /// The distance of `device` from zone `spec` (a sphere), and the device's radius.
@@ -137,7 +153,7 @@ impl World {
             let touched: foldhash::HashSet<Uuid> = [id].into_iter().collect();
             self.engine.apply_zones(changed, &touched, &changes, self.now, out);
         } else {
-            let catalog = Catalog::build(self.zones.values().cloned().collect(), &self.written, Vec::new());
+            let catalog = Catalog::build(self.zones.values().cloned().collect(), &self.written, self.radius_list());
             self.engine.reload(catalog, &changes, self.now, out);
         }
     }
@@ -187,7 +203,19 @@ impl World {
             Op::Setting { name, value } => {
                 self.written.retain(|s| s.name != *name);
                 self.written.push(Setting { name: *name, value: *value, active: true });
-                self.engine.reparameterise(self.settings(), Vec::new(), self.now, &mut out);
+                self.engine.reparameterise(self.settings(), self.radius_list(), self.now, &mut out);
+            }
+            Op::Radius { device, radius } => {
+                let m = mac(*device);
+                match radius {
+                    Some(r) => self.radii.insert(m.clone(), *r),
+                    None => self.radii.remove(&m),
+                };
+                if self.radii_patched.unwrap_or(patch) {
+                    self.engine.apply_radii(vec![(m, *radius)], self.now, &mut out);
+                } else {
+                    self.engine.reparameterise(self.settings(), self.radius_list(), self.now, &mut out);
+                }
             }
         }
         out
@@ -245,8 +273,8 @@ impl World {
     /// zone holds nobody.
     fn check(&mut self, op: &Op) -> Result<(), TestCaseError> {
         let settings = self.settings();
-        let radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
-        let margin = radius + settings.get(SettingName::ExitToleranceMeters);
+        let default_radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
+        let tolerance = settings.get(SettingName::ExitToleranceMeters);
         let exit_delay = Duration::milliseconds(settings.get(SettingName::ExitDelayMs) as i64);
         let entry_delay = settings.get(SettingName::EntryDelayMs);
         let timeout = settings.get(SettingName::DeviceTimeoutSeconds);
@@ -268,6 +296,8 @@ impl World {
             Op::Move { device, .. } => {
                 let m = mac(*device);
                 let (p, t) = self.positions[&m];
+                let radius = self.radii.get(&m).copied().unwrap_or(default_radius);
+                let margin = radius + tolerance;
                 for spec in self.zones.values() {
                     let d = self.distance(spec, p);
                     let key = (spec.id, m.clone());
@@ -341,5 +371,19 @@ proptest! {
             ops.iter().flat_map(|(op, patch)| world.apply(op, *patch)).collect::<Vec<Output>>()
         };
         prop_assert_eq!(run(), run());
+    }
+
+    /// Radius writes applied to the devices they name alone give the same outputs as reading
+    /// every setting and radius again, whatever came before and after.
+    #[test]
+    fn radius_writes_applied_incrementally_give_what_a_full_reparameterise_gives(
+        ops in prop::collection::vec((op(), any::<bool>()), 1..80),
+    ) {
+        let run = |patched| {
+            let mut world = World::new();
+            world.radii_patched = Some(patched);
+            ops.iter().flat_map(|(op, patch)| world.apply(op, *patch)).collect::<Vec<Output>>()
+        };
+        prop_assert_eq!(run(true), run(false));
     }
 }

@@ -330,6 +330,18 @@ impl RadiusReader for PgStore {
         radii.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(radii)
     }
+
+    async fn find_radii(&self, macs: &[Mac]) -> Result<Vec<(Mac, Option<f64>)>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT mac, radius FROM device_radii WHERE mac = ANY($1)").await.db()?;
+        let keys: Vec<&str> = macs.iter().map(Mac::as_str).collect();
+        let rows = client.query(&stmt, &[&keys]).await.db()?;
+        let found = rows
+            .iter()
+            .map(|r| Ok((codec::mac(r.try_get(0).db()?)?, r.try_get(1).db()?)))
+            .collect::<Result<std::collections::HashMap<Mac, f64>>>()?;
+        Ok(codec::radii_of(macs, &found))
+    }
 }
 
 #[async_trait::async_trait]

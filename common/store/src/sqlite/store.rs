@@ -334,6 +334,25 @@ impl RadiusReader for SqliteStore {
         })
         .await
     }
+
+    async fn find_radii(&self, macs: &[Mac]) -> Result<Vec<(Mac, Option<f64>)>> {
+        let macs = macs.to_vec();
+        self.run(move |conn| {
+            let tx = conn.transaction().db()?;
+            let mut found = std::collections::HashMap::new();
+            {
+                let mut stmt = tx.prepare_cached("SELECT radius FROM device_radii WHERE mac = ?1").db()?;
+                for mac in &macs {
+                    if let Some(radius) = stmt.query_row([mac.as_str()], |r| r.get::<_, f64>(0)).optional().db()? {
+                        found.insert(mac.clone(), radius);
+                    }
+                }
+            }
+            tx.commit().db()?;
+            Ok(codec::radii_of(&macs, &found))
+        })
+        .await
+    }
 }
 
 #[async_trait::async_trait]

@@ -279,6 +279,18 @@ impl Engine {
         self.catalog = new;
     }
 
+    /// Puts in force the radii of the devices `changed` names (`None`: the device no longer has
+    /// one of its own and takes DefaultDeviceRadiusMeters), keeping every other radius, and
+    /// reconciles those devices alone: what [`Engine::reparameterise`] does for a burst of
+    /// radius writes, without the other radii and devices. Zones and scene stay as they are.
+    pub fn apply_radii(&mut self, changed: Vec<(Mac, Option<f64>)>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        let macs: Vec<Mac> = changed.iter().map(|(m, _)| m.clone()).collect();
+        let mut current = std::mem::replace(&mut self.catalog, Catalog::empty());
+        current.set_radii(changed);
+        self.reconcile_from(reconcile::Before::Devices(&macs), &current, &[], now, out);
+        self.catalog = current;
+    }
+
     /// Installs a new catalog and emits the exits the changes since the last one imply;
     /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
     /// gives the Reason `deleted`).

@@ -19,6 +19,9 @@ pub(super) enum Before<'a> {
     /// A patch: the `former` state of the `touched` zones (none for a zone it created); every
     /// other zone is as in the new catalog, and only devices in touched zones are reconciled.
     Patch { touched: &'a HashSet<Uuid>, former: &'a HashMap<Uuid, Zone> },
+    /// No zone changed; only the devices named are reconciled (a change that concerns them
+    /// alone, such as their radii).
+    Devices(&'a [Mac]),
 }
 
 impl<'a> Before<'a> {
@@ -27,7 +30,7 @@ impl<'a> Before<'a> {
         match self {
             Self::Whole(old) => old.by_id.get(&id).map(|&i| &old.zones[i]),
             Self::Patch { touched, former } if touched.contains(&id) => former.get(&id),
-            Self::Patch { .. } => new.by_id.get(&id).map(|&i| &new.zones[i]),
+            Self::Patch { .. } | Self::Devices(_) => new.by_id.get(&id).map(|&i| &new.zones[i]),
         }
     }
 }
@@ -56,7 +59,8 @@ impl Engine {
     }
 
     /// Exits for devices in zones that `new` deletes, deactivates, closes, excludes them from,
-    /// resets, or moves away from them. Runs with `self.catalog` taken out, so it is passed in.
+    /// resets, or moves away from them, for every device. Runs with `self.catalog` taken out, so
+    /// it is passed in.
     pub(super) fn reconcile(
         &mut self,
         old: &Catalog,
@@ -82,9 +86,13 @@ impl Engine {
             .filter(|c| c.operation == Some(ConfigOperation::Reset))
             .flat_map(|c| c.ids.iter().filter_map(|s| s.parse().ok()))
             .collect();
+        fn zones_of<'a>((m, d): (&'a Mac, &'a Device)) -> impl Iterator<Item = (Mac, Uuid)> + 'a {
+            d.zones.iter().map(move |(id, _)| (m.clone(), *id))
+        }
         let mut held: Vec<(Mac, Uuid)> = match before {
-            Before::Whole(_) => {
-                self.devices.iter().flat_map(|(m, d)| d.zones.iter().map(move |(id, _)| (m.clone(), *id))).collect()
+            Before::Whole(_) => self.devices.iter().flat_map(zones_of).collect(),
+            Before::Devices(macs) => {
+                macs.iter().filter_map(|m| self.devices.get_key_value(m)).flat_map(zones_of).collect()
             }
             Before::Patch { touched, .. } => touched
                 .iter()
@@ -94,6 +102,7 @@ impl Engine {
                 .collect(),
         };
         held.sort_unstable();
+        held.dedup();
         for (mac, id) in held {
             let reason = if reset.contains(&id) && new.by_id.contains_key(&id) {
                 Some(ExitReason::Reset)
