@@ -425,7 +425,9 @@ async fn start_with_known_key(mode: Mode) -> (Server, Keys) {
 /// The password stored for connection `id`, unsealed with the server's key.
 async fn stored_password(server: &Server, keys: &Keys, id: &str) -> Option<String> {
     let sqlite = server.data_dir.path().join(zonecast::DATABASE_FILE);
-    let store = zonecast_store::open(server.database_url.as_deref(), &sqlite).await.expect("the store opens");
+    let store = zonecast_store::open(server.database_url.as_deref(), zonecast_store::DEFAULT_POOL_SIZE, &sqlite)
+        .await
+        .expect("the store opens");
     let stored = store.get_connection(id.parse().unwrap()).await.expect("the connection is stored");
     stored
         .password_sealed

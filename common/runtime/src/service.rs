@@ -54,10 +54,11 @@ pub async fn open_bus(config: &BusConfig, client: &str) -> Result<Arc<dyn Bus>, 
     zonecast_bus::connect(url, client).await.map_err(|e| StartError::new("bus", e))
 }
 
-/// Opens the store `config` names: PostgreSQL when it has a URL, else the SQLite file `sqlite`.
+/// Opens the store `config` names: PostgreSQL when it has a URL (`ZONECAST_DATABASE_POOL`
+/// connections at most), else the SQLite file `sqlite`.
 pub async fn open_store(config: &StoreConfig, sqlite: &Path) -> Result<Arc<dyn Store>, StartError> {
     let url = config.database_url.as_ref().map(Secret::expose);
-    zonecast_store::open(url, sqlite).await.map_err(|e| StartError::new("store", e.detail()))
+    zonecast_store::open(url, config.pool, sqlite).await.map_err(|e| StartError::new("store", e.detail()))
 }
 
 /// The keys derived from the configured master secret.

@@ -30,8 +30,8 @@ pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
 pub use zonecast_model::Collision;
 
-/// Pool size [`open`] gives a [`PgStore`].
-pub const DEFAULT_POOL_SIZE: usize = 8;
+/// PostgreSQL connections a process holds at most unless configured (`ZONECAST_DATABASE_POOL`).
+pub const DEFAULT_POOL_SIZE: usize = 16;
 
 /// An MQTT connection as stored: the model value and its password, encrypted by the caller.
 /// Read back, `connection.has_password` says whether `password_sealed` is set.
@@ -176,11 +176,11 @@ pub trait Store: ApiStore + EvaluatorStore + ForwarderStore {}
 
 impl<T> Store for T where T: ApiStore + EvaluatorStore + ForwarderStore {}
 
-/// Opens the store: PostgreSQL at `database_url` when one is given (pool of
-/// [`DEFAULT_POOL_SIZE`]), else the SQLite file `sqlite_path`. Runs migrations either way.
-pub async fn open(database_url: Option<&str>, sqlite_path: &Path) -> Result<Arc<dyn Store>> {
+/// Opens the store: PostgreSQL at `database_url` when one is given, with at most `pool`
+/// connections, else the SQLite file `sqlite_path`. Runs migrations either way.
+pub async fn open(database_url: Option<&str>, pool: usize, sqlite_path: &Path) -> Result<Arc<dyn Store>> {
     match database_url.map(str::trim).filter(|u| !u.is_empty()) {
-        Some(url) => Ok(Arc::new(PgStore::connect(url, DEFAULT_POOL_SIZE).await?)),
+        Some(url) => Ok(Arc::new(PgStore::connect(url, pool).await?)),
         None => {
             let path = sqlite_path.to_owned();
             let store = tokio::task::spawn_blocking(move || SqliteStore::open(&path))

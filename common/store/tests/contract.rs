@@ -721,11 +721,11 @@ async fn a_reopened_sqlite_file_keeps_its_data_and_migrates_once() {
 async fn open_without_a_database_url_uses_the_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data/zonecast.db");
-    let store = zonecast_store::open(None, &path).await.unwrap();
+    let store = zonecast_store::open(None, zonecast_store::DEFAULT_POOL_SIZE, &path).await.unwrap();
     assert_eq!(store.kind(), "sqlite");
     store.ping().await.unwrap();
     assert!(path.exists());
-    let blank = zonecast_store::open(Some("  "), &path).await.unwrap();
+    let blank = zonecast_store::open(Some("  "), zonecast_store::DEFAULT_POOL_SIZE, &path).await.unwrap();
     assert_eq!(blank.kind(), "sqlite");
 }
 
@@ -734,11 +734,34 @@ async fn open_with_a_database_url_uses_postgres() {
     let (url, name) = fresh_pg_database().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("unused.db");
-    let store = zonecast_store::open(Some(&url), &path).await.unwrap();
+    let store = zonecast_store::open(Some(&url), zonecast_store::DEFAULT_POOL_SIZE, &path).await.unwrap();
     assert_eq!(store.kind(), "postgres");
     store.ping().await.unwrap();
     assert!(!path.exists());
     Harness { store, cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }.passed().await;
+}
+
+/// Connections the server holds open to database `name` (this query's own is to another one).
+async fn connections_to(name: &str) -> i64 {
+    let (client, connection) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let row = client.query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", &[&name]).await.unwrap();
+    row.get(0)
+}
+
+#[tokio::test]
+async fn the_configured_pool_bounds_the_connections_to_postgres() {
+    for pool in [1, 3] {
+        let (url, name) = fresh_pg_database().await;
+        let path = tempfile::tempdir().unwrap().path().join("unused.db");
+        let store = zonecast_store::open(Some(&url), pool, &path).await.unwrap();
+        // Many requests at once: a pool lets each wait for a connection rather than open another.
+        let reads = futures::future::join_all((0..32).map(|_| store.list_zones())).await;
+        assert!(reads.iter().all(Result::is_ok));
+        let held = connections_to(&name).await;
+        assert!(held >= 1 && held <= pool as i64, "pool {pool}: {held} connections held");
+        Harness { store, cleanup: Cleanup::Postgres { admin_url: admin_url(), name } }.passed().await;
+    }
 }
 
 #[tokio::test]

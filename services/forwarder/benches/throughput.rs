@@ -233,7 +233,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
-        let store = zonecast_store::open(None, &dir.path().join("bench.sqlite")).await.unwrap();
+        let store = zonecast_store::open(None, zonecast_store::DEFAULT_POOL_SIZE, &dir.path().join("bench.sqlite")).await.unwrap();
         let connections: Vec<Connection> = (0..CONNECTIONS)
             .map(|c| Connection {
                 id: Uuid::new_v4(),

@@ -191,7 +191,7 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { database_url: None, pool: 16 }
+        Self { database_url: None, pool: zonecast_store::DEFAULT_POOL_SIZE }
     }
 }
 
