@@ -102,7 +102,7 @@ impl Subjects {
         Some(match &event.content {
             Content::LocationRawUpdate(_) => return None,
             Content::ZoneEnter(c) => zone(&c.zone_id, ZoneEventKind::Enter),
-            Content::ZoneExit(c) => zone(&c.zone_id, ZoneEventKind::Exit),
+            Content::ZoneExit(c) => zone(&c.enter.zone_id, ZoneEventKind::Exit),
             Content::ZoneInfo(c) => zone(&c.zone_id, ZoneEventKind::Info),
             Content::SiteAlarm(_) => self.alarm(AlarmKind::Site, mac?),
             Content::DeviceAlarm(_) => self.alarm(AlarmKind::Device, mac?),

@@ -236,6 +236,7 @@ impl World {
                             self.out_since.remove(&(c.zone_id, mac));
                         }
                         Content::ZoneExit(c) => {
+                            let c = &c.enter;
                             let open = self.stays.remove(&(c.zone_id, mac.clone()));
                             prop_assert_eq!(open, Some(c.collision_id), "exit without its enter");
                             self.out_since.remove(&(c.zone_id, mac));

@@ -44,30 +44,13 @@ pub struct ZoneEnter {
     pub position: Option<[f64; 3]>,
 }
 
-/// `ZONE_EXIT`: a device left a zone; every field of its enter, and when and why it left.
+/// `ZONE_EXIT`: a device left a zone; every field of its enter (the position is the device's last
+/// known one), and when and why it left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZoneExit {
-    /// The zone.
-    #[serde(rename = "ZoneID", with = "upper_uuid")]
-    pub zone_id: Uuid,
-    /// The zone's name.
-    #[serde(rename = "ZoneName")]
-    pub zone_name: String,
-    /// The zone's AlertLevel.
-    #[serde(rename = "AlertLevel")]
-    pub alert_level: u64,
-    /// The alarm kind of the entry.
-    #[serde(rename = "Alarm")]
-    pub alarm: AlarmKind,
-    /// The entry's CollisionID.
-    #[serde(rename = "CollisionID", with = "upper_uuid")]
-    pub collision_id: Uuid,
-    /// When the device entered.
-    #[serde(rename = "EntryTime", with = "millis")]
-    pub entry_time: DateTime<Utc>,
-    /// The device's last known position (null when none is known).
-    #[serde(rename = "Position")]
-    pub position: Option<[f64; 3]>,
+    /// The fields of the stay's `ZONE_ENTER`, written first and at the same level.
+    #[serde(flatten)]
+    pub enter: ZoneEnter,
     /// When the device left.
     #[serde(rename = "ExitTime", with = "millis")]
     pub exit_time: DateTime<Utc>,

@@ -80,13 +80,15 @@ impl Engine {
             return;
         };
         let content = ZoneExit {
-            zone_id: zone.spec.id,
-            zone_name: zone.spec.name.clone(),
-            alert_level: zone.spec.alert_level,
-            alarm,
-            collision_id: collision,
-            entry_time,
-            position: device.pos,
+            enter: ZoneEnter {
+                zone_id: zone.spec.id,
+                zone_name: zone.spec.name.clone(),
+                alert_level: zone.spec.alert_level,
+                alarm,
+                collision_id: collision,
+                entry_time,
+                position: device.pos,
+            },
             exit_time: at.ts,
             reason,
         };
