@@ -244,6 +244,27 @@ mod tests {
     }
 
     #[test]
+    fn an_exit_is_written_as_its_enter_then_when_and_why_it_ended_and_reads_back() {
+        let mut e = enter();
+        let Content::ZoneEnter(stay) = e.content.clone() else { unreachable!() };
+        let left: DateTime<Utc> = "2026-11-21T10:00:07.250Z".parse().unwrap();
+        e.content = Content::ZoneExit(ZoneExit { enter: stay, exit_time: left, reason: ExitReason::Position });
+        let text = serde_json::to_string(&e).unwrap();
+        let content = &text[text.find(r#""Content":"#).unwrap()..];
+        assert_eq!(
+            content,
+            r#""Content":{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"dock","AlertLevel":5,"#
+                .to_owned()
+                + r#""Alarm":"device","CollisionID":"00000000-0000-0000-0000-0000000000CD","#
+                + r#""EntryTime":"2026-11-21T10:00:00.100Z","Position":[0.5,1.0,0.0],"#
+                + r#""ExitTime":"2026-11-21T10:00:07.250Z","Reason":"position"}}"#
+        );
+        assert!(text.contains(r#""Type":"ZONE_EXIT""#));
+        let back: Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
     fn a_type_of_another_category_or_content_of_another_type_is_refused() {
         let mut v = serde_json::to_value(enter()).unwrap();
         v["Category"] = json!("ALARM");
