@@ -22,9 +22,9 @@ pub use certificate::CertificateProfileInput;
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, Topic};
 pub use event::{
-    Alarm, AlarmKind, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory, EventId, EventSource,
-    EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo,
-    format_timestamp,
+    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
+    EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind,
+    ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
 pub use mac::Mac;

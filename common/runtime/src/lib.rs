@@ -3,6 +3,7 @@
 //! mapping, health and metrics), the service skeleton, tracing, Prometheus metrics and graceful
 //! shutdown.
 
+pub mod applier;
 pub mod auth;
 pub mod config;
 pub mod edge;

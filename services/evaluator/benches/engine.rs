@@ -164,6 +164,7 @@ fn zone_changes(c: &mut Criterion) {
             kind: zonecast_model::ConfigKind::Zones,
             ids: vec![zonecast_model::format_id(&id)],
             operation: None,
+            revision: 0,
         };
         out.clear();
         let start = Instant::now();

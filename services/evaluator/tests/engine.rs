@@ -257,6 +257,7 @@ fn configuration_changes_emit_the_exits_they_imply() {
         kind: ConfigKind::Zones,
         ids: vec![zonecast_model::format_id(&d.id)],
         operation: Some(ConfigOperation::Reset),
+        revision: 0,
     };
     let mut out = Vec::new();
     e.reload(Catalog::build(vec![b2, c2, d.clone(), g2], &[], vec![]), &[change], t0(), &mut out);
@@ -412,9 +413,14 @@ fn a_burst_of_changes_applied_together_gives_each_its_reason() {
         kind: ConfigKind::Zones,
         ids: vec![zonecast_model::format_id(&z.id)],
         operation: Some(ConfigOperation::Reset),
+        revision: 0,
     };
-    let renamed =
-        ConfigChanged { kind: ConfigKind::Zones, ids: vec![zonecast_model::format_id(&r.id)], operation: None };
+    let renamed = ConfigChanged {
+        kind: ConfigKind::Zones,
+        ids: vec![zonecast_model::format_id(&r.id)],
+        operation: None,
+        revision: 0,
+    };
     let mut out = Vec::new();
     // Two resets and a plain write, queued together, read in one reload.
     e.reload(
@@ -547,6 +553,7 @@ fn zone_writes_applied_incrementally_give_what_a_full_reload_gives() {
         kind: ConfigKind::Zones,
         ids: touched.iter().map(zonecast_model::format_id).collect(),
         operation: None,
+        revision: 0,
     };
     let mut out = Vec::new();
     e.apply_zones(vec![d.clone(), c2.clone()], &touched, &[change], t0(), &mut out);

@@ -51,9 +51,6 @@ pub struct Settings {
     pub backoff_max: Duration,
     /// How often status rows are written (also on every connect and disconnect).
     pub status_every: Duration,
-    /// How often the configuration is re-read even without a `config.changed` announcement,
-    /// in case one was missed.
-    pub resync_every: Duration,
     /// On shutdown, how long connected clients may go on delivering what they hold.
     pub drain: Duration,
 }
@@ -66,7 +63,6 @@ impl Default for Settings {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
             status_every: Duration::from_secs(1),
-            resync_every: Duration::from_secs(60),
             drain: Duration::from_secs(2),
         }
     }

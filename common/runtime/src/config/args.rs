@@ -320,11 +320,18 @@ pub struct ApiArgs {
     /// forwarder.
     #[arg(long, env = "ZONECAST_MAX_CONNECTIONS", value_name = "N", default_value = "100")]
     max_connections: String,
+    /// How long a configuration write waits, at most, for every live evaluator and forwarder to
+    /// have it in force before the API answers (0-60000 ms; 0 answers at once).
+    #[arg(long, env = "ZONECAST_APPLY_WAIT_MS", value_name = "MS", default_value = "2000")]
+    apply_wait_ms: String,
 }
 
 impl ApiArgs {
     fn check(&self, c: &mut Check<'_>) -> ApiSettings {
-        ApiSettings { max_connections: c.within("max_connections", &self.max_connections, 1, 10_000) }
+        ApiSettings {
+            max_connections: c.within("max_connections", &self.max_connections, 1, 10_000),
+            apply_wait: std::time::Duration::from_millis(c.within("apply_wait_ms", &self.apply_wait_ms, 0, 60_000)),
+        }
     }
 }
 

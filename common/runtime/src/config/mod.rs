@@ -98,6 +98,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_TOKEN_TTL_SECONDS",
     "ZONECAST_MAX_BODY_BYTES",
     "ZONECAST_MAX_CONNECTIONS",
+    "ZONECAST_APPLY_WAIT_MS",
     "ZONECAST_HTTP_MAX_CONNECTIONS",
     "ZONECAST_HTTP_HEADER_TIMEOUT_MS",
     "ZONECAST_HTTP_BODY_TIMEOUT_MS",
@@ -242,11 +243,14 @@ pub struct ApiSettings {
     /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
     /// and a queue in every forwarder, so their number bounds the forwarders' memory.
     pub max_connections: usize,
+    /// `ZONECAST_APPLY_WAIT_MS`: how long a configuration write waits, at most, for every live
+    /// evaluator and forwarder to have it in force before the API answers; zero answers at once.
+    pub apply_wait: std::time::Duration,
 }
 
 impl Default for ApiSettings {
     fn default() -> Self {
-        Self { max_connections: 100 }
+        Self { max_connections: 100, apply_wait: std::time::Duration::from_secs(2) }
     }
 }
 

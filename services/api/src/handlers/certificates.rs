@@ -44,8 +44,8 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let c = seal(ctx, Uuid::new_v4(), body)?;
     ctx.store.insert_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&c.id)], None).await;
-    Ok(reply::ok(&summary(&c)))
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&c.id)], None).await;
+    Ok(applied.stamp(reply::ok(&summary(&c))))
 }
 
 /// Operation 22.
@@ -53,13 +53,13 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, A
     ctx.store.get_certificate(id).await?;
     let c = seal(ctx, id, body)?;
     ctx.store.update_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
-    Ok(reply::ok(&summary(&c)))
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ok(&summary(&c))))
 }
 
 /// Deletes a profile no connection uses (422 otherwise).
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_certificate(id).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }

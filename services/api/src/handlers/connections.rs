@@ -40,8 +40,8 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = ConnectionInput::parse(&body::object(body)?)?;
     let c = stored(ctx, input, Uuid::new_v4())?;
     ctx.store.insert_connection(&c, ctx.max_connections).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
-    Ok(reply::ok(&c.connection.to_json()))
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
+    Ok(applied.stamp(reply::ok(&c.connection.to_json())))
 }
 
 /// Operation 20: the whole connection is replaced, except an omitted password is kept: the
@@ -52,15 +52,15 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, A
     let keep_password = input.password.is_none();
     let c = stored(ctx, input, id)?;
     let written = ctx.store.update_connection(&c, keep_password).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
-    Ok(reply::ok(&written.connection.to_json()))
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ok(&written.connection.to_json())))
 }
 
 /// Deletes a connection.
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_connection(id).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// A replica whose row is older than this has stopped (rows are written every second).

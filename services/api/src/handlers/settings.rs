@@ -27,14 +27,14 @@ pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
         )),
     })?;
     ctx.store.put_setting(&setting).await?;
-    ctx.announce(ConfigKind::Settings, vec![setting.name.as_str().to_owned()], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Settings, vec![setting.name.as_str().to_owned()], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operation 15: merged; a null value removes the device's own radius.
 pub async fn set_radii(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let changes = parse_radii(&body::object(body)?)?;
     ctx.store.merge_radii(&changes).await?;
-    ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
+    Ok(applied.stamp(reply::ack()))
 }

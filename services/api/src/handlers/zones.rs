@@ -24,8 +24,8 @@ fn ids_of(zones: &[ZoneSpec]) -> Vec<String> {
     zones.iter().map(|z| format_id(&z.id)).collect()
 }
 
-async fn announce(ctx: &Context, zones: &[ZoneSpec]) {
-    ctx.announce(ConfigKind::Zones, ids_of(zones), None).await;
+async fn announce(ctx: &Context, zones: &[ZoneSpec]) -> crate::applied::Applied {
+    ctx.announce(ConfigKind::Zones, ids_of(zones), None).await
 }
 
 /// Operation 1.
@@ -58,9 +58,9 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = ZoneInput::parse(&body::object(body)?)?;
     let zone = input.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
-    announce(ctx, std::slice::from_ref(&zone)).await;
+    let applied = announce(ctx, std::slice::from_ref(&zone)).await;
     let version = zone.version;
-    Ok(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version))
+    Ok(applied.stamp(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version)))
 }
 
 /// Operation 6.
@@ -73,9 +73,9 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
         })
         .collect::<Result<Vec<_>, _>>()?;
     ctx.store.insert_zones(&zones).await?;
-    announce(ctx, &zones).await;
+    let applied = announce(ctx, &zones).await;
     let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
-    Ok(reply::ok(&out))
+    Ok(applied.stamp(reply::ok(&out)))
 }
 
 /// Most zones one batch create or update (operations 6 and 7) takes: each evaluator applies a
@@ -100,8 +100,8 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str
         Ok(vec![input.clone().update(&zone)?])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }
 
 /// Ack of a single-zone write, with the zone's new ETag.
@@ -129,8 +129,8 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
         })
         .collect::<Result<Vec<_>, _>>()?;
     let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
-    announce(ctx, &changed).await;
-    Ok(reply::ack())
+    let applied = announce(ctx, &changed).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// The zones operation 7 makes of `all` with `inputs`, each element matched by ZoneID, else
@@ -198,16 +198,16 @@ pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<R
             })?;
         }
     }
-    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operation 8.
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let ids = zone_ids(body)?;
     ctx.store.delete_zones(&ids).await?;
-    ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operations 9 and 10.
@@ -221,8 +221,8 @@ pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Res
         Ok(zones)
     })
     .await?;
-    announce(ctx, &zones).await;
-    Ok(reply::ack())
+    let applied = announce(ctx, &zones).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operations 11 and 12.
@@ -254,16 +254,17 @@ pub async fn change_devices(
         Ok(vec![zone])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }
 
 /// Operation 16: forgets the zone's collisions; evaluators emit the exits (Reason `reset`).
 pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_zone(id).await?;
     ctx.store.clear_collisions(id).await?;
-    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some(zonecast_model::ConfigOperation::Reset)).await;
-    Ok(reply::ack())
+    let applied =
+        ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some(zonecast_model::ConfigOperation::Reset)).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Lock and unlock: sets `IsGeometryLocked`.
@@ -275,6 +276,6 @@ pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool, if_match: Option<
         Ok(vec![zone])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }
