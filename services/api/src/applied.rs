@@ -138,7 +138,13 @@ impl Appliers {
             tokio::pin!(reported);
             reported.as_mut().enable();
             let (applied, live) = self.count(revision);
-            if self.complete(applied, live) || Instant::now() >= deadline {
+            if self.complete(applied, live) {
+                return Applied { revision, applied, live };
+            }
+            if Instant::now() >= deadline {
+                if !wait.is_zero() {
+                    metrics::counter!("zonecast_api_apply_wait_timeouts_total").increment(1);
+                }
                 return Applied { revision, applied, live };
             }
             // Reports also come every second, and a replica goes quiet without one; the roll

@@ -110,10 +110,6 @@ impl Context {
             metrics::counter!("zonecast_api_announce_failures_total").increment(1);
             tracing::warn!(error = %e, kind = ?kind, "config change saved but not announced");
         }
-        let applied = self.appliers.wait(change.revision, self.apply_wait).await;
-        if applied.revision > 0 && applied.applied < applied.live {
-            metrics::counter!("zonecast_api_apply_wait_timeouts_total").increment(1);
-        }
-        applied
+        self.appliers.wait(change.revision, self.apply_wait).await
     }
 }
