@@ -22,8 +22,10 @@ pub struct Context {
     pub auth: Auth,
     /// SiteID returned in zones.
     pub site_id: i64,
-    /// Largest accepted body.
-    pub limits: zonecast_runtime::HttpLimits,
+    /// Largest accepted body, connections and timeouts of the listener.
+    pub http_limits: zonecast_runtime::HttpLimits,
+    /// What one request may ask; validation reads it.
+    pub limits: zonecast_model::Limits,
     /// Most MQTT connections that may exist.
     pub max_connections: usize,
     /// Readiness of the store and the bus.
@@ -45,7 +47,8 @@ impl Context {
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,
             site_id: config.site_id,
-            limits: config.http.limits,
+            http_limits: config.http.limits,
+            limits: config.limits,
             max_connections: config.api.max_connections,
             positions: None,
             routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),

@@ -40,7 +40,7 @@ impl Listener for Context {
     }
 
     fn limits(&self) -> &HttpLimits {
-        &self.limits
+        &self.http_limits
     }
 
     async fn dispatch(
