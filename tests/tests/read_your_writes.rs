@@ -123,8 +123,10 @@ async fn a_write_whose_announcement_was_lost_is_applied_all_the_same(mode: Mode)
             zonecast_store::open(None, 1, &path).await.unwrap()
         }
     };
-    let zone =
-        ZoneInput::parse(&sphere("unannounced", [5.0, 5.0, 5.0], 2.0)).unwrap().create(uuid::Uuid::new_v4()).unwrap();
+    let zone = ZoneInput::parse(&sphere("unannounced", [5.0, 5.0, 5.0], 2.0), &zonecast_model::Limits::DEFAULT)
+        .unwrap()
+        .create(uuid::Uuid::new_v4())
+        .unwrap();
     store.insert_zones(std::slice::from_ref(&zone)).await.unwrap();
     let change = ConfigChanged {
         kind: ConfigKind::Zones,

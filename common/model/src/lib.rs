@@ -9,6 +9,7 @@ mod connection;
 mod event;
 mod fields;
 mod invalid;
+mod limits;
 mod mac;
 mod position;
 mod radius;
@@ -27,11 +28,12 @@ pub use event::{
     ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
+pub use limits::Limits;
 pub use mac::Mac;
 pub use position::{PASSTHROUGH_FIELDS, PositionFix, PositionUpdate, parse_vec3};
 pub use radius::{MAX_RADIUS, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingName, SettingValue, Settings};
 pub use zone::{CollidingDevice, InclusionPolicy, Zone, ZoneSpec, format_id};
-pub use zone_input::{MAX_LIST, ZoneInput, parse_mac_list};
+pub use zone_input::{ZoneInput, parse_mac_list};
 pub use zonecast_geometry::{GeometryType, Shape, Vec3};

@@ -29,4 +29,4 @@ pub use serve::HttpLimits;
 pub use service::Running;
 pub use shutdown::Shutdown;
 pub use start::{StartError, boot};
-pub use zonecast_model::Secret;
+pub use zonecast_model::{Limits, Secret};

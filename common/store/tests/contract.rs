@@ -174,14 +174,14 @@ fn full_zone(name: &str) -> ZoneSpec {
         "StopTime": "2026-11-22T10:00:00.000Z",
         "MobileOriginSource": "00:AA:BB:CC:DD:FF"
     });
-    let spec = ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap();
+    let spec = ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap();
     ZoneSpec { is_geometry_locked: true, ..spec }
 }
 
 /// A minimal zone.
 fn zone(name: &str) -> ZoneSpec {
     let input = json!({"Name": name, "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]]});
-    ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap()
+    ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap()
 }
 
 fn collision(zone: Uuid, device: &str, ms: i64) -> Collision {

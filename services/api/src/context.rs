@@ -24,8 +24,10 @@ pub struct Context {
     pub auth: Auth,
     /// SiteID returned in zones.
     pub site_id: i64,
-    /// Largest accepted body.
-    pub limits: zonecast_runtime::HttpLimits,
+    /// Largest accepted body, connections and timeouts of the listener.
+    pub http_limits: zonecast_runtime::HttpLimits,
+    /// What one request may ask; validation reads it.
+    pub limits: zonecast_model::Limits,
     /// Most MQTT connections that may exist.
     pub max_connections: usize,
     /// Readiness of the store and the bus.
@@ -63,7 +65,8 @@ impl Context {
             subjects,
             keys,
             site_id: config.site_id,
-            limits: config.http.limits,
+            http_limits: config.http.limits,
+            limits: config.limits,
             max_connections: config.api.max_connections,
             positions: None,
             appliers,

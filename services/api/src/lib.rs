@@ -41,7 +41,7 @@ impl Listener for Context {
     }
 
     fn limits(&self) -> &HttpLimits {
-        &self.limits
+        &self.http_limits
     }
 
     async fn dispatch(

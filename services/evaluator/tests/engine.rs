@@ -27,7 +27,7 @@ fn mac(n: u8) -> Mac {
 }
 
 fn zone(input: Value) -> ZoneSpec {
-    ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap()
+    ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap()
 }
 
 fn sphere(name: &str, centre: [f64; 3], r: f64) -> ZoneSpec {

@@ -176,7 +176,8 @@ impl World {
                 let input = json!({"Name": format!("z{slot}"), "GeometryType": "sphere",
                     "GeometryData": [[centre[0], centre[1], 0.0], [radius, 0, 0]],
                     "AlertLevel": alert_level, "ZoneActions": actions});
-                let mut spec = ZoneInput::parse(&input).unwrap().create(zone_id(*slot)).unwrap();
+                let mut spec =
+                    ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(zone_id(*slot)).unwrap();
                 if let Some(old) = self.zones.get(slot) {
                     (spec.active, spec.device_list) = (old.active, old.device_list.clone());
                 }

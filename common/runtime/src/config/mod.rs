@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use zonecast_model::Secret;
+use zonecast_model::{Limits, Secret};
 
 pub use crate::serve::HttpLimits;
 
@@ -107,6 +107,19 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_INGEST_MQTT_TOPICS",
     "ZONECAST_INGEST_MQTT_CA",
     "ZONECAST_FORWARDER_QUEUE",
+    "ZONECAST_LIMIT_DEVICE_LIST",
+    "ZONECAST_LIMIT_ZONE_ACTIONS",
+    "ZONECAST_LIMIT_POLYGON_VERTICES",
+    "ZONECAST_LIMIT_BATCH_ZONES",
+    "ZONECAST_LIMIT_RADII_PER_WRITE",
+    "ZONECAST_LIMIT_INFO_MESSAGE_CHARS",
+    "ZONECAST_LIMIT_TOPICS_PER_CONNECTION",
+    "ZONECAST_LIMIT_FILTERS_PER_CHAIN",
+    "ZONECAST_LIMIT_FILTERS_PER_CONNECTION",
+    "ZONECAST_LIMIT_REGEXES_PER_CONNECTION",
+    "ZONECAST_LIMIT_REGEX_BYTES",
+    "ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
+    "ZONECAST_LIMIT_REGEX_COMPILE_MS",
 ];
 
 /// One thing wrong with a configuration: the setting (its variable, flag or file key, as it
@@ -309,6 +322,8 @@ pub struct ApiConfig {
     pub site_id: i64,
     /// The API's own settings.
     pub api: ApiSettings,
+    /// `ZONECAST_LIMIT_*`: what one request may ask.
+    pub limits: Limits,
 }
 
 /// `zonecast-ingestor`: positions from NATS, MQTT and HTTP, published on NATS.
@@ -357,6 +372,9 @@ pub struct ForwarderConfig {
     pub secret_key: Option<Secret>,
     /// The forwarder's own settings.
     pub forwarder: ForwarderSettings,
+    /// `ZONECAST_LIMIT_*` of filter chains (the others keep their defaults): what compiling one
+    /// connection's chains may spend.
+    pub limits: Limits,
 }
 
 /// `zonecast`, the all-in-one: every section, nothing required. Its parts are handed to each
@@ -382,6 +400,8 @@ pub struct Config {
     pub site_id: i64,
     /// The API's own settings.
     pub api: ApiSettings,
+    /// `ZONECAST_LIMIT_*`: what one request may ask.
+    pub limits: Limits,
     /// The ingestor's MQTT input, when configured.
     pub mqtt: Option<MqttInputConfig>,
     /// The evaluators' settings.
@@ -402,6 +422,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             site_id: 1,
             api: ApiSettings::default(),
+            limits: Limits::default(),
             mqtt: None,
             evaluator: EvaluatorSettings::default(),
             forwarder: ForwarderSettings::default(),
@@ -421,6 +442,7 @@ impl Config {
             auth: self.auth.clone(),
             site_id: self.site_id,
             api: self.api,
+            limits: self.limits,
         }
     }
 
@@ -455,6 +477,7 @@ impl Config {
             store: self.store.clone(),
             secret_key: self.secret_key.clone(),
             forwarder: self.forwarder,
+            limits: self.limits,
         }
     }
 }

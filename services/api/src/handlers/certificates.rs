@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::reply;
 
 fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiError> {
-    let input = CertificateProfileInput::parse(&body::object(body)?)?;
+    let input = CertificateProfileInput::parse(&body::object(body, &ctx.limits)?)?;
     // The whole way a forwarder takes it, so that a profile it could not use is refused here.
     zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
         .and_then(zonecast_tls::client_config)

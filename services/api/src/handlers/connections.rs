@@ -35,9 +35,20 @@ fn stored(ctx: &Context, input: ConnectionInput, id: Uuid) -> Result<StoredConne
     Ok(StoredConnection { connection, password_sealed })
 }
 
+/// A connection body, validated within the context's limits on a blocking thread: compiling its
+/// regexes may take up to the regex compile budget, which no async worker should wait out.
+async fn input(ctx: &Context, body: &Bytes) -> Result<ConnectionInput, ApiError> {
+    let value = body::object(body, &ctx.limits)?;
+    let limits = ctx.limits;
+    let parsed = tokio::task::spawn_blocking(move || ConnectionInput::parse(&value, &limits))
+        .await
+        .map_err(|e| ApiError::Internal(format!("connection validation failed: {e}")))?;
+    Ok(parsed?)
+}
+
 /// Operation 18.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let input = input(ctx, body).await?;
     let c = stored(ctx, input, Uuid::new_v4())?;
     ctx.store.insert_connection(&c, ctx.max_connections).await?;
     let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
@@ -48,7 +59,7 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 /// store keeps the password it holds at the moment of the write, so a concurrent password
 /// change is not undone by an update that left the password out.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let input = input(ctx, body).await?;
     let keep_password = input.password.is_none();
     let c = stored(ctx, input, id)?;
     let written = ctx.store.update_connection(&c, keep_password).await?;

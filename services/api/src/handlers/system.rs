@@ -23,7 +23,7 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
             url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),
         )
     } else {
-        body::object(body)?
+        body::object(body, &ctx.limits)?
     };
     let field = |name: &str| -> Result<String, ApiError> {
         match request.get(name) {

@@ -9,9 +9,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{
-    CollidingDevice, ConfigKind, MAX_LIST, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list,
-};
+use zonecast_model::{CollidingDevice, ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list};
 use zonecast_store::StoreError;
 
 use super::{element_id, versions};
@@ -55,7 +53,7 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 
 /// Operation 2.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body)?)?;
+    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     let zone = input.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
     let applied = announce(ctx, std::slice::from_ref(&zone)).await;
@@ -65,11 +63,13 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 
 /// Operation 6.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let zones = batch(body)?
+    let zones = batch(ctx, body)?
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            ZoneInput::parse(v).and_then(|input| input.create(Uuid::new_v4())).map_err(|e| e.within(&format!("[{i}]")))
+            ZoneInput::parse(v, &ctx.limits)
+                .and_then(|input| input.create(Uuid::new_v4()))
+                .map_err(|e| e.within(&format!("[{i}]")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     ctx.store.insert_zones(&zones).await?;
@@ -78,22 +78,22 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     Ok(applied.stamp(reply::ok(&out)))
 }
 
-/// Most zones one batch create or update (operations 6 and 7) takes: each evaluator applies a
-/// batch as one change.
-const MAX_ZONES_PER_BATCH: usize = 1_000;
-
-/// The body of operations 6 and 7: an array of at most [`MAX_ZONES_PER_BATCH`] zones.
-fn batch(body: &Bytes) -> Result<Vec<Value>, ApiError> {
-    let items = body::array(body)?;
-    if items.len() > MAX_ZONES_PER_BATCH {
-        return Err(ApiError::Invalid(format!("must have at most {MAX_ZONES_PER_BATCH} zones, got {}", items.len())));
+/// The body of operations 6 and 7: an array of at most [`Limits::batch_zones`] zones (each
+/// evaluator applies a batch as one change), counted before any zone is read.
+///
+/// [`Limits::batch_zones`]: zonecast_model::Limits::batch_zones
+fn batch(ctx: &Context, body: &Bytes) -> Result<Vec<Value>, ApiError> {
+    let items = body::array(body, &ctx.limits)?;
+    let most = ctx.limits.batch_zones;
+    if items.len() > most {
+        return Err(ApiError::Invalid(format!("must have at most {most} zones, got {}", items.len())));
     }
     Ok(items)
 }
 
 /// Operation 5.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str>) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body)?)?;
+    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     let written = versions::write(ctx, || async {
         let zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
@@ -114,7 +114,7 @@ fn single_ack(written: &[ZoneSpec]) -> Response {
 
 /// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
 pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let items = batch(body)?;
+    let items = batch(ctx, body)?;
     let inputs = items
         .iter()
         .enumerate()
@@ -125,7 +125,7 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
                 let message = format!("must be a zone ID string, got {id}");
                 return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), message));
             }
-            ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]")))
+            ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
@@ -173,10 +173,10 @@ fn merge_batch(all: &[ZoneSpec], inputs: &[ZoneInput]) -> Result<Vec<ZoneSpec>, 
 }
 
 /// Reads `[ZoneID]`, each once.
-fn zone_ids(body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
+fn zone_ids(ctx: &Context, body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
     let mut seen = HashSet::new();
     let mut ids = Vec::new();
-    for (i, v) in body::array(body)?.iter().enumerate() {
+    for (i, v) in body::array(body, &ctx.limits)?.iter().enumerate() {
         let id = element_id(v, i, "zone")?;
         if seen.insert(id) {
             ids.push(id);
@@ -204,7 +204,7 @@ pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<R
 
 /// Operation 8.
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let ids = zone_ids(body)?;
+    let ids = zone_ids(ctx, body)?;
     ctx.store.delete_zones(&ids).await?;
     let applied = ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
     Ok(applied.stamp(reply::ack()))
@@ -212,7 +212,7 @@ pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
 
 /// Operations 9 and 10.
 pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
-    let ids = zone_ids(body)?;
+    let ids = zone_ids(ctx, body)?;
     let zones = versions::write(ctx, || async {
         let mut zones = ctx.store.get_zones(&ids).await?;
         for z in &mut zones {
@@ -233,7 +233,8 @@ pub async fn change_devices(
     add: bool,
     if_match: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let macs = parse_mac_list(&body::array(body)?)?;
+    let macs = parse_mac_list(&body::array(body, &ctx.limits)?, &ctx.limits)?;
+    let most = ctx.limits.device_list;
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
@@ -241,9 +242,9 @@ pub async fn change_devices(
         if add {
             let new: Vec<Mac> = macs.iter().filter(|m| !listed.contains(m)).cloned().collect();
             let total = zone.device_list.len() + new.len();
-            if total > MAX_LIST {
+            if total > most {
                 return Err(ApiError::Invalid(format!(
-                    "DeviceList: would hold {total} devices; a zone's DeviceList holds at most {MAX_LIST}"
+                    "DeviceList: would hold {total} devices; a zone's DeviceList holds at most {most}"
                 )));
             }
             zone.device_list.extend(new);
