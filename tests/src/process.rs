@@ -1,6 +1,6 @@
 //! The service binaries as real processes: found next to the test executable in the target
-//! directory (built once with cargo if missing), started with an environment of their own,
-//! and killed on drop so a failing test leaves nothing behind.
+//! directory (brought up to date with cargo once per test executable), started with an
+//! environment of their own, and killed on drop so a failing test leaves nothing behind.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -18,14 +18,13 @@ fn target_dir() -> PathBuf {
     exe.parent().and_then(|deps| deps.parent()).expect("target profile directory").to_owned()
 }
 
-/// The path of binary `name`, building the service binaries first if any is missing.
+/// The path of binary `name`, building the service binaries first: `cargo test` does not build
+/// the binaries of other packages, and a binary left from an earlier build would test old code
+/// (when they are up to date, cargo only checks).
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = target_dir();
     BUILT.get_or_init(|| {
-        if BINARIES.iter().all(|b| dir.join(b).exists()) {
-            return;
-        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = std::process::Command::new(cargo);
         cmd.arg("build");
