@@ -11,6 +11,21 @@ pub const MAX_RADIUS: f64 = 100.0;
 /// Most entries one write of operation 15 may carry.
 pub const MAX_RADII_PER_WRITE: usize = 10_000;
 
+/// The body of operation 15 as [`parse_radii`] reads it: device MACs to metres, `null` to
+/// remove the device's own radius.
+#[derive(schemars::JsonSchema)]
+#[schemars(
+    extend("x-limit" = {"maxProperties": "radii_per_write"}),
+    description = "Device MACs to their radius in metres; merged with the stored radii, null removes a device's own radius."
+)]
+#[allow(dead_code)]
+pub struct RadiusMap(std::collections::BTreeMap<Mac, Option<Radius>>);
+
+/// A device radius in metres.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Radius(#[schemars(range(min = 0.0, max = MAX_RADIUS))] f64);
+
 /// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs.
 pub fn parse_radii(value: &Value) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {
     let Value::Object(map) = value else {
