@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
-/// Every service binary the cluster tests run.
-pub const BINARIES: [&str; 4] = ["zonecast-api", "zonecast-ingestor", "zonecast-evaluator", "zonecast-forwarder"];
+/// Every binary the tests run as processes: the distributed services and the all-in-one.
+pub const BINARIES: [&str; 5] =
+    ["zonecast-api", "zonecast-ingestor", "zonecast-evaluator", "zonecast-forwarder", "zonecast"];
 
 fn target_dir() -> PathBuf {
     // <target>/<profile>/deps/<test executable>
@@ -53,6 +54,7 @@ pub struct Service {
     pub name: String,
     /// Where its `/healthz` is.
     pub health_url: String,
+    args: Vec<String>,
     env: Vec<(String, String)>,
     child: Option<Child>,
 }
@@ -61,9 +63,15 @@ impl Service {
     /// Starts `name` with `env` (on top of a clean environment without `ZONECAST_*`);
     /// `health_port` is where it serves `/healthz`.
     pub fn start(name: &str, env: Vec<(String, String)>, health_port: u16) -> Self {
+        Self::start_with_args(name, Vec::new(), env, health_port)
+    }
+
+    /// [`Service::start`] with command-line `args` too.
+    pub fn start_with_args(name: &str, args: Vec<String>, env: Vec<(String, String)>, health_port: u16) -> Self {
         let mut service = Self {
             name: name.to_owned(),
             health_url: format!("http://127.0.0.1:{health_port}/healthz"),
+            args,
             env,
             child: None,
         };
@@ -71,8 +79,14 @@ impl Service {
         service
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     fn spawn(&mut self) {
         let mut cmd = Command::new(binary(&self.name));
+        cmd.args(&self.args);
         for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZONECAST_") || k == "RUST_LOG") {
             cmd.env_remove(k);
         }

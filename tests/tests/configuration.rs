@@ -22,11 +22,30 @@ fn every_service_binary_lists_its_settings_with_their_variables_in_help() {
     for (name, variables) in [
         (
             "zonecast-api",
-            &["ZONECAST_HTTP_ADDR", "ZONECAST_OPS_ADDR", "ZONECAST_API_KEYS", "ZONECAST_DATABASE_URL"][..],
+            &[
+                "ZONECAST_HTTP_ADDR",
+                "ZONECAST_OPS_ADDR",
+                "ZONECAST_API_KEYS",
+                "ZONECAST_DATABASE_URL",
+                "ZONECAST_LIMIT_DEVICE_LIST",
+                "ZONECAST_LIMIT_REGEX_COMPILE_MS",
+            ][..],
         ),
         ("zonecast-ingestor", &["ZONECAST_INGEST_HTTP_ADDR", "ZONECAST_INGEST_MQTT_URL", "ZONECAST_NATS_URL"]),
         ("zonecast-evaluator", &["ZONECAST_HTTP_ADDR", "ZONECAST_EVALUATOR_PARTITIONS", "ZONECAST_DATABASE_URL"]),
-        ("zonecast-forwarder", &["ZONECAST_HTTP_ADDR", "ZONECAST_FORWARDER_QUEUE", "ZONECAST_SECRET_KEY"]),
+        (
+            "zonecast-forwarder",
+            &[
+                "ZONECAST_HTTP_ADDR",
+                "ZONECAST_FORWARDER_QUEUE",
+                "ZONECAST_SECRET_KEY",
+                "ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
+            ],
+        ),
+        (
+            "zonecast",
+            &["ZONECAST_DATA_DIR", "ZONECAST_LIMIT_POLYGON_VERTICES", "ZONECAST_LIMIT_FILTERS_PER_CONNECTION"],
+        ),
     ] {
         let (ok, help, stderr) = run(name, &["--help"], &[]);
         assert!(ok, "{name} --help failed: {stderr}");
@@ -34,7 +53,7 @@ fn every_service_binary_lists_its_settings_with_their_variables_in_help() {
             assert!(help.contains(variable), "{name} --help does not list {variable}:\n{help}");
         }
     }
-    assert_eq!(BINARIES.len(), 4);
+    assert_eq!(BINARIES.len(), 5);
 }
 
 #[test]

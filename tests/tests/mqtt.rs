@@ -129,9 +129,11 @@ async fn create_connection(server: &Server, input: Value) -> String {
     assert_upper_uuid(&created["ConnectionID"])
 }
 
-/// The next `config.changed` is `{Kind: kind, IDs: [id]}`.
+/// The next `config.changed` is `{Kind: kind, IDs: [id]}` with the write's revision.
 async fn expect_change(changes: &mut Subscription, kind: &str, id: &str) {
-    let change = next_json(changes, Duration::from_secs(10)).await;
+    let mut change = next_json(changes, Duration::from_secs(10)).await;
+    let revision = change.as_object_mut().and_then(|c| c.remove("Revision"));
+    assert!(revision.as_ref().and_then(Value::as_u64).is_some_and(|r| r > 0), "a revision: {revision:?}");
     assert_eq!(change, json!({"Kind": kind, "IDs": [id]}));
 }
 

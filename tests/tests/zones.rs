@@ -26,9 +26,12 @@ fn path(zone_id: &str) -> String {
 }
 
 /// The next `config.changed` announcement, with its IDs sorted so that bulk writes compare
-/// regardless of the order they were applied in.
+/// regardless of the order they were applied in, and without its revision (checked here to be
+/// there).
 async fn announced(changes: &mut Subscription) -> Value {
     let mut change = next_json(changes, WAIT).await;
+    let revision = change.as_object_mut().and_then(|c| c.remove("Revision"));
+    assert!(revision.as_ref().and_then(Value::as_u64).is_some_and(|r| r > 0), "a revision: {revision:?}");
     if let Some(ids) = change["IDs"].as_array_mut() {
         ids.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     }

@@ -114,6 +114,29 @@ impl Subjects {
     pub fn config_changed(&self) -> String {
         format!("{}.config.changed", self.prefix)
     }
+
+    /// What each evaluator and forwarder replica has in force: `<prefix>.config.applied`.
+    pub fn config_applied(&self) -> String {
+        format!("{}.config.applied", self.prefix)
+    }
+
+    /// The API's roll call when it starts: every evaluator and forwarder replica answers with
+    /// its `config.applied` report at once. `<prefix>.config.roll`.
+    pub fn config_roll(&self) -> String {
+        format!("{}.config.roll", self.prefix)
+    }
+
+    /// The last known position of a mobile-zone source, published again by the evaluator that
+    /// owns the device when a change gives it a mobile zone, so that every evaluator places the
+    /// zone at once: `<prefix>.config.source.<MAC>`.
+    pub fn source_position(&self, mac: &str) -> String {
+        format!("{}.config.source.{mac}", self.prefix)
+    }
+
+    /// Every republished source position: `<prefix>.config.source.*`.
+    pub fn source_positions(&self) -> String {
+        format!("{}.config.source.*", self.prefix)
+    }
 }
 
 #[cfg(test)]
@@ -143,6 +166,10 @@ mod tests {
         assert_eq!(s.events_all(), "zonecast.events.>");
         assert_eq!(s.device_alarm_command(MAC), "zonecast.devices.00:AA:BB:CC:DD:EE.alarm");
         assert_eq!(s.config_changed(), "zonecast.config.changed");
+        assert_eq!(s.config_applied(), "zonecast.config.applied");
+        assert_eq!(s.config_roll(), "zonecast.config.roll");
+        assert_eq!(s.source_position(MAC), "zonecast.config.source.00:AA:BB:CC:DD:EE");
+        assert_eq!(s.source_positions(), "zonecast.config.source.*");
         assert_eq!(INGESTORS, "ingestors");
         assert_eq!(FORWARDERS, "forwarders");
     }
@@ -165,10 +192,14 @@ mod tests {
             s.alarm(AlarmKind::Site, MAC),
             s.device_alarm_command(MAC),
             s.config_changed(),
+            s.config_applied(),
+            s.source_position(MAC),
         ] {
             assert!(validate_subject(&subject).is_ok(), "{subject}");
         }
-        for pattern in [s.positions_partition(0), s.positions_all(), s.zone_events("7"), s.events_all()] {
+        for pattern in
+            [s.positions_partition(0), s.positions_all(), s.zone_events("7"), s.events_all(), s.source_positions()]
+        {
             assert!(validate_pattern(&pattern).is_ok(), "{pattern}");
         }
     }
@@ -186,6 +217,8 @@ mod tests {
         assert!(!matches(&s.events_all(), &s.positions(1, MAC)));
         assert!(!matches(&s.events_all(), &s.device_alarm_command(MAC)));
         assert!(!matches(&s.events_all(), &s.config_changed()));
+        assert!(matches(&s.source_positions(), &s.source_position(MAC)));
+        assert!(!matches(&s.positions_all(), &s.source_position(MAC)));
     }
 
     #[test]

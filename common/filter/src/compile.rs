@@ -5,55 +5,165 @@ use crate::matcher::{Chain, Children, Cmp, Filter, Op, Test};
 use crate::selector::Selector;
 use crate::template::Template;
 use crate::value::{as_number, string_form};
-use regex::{Regex, RegexBuilder};
+use regex_automata::meta::{self, Regex};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The deepest nesting allowed: a top-level filter is at depth 1, its children at depth 2.
 pub const MAX_DEPTH: usize = 16;
 
-/// The most filters one chain may hold, counting children at every depth.
-pub const MAX_FILTERS: usize = 256;
-
-/// Largest compiled form of one regex, in bytes (its program and its lazy DFA's cache each).
-/// Unicode classes grow fast under repetition (`\w{200}` compiles to megabytes); past this a
-/// pattern is refused rather than compiled.
-pub const MAX_REGEX_BYTES: usize = 256 * 1024;
-
-/// Most distinct regexes one [`RegexPool`] (one connection's chains) holds.
-pub const MAX_REGEXES: usize = 128;
-
-/// The regexes compiled for one connection's chains: each distinct pattern is compiled once and
-/// shared by every filter that uses it, and there are at most [`MAX_REGEXES`] of them, each at
-/// most [`MAX_REGEX_BYTES`], so a connection's regexes stay within a few tens of megabytes.
-#[derive(Debug, Default)]
-pub struct RegexPool {
-    by_pattern: HashMap<String, Regex>,
+/// What compiling may spend: bounds on one chain and on all the chains of one connection
+/// together (its topics share one [`Budget`]). Every bound is checked while compiling, before
+/// the work it bounds, so a refused chain costs at most about one bound's worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Most filters one chain holds, counting children at every depth.
+    pub filters_per_chain: usize,
+    /// Most filters all the chains of one connection hold together: a bound on topics × filters.
+    pub filters_per_connection: usize,
+    /// Most distinct regexes one connection uses (each is compiled once and shared).
+    pub regexes: usize,
+    /// Largest compiled form of one regex, in bytes (its automaton, and its lazy DFA's cache
+    /// each). Unicode classes grow fast under repetition (`\w{200}` compiles to megabytes); past
+    /// this a pattern is refused rather than compiled.
+    pub regex_bytes: usize,
+    /// Most bytes all of one connection's compiled regexes take together.
+    pub regex_total_bytes: usize,
+    /// Most time compiling all of one connection's regexes may take together.
+    pub regex_compile: Duration,
 }
 
-impl RegexPool {
-    /// The compiled `pattern`, compiled now if this pool has not seen it; the error is the
+impl Bounds {
+    /// The defaults: 256 filters per chain, 25,600 per connection (100 topics of 256), 128
+    /// distinct regexes of at most 256 KiB each and 8 MiB together (a forwarder keeps every
+    /// connection's), compiled within 2 s.
+    pub const DEFAULT: Self = Self {
+        filters_per_chain: 256,
+        filters_per_connection: 25_600,
+        regexes: 128,
+        regex_bytes: 256 * 1024,
+        regex_total_bytes: 8 * 1024 * 1024,
+        regex_compile: Duration::from_secs(2),
+    };
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What one connection's chains have spent of their [`Bounds`]: filters counted, and the
+/// regexes compiled so far, each distinct pattern once, shared (one automaton, one cache) by
+/// every filter that uses it, with their compiled bytes and compile time summed.
+#[derive(Debug)]
+pub struct Budget {
+    bounds: Bounds,
+    filters: usize,
+    by_pattern: HashMap<String, Arc<Regex>>,
+    bytes: usize,
+    compiling: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self::new(Bounds::DEFAULT)
+    }
+}
+
+impl Budget {
+    /// An empty budget within `bounds`.
+    pub fn new(bounds: Bounds) -> Self {
+        Self { bounds, filters: 0, by_pattern: HashMap::new(), bytes: 0, compiling: Duration::ZERO }
+    }
+
+    /// Distinct regexes compiled so far.
+    pub fn regexes(&self) -> usize {
+        self.by_pattern.len()
+    }
+
+    /// Bytes the compiled regexes take together (without their lazy DFA caches, which grow
+    /// while matching, up to [`Bounds::regex_bytes`] each).
+    pub fn regex_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Time spent compiling regexes so far.
+    pub fn compile_time(&self) -> Duration {
+        self.compiling
+    }
+
+    /// Counts one more filter of the connection; the error is the bound crossed.
+    fn filter(&mut self) -> Result<(), String> {
+        self.filters += 1;
+        if self.filters > self.bounds.filters_per_connection {
+            return Err(format!(
+                "the connection's chains hold more than {} filters together",
+                self.bounds.filters_per_connection
+            ));
+        }
+        Ok(())
+    }
+
+    /// The compiled `pattern`, compiled now if this budget has not seen it; the error is the
     /// reason it is refused.
-    fn get(&mut self, pattern: &str) -> Result<Regex, String> {
+    fn regex(&mut self, pattern: &str) -> Result<Arc<Regex>, String> {
         if let Some(regex) = self.by_pattern.get(pattern) {
             return Ok(regex.clone());
         }
-        if self.by_pattern.len() >= MAX_REGEXES {
-            return Err(format!("a connection may use at most {MAX_REGEXES} distinct regexes"));
+        let b = self.bounds;
+        if self.by_pattern.len() >= b.regexes {
+            return Err(format!("a connection may use at most {} distinct regexes", b.regexes));
         }
-        let regex =
-            RegexBuilder::new(pattern).size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES).build().map_err(
-                |err| match err {
-                    regex::Error::CompiledTooBig(_) => format!(
-                        "regex is too large when compiled (at most {} KiB); shorten its repetitions or use ASCII \
-                     classes such as (?-u:\\w)",
-                        MAX_REGEX_BYTES / 1024
-                    ),
-                    other => format!("invalid regex: {}", regex_reason(&other)),
-                },
-            )?;
+        let too_many_bytes = || {
+            format!(
+                "the connection's regexes take more than {} compiled together; use fewer or smaller ones",
+                bytes(b.regex_total_bytes)
+            )
+        };
+        let left = b.regex_total_bytes.saturating_sub(self.bytes);
+        // The automaton is refused as soon as it outgrows what is left, so a pattern past the
+        // budget costs no more than the budget to find out.
+        let limit = b.regex_bytes.min(left);
+        let started = Instant::now();
+        let built = Regex::builder()
+            .configure(Regex::config().nfa_size_limit(Some(limit)).hybrid_cache_capacity(b.regex_bytes))
+            .build(pattern);
+        self.compiling += started.elapsed();
+        let regex = built.map_err(|err| match err.size_limit() {
+            // Past what the others left: the budget ran out (the first regex has it all).
+            Some(_) if limit < b.regex_bytes && self.bytes > 0 => too_many_bytes(),
+            Some(_) => format!(
+                "regex is too large when compiled (at most {}); shorten its repetitions or use ASCII classes \
+                 such as (?-u:\\w)",
+                bytes(limit)
+            ),
+            None => format!("invalid regex: {}", regex_reason(&err)),
+        })?;
+        if self.compiling > b.regex_compile {
+            return Err(format!(
+                "the connection's regexes took more than {} ms to compile; use fewer or simpler ones",
+                b.regex_compile.as_millis()
+            ));
+        }
+        self.bytes += regex.memory_usage();
+        if self.bytes > b.regex_total_bytes {
+            return Err(too_many_bytes());
+        }
+        let regex = Arc::new(regex);
         self.by_pattern.insert(pattern.to_owned(), regex.clone());
         Ok(regex)
+    }
+}
+
+/// `n` bytes as people read a bound: KiB or MiB when it is a whole number of them.
+fn bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
     }
 }
 
@@ -67,14 +177,15 @@ const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
 /// a filter with nothing to test (no `FilterTemplate`, `Type` or child filter), an empty `any`,
 /// `Selector` or `Match` without a `Type`, `Invert` on a filter that has only `Children`
 /// (it would negate nothing), a non-finite numeric `Match`, more than [`MAX_DEPTH`] levels and
-/// more than [`MAX_FILTERS`] filters. Any field set to `null` counts as absent.
+/// more filters than the [`Bounds`] allow. Any field set to `null` counts as absent.
+/// The chain is compiled on its own, within [`Bounds::DEFAULT`].
 pub fn compile(chain: &Value) -> Result<Chain, FilterError> {
-    compile_in(chain, &mut RegexPool::default())
+    compile_in(chain, &mut Budget::default())
 }
 
-/// [`compile`] with the regexes taken from, and added to, `pool`: compile every chain of one
-/// connection in one pool so that they share their regexes and their bound.
-pub fn compile_in(chain: &Value, pool: &mut RegexPool) -> Result<Chain, FilterError> {
+/// [`compile`] spending `budget`: compile every chain of one connection with one budget so that
+/// they share their regexes and are bounded together.
+pub fn compile_in(chain: &Value, budget: &mut Budget) -> Result<Chain, FilterError> {
     let items = match chain {
         Value::Null => return Ok(Chain::default()),
         Value::Array(items) => items,
@@ -82,7 +193,7 @@ pub fn compile_in(chain: &Value, pool: &mut RegexPool) -> Result<Chain, FilterEr
             return Err(FilterError::new("", format!("must be a JSON array of filters, got {}", json_kind(other))));
         }
     };
-    let filters = Compiler { count: 0, pool }.list(items, "", 1)?;
+    let filters = Compiler { count: 0, budget }.list(items, "", 1)?;
     Ok(Chain { filters })
 }
 
@@ -122,7 +233,7 @@ impl Kind {
 /// Walks one chain, counting filters across all depths.
 struct Compiler<'p> {
     count: usize,
-    pool: &'p mut RegexPool,
+    budget: &'p mut Budget,
 }
 
 impl Compiler<'_> {
@@ -132,9 +243,11 @@ impl Compiler<'_> {
 
     fn filter(&mut self, value: &Value, path: &str, depth: usize) -> Result<Filter, FilterError> {
         self.count += 1;
-        if self.count > MAX_FILTERS {
-            return Err(FilterError::new(path, format!("chain has more than {MAX_FILTERS} filters")));
+        let most = self.budget.bounds.filters_per_chain;
+        if self.count > most {
+            return Err(FilterError::new(path, format!("chain has more than {most} filters")));
         }
+        self.budget.filter().map_err(|reason| FilterError::new(path, reason))?;
         if depth > MAX_DEPTH {
             return Err(FilterError::new(path, format!("filters are nested deeper than {MAX_DEPTH} levels")));
         }
@@ -161,7 +274,7 @@ impl Compiler<'_> {
             })?),
         };
         let test = match (kind, selector) {
-            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name, self.pool)? }),
+            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name, self.budget)? }),
             (Some((_, name)), None) => {
                 return Err(fields.error("Selector", format!("Selector is required for Type {name}")));
             }
@@ -266,7 +379,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Attaches `Match` to the `Type`.
-    fn op(&self, kind: Kind, type_name: &str, pool: &mut RegexPool) -> Result<Op, FilterError> {
+    fn op(&self, kind: Kind, type_name: &str, budget: &mut Budget) -> Result<Op, FilterError> {
         if let Kind::Exists = kind {
             return Ok(Op::Exists);
         }
@@ -284,7 +397,7 @@ impl<'a> Fields<'a> {
             Kind::Equals => Op::Equals(string_form(value).into()),
             Kind::Regex => {
                 let pattern = string_form(value);
-                let regex = pool.get(&pattern).map_err(|reason| self.error("Match", reason))?;
+                let regex = budget.regex(&pattern).map_err(|reason| self.error("Match", reason))?;
                 Op::Regex(regex)
             }
             Kind::Compare(cmp) => {
@@ -301,8 +414,8 @@ impl<'a> Fields<'a> {
 ///
 /// A syntax error prints as "regex parse error:", the pattern, a caret line and "error: <reason>";
 /// its first line says nothing, so the reason line is taken. Other errors are one line already.
-fn regex_reason(err: &regex::Error) -> String {
-    let text = err.to_string();
+fn regex_reason(err: &meta::BuildError) -> String {
+    let text = err.syntax_error().map_or_else(|| err.to_string(), ToString::to_string);
     let reason = text
         .lines()
         .find_map(|line| line.trim().strip_prefix("error: "))

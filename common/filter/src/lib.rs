@@ -47,7 +47,7 @@ mod selector;
 mod template;
 mod value;
 
-pub use compile::{MAX_DEPTH, MAX_FILTERS, MAX_REGEX_BYTES, MAX_REGEXES, RegexPool, compile, compile_in};
+pub use compile::{Bounds, Budget, MAX_DEPTH, compile, compile_in};
 pub use error::FilterError;
 pub use matcher::Chain;
 pub use schema::FilterSchema;

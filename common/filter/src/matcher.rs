@@ -6,7 +6,9 @@
 use crate::selector::Selector;
 use crate::template::Template;
 use crate::value::{as_number, with_string_form};
-use regex::Regex;
+use std::sync::Arc;
+
+use regex_automata::meta::Regex;
 use serde_json::Value;
 
 /// A compiled `FilterChain`: build it with [`compile`](crate::compile), keep it, and call
@@ -59,7 +61,8 @@ pub(crate) struct Test {
 /// The compiled `Type` with its `Match`.
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
-    Regex(Regex),
+    /// Shared by every filter of the connection that uses the same pattern.
+    Regex(Arc<Regex>),
     Equals(Box<str>),
     Exists,
     Compare(Cmp, f64),

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
 use serde_json::{Value, json};
-use zonecast_filter::{FilterError, MAX_DEPTH, MAX_FILTERS, compile};
+use zonecast_filter::{Bounds, Budget, FilterError, MAX_DEPTH, compile, compile_in};
+
+const MAX_FILTERS: usize = Bounds::DEFAULT.filters_per_chain;
 
 #[track_caller]
 fn rejects(chain: Value, path: &str, message: &str) {
@@ -289,17 +291,67 @@ fn a_regex_that_compiles_too_large_is_refused_before_it_takes_memory() {
 }
 
 #[test]
-fn one_pool_compiles_a_pattern_once_and_holds_at_most_its_bound_of_distinct_regexes() {
-    let mut pool = zonecast_filter::RegexPool::default();
+fn one_budget_compiles_a_pattern_once_and_holds_at_most_its_bound_of_distinct_regexes() {
+    let mut budget = Budget::default();
     let same =
         json!([{"Selector": "a", "Type": "regex", "Match": "^x"}, {"Selector": "b", "Type": "regex", "Match": "^x"}]);
-    for _ in 0..(2 * zonecast_filter::MAX_REGEXES) {
-        zonecast_filter::compile_in(&same, &mut pool).unwrap();
+    for _ in 0..(2 * Bounds::DEFAULT.regexes) {
+        compile_in(&same, &mut budget).unwrap();
     }
+    assert_eq!(budget.regexes(), 1);
     let distinct = |i: usize| json!([{"Selector": "a", "Type": "regex", "Match": format!("^y{i}$")}]);
-    for i in 1..zonecast_filter::MAX_REGEXES {
-        zonecast_filter::compile_in(&distinct(i), &mut pool).unwrap();
+    for i in 1..Bounds::DEFAULT.regexes {
+        compile_in(&distinct(i), &mut budget).unwrap();
     }
-    let err = zonecast_filter::compile_in(&distinct(0), &mut pool).unwrap_err();
+    let err = compile_in(&distinct(0), &mut budget).unwrap_err();
     assert_eq!(err.to_string(), "[0].Match: a connection may use at most 128 distinct regexes");
+}
+
+fn budget(change: impl FnOnce(&mut Bounds)) -> Budget {
+    let mut bounds = Bounds::DEFAULT;
+    change(&mut bounds);
+    Budget::new(bounds)
+}
+
+#[test]
+fn the_filters_of_all_a_connections_chains_are_bounded_together() {
+    let mut budget = budget(|b| b.filters_per_connection = 5);
+    let three =
+        json!([{"FilterTemplate": "all"}, {"FilterTemplate": "all", "Children": {"all": [{"FilterTemplate": "all"}]}}]);
+    compile_in(&three, &mut budget).unwrap();
+    let err = compile_in(&three, &mut budget).unwrap_err();
+    assert_eq!(err.to_string(), "[1].Children.all[0]: the connection's chains hold more than 5 filters together");
+}
+
+#[test]
+fn the_compiled_size_of_all_a_connections_regexes_is_bounded_together() {
+    // Each pattern alone is well within the per-pattern bound; together they are not.
+    let mut budget = budget(|b| b.regex_total_bytes = 64 * 1024);
+    let chain = |i: usize| json!([{"Selector": "a", "Type": "regex", "Match": format!("^[a-z]{{8}}{i}$")}]);
+    let err = (0..128)
+        .find_map(|i| compile_in(&chain(i), &mut budget).err())
+        .expect("the budget runs out before 128 patterns");
+    assert_eq!(
+        err.to_string(),
+        "[0].Match: the connection's regexes take more than 64 KiB compiled together; use fewer or smaller ones"
+    );
+    assert!(budget.regex_bytes() <= 64 * 1024, "{} bytes kept", budget.regex_bytes());
+    assert!(budget.regexes() >= 2, "only {} patterns fitted", budget.regexes());
+}
+
+#[test]
+fn compiling_a_connections_regexes_past_the_time_budget_is_refused() {
+    let mut budget = budget(|b| b.regex_compile = std::time::Duration::ZERO);
+    let err = compile_in(&json!([{"Selector": "a", "Type": "regex", "Match": "^a+$"}]), &mut budget).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "[0].Match: the connection's regexes took more than 0 ms to compile; use fewer or simpler ones"
+    );
+}
+
+#[test]
+fn a_configured_per_pattern_bound_is_named_in_the_refusal() {
+    let mut budget = budget(|b| b.regex_bytes = 8 * 1024);
+    let err = compile_in(&json!([{"Selector": "a", "Type": "regex", "Match": "\\w{20}"}]), &mut budget).unwrap_err();
+    assert!(err.to_string().starts_with("[0].Match: regex is too large when compiled (at most 8 KiB)"), "{err}");
 }

@@ -12,10 +12,10 @@
 //! | `polygon` | `[v1]…[vN]`, `[h,0,0]`, `[axis]` |
 //!
 //! Numbers a layout shows as `0` are ignored (but must still be finite). A polygon may repeat its
-//! first vertex at the end to close the ring (that vertex is dropped) and has at most
-//! [`MAX_POLYGON_VERTICES`] vertices. Axis rows may have any
-//! non-zero length; the shape carries them at unit length. The tolerances and limits the checks use
-//! are the constants re-exported here ([`MAX_POLYGON_VERTICES`] and friends).
+//! first vertex at the end to close the ring (that vertex is dropped); [`validate_within`] bounds
+//! its vertex count (the service's configured limit). Axis rows may have any
+//! non-zero length; the shape carries them at unit length. The tolerances the checks use
+//! are the constants re-exported here ([`SAME_POINT_M`] and friends).
 //!
 //! A validated shape becomes a [`Region`]: its exact distance query (boundaries inclusive, within
 //! [`BOUNDARY_TOLERANCE_M`]), axis-aligned box ([`Aabb`]) and mobile-zone centre. A [`Scene`]
@@ -42,11 +42,11 @@ pub use aabb::Aabb;
 pub use error::GeometryError;
 pub use kind::{GeometryType, UnknownGeometryType};
 pub use limits::{
-    AABB_PAD_M, BOUNDARY_TOLERANCE_M, FLAT_Z_BOUND_M, MAX_AXIS_COS, MAX_POLYGON_VERTICES, MIN_AXIS_TILT,
-    MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M,
+    AABB_PAD_M, BOUNDARY_TOLERANCE_M, FLAT_Z_BOUND_M, MAX_AXIS_COS, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2,
+    PLANARITY_TOLERANCE_M, SAME_POINT_M,
 };
 pub use region::Region;
 pub use scene::{Nearby, Scene, SceneMemory};
 pub use shape::Shape;
-pub use validate::validate;
+pub use validate::{validate, validate_within};
 pub use vector::Vec3;

@@ -1,9 +1,5 @@
 //! Tolerances and limits the validation rules use; lengths in metres, areas in square metres.
 
-/// Most vertices a polygon may have (after dropping a closing vertex), which bounds the
-/// quadratic self-intersection check.
-pub const MAX_POLYGON_VERTICES: usize = 1000;
-
 /// How far a polygon vertex may lie from the polygon's best-fit plane (1 mm).
 pub const PLANARITY_TOLERANCE_M: f64 = 0.001;
 

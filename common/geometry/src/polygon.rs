@@ -1,7 +1,7 @@
 //! Polygon prisms: vertex count, best-fit plane and planarity, simplicity, area and sweep axis.
 
 use crate::error::GeometryError;
-use crate::limits::{MAX_POLYGON_VERTICES, MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M};
+use crate::limits::{MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M};
 use crate::shape::Shape;
 use crate::simple::{Defect, Point2, find_clash, signed_area};
 use crate::validate::{all_finite, positive, unit_axis};
@@ -13,8 +13,10 @@ use crate::vector::{Vec3, add, cross, distance, dot, is_finite, norm, normalize,
 /// runs from vertex `k` to vertex `k + 1` (the last edge back to vertex 0); messages about edges
 /// use these numbers. The polygon's plane is the Newell normal through the vertex centroid; when
 /// the Newell normal vanishes (a symmetric bow-tie, or no area at all) a plane through three
-/// far-apart vertices is used instead so that the real problem can be named.
-pub(crate) fn validate(rows: &[Vec3]) -> Result<Shape, GeometryError> {
+/// far-apart vertices is used instead so that the real problem can be named. More than
+/// `max_vertices` vertices are refused before any of that work (the simplicity check is
+/// quadratic in them).
+pub(crate) fn validate(rows: &[Vec3], max_vertices: usize) -> Result<Shape, GeometryError> {
     let (mut vertices, height_row, axis_row) = match rows {
         [vertices @ .., h, a] if rows.len() >= crate::GeometryType::MIN_POLYGON_ROWS => (vertices, h, a),
         _ => {
@@ -39,9 +41,9 @@ pub(crate) fn validate(rows: &[Vec3]) -> Result<Shape, GeometryError> {
             vertices.len()
         )));
     }
-    if vertices.len() > MAX_POLYGON_VERTICES {
+    if vertices.len() > max_vertices {
         return Err(GeometryError::list(format!(
-            "polygon takes at most {MAX_POLYGON_VERTICES} vertices, got {}",
+            "polygon takes at most {max_vertices} vertices, got {}",
             vertices.len()
         )));
     }

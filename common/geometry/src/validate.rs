@@ -14,13 +14,19 @@ use crate::vector::{Vec3, cross, dot, is_finite, normalize};
 /// and sweep axis). The first broken rule is returned; its `row` indexes `rows`.
 ///
 /// Polygons: a last vertex within [`crate::SAME_POINT_M`] of the first only closes the ring and
-/// is dropped; at most [`crate::MAX_POLYGON_VERTICES`] vertices remain. In messages, edge `k`
+/// is dropped; any number of vertices may remain ([`validate_within`] bounds them). In messages, edge `k`
 /// runs from vertex `k` to vertex `k + 1`, the last edge back to vertex 0.
 ///
 /// Besides being pairwise not (nearly) parallel, a cuboid's three axes must not be (nearly)
 /// coplanar (`|det(âl, âw, âh)| ≥` [`MIN_AXIS_TILT`]): with coplanar axes the three slabs bound no
 /// volume.
 pub fn validate(kind: GeometryType, rows: &[Vec3]) -> Result<Shape, GeometryError> {
+    validate_within(kind, rows, usize::MAX)
+}
+
+/// [`validate`], refusing a polygon of more than `max_polygon_vertices` vertices (not counting
+/// a closing vertex) before its quadratic checks run: what a service takes from clients.
+pub fn validate_within(kind: GeometryType, rows: &[Vec3], max_polygon_vertices: usize) -> Result<Shape, GeometryError> {
     match kind {
         GeometryType::Sphere => {
             let [centre, r] = fixed(kind, rows)?;
@@ -41,7 +47,7 @@ pub fn validate(kind: GeometryType, rows: &[Vec3]) -> Result<Shape, GeometryErro
                 radius: positive(2, hr[1], "radius")?,
             })
         }
-        GeometryType::Polygon => polygon::validate(rows),
+        GeometryType::Polygon => polygon::validate(rows, max_polygon_vertices),
     }
 }
 

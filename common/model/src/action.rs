@@ -6,11 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Invalid;
 use crate::fields::Fields;
-
-/// Longest info-event message, in characters.
-pub const MAX_MESSAGE_CHARS: usize = 1024;
+use crate::{Invalid, Limits};
 
 /// When an action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
@@ -84,7 +81,7 @@ pub(crate) enum ZoneActionInput {
     /// Writes a log line and publishes a `ZONE_INFO` event.
     InfoEvent {
         /// Text of the log line and event.
-        #[schemars(extend("x-limit" = {"maxLength": "message_chars"}))]
+        #[schemars(extend("x-limit" = {"maxLength": "info_message_chars"}))]
         message: Option<String>,
         /// When it runs (default `enter`).
         on: Option<ActionTrigger>,
@@ -148,8 +145,9 @@ impl ZoneAction {
 
     /// Validates one `ZoneActions` item.
     ///
-    /// An info-event's message travels in every `ZONE_INFO` event of the zone, so it is bounded.
-    pub fn parse(value: &Value) -> Result<Self, Invalid> {
+    /// An info-event's message travels in every `ZONE_INFO` event of the zone, so it is bounded
+    /// by [`Limits::info_message_chars`].
+    pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
         let f = Fields::of(value, "")?;
         let on = match f.string("on")? {
             None => ActionTrigger::Enter,
@@ -164,10 +162,12 @@ impl ZoneAction {
             None => Err(Invalid::new("type", "is required (info-event, device-alarm or http-request)")),
             Some("info-event") => {
                 let message = f.string("message")?;
+                let most = limits.info_message_chars;
+                // Counting stops just past the bound: a huge message costs no more than a long one.
                 if let Some(m) = message
-                    && m.chars().count() > MAX_MESSAGE_CHARS
+                    && m.chars().nth(most).is_some()
                 {
-                    return Err(Invalid::new("message", format!("must be at most {MAX_MESSAGE_CHARS} characters")));
+                    return Err(Invalid::new("message", format!("must be at most {most} characters")));
                 }
                 Ok(Self::InfoEvent { message: message.map(str::to_owned), on })
             }

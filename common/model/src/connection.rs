@@ -8,10 +8,7 @@ use zonecast_filter::FilterSchema;
 
 use crate::fields::{Fields, type_name};
 use crate::schema::{UpperUuid, UuidOrEmpty};
-use crate::{Invalid, Secret, format_id};
-
-/// Most topics per connection.
-pub const MAX_TOPICS: usize = 100;
+use crate::{Invalid, Limits, Secret, format_id};
 
 /// One forwarding target of a connection: an MQTT topic and the filter chain events must pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -131,7 +128,7 @@ pub struct ConnectionInput {
     #[schemars(with = "Option<String>", extend("writeOnly" = true))]
     pub password: Option<Option<Secret>>,
     /// Topics with compiled-and-checked filter chains.
-    #[schemars(with = "Option<Vec<TopicInput>>", extend("x-limit" = {"maxItems": "topics"}))]
+    #[schemars(with = "Option<Vec<TopicInput>>", extend("x-limit" = {"maxItems": "topics_per_connection"}))]
     pub topics: Vec<Topic>,
 }
 
@@ -146,8 +143,9 @@ fn tls_needs_a_profile(schema: &mut Schema) {
 
 impl ConnectionInput {
     /// Validates a connection body: host, port range, TLS needing a profile, topic names
-    /// without wildcards, filter chains that compile.
-    pub fn parse(value: &Value) -> Result<Self, Invalid> {
+    /// without wildcards, filter chains that compile; topics, filters and regexes within
+    /// `limits`, the chains of all topics bounded together.
+    pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
         let f = Fields::of(value, "")?;
         let host = f.string("host")?.ok_or_else(|| Invalid::new("host", "is required"))?.trim().to_owned();
         if host.is_empty() || host.len() > 253 || host.contains(|c: char| c.is_whitespace() || "/?#@".contains(c)) {
@@ -172,15 +170,17 @@ impl ConnectionInput {
             None
         };
         let items = f.array("topics")?.map(Vec::as_slice).unwrap_or_default();
-        if items.len() > MAX_TOPICS {
-            return Err(Invalid::new("topics", format!("must have at most {MAX_TOPICS} entries")));
+        let most = limits.topics_per_connection;
+        if items.len() > most {
+            return Err(Invalid::new("topics", format!("must have at most {most} entries, got {}", items.len())));
         }
-        // One pool for every topic: the connection's regexes are shared and bounded together.
-        let mut regexes = zonecast_filter::RegexPool::default();
+        // One budget for every topic: the connection's filters and regexes are bounded together,
+        // and each distinct regex is compiled once.
+        let mut budget = zonecast_filter::Budget::new(limits.filter_bounds());
         let topics = items
             .iter()
             .enumerate()
-            .map(|(i, item)| parse_topic(item, &mut regexes).map_err(|e| e.within(&format!("topics[{i}]"))))
+            .map(|(i, item)| parse_topic(item, &mut budget).map_err(|e| e.within(&format!("topics[{i}]"))))
             .collect::<Result<_, _>>()?;
         Ok(Self { host, port, tls, certificate_profile_id, username, password, topics })
     }
@@ -204,7 +204,7 @@ impl ConnectionInput {
     }
 }
 
-fn parse_topic(item: &Value, regexes: &mut zonecast_filter::RegexPool) -> Result<Topic, Invalid> {
+fn parse_topic(item: &Value, budget: &mut zonecast_filter::Budget) -> Result<Topic, Invalid> {
     let f = Fields::of(item, "")?;
     let topic = f.string("topic")?.ok_or_else(|| Invalid::new("topic", "is required"))?;
     if topic.is_empty() || topic.len() > 65_535 {
@@ -218,7 +218,7 @@ fn parse_topic(item: &Value, regexes: &mut zonecast_filter::RegexPool) -> Result
         Some(chain @ Value::Array(_)) => chain.clone(),
         Some(other) => return Err(Invalid::new("FilterChain", format!("must be an array, got {}", type_name(other)))),
     };
-    zonecast_filter::compile_in(&filter_chain, regexes)
+    zonecast_filter::compile_in(&filter_chain, budget)
         .map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
     Ok(Topic { topic: topic.to_owned(), filter_chain })
 }

@@ -9,6 +9,7 @@ mod connection;
 mod event;
 mod fields;
 mod invalid;
+mod limits;
 mod mac;
 mod position;
 mod radius;
@@ -18,21 +19,22 @@ mod setting;
 mod zone;
 mod zone_input;
 
-pub use action::{ActionTrigger, MAX_MESSAGE_CHARS, ZoneAction};
+pub use action::{ActionTrigger, ZoneAction};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
-pub use connection::{Connection, ConnectionInput, ConnectionView, MAX_TOPICS, Topic};
+pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
 pub use event::{
-    Alarm, AlarmKind, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory, EventId, EventSource,
-    EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo,
-    format_timestamp,
+    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
+    EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind,
+    ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
+pub use limits::Limits;
 pub use mac::{MAC_PATTERN, Mac};
 pub use position::{PASSTHROUGH_FIELDS, PositionFix, PositionUpdate, parse_vec3};
-pub use radius::{MAX_RADII_PER_WRITE, MAX_RADIUS, RadiusMap, parse_radii};
+pub use radius::{MAX_RADIUS, RadiusMap, parse_radii};
 pub use secret::Secret;
 pub use setting::{Setting, SettingInput, SettingName, SettingValue, SettingView, Settings};
 pub use zone::{CollidingDevice, InclusionPolicy, Zone, ZoneSpec, format_id};
-pub use zone_input::{MAX_LIST, MAX_ROWS, NewZone, ZoneInput, ZoneUpdate, parse_mac_list};
+pub use zone_input::{NewZone, ZoneInput, ZoneUpdate, parse_mac_list};
 pub use zonecast_geometry::{GeometryType, Shape, Vec3};

@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_schema_pattern_accepts_exactly_what_parses() {
-        let pattern = regex::Regex::new(MAC_PATTERN).unwrap();
+        let pattern = regex_automata::meta::Regex::new(MAC_PATTERN).unwrap();
         for text in [
             "00:aa:BB:cc:dd:EE",
             "00-AA-BB-CC-DD-EE",

@@ -23,16 +23,22 @@ pub struct PositionUpdate {
     pub extra: serde_json::Map<String, Value>,
 }
 
-/// The part of a `LOCATION_RAW_UPDATE` the evaluator needs, read straight from the bytes.
-#[derive(Debug, Clone, PartialEq)]
+/// The part of a `LOCATION_RAW_UPDATE` the evaluator needs, read straight from the bytes. Its
+/// own JSON (`MAC`, `Position`, `Timestamp`, `Sequence`) is what evaluators tell each other of
+/// a mobile-zone source's last position.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PositionFix {
     /// The device.
+    #[serde(rename = "MAC")]
     pub mac: Mac,
     /// `[x, y, z]`, finite.
+    #[serde(rename = "Position")]
     pub position: [f64; 3],
     /// When it was measured.
+    #[serde(rename = "Timestamp")]
     pub timestamp: DateTime<Utc>,
     /// The source's `Content.Sequence`, when it sends one.
+    #[serde(rename = "Sequence", default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<u64>,
 }
 

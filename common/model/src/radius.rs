@@ -3,13 +3,10 @@
 use serde_json::Value;
 
 use crate::fields::{number_in, type_name};
-use crate::{Invalid, Mac};
+use crate::{Invalid, Limits, Mac};
 
 /// Largest accepted device radius, in metres.
 pub const MAX_RADIUS: f64 = 100.0;
-
-/// Most entries one write of operation 15 may carry.
-pub const MAX_RADII_PER_WRITE: usize = 10_000;
 
 /// The body of operation 15 as [`parse_radii`] reads it: device MACs to metres, `null` to
 /// remove the device's own radius.
@@ -26,13 +23,15 @@ pub struct RadiusMap(std::collections::BTreeMap<Mac, Option<Radius>>);
 #[allow(dead_code)]
 struct Radius(#[schemars(range(min = 0.0, max = MAX_RADIUS))] f64);
 
-/// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs.
-pub fn parse_radii(value: &Value) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {
+/// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs; at most
+/// [`Limits::radii_per_write`] of them.
+pub fn parse_radii(value: &Value, limits: &Limits) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {
     let Value::Object(map) = value else {
         return Err(Invalid::new("", format!("must be an object of MAC to metres, got {}", type_name(value))));
     };
-    if map.len() > MAX_RADII_PER_WRITE {
-        return Err(Invalid::new("", format!("must have at most {MAX_RADII_PER_WRITE} entries, got {}", map.len())));
+    let most = limits.radii_per_write;
+    if map.len() > most {
+        return Err(Invalid::new("", format!("must have at most {most} entries, got {}", map.len())));
     }
     map.iter()
         .map(|(key, v)| {

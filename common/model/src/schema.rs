@@ -3,11 +3,10 @@
 //! it accepts; response types derive theirs from their `Serialize` form.
 //!
 //! Limits that are configuration rather than rules (list lengths, row counts) are not written
-//! into the schemas here: a schema carries a mark, `"x-limit": {"maxItems": "list"}`, naming the
-//! keyword and the limit, and the OpenAPI generator puts the values in force in their place.
-//! The names: `list` ([`crate::MAX_LIST`]), `rows` ([`crate::MAX_ROWS`]), `topics`
-//! ([`crate::MAX_TOPICS`]), `message_chars` ([`crate::MAX_MESSAGE_CHARS`]), `radii_per_write`
-//! ([`crate::MAX_RADII_PER_WRITE`]) and `zones_per_batch` (the API's batch size).
+//! into the schemas here: a schema carries a mark, `"x-limit": {"maxItems": "device_list"}`,
+//! naming the keyword and a field of [`crate::Limits`] (`geometry_rows` stands for
+//! `polygon_vertices` plus the closing vertex, height and axis rows), and the OpenAPI generator
+//! puts the values in force in their place.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 

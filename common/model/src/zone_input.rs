@@ -12,25 +12,21 @@ use crate::fields::{Fields, type_name};
 use crate::mac::MacOrEmpty;
 use crate::schema::{TimeOrEmpty, unbounded};
 use crate::zone::GeometryTypeName;
-use crate::{InclusionPolicy, Invalid, Mac, ZoneAction, ZoneSpec};
+use crate::{InclusionPolicy, Invalid, Limits, Mac, ZoneAction, ZoneSpec};
 
 /// Longest accepted zone name, in characters.
 const MAX_NAME_CHARS: usize = 256;
-/// Most `GeometryData` rows (a polygon of 1000 vertices, a closing vertex, height and axis).
-pub const MAX_ROWS: usize = 1003;
-/// Most entries in `DeviceList` and `ZoneActions`, on every route that writes them.
-pub const MAX_LIST: usize = 10_000;
 
 /// The supplied fields of a zone, each already of the right type and range. Absent fields are
 /// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
-/// and [`ZoneInput::update`].
+/// and [`ZoneInput::update`], within the [`Limits`] it was parsed with.
 ///
 /// Its JSON Schema is the body of a zone update: every field optional, `null` counting as
 /// absent, unknown fields ignored. A supplied GeometryData must have the row count of the
 /// GeometryType (the one sent, else the zone's); the rules beyond counts (positive sizes,
 /// axes neither zero nor parallel, a simple planar polygon, StartTime before StopTime when
 /// IsTimed) are answered with 422.
-#[derive(Debug, Clone, Default, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[schemars(
     rename_all = "PascalCase",
     transform = rows_by_geometry_type,
@@ -48,7 +44,7 @@ pub struct ZoneInput {
     #[schemars(with = "Option<GeometryTypeName>")]
     pub geometry_type: Option<GeometryType>,
     /// `GeometryData`: rows of three finite numbers.
-    #[schemars(length(min = 2), extend("x-limit" = {"maxItems": "rows"}))]
+    #[schemars(length(min = 2), extend("x-limit" = {"maxItems": "geometry_rows"}))]
     pub geometry_data: Option<Vec<Vec3>>,
     /// `AlertLevel`: 0 is the lowest priority, with no upper bound (default 0).
     #[schemars(range(min = 0), transform = unbounded)]
@@ -58,10 +54,10 @@ pub struct ZoneInput {
     /// `InclusionPolicy` (default `all`; read in any case).
     pub inclusion_policy: Option<InclusionPolicy>,
     /// `DeviceList`: the exceptions to the inclusion policy (a MAC listed twice counts once).
-    #[schemars(extend("x-limit" = {"maxItems": "list"}))]
+    #[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
     pub device_list: Option<Vec<Mac>>,
     /// `ZoneActions`.
-    #[schemars(with = "Option<Vec<ZoneActionInput>>", extend("x-limit" = {"maxItems": "list"}))]
+    #[schemars(with = "Option<Vec<ZoneActionInput>>", extend("x-limit" = {"maxItems": "zone_actions"}))]
     pub zone_actions: Option<Vec<ZoneAction>>,
     /// `IsTimed` (default false).
     pub is_timed: Option<bool>,
@@ -74,6 +70,9 @@ pub struct ZoneInput {
     /// `MobileOriginSource`; `Some(None)` when sent as null or "" (makes the zone static).
     #[schemars(with = "Option<MacOrEmpty>")]
     pub mobile_origin_source: Option<Option<Mac>>,
+    /// [`Limits::polygon_vertices`] at parse time, for the geometry check of create and update.
+    #[schemars(skip)]
+    polygon_vertices: usize,
 }
 
 /// Adds the row count of each `GeometryType` to the schema of a zone body: when the body names
@@ -138,9 +137,10 @@ fn zone_selected(schema: &mut Schema) {
 }
 
 impl ZoneInput {
-    /// Reads a `ZoneInput` object, checking each field's type and range. Unknown fields, and
-    /// the read-only `SiteID`, `CollidingDevices` and `IsGeometryLocked`, are ignored.
-    pub fn parse(value: &Value) -> Result<Self, Invalid> {
+    /// Reads a `ZoneInput` object, checking each field's type and range and each list against
+    /// `limits` before reading its elements. Unknown fields, and the read-only `SiteID`,
+    /// `CollidingDevices` and `IsGeometryLocked`, are ignored.
+    pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
         let f = Fields::of(value, "")?;
         let zone_id = f.raw("ZoneID").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         let name = f.string("Name")?.map(str::to_owned);
@@ -153,7 +153,7 @@ impl ZoneInput {
             .string("GeometryType")?
             .map(|s| s.parse::<GeometryType>().map_err(|e| Invalid::new("GeometryType", e.to_string())))
             .transpose()?;
-        let geometry_data = f.array("GeometryData")?.map(|rows| parse_rows(rows)).transpose()?;
+        let geometry_data = f.array("GeometryData")?.map(|rows| parse_rows(rows, limits)).transpose()?;
         let inclusion_policy = match f.string("InclusionPolicy")? {
             None => None,
             Some(s) if s.eq_ignore_ascii_case("all") => Some(InclusionPolicy::All),
@@ -162,15 +162,16 @@ impl ZoneInput {
                 return Err(Invalid::new("InclusionPolicy", format!("must be 'all' or 'none', got '{other}'")));
             }
         };
-        let device_list = f.array("DeviceList")?.map(|l| parse_macs(l, "DeviceList")).transpose()?;
+        let device_list =
+            f.array("DeviceList")?.map(|l| parse_macs(l, "DeviceList", limits.device_list)).transpose()?;
         let zone_actions = f
             .array("ZoneActions")?
             .map(|items| {
-                check_len(items, "ZoneActions")?;
+                check_len(items, "ZoneActions", limits.zone_actions)?;
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, a)| ZoneAction::parse(a).map_err(|e| e.within(&format!("ZoneActions[{i}]"))))
+                    .map(|(i, a)| ZoneAction::parse(a, limits).map_err(|e| e.within(&format!("ZoneActions[{i}]"))))
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?;
@@ -196,6 +197,7 @@ impl ZoneInput {
             start_time: time_field(&f, "StartTime")?,
             stop_time: time_field(&f, "StopTime")?,
             mobile_origin_source,
+            polygon_vertices: limits.polygon_vertices,
         })
     }
 
@@ -277,10 +279,12 @@ impl ZoneInput {
             z.mobile_origin_source = v;
         }
         if geometry_changed {
-            zonecast_geometry::validate(z.geometry_type, &z.geometry_data).map_err(|e| match e.row {
-                Some(row) => Invalid::new(format!("GeometryData[{row}]"), e.message),
-                None => Invalid::new("GeometryData", e.message),
-            })?;
+            zonecast_geometry::validate_within(z.geometry_type, &z.geometry_data, self.polygon_vertices).map_err(
+                |e| match e.row {
+                    Some(row) => Invalid::new(format!("GeometryData[{row}]"), e.message),
+                    None => Invalid::new("GeometryData", e.message),
+                },
+            )?;
         }
         if z.is_timed {
             match (z.start_time, z.stop_time) {
@@ -294,22 +298,22 @@ impl ZoneInput {
     }
 }
 
-fn check_len(items: &[Value], field: &str) -> Result<(), Invalid> {
-    if items.len() > MAX_LIST {
-        return Err(Invalid::new(field, format!("must have at most {MAX_LIST} entries")));
+fn check_len(items: &[Value], field: &str, most: usize) -> Result<(), Invalid> {
+    if items.len() > most {
+        return Err(Invalid::new(field, format!("must have at most {most} entries, got {}", items.len())));
     }
     Ok(())
 }
 
-/// Reads the body of operations 11 and 12, a JSON array of MACs: normalised, each once; errors
-/// name the element (`[2]: …`).
-pub fn parse_mac_list(items: &[Value]) -> Result<Vec<Mac>, Invalid> {
-    parse_macs(items, "")
+/// Reads the body of operations 11 and 12, a JSON array of MACs (at most
+/// [`Limits::device_list`]): normalised, each once; errors name the element (`[2]: …`).
+pub fn parse_mac_list(items: &[Value], limits: &Limits) -> Result<Vec<Mac>, Invalid> {
+    parse_macs(items, "", limits.device_list)
 }
 
-/// Reads a JSON array of MACs, naming the bad element.
-pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Invalid> {
-    check_len(items, field)?;
+/// Reads a JSON array of at most `most` MACs, naming the bad element.
+fn parse_macs(items: &[Value], field: &str, most: usize) -> Result<Vec<Mac>, Invalid> {
+    check_len(items, field, most)?;
     let mut macs: Vec<Mac> = Vec::with_capacity(items.len());
     let mut seen = std::collections::HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -329,9 +333,17 @@ pub(crate) fn parse_macs(items: &[Value], field: &str) -> Result<Vec<Mac>, Inval
     Ok(macs)
 }
 
-fn parse_rows(rows: &[Value]) -> Result<Vec<Vec3>, Invalid> {
-    if rows.len() > MAX_ROWS {
-        return Err(Invalid::new("GeometryData", format!("must have at most {MAX_ROWS} rows")));
+fn parse_rows(rows: &[Value], limits: &Limits) -> Result<Vec<Vec3>, Invalid> {
+    let most = limits.geometry_rows();
+    if rows.len() > most {
+        return Err(Invalid::new(
+            "GeometryData",
+            format!(
+                "must have at most {most} rows (a polygon of at most {} vertices), got {}",
+                limits.polygon_vertices,
+                rows.len()
+            ),
+        ));
     }
     rows.iter()
         .enumerate()
@@ -370,7 +382,7 @@ mod tests {
 
     #[test]
     fn create_fills_defaults() {
-        let z = ZoneInput::parse(&sphere()).unwrap().create(Uuid::new_v4()).unwrap();
+        let z = ZoneInput::parse(&sphere(), &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap();
         assert_eq!(z.name, "");
         assert!(z.active);
         assert_eq!(z.inclusion_policy, InclusionPolicy::All);
@@ -382,7 +394,7 @@ mod tests {
         let level = |v: Value| {
             let mut input = sphere();
             input["AlertLevel"] = v;
-            ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap().alert_level
+            ZoneInput::parse(&input, &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap().alert_level
         };
         assert_eq!(level(json!(11)), 11);
         assert_eq!(level(json!(3.0)), 3);
@@ -393,7 +405,7 @@ mod tests {
 
     #[test]
     fn create_requires_geometry() {
-        let e = ZoneInput::parse(&json!({"Name": "x"})).unwrap().create(Uuid::new_v4()).unwrap_err();
+        let e = ZoneInput::parse(&json!({"Name": "x"}), &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap_err();
         assert_eq!(e.to_string(), "GeometryType: is required");
     }
 
@@ -425,7 +437,7 @@ mod tests {
             ),
         ];
         for (input, message) in cases {
-            assert_eq!(ZoneInput::parse(&input).unwrap_err().to_string(), message);
+            assert_eq!(ZoneInput::parse(&input, &Limits::DEFAULT).unwrap_err().to_string(), message);
         }
     }
 
@@ -434,20 +446,23 @@ mod tests {
         let mut v = sphere();
         v["IsTimed"] = json!(true);
         v["StartTime"] = json!("2026-11-21T10:00:00Z");
-        let e = ZoneInput::parse(&v).unwrap().create(Uuid::new_v4()).unwrap_err();
+        let e = ZoneInput::parse(&v, &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap_err();
         assert_eq!(e.to_string(), "StopTime: is required when IsTimed is true");
         v["StopTime"] = json!("2026-11-21T09:00:00Z");
-        let e = ZoneInput::parse(&v).unwrap().create(Uuid::new_v4()).unwrap_err();
+        let e = ZoneInput::parse(&v, &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap_err();
         assert_eq!(e.to_string(), "StopTime: must be after StartTime");
     }
 
     #[test]
     fn locked_geometry_cannot_change_but_other_fields_can() {
-        let mut z = ZoneInput::parse(&sphere()).unwrap().create(Uuid::new_v4()).unwrap();
+        let mut z = ZoneInput::parse(&sphere(), &Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap();
         z.is_geometry_locked = true;
-        let e = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [2, 0, 0]]})).unwrap().update(&z).unwrap_err();
+        let e = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [2, 0, 0]]}), &Limits::DEFAULT)
+            .unwrap()
+            .update(&z)
+            .unwrap_err();
         assert_eq!(e.field, "GeometryData");
-        let same = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [1, 0, 0]], "Name": "n"}))
+        let same = ZoneInput::parse(&json!({"GeometryData": [[0, 0, 0], [1, 0, 0]], "Name": "n"}), &Limits::DEFAULT)
             .unwrap()
             .update(&z)
             .unwrap();

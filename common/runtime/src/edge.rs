@@ -78,7 +78,11 @@ where
                     auth.require(&headers, needed)?;
                 }
                 let limits = listener.limits();
-                let body = read_body(body, limits.max_body_bytes, limits.body_timeout).await?;
+                let length = headers
+                    .get(warp::http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                let body = read_body(body, length, limits.max_body_bytes, limits.body_timeout).await?;
                 listener.dispatch(route.op, params, headers, body).await
             }
             .await;

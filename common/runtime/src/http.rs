@@ -30,22 +30,33 @@ pub enum BodyError {
 }
 
 /// Reads the whole body, refusing more than `limit` bytes without reading further, and a body
-/// that has not arrived within `timeout` (a client that sent its head and stalls).
-pub async fn read_body<S, B>(body: S, limit: u64, timeout: std::time::Duration) -> Result<Bytes, BodyError>
+/// that has not arrived within `timeout` (a client that sent its head and stalls). A body whose
+/// announced `length` (its `Content-Length`) is within the limit is read into a buffer of that
+/// size: growing one by doubling would hold up to three times the body while it copies.
+pub async fn read_body<S, B>(
+    body: S,
+    length: Option<u64>,
+    limit: u64,
+    timeout: std::time::Duration,
+) -> Result<Bytes, BodyError>
 where
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,
 {
-    tokio::time::timeout(timeout, read_all(body, limit)).await.map_err(|_| BodyError::TimedOut(timeout))?
+    // A longer one is still read up to the limit: refused unread, its client would see the
+    // connection close while it sends, not the 413.
+    let capacity = length.filter(|&n| n <= limit).and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+    tokio::time::timeout(timeout, read_all(body, capacity, limit)).await.map_err(|_| BodyError::TimedOut(timeout))?
 }
 
-async fn read_all<S, B>(body: S, limit: u64) -> Result<Bytes, BodyError>
+async fn read_all<S, B>(body: S, capacity: usize, limit: u64) -> Result<Bytes, BodyError>
 where
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,
 {
     let mut body = std::pin::pin!(body);
-    let mut out = BytesMut::new();
+    // The server holds the body to the length it announced, so no more than this is read.
+    let mut out = BytesMut::with_capacity(capacity);
     while let Some(chunk) = body.next().await {
         let mut chunk = chunk.map_err(|e| BodyError::Broken(e.to_string()))?;
         if (out.len() + chunk.remaining()) as u64 > limit {

@@ -3,6 +3,7 @@
 //! mapping, health and metrics), the service skeleton, tracing, Prometheus metrics and graceful
 //! shutdown.
 
+pub mod applier;
 pub mod auth;
 pub mod config;
 pub mod edge;
@@ -28,4 +29,4 @@ pub use serve::HttpLimits;
 pub use service::Running;
 pub use shutdown::Shutdown;
 pub use start::{StartError, boot};
-pub use zonecast_model::Secret;
+pub use zonecast_model::{Limits, Secret};

@@ -23,8 +23,9 @@ use zonecast_model::Connection;
 pub use error::{Result, StoreError};
 pub use postgres::PgStore;
 pub use roles::{
-    CertificateReader, CertificateWriter, CollisionReader, CollisionWriter, ConnectionReader, ConnectionWriter, Health,
-    RadiusReader, RadiusWriter, SettingReader, SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter,
+    CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionReader, CollisionWriter,
+    ConnectionReader, ConnectionWriter, Health, RadiusReader, RadiusWriter, SettingReader, SettingWriter, StatusReader,
+    StatusWriter, ZoneReader, ZoneWriter,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
@@ -98,7 +99,8 @@ pub struct ConnectionStatus {
 
 /// What the config API uses: zones, settings, connections and certificate profiles to read and
 /// write, device radii to write, current collisions to show (and reset with their zone), and
-/// the forwarders' connection status to show. It records no collisions and reports no status.
+/// the forwarders' connection status to show, and the change log to append every write to. It
+/// records no collisions and reports no status.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {
@@ -107,6 +109,7 @@ pub struct ConnectionStatus {
 /// ```
 pub trait ApiStore:
     Health
+    + ChangeLog
     + ZoneReader
     + ZoneWriter
     + CollisionReader
@@ -123,6 +126,7 @@ pub trait ApiStore:
 
 impl<T> ApiStore for T where
     T: Health
+        + ChangeLog
         + ZoneReader
         + ZoneWriter
         + CollisionReader
@@ -138,7 +142,8 @@ impl<T> ApiStore for T where
 }
 
 /// What an evaluator uses: zones, settings and device radii to read, and the collision record
-/// it restores at start and keeps as devices enter and leave. It changes no configuration.
+/// it restores at start and keeps as devices enter and leave, and the change log to follow. It
+/// changes no configuration.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::EvaluatorStore) {
@@ -146,26 +151,26 @@ impl<T> ApiStore for T where
 /// }
 /// ```
 pub trait EvaluatorStore:
-    Health + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+    Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
 {
 }
 
 impl<T> EvaluatorStore for T where
-    T: Health + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+    T: Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
 {
 }
 
 /// What a forwarder uses: connections and certificate profiles to read, and its status to
-/// report. It sees no zones and changes no configuration.
+/// report, and the change log to follow. It sees no zones and changes no configuration.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ForwarderStore) {
 ///     let _ = store.list_zones().await;
 /// }
 /// ```
-pub trait ForwarderStore: Health + ConnectionReader + CertificateReader + StatusWriter {}
+pub trait ForwarderStore: Health + ChangeReader + ConnectionReader + CertificateReader + StatusWriter {}
 
-impl<T> ForwarderStore for T where T: Health + ConnectionReader + CertificateReader + StatusWriter {}
+impl<T> ForwarderStore for T where T: Health + ChangeReader + ConnectionReader + CertificateReader + StatusWriter {}
 
 /// zonecast's whole persistent state: every role, so every view. What [`open`] returns; a
 /// composition hands the one store to each service as that service's view (an

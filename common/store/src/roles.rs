@@ -5,7 +5,7 @@
 //! in creation order unless a method says otherwise.
 
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, ConfigChanged, Mac, Setting, ZoneSpec};
 
 use crate::{Collision, ConnectionStatus, Result, StoredCertificate, StoredConnection};
 
@@ -161,4 +161,36 @@ pub trait StatusReader: Send + Sync + 'static {
 pub trait StatusWriter: Send + Sync + 'static {
     /// Upserts a replica's status of a connection; ignored if the connection is gone.
     async fn put_connection_status(&self, s: &ConnectionStatus) -> Result<()>;
+}
+
+/// Entries the change log keeps: older ones are pruned as new ones are appended. A service
+/// further behind than this reads the whole configuration again.
+pub const CHANGES_KEPT: u64 = 10_000;
+
+/// The configuration change log, appended to: one entry per configuration write, after it
+/// committed.
+#[async_trait::async_trait]
+pub trait ChangeLog: Send + Sync + 'static {
+    /// Appends `change` under the next revision and returns that revision (the first is 1).
+    /// Appends are ordered: an entry becomes visible only after every entry before it.
+    async fn log_change(&self, change: &ConfigChanged) -> Result<u64>;
+}
+
+/// The configuration change log, read by the services that apply changes.
+#[async_trait::async_trait]
+pub trait ChangeReader: Send + Sync + 'static {
+    /// The revision of the last change logged; 0 before any.
+    async fn revision(&self) -> Result<u64>;
+    /// The changes logged after `revision`, in order, each with its revision set; empty when
+    /// there are none. `None` when some of them have been pruned ([`CHANGES_KEPT`]): then the
+    /// whole configuration must be read again.
+    async fn changes_since(&self, revision: u64) -> Result<Option<Vec<ConfigChanged>>>;
+}
+
+/// The entries read after `after` (in revision order) if they follow it without a hole.
+pub(crate) fn contiguous(after: u64, changes: Vec<ConfigChanged>) -> Option<Vec<ConfigChanged>> {
+    match changes.first() {
+        Some(first) if first.revision != after + 1 => None,
+        _ => Some(changes),
+    }
 }

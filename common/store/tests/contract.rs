@@ -8,10 +8,14 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, Connection, Mac, Setting, SettingName, Topic, ZoneInput, ZoneSpec, format_id};
+use zonecast_model::{
+    CollidingDevice, ConfigChanged, ConfigKind, ConfigOperation, Connection, Mac, Setting, SettingName, Topic,
+    ZoneInput, ZoneSpec, format_id,
+};
 use zonecast_store::{
-    ApiStore, Collision, ConnectionStatus, EvaluatorStore, ForwarderStore, PgStore, SettingReader, SettingWriter,
-    SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter, postgres,
+    ApiStore, CHANGES_KEPT, Collision, ConnectionStatus, EvaluatorStore, ForwarderStore, PgStore, SettingReader,
+    SettingWriter, SqliteStore, Store, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter,
+    postgres,
 };
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -126,17 +130,24 @@ contract!(
     certificate_profiles_round_trip_in_creation_order,
     connection_status_is_kept_per_replica,
     each_service_view_of_one_store_sees_what_the_others_wrote,
+    the_change_log_numbers_changes_in_order_and_answers_those_after_a_revision,
+    concurrent_appends_to_the_change_log_get_distinct_revisions_without_holes,
+    a_reader_further_behind_than_the_log_keeps_is_told_to_read_everything,
 );
 
 // ---------------------------------------------------------------------------------------------
 // Builders
+
+fn change(kind: ConfigKind, id: &str) -> ConfigChanged {
+    ConfigChanged { kind, ids: vec![id.into()], operation: None, revision: 0 }
+}
 
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()
 }
 
 /// Schema steps each dialect has (`migrations/<dialect>/V<n>__*.sql`).
-const MIGRATIONS: usize = 2;
+const MIGRATIONS: usize = 3;
 
 fn at(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_795_000_000_000 + ms).unwrap()
@@ -163,14 +174,14 @@ fn full_zone(name: &str) -> ZoneSpec {
         "StopTime": "2026-11-22T10:00:00.000Z",
         "MobileOriginSource": "00:AA:BB:CC:DD:FF"
     });
-    let spec = ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap();
+    let spec = ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap();
     ZoneSpec { is_geometry_locked: true, ..spec }
 }
 
 /// A minimal zone.
 fn zone(name: &str) -> ZoneSpec {
     let input = json!({"Name": name, "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [1, 0, 0]]});
-    ZoneInput::parse(&input).unwrap().create(Uuid::new_v4()).unwrap()
+    ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap()
 }
 
 fn collision(zone: Uuid, device: &str, ms: i64) -> Collision {
@@ -814,4 +825,56 @@ async fn connecting_to_a_closed_port_fails_quickly_as_unavailable_without_the_pa
 #[tokio::test]
 async fn database_names_outside_lower_case_letters_digits_and_underscores_are_refused() {
     assert!(postgres::create_database(&admin_url(), "Bad-Name").await.is_err());
+}
+
+async fn the_change_log_numbers_changes_in_order_and_answers_those_after_a_revision(store: Arc<dyn Store>) {
+    assert_eq!(store.revision().await.unwrap(), 0);
+    assert_eq!(store.changes_since(0).await.unwrap(), Some(Vec::new()));
+    let reset = ConfigChanged { operation: Some(ConfigOperation::Reset), ..change(ConfigKind::Zones, "Z1") };
+    assert_eq!(store.log_change(&reset).await.unwrap(), 1);
+    assert_eq!(store.log_change(&change(ConfigKind::Radii, "00:AA:BB:CC:DD:EE")).await.unwrap(), 2);
+    assert_eq!(store.log_change(&change(ConfigKind::Connections, "C1")).await.unwrap(), 3);
+    assert_eq!(store.revision().await.unwrap(), 3);
+    // Each view that applies changes reads them.
+    let evaluator: Arc<dyn EvaluatorStore> = store.clone();
+    let since_one = evaluator.changes_since(1).await.unwrap().unwrap();
+    assert_eq!(
+        since_one.iter().map(|c| (c.revision, c.kind)).collect::<Vec<_>>(),
+        [(2, ConfigKind::Radii), (3, ConfigKind::Connections)]
+    );
+    let forwarder: Arc<dyn ForwarderStore> = store.clone();
+    let all = forwarder.changes_since(0).await.unwrap().unwrap();
+    assert_eq!(all[0], ConfigChanged { revision: 1, ..reset });
+    assert_eq!(forwarder.changes_since(3).await.unwrap(), Some(Vec::new()));
+}
+
+async fn concurrent_appends_to_the_change_log_get_distinct_revisions_without_holes(store: Arc<dyn Store>) {
+    let changes: Vec<ConfigChanged> = (0..40).map(|i| change(ConfigKind::Zones, &format!("Z{i}"))).collect();
+    let mut revisions: Vec<u64> = futures::future::join_all(changes.iter().map(|c| store.log_change(c)))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    revisions.sort_unstable();
+    assert_eq!(revisions, (1..=40).collect::<Vec<u64>>());
+    let logged = store.changes_since(0).await.unwrap().unwrap();
+    assert_eq!(logged.iter().map(|c| c.revision).collect::<Vec<_>>(), revisions);
+    let mut ids: Vec<String> = logged.into_iter().flat_map(|c| c.ids).collect();
+    ids.sort_unstable();
+    let mut expected: Vec<String> = changes.into_iter().flat_map(|c| c.ids).collect();
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+}
+
+async fn a_reader_further_behind_than_the_log_keeps_is_told_to_read_everything(store: Arc<dyn Store>) {
+    for i in 0..CHANGES_KEPT + 5 {
+        store.log_change(&change(ConfigKind::Settings, &format!("S{i}"))).await.unwrap();
+    }
+    assert_eq!(store.revision().await.unwrap(), CHANGES_KEPT + 5);
+    // The oldest five were pruned: a reader that applied up to 2 has missed some for good.
+    assert_eq!(store.changes_since(2).await.unwrap(), None);
+    assert_eq!(store.changes_since(0).await.unwrap(), None);
+    let kept = store.changes_since(5).await.unwrap().unwrap();
+    assert_eq!(kept.len() as u64, CHANGES_KEPT);
+    assert_eq!(kept.first().map(|c| c.revision), Some(6));
 }

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use zonecast_bus::{Bus, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
 use zonecast_runtime::ops::Health;
-use zonecast_runtime::{ApiConfig, Auth, Keys};
+use zonecast_runtime::{ApiConfig, Auth, Keys, StartError};
 use zonecast_store::ApiStore;
+
+use crate::applied::{Applied, Appliers};
 
 /// Shared state of the API: store, bus, keys and credentials.
 pub struct Context {
@@ -22,34 +24,55 @@ pub struct Context {
     pub auth: Auth,
     /// SiteID returned in zones.
     pub site_id: i64,
-    /// Largest accepted body.
-    pub limits: zonecast_runtime::HttpLimits,
+    /// Largest accepted body, connections and timeouts of the listener.
+    pub http_limits: zonecast_runtime::HttpLimits,
+    /// What one request may ask; validation reads it.
+    pub limits: zonecast_model::Limits,
     /// Most MQTT connections that may exist.
     pub max_connections: usize,
     /// Readiness of the store and the bus.
     pub health: Health,
     /// Position input on this listener (the all-in-one); `None` leaves `POST /v3/positions` out.
     pub positions: Option<zonecast_ingest::Publisher>,
+    /// The evaluator and forwarder replicas and the revision each has in force.
+    appliers: Arc<Appliers>,
+    /// How long a write waits, at most, for every replica to have it in force.
+    apply_wait: std::time::Duration,
     routes: Vec<crate::routes::Route>,
 }
 
 impl Context {
-    /// A context from configuration and the opened store, bus and keys.
-    pub fn new(config: &ApiConfig, store: Arc<dyn ApiStore>, bus: Arc<dyn Bus>, keys: Arc<Keys>) -> Self {
+    /// A context from configuration and the opened store, bus and keys; it follows the
+    /// `config.applied` reports of evaluators and forwarders from now on. `appliers`: how many
+    /// replicas apply configuration, when the composition knows (the all-in-one); otherwise
+    /// those alive are learnt from their reports.
+    pub async fn new(
+        config: &ApiConfig,
+        store: Arc<dyn ApiStore>,
+        bus: Arc<dyn Bus>,
+        keys: Arc<Keys>,
+        appliers: Option<usize>,
+    ) -> Result<Self, StartError> {
         let auth = &config.auth;
-        Self {
+        let subjects = Subjects::new(config.bus.subject_prefix.clone());
+        let appliers =
+            Appliers::follow(bus.as_ref(), &subjects, appliers).await.map_err(|e| StartError::new("bus", e))?;
+        Ok(Self {
             auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
             health: Health::new(Some(store.clone()), bus.clone()),
             store,
             bus,
-            subjects: Subjects::new(config.bus.subject_prefix.clone()),
+            subjects,
             keys,
             site_id: config.site_id,
-            limits: config.http.limits,
+            http_limits: config.http.limits,
+            limits: config.limits,
             max_connections: config.api.max_connections,
             positions: None,
+            appliers,
+            apply_wait: config.api.apply_wait,
             routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),
-        }
+        })
     }
 
     /// This context with position input on its listener.
@@ -64,26 +87,32 @@ impl Context {
         &self.routes
     }
 
-    /// Publishes `<prefix>.config.changed`. The write it announces is already committed, so a
-    /// bus failure does not fail the request: it is logged and counted, and services also
-    /// reload on reconnect.
-    pub async fn announce(&self, kind: ConfigKind, ids: Vec<String>, operation: Option<ConfigOperation>) {
-        let change = ConfigChanged { kind, ids, operation };
-        let payload = match serde_json::to_vec(&change) {
-            Ok(p) => p,
+    /// Logs a committed write in the change log, announces it on `<prefix>.config.changed`
+    /// with its revision, and waits (at most the configured time) until every live evaluator
+    /// and forwarder has it in force. The write is committed already, so a failure here does
+    /// not fail the request: it is logged and counted, and the answer tells how many replicas
+    /// applied the change. An unlogged write is still announced (without a revision); services
+    /// then look at the log and read again what it names at the next logged change.
+    pub async fn announce(&self, kind: ConfigKind, ids: Vec<String>, operation: Option<ConfigOperation>) -> Applied {
+        let mut change = ConfigChanged { kind, ids, operation, revision: 0 };
+        match self.store.log_change(&change).await {
+            Ok(revision) => change.revision = revision,
             Err(e) => {
-                tracing::error!(error = %e, "cannot encode config change");
-                return;
+                metrics::counter!("zonecast_api_announce_failures_total").increment(1);
+                tracing::warn!(error = %e, kind = ?kind, "config change saved but not logged");
             }
-        };
-        // Flushed, so that a 200 means every subscriber can already see the change.
-        let published = match self.bus.publish(self.subjects.config_changed(), payload.into()).await {
-            Ok(()) => self.bus.flush().await,
-            Err(e) => Err(e),
+        }
+        let published = match serde_json::to_vec(&change) {
+            Ok(payload) => match self.bus.publish(self.subjects.config_changed(), payload.into()).await {
+                Ok(()) => self.bus.flush().await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(zonecast_bus::BusError::Publish(e.to_string())),
         };
         if let Err(e) = published {
             metrics::counter!("zonecast_api_announce_failures_total").increment(1);
             tracing::warn!(error = %e, kind = ?kind, "config change saved but not announced");
         }
+        self.appliers.wait(change.revision, self.apply_wait).await
     }
 }

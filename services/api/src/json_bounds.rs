@@ -3,14 +3,32 @@
 //! million vertices) would take hundreds of megabytes before any rule could refuse it. The pass
 //! allocates nothing but a stack as deep as the body's nesting.
 
-/// Most elements in one JSON array or members in one object: twice the longest list any
-/// operation takes (a DeviceList, a radius write: 10,000), so that a list just past its own
-/// limit is answered by that limit's more precise 422, and only far larger ones stop here.
-pub const MAX_ELEMENTS: usize = 20_000;
-/// Most JSON values (numbers, strings, booleans, nulls, arrays, objects) in one body.
-pub const MAX_VALUES: usize = 500_000;
+use zonecast_model::Limits;
+
 /// Deepest nesting of arrays and objects.
 pub const MAX_DEPTH: usize = 64;
+
+/// What a body may hold before it is parsed, derived from the [`Limits`] so that raising a
+/// limit raises these with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Most elements in one JSON array or members in one object: twice the longest list the
+    /// limits let through ([`Limits::longest_list`]; 20,000 by default), so that a list just
+    /// past its own limit is answered by that limit's more precise 422, and only far larger
+    /// ones stop here.
+    pub elements: usize,
+    /// Most JSON values (numbers, strings, booleans, nulls, arrays, objects) in one body: 25
+    /// times `elements` (500,000 by default).
+    pub values: usize,
+}
+
+impl Bounds {
+    /// The bounds that go with `limits`.
+    pub fn of(limits: &Limits) -> Self {
+        let elements = limits.longest_list().saturating_mul(2);
+        Self { elements, values: elements.saturating_mul(25) }
+    }
+}
 
 /// What crossed a bound, and where (`GeometryData`, `[3].DeviceList`; empty for the top level).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,9 +54,10 @@ struct Open {
     key: Option<String>,
 }
 
-/// Checks `body` against [`MAX_ELEMENTS`], [`MAX_VALUES`] and [`MAX_DEPTH`]. Malformed JSON
-/// passes: the parser that follows says what is wrong with it.
-pub fn check(body: &[u8]) -> Result<(), TooBig> {
+/// Checks `body` against `bounds` and [`MAX_DEPTH`]. Malformed JSON passes: the parser that
+/// follows says what is wrong with it.
+pub fn check(body: &[u8], bounds: Bounds) -> Result<(), TooBig> {
+    let Bounds { elements: max_elements, values: max_values } = bounds;
     let mut stack: Vec<Open> = Vec::new();
     let mut values = 0usize;
     let mut i = 0;
@@ -74,11 +93,11 @@ pub fn check(body: &[u8]) -> Result<(), TooBig> {
             b',' => {
                 if let Some(top) = stack.last_mut() {
                     top.count += 1;
-                    if top.count >= MAX_ELEMENTS {
+                    if top.count >= max_elements {
                         let what = if top.array { "elements" } else { "members" };
                         return Err(TooBig {
                             path: path(&stack),
-                            rule: format!("must have at most {MAX_ELEMENTS} {what}"),
+                            rule: format!("must have at most {max_elements} {what}"),
                         });
                     }
                     expecting_key = !top.array;
@@ -93,8 +112,8 @@ pub fn check(body: &[u8]) -> Result<(), TooBig> {
             }
             _ => {}
         }
-        if values > MAX_VALUES {
-            return Err(TooBig { path: String::new(), rule: format!("holds more than {MAX_VALUES} JSON values") });
+        if values > max_values {
+            return Err(TooBig { path: String::new(), rule: format!("holds more than {max_values} JSON values") });
         }
         i += 1;
     }
@@ -134,6 +153,20 @@ fn path(stack: &[Open]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BOUNDS: Bounds = Bounds { elements: 20_000, values: 500_000 };
+    const MAX_ELEMENTS: usize = BOUNDS.elements;
+
+    fn check(body: &[u8]) -> Result<(), TooBig> {
+        super::check(body, BOUNDS)
+    }
+
+    #[test]
+    fn the_default_limits_give_the_documented_bounds_and_larger_limits_larger_ones() {
+        assert_eq!(Bounds::of(&Limits::DEFAULT), BOUNDS);
+        let raised = Bounds::of(&Limits { device_list: 100_000, ..Limits::DEFAULT });
+        assert_eq!(raised, Bounds { elements: 200_000, values: 5_000_000 });
+    }
 
     fn rows(n: usize) -> String {
         format!("[{}]", vec!["[0,0,0]"; n].join(","))

@@ -2,6 +2,7 @@
 //! connection status, tokens, OpenAPI, health and metrics, over warp. Stateless: it writes the
 //! store and announces every change on `<prefix>.config.changed`.
 
+mod applied;
 mod body;
 mod context;
 pub mod error;
@@ -40,7 +41,7 @@ impl Listener for Context {
     }
 
     fn limits(&self) -> &HttpLimits {
-        &self.limits
+        &self.http_limits
     }
 
     async fn dispatch(
@@ -100,7 +101,7 @@ pub async fn launch(config: ApiConfig, shutdown: Shutdown) -> Result<Running, St
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        let context = Context::new(config, opened.store()?, opened.bus.clone(), opened.keys()?);
+        let context = Context::new(config, opened.store()?, opened.bus.clone(), opened.keys()?, None).await?;
         start(Deps { context, addr: config.http.addr }, shutdown).await
     })
     .await

@@ -73,7 +73,7 @@ fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
     let mut specs = Vec::new();
     for i in 0..static_zones {
         specs.push(
-            ZoneInput::parse(&zone_json(&mut r, i, None))
+            ZoneInput::parse(&zone_json(&mut r, i, None), &zonecast_model::Limits::DEFAULT)
                 .and_then(|z| z.create(uuid::Uuid::new_v4()))
                 .expect("valid zone"),
         );
@@ -81,7 +81,7 @@ fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
     for i in 0..mobile_zones {
         let source = mac(1_000_000 + i);
         specs.push(
-            ZoneInput::parse(&zone_json(&mut r, i, Some(&source)))
+            ZoneInput::parse(&zone_json(&mut r, i, Some(&source)), &zonecast_model::Limits::DEFAULT)
                 .and_then(|z| z.create(uuid::Uuid::new_v4()))
                 .expect("valid zone"),
         );
@@ -156,7 +156,9 @@ fn zone_changes(c: &mut Criterion) {
     run(&mut e, &batch, &mut out);
     let mut r = Rng(4242);
     let mut spec = |i: usize| {
-        ZoneInput::parse(&zone_json(&mut r, i, None)).and_then(|z| z.create(uuid::Uuid::new_v4())).expect("valid zone")
+        ZoneInput::parse(&zone_json(&mut r, i, None), &zonecast_model::Limits::DEFAULT)
+            .and_then(|z| z.create(uuid::Uuid::new_v4()))
+            .expect("valid zone")
     };
     let mut apply = |e: &mut Engine, changed: Vec<zonecast_model::ZoneSpec>, id: uuid::Uuid| {
         let touched: foldhash::HashSet<uuid::Uuid> = [id].into_iter().collect();
@@ -164,6 +166,7 @@ fn zone_changes(c: &mut Criterion) {
             kind: zonecast_model::ConfigKind::Zones,
             ids: vec![zonecast_model::format_id(&id)],
             operation: None,
+            revision: 0,
         };
         out.clear();
         let start = Instant::now();

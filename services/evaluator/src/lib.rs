@@ -5,6 +5,7 @@
 mod actions;
 pub mod catalog;
 mod collisions;
+mod config;
 pub mod engine;
 mod grid;
 mod shell;
@@ -16,7 +17,7 @@ use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{EvaluatorConfig, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
-pub use crate::engine::{Engine, Output, Ownership};
+pub use crate::engine::{Engine, Output, Ownership, SourceHint};
 pub use crate::shell::start;
 
 /// What the evaluator runs on.

@@ -11,14 +11,17 @@ use futures::StreamExt;
 use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Message, Subjects, Subscription};
-use zonecast_model::{ConfigChanged, ConfigKind, Content, IdSource, Mac, PositionFix, Settings};
+use zonecast_model::{Content, IdSource, Mac, PositionFix};
+use zonecast_runtime::applier::Reporter;
+use zonecast_runtime::applier::{Follower, REPORT_EVERY};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
-use zonecast_store::EvaluatorStore;
 
 use crate::catalog::Catalog;
 pub use crate::engine::{Engine, Output};
 
+use crate::config::{self, Update};
+use crate::engine::SourceHint;
 use crate::{Deps, actions, collisions};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
@@ -28,93 +31,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// caused are published.
 const DRAIN: usize = 256;
 
-async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, zonecast_store::StoreError> {
-    let zones = store.list_zones().await?;
-    let settings = store.list_settings().await?;
-    let radii = store.list_radii().await?;
-    Ok(Catalog::build(zones, &settings, radii))
-}
-
 /// Logs the zones a catalog had to leave out.
 fn log_skipped(catalog: &Catalog) {
     for s in &catalog.skipped {
         tracing::warn!(zone = %s.zone, error = %s.reason, "zone skipped: geometry does not validate");
-    }
-}
-
-/// The settings in force and the device radii, for a change that touches no zone.
-async fn load_parameters(
-    store: &dyn EvaluatorStore,
-) -> Result<(Settings, Vec<(Mac, f64)>), zonecast_store::StoreError> {
-    Ok((Settings::from_written(&store.list_settings().await?), store.list_radii().await?))
-}
-
-/// The change a `config.changed` message announces. One that cannot be read could be anything:
-/// it counts as a change of every zone (no IDs), so that the whole configuration is read again.
-fn change_of(message: &Message) -> ConfigChanged {
-    serde_json::from_slice(&message.payload).unwrap_or(ConfigChanged {
-        kind: ConfigKind::Zones,
-        ids: Vec::new(),
-        operation: None,
-    })
-}
-
-/// The zones a burst touches, when it is only zone writes that name them: then only those are
-/// read again. `None` when the whole catalog must be (a change of another kind in the burst, a
-/// change that names no zone or one that is not a zone ID).
-fn touched_zones(changes: &[ConfigChanged]) -> Option<foldhash::HashSet<uuid::Uuid>> {
-    let mut touched = foldhash::HashSet::default();
-    for change in changes {
-        if change.kind != ConfigKind::Zones || change.ids.is_empty() {
-            return None;
-        }
-        for id in &change.ids {
-            touched.insert(id.parse().ok()?);
-        }
-    }
-    Some(touched)
-}
-
-/// The devices a burst changes the radius of, when it is only radius writes that name them:
-/// then only those radii are read again and only those devices reconciled. `None` when all
-/// settings and radii must be (a settings change in the burst, a change that names no device
-/// or one that is not a MAC).
-fn touched_radii(changes: &[ConfigChanged]) -> Option<Vec<Mac>> {
-    let mut touched = Vec::new();
-    for change in changes {
-        if change.kind != ConfigKind::Radii || change.ids.is_empty() {
-            return None;
-        }
-        for mac in &change.ids {
-            touched.push(mac.parse().ok()?);
-        }
-    }
-    touched.sort_unstable();
-    touched.dedup();
-    Some(touched)
-}
-
-/// What a burst of configuration changes makes the evaluator read again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    /// Zones changed: those zones (or everything, see [`touched_zones`]), the scene rebuilt.
-    Zones,
-    /// Only settings or radii: those (or only the radii named, see [`touched_radii`]), over the
-    /// same zones and scene.
-    Parameters,
-    /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
-    Nothing,
-}
-
-impl Scope {
-    fn of(changes: &[ConfigChanged]) -> Self {
-        if changes.iter().any(|c| c.kind == ConfigKind::Zones) {
-            Self::Zones
-        } else if changes.iter().any(|c| matches!(c.kind, ConfigKind::Settings | ConfigKind::Radii)) {
-            Self::Parameters
-        } else {
-            Self::Nothing
-        }
     }
 }
 
@@ -138,8 +58,13 @@ async fn source_subscriptions(
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
-    let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
-    let catalog = load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
+    let announcements = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
+    let mut hints = deps.bus.subscribe(&deps.subjects.source_positions()).await.map_err(bus_err)?;
+    let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
+    // The log's revision first: the catalog read after it holds every change up to it.
+    let follower = Follower::at_current(deps.store.clone()).await.map_err(store_err)?;
+    let revision = follower.applied();
+    let catalog = config::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     log_skipped(&catalog);
     let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
     let mut positions = SelectAll::new();
@@ -151,6 +76,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let (http_tx, http_task) = actions::spawn();
     let mut out = Vec::new();
     engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
+    let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
+    let mut applied =
+        Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
     let mut shell = Shell {
         bus: deps.bus.clone(),
         subjects: deps.subjects.clone(),
@@ -164,81 +92,43 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         batch_lag: None,
     };
     shell.emit(&mut out).await;
+    applied.reporter.report(revision).await;
     tracing::info!(
         lo = deps.ownership.lo,
         hi = deps.ownership.hi,
         zones = engine.catalog().zones.len(),
+        revision,
         "evaluator started"
     );
     let task = tokio::spawn(async move {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut report = tokio::time::interval(REPORT_EVERY);
+        report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bad_log = RateLimited::new(Duration::from_secs(10));
-        // Set when applying changes failed: the catalog may lack some, so the next change of any
-        // kind reads the whole configuration again.
-        let mut catalog_stale = false;
         loop {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
-                Some(msg) = config_sub.next() => {
-                    // A burst of changes (a thousand zone creates) is applied as one reload: the
-                    // store is read once for all the changes already queued, not once per change.
-                    let mut changes = vec![change_of(&msg)];
-                    let coalesced = zonecast_bus::take_ready(&mut config_sub, MAX_COALESCED, |msg| {
-                        changes.push(change_of(&msg));
-                    });
-                    metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
-                    let scope = if catalog_stale { Scope::Zones } else { Scope::of(&changes) };
-                    match scope {
-                        Scope::Zones => {
-                            // After a failed read the catalog may miss changes: the next burst reads all.
-                            let touched = if catalog_stale { None } else { touched_zones(&changes) };
-                            let applied = match touched {
-                                // Only these zones: read them alone and patch the catalog.
-                                Some(touched) => {
-                                    let ids: Vec<uuid::Uuid> = touched.iter().copied().collect();
-                                    deps.store.find_zones(&ids).await.map(|changed| {
-                                        engine.apply_zones(changed, &touched, &changes, Utc::now(), &mut out);
-                                        log_skipped(engine.catalog());
-                                        metrics::counter!("zonecast_evaluator_zone_patches_total").increment(1);
-                                    })
-                                }
-                                None => load_catalog(deps.store.as_ref()).await.map(|catalog| {
-                                    log_skipped(&catalog);
-                                    engine.reload(catalog, &changes, Utc::now(), &mut out);
-                                    metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
-                                }),
-                            };
-                            catalog_stale = applied.is_err();
-                            match applied {
-                                Ok(()) => match source_subscriptions(&deps, &engine).await {
-                                    Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
-                                    Ok(_) => {}
-                                    Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
-                                },
-                                Err(e) => tracing::warn!(error = %e, "configuration reload failed; keeping the previous one until the next change"),
-                            }
+                Some(step) = steps.recv() => {
+                    if apply(&mut engine, step.update, &mut out) {
+                        match source_subscriptions(&deps, &engine).await {
+                            Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
                         }
-                        Scope::Parameters => {
-                            let applied = match touched_radii(&changes) {
-                                // Only these devices' radii: read them alone, touch no other device.
-                                Some(macs) => deps.store.find_radii(&macs).await.map(|changed| {
-                                    engine.apply_radii(changed, Utc::now(), &mut out);
-                                    metrics::counter!("zonecast_evaluator_radius_patches_total").increment(1);
-                                }),
-                                None => load_parameters(deps.store.as_ref()).await.map(|(settings, radii)| {
-                                    engine.reparameterise(settings, radii, Utc::now(), &mut out);
-                                    metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
-                                }),
-                            };
-                            if let Err(e) = applied {
-                                catalog_stale = true;
-                                tracing::warn!(error = %e, "settings reload failed; keeping the previous ones until the next change");
-                            }
-                        }
-                        Scope::Nothing => {}
                     }
+                    // In force once what it implies is published, and once the other
+                    // evaluators have said where the new mobile-zone sources they own are.
+                    shell.emit(&mut out).await;
+                    applied.put(step.revision, &engine).await;
+                }
+                Some(msg) = hints.next() => {
+                    match serde_json::from_slice::<SourceHint>(&msg.payload) {
+                        Ok(hint) => engine.on_source_hint(hint, Utc::now(), &mut out),
+                        Err(e) => tracing::debug!(error = %e, "unreadable source hint ignored"),
+                    }
+                    applied.settle(&mut engine, false).await;
                 }
                 Some(msg) = positions.next() => {
                     // What is already queued is taken without going round the select again, one
@@ -263,9 +153,15 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     engine.on_tick(Utc::now(), &mut out);
                     metrics::gauge!("zonecast_evaluator_devices").set(engine.device_count() as f64);
                 }
+                _ = report.tick() => {
+                    applied.settle(&mut engine, true).await;
+                    applied.reporter.report(applied.revision).await;
+                }
+                Some(_) = roll_calls.next() => applied.reporter.report(applied.revision).await,
             }
             shell.emit(&mut out).await;
         }
+        applied.reporter.leave(applied.revision).await;
         drop(shell);
         let _ = collision_task.await;
         let _ = http_task.await;
@@ -274,8 +170,76 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     Ok(Running::new(task))
 }
 
-/// Most queued configuration changes applied together with the one that woke the loop.
-const MAX_COALESCED: usize = 10_000;
+/// How long an evaluator waits for the others to say where the new mobile-zone sources they
+/// own are, before it reports a change in force without them.
+const HINT_WAIT: Duration = Duration::from_secs(1);
+
+/// The revision an evaluator reports in force, held back while it awaits source hints.
+struct Applied {
+    reporter: Reporter,
+    /// The revision reported.
+    revision: u64,
+    /// A revision applied but not yet reported, and until when it may wait for hints.
+    held: Option<(u64, tokio::time::Instant)>,
+}
+
+impl Applied {
+    /// `revision` has been applied: reported now, or held until the awaited hints come.
+    async fn put(&mut self, revision: u64, engine: &Engine) {
+        if engine.awaiting_sources() {
+            let until = self.held.map_or_else(|| tokio::time::Instant::now() + HINT_WAIT, |(_, until)| until);
+            self.held = Some((revision, until));
+        } else {
+            self.held = None;
+            self.revision = revision;
+            self.reporter.report(revision).await;
+        }
+    }
+
+    /// Reports a held revision once no hint is awaited any more, or, when `late` is allowed,
+    /// once its wait is over.
+    async fn settle(&mut self, engine: &mut Engine, late: bool) {
+        let Some((revision, until)) = self.held else { return };
+        if late && tokio::time::Instant::now() >= until && engine.awaiting_sources() {
+            tracing::warn!(revision, "no word on new mobile-zone sources from the evaluators that own them; going on");
+            engine.stop_awaiting();
+        }
+        if !engine.awaiting_sources() {
+            self.put(revision, engine).await;
+        }
+    }
+}
+
+/// Puts a step read by the configuration follower in force; true when zones changed (the
+/// mobile-zone sources to follow may have too).
+fn apply(engine: &mut Engine, update: Update, out: &mut Vec<Output>) -> bool {
+    let now = Utc::now();
+    match update {
+        Update::Zones { changed, touched, changes } => {
+            engine.apply_zones(changed, &touched, &changes, now, out);
+            log_skipped(engine.catalog());
+            metrics::counter!("zonecast_evaluator_zone_patches_total").increment(1);
+            true
+        }
+        Update::Catalog { catalog, changes } => {
+            log_skipped(&catalog);
+            engine.reload(*catalog, &changes, now, out);
+            metrics::counter!("zonecast_evaluator_reloads_total").increment(1);
+            true
+        }
+        Update::Radii(changed) => {
+            engine.apply_radii(changed, now, out);
+            metrics::counter!("zonecast_evaluator_radius_patches_total").increment(1);
+            false
+        }
+        Update::Parameters { settings, radii } => {
+            engine.reparameterise(settings, radii, now, out);
+            metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
+            false
+        }
+        Update::Nothing => false,
+    }
+}
 
 /// The fix of a position message: published in this process it comes decoded; from NATS it is
 /// parsed from the bytes.
@@ -380,6 +344,13 @@ impl Shell {
                 Output::Http { uri, method, headers, event } => {
                     if self.http.try_send(actions::Request { uri, method, headers, event }).is_err() {
                         metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
+                    }
+                }
+                Output::Source(hint) => {
+                    let subject = self.subjects.source_position(hint.mac.as_str());
+                    let Ok(payload) = serde_json::to_vec(&hint) else { continue };
+                    if let Err(e) = self.bus.publish(subject, payload.into()).await {
+                        tracing::warn!(error = %e, mac = %hint.mac.as_str(), "mobile-zone source position not told to the other evaluators");
                     }
                 }
             }

@@ -147,7 +147,7 @@ impl World {
     /// Applies a zone change: through a patch of the touched zone or a whole reload.
     fn zones_changed(&mut self, slot: usize, operation: Option<ConfigOperation>, patch: bool, out: &mut Vec<Output>) {
         let id = zone_id(slot);
-        let changes = [ConfigChanged { kind: ConfigKind::Zones, ids: vec![format_id(&id)], operation }];
+        let changes = [ConfigChanged { kind: ConfigKind::Zones, ids: vec![format_id(&id)], operation, revision: 0 }];
         if patch {
             let changed: Vec<ZoneSpec> = self.zones.get(&slot).cloned().into_iter().collect();
             let touched: foldhash::HashSet<Uuid> = [id].into_iter().collect();
@@ -176,7 +176,8 @@ impl World {
                 let input = json!({"Name": format!("z{slot}"), "GeometryType": "sphere",
                     "GeometryData": [[centre[0], centre[1], 0.0], [radius, 0, 0]],
                     "AlertLevel": alert_level, "ZoneActions": actions});
-                let mut spec = ZoneInput::parse(&input).unwrap().create(zone_id(*slot)).unwrap();
+                let mut spec =
+                    ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(zone_id(*slot)).unwrap();
                 if let Some(old) = self.zones.get(slot) {
                     (spec.active, spec.device_list) = (old.active, old.device_list.clone());
                 }
@@ -256,7 +257,7 @@ impl World {
                 Output::Exited { zone, mac } => {
                     self.recorded.remove(&(*zone, mac.clone()));
                 }
-                Output::Http { .. } => {}
+                Output::Http { .. } | Output::Source(_) => {}
             }
         }
         let recorded: HashMap<(Uuid, Mac), Uuid> =

@@ -210,7 +210,7 @@ fn raw_count(port: u16, counter: &AtomicU64, ready: &std::sync::mpsc::Sender<()>
 
 /// How long routing alone takes per event over the same 100 chains, no I/O.
 fn routing_cost(connections: &[Connection]) -> Duration {
-    let (router, _) = zonecast_forwarder::Router::build(connections);
+    let (router, _) = zonecast_forwarder::Router::build(connections, zonecast_filter::Bounds::DEFAULT);
     let events: Vec<serde_json::Value> = (0..10_000).map(|n| serde_json::from_slice(&event(n)).unwrap()).collect();
     let start = Instant::now();
     let mut routed = 0usize;

@@ -172,7 +172,7 @@ impl Fleet {
         }
         self.retired.retain(|link| !link.is_finished());
 
-        let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection));
+        let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection), self.settings.filters);
         for skip in skipped {
             tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, reason = %skip.reason,
                 "stored topic cannot be used; skipped");

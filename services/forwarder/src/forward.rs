@@ -1,6 +1,6 @@
 //! The forwarder's loop: events (and, while some chain takes them, positions) from the bus
-//! routed into the connections' outboxes; configuration announcements and a periodic resync
-//! reload the fleet.
+//! routed into the connections' outboxes; changes of connections and certificate profiles in
+//! the change log (announced, or found when it looks every second) reload the fleet.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,12 +11,13 @@ use futures::{Stream, StreamExt};
 use tokio::sync::Notify;
 use zonecast_bus::{FORWARDERS, Message, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
+use zonecast_runtime::applier::{Follower, Pending, REPORT_EVERY, Reporter};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
 
 use crate::Deps;
 use crate::fleet::Fleet;
-use crate::status::Reporter;
+use crate::status::Reporter as StatusReporter;
 
 /// Starts the forwarder: loads the connections, starts their clients, subscribes, and forwards
 /// until `shutdown`. The task ends once the clients have delivered what they could within
@@ -25,7 +26,9 @@ use crate::status::Reporter;
 /// it; tests install it themselves).
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
+    let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
+    let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
     let mut events = deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?;
     let poke = Arc::new(Notify::new());
     let (mut fleet, table) = Fleet::new(
@@ -36,67 +39,92 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         shutdown.clone(),
         poke.clone(),
     );
-    fleet.reload().await.map_err(|e| StartError::new("store", e.detail()))?;
+    // The log's revision first: the connections read after it hold every change up to it.
+    let mut follower = Follower::at_current(deps.store.clone()).await.map_err(store_err)?;
+    fleet.reload().await.map_err(store_err)?;
+    let reporter = Reporter::new(deps.bus.clone(), &deps.subjects, "forwarder");
+    reporter.report(follower.applied()).await;
     // Positions are most of the bus traffic and rarely forwarded: subscribed to only while some
     // chain can take them.
     let mut positions = Positions::default();
     positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
-    let reporter = Reporter::new(deps.store.clone(), deps.replica.clone()).spawn(
+    let status = StatusReporter::new(deps.store.clone(), deps.replica.clone()).spawn(
         table,
         poke,
         deps.settings.status_every,
         shutdown.clone(),
     );
     tracing::info!(replica = %deps.replica, "forwarder started");
-    let resync_every = deps.settings.resync_every;
     let task = tokio::spawn(async move {
-        let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
-        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut look = tokio::time::interval_at(tokio::time::Instant::now() + REPORT_EVERY, REPORT_EVERY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bad_log = RateLimited::new(Duration::from_secs(10));
         let mut reload_log = RateLimited::new(Duration::from_secs(10));
         let counters = Counters::new();
         loop {
-            let reload = tokio::select! {
+            // `Some(announced)` when the change log is to be looked at (`None`: at its head).
+            let wake = tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
                 Some(msg) = config_sub.next() => {
-                    let change: Option<ConfigChanged> = serde_json::from_slice(&msg.payload).ok();
-                    // An announcement that does not parse might be a newer kind: reload to be safe.
-                    change.is_none_or(|c| matches!(c.kind, ConfigKind::Connections | ConfigKind::Certificates))
+                    let mut announced = announced(&msg);
+                    zonecast_bus::take_ready(&mut config_sub, DRAIN, |msg| {
+                        announced = announced.zip(self::announced(&msg)).map(|(a, b)| a.max(b));
+                    });
+                    Some(announced)
                 }
-                _ = resync.tick() => true,
+                _ = look.tick() => Some(None),
+                Some(_) = roll_calls.next() => {
+                    reporter.report(follower.applied()).await;
+                    None
+                }
                 Some(msg) = events.next() => {
                     route(&fleet, &msg, &counters, &mut bad_log);
                     zonecast_bus::take_ready(&mut events, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
-                    false
+                    None
                 }
                 Some(msg) = positions.next() => {
                     route(&fleet, &msg, &counters, &mut bad_log);
                     zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
-                    false
+                    None
                 }
                 else => break,
             };
-            if reload {
-                metrics::counter!("zonecast_forwarder_reloads_total").increment(1);
-                match fleet.reload().await {
-                    Ok(()) => {
-                        if let Err(e) = positions.follow(&deps, fleet.wants_positions()).await {
-                            tracing::warn!(error = %e, "cannot subscribe to positions");
-                        }
+            let Some(announced) = wake else { continue };
+            let caught_up = match follower.pending(announced).await {
+                Ok(Pending::Nothing) => Ok(None),
+                Ok(Pending::Changes(changes)) => {
+                    let revision = changes.last().map_or(follower.applied(), |c| c.revision);
+                    let ours =
+                        changes.iter().any(|c| matches!(c.kind, ConfigKind::Connections | ConfigKind::Certificates));
+                    if ours {
+                        reload(&mut fleet, &mut positions, &deps).await.map(|()| Some(revision))
+                    } else {
+                        Ok(Some(revision))
                     }
-                    Err(e) => {
-                        if let Some(held_back) = reload_log.allow() {
-                            tracing::warn!(error = %e, held_back, "configuration reload failed; keeping the previous one");
-                        }
+                }
+                Ok(Pending::Everything { revision }) => {
+                    reload(&mut fleet, &mut positions, &deps).await.map(|()| Some(revision))
+                }
+                Err(e) => Err(e),
+            };
+            match caught_up {
+                Ok(Some(revision)) => follower.advance(revision),
+                Ok(None) => {}
+                // Tried again at the next look: the follower stays where it was.
+                Err(e) => {
+                    if let Some(held_back) = reload_log.allow() {
+                        tracing::warn!(error = %e, held_back, "configuration reload failed; keeping the previous one");
                     }
                 }
             }
+            reporter.report(follower.applied()).await;
         }
-        drop((config_sub, events, positions));
-        let reporter = reporter.await;
+        reporter.leave(follower.applied()).await;
+        drop((config_sub, roll_calls, events, positions));
+        let status = status.await;
         let table = fleet.finish().await;
-        match reporter {
+        match status {
             Ok(mut reporter) => reporter.report(&table).await,
             Err(e) => tracing::error!(error = %e, "forwarder status task failed"),
         }
@@ -108,6 +136,22 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
 /// Messages handled in one turn of the forwarder's loop once the first is in: what is already
 /// queued is taken without going round the `select!` again.
 const DRAIN: usize = 256;
+
+/// The revision an announcement names; `None` (look at the log) for one that cannot be read.
+fn announced(message: &Message) -> Option<u64> {
+    serde_json::from_slice::<ConfigChanged>(&message.payload).ok().map(|c| c.revision)
+}
+
+/// Reads the connections and certificate profiles again and follows positions while some
+/// chain takes them.
+async fn reload(fleet: &mut Fleet, positions: &mut Positions, deps: &Deps) -> Result<(), zonecast_store::StoreError> {
+    metrics::counter!("zonecast_forwarder_reloads_total").increment(1);
+    fleet.reload().await?;
+    if let Err(e) = positions.follow(deps, fleet.wants_positions()).await {
+        tracing::warn!(error = %e, "cannot subscribe to positions");
+    }
+    Ok(())
+}
 
 /// The forwarder's per-message counters, registered once.
 struct Counters {

@@ -51,9 +51,9 @@ pub struct Settings {
     pub backoff_max: Duration,
     /// How often status rows are written (also on every connect and disconnect).
     pub status_every: Duration,
-    /// How often the configuration is re-read even without a `config.changed` announcement,
-    /// in case one was missed.
-    pub resync_every: Duration,
+    /// What compiling one connection's filter chains may spend (the configuration's
+    /// `ZONECAST_LIMIT_*` of filter chains).
+    pub filters: zonecast_filter::Bounds,
     /// On shutdown, how long connected clients may go on delivering what they hold.
     pub drain: Duration,
 }
@@ -66,7 +66,7 @@ impl Default for Settings {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
             status_every: Duration::from_secs(1),
-            resync_every: Duration::from_secs(60),
+            filters: zonecast_model::Limits::DEFAULT.filter_bounds(),
             drain: Duration::from_secs(2),
         }
     }
@@ -97,7 +97,8 @@ pub struct Deps {
 
 impl Deps {
     /// Dependencies from configuration and an opened store, bus and keys, with the configured
-    /// queue bound, default [`Settings`] otherwise, and this process's [`replica_id`].
+    /// queue bound and filter chain limits, default [`Settings`] otherwise, and this process's
+    /// [`replica_id`].
     pub fn from_config(
         config: &ForwarderConfig,
         store: Arc<dyn ForwarderStore>,
@@ -109,7 +110,11 @@ impl Deps {
             bus,
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,
-            settings: Settings { queue: config.forwarder.queue, ..Settings::default() },
+            settings: Settings {
+                queue: config.forwarder.queue,
+                filters: config.limits.filter_bounds(),
+                ..Settings::default()
+            },
             replica: replica_id(),
         }
     }

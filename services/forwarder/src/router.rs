@@ -42,23 +42,28 @@ pub struct Router {
 }
 
 impl Router {
-    /// Compiles the chains of `connections`. Topics were checked when the connections were
-    /// written, so one that fails now (stored by another version) only drops that topic,
+    /// Compiles the chains of `connections`, each connection's within `bounds` together (as the
+    /// API checked them). Topics were checked when the connections were written, so one that
+    /// fails now (stored by another version, or under other limits) only drops that topic,
     /// reported in the second value.
-    pub fn build<'a>(connections: impl IntoIterator<Item = &'a Connection>) -> (Self, Vec<Skipped>) {
+    pub fn build<'a>(
+        connections: impl IntoIterator<Item = &'a Connection>,
+        bounds: zonecast_filter::Bounds,
+    ) -> (Self, Vec<Skipped>) {
         let mut skipped = Vec::new();
         let connections = connections
             .into_iter()
             .map(|c| {
-                // The connection's topics share their regexes, as when it was written.
-                let mut regexes = zonecast_filter::RegexPool::default();
+                // The connection's topics share their regexes and their bounds, as when it was
+                // written.
+                let mut budget = zonecast_filter::Budget::new(bounds);
                 let routes = c
                     .topics
                     .iter()
                     .enumerate()
                     .filter_map(|(index, t)| {
                         let compiled = if publishable(&t.topic) {
-                            zonecast_filter::compile_in(&t.filter_chain, &mut regexes)
+                            zonecast_filter::compile_in(&t.filter_chain, &mut budget)
                                 .map_err(|e| format!("FilterChain{e}"))
                         } else {
                             Err("topic is not a publishable MQTT topic name".to_owned())
@@ -112,6 +117,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use serde_json::json;
+    use zonecast_filter::Bounds;
     use zonecast_model::Topic;
 
     use super::*;
@@ -146,7 +152,7 @@ mod tests {
             {"topic": "a/low", "FilterChain": [{"Selector": "Content.Position.2", "Type": "lt", "Match": 1}]},
         ]));
         let b = connection(json!([{"topic": "b/positions", "FilterChain": [{"FilterTemplate": "position_events"}]}]));
-        let (router, skipped) = Router::build([&a, &b]);
+        let (router, skipped) = Router::build([&a, &b], Bounds::DEFAULT);
         assert!(skipped.is_empty());
         assert_eq!(
             routed(&router, &position("00:00:00:00:00:01", 0.5)),
@@ -165,7 +171,7 @@ mod tests {
     #[test]
     fn a_connection_without_topics_gets_nothing_and_an_empty_router_routes_nowhere() {
         let a = connection(json!([]));
-        let (router, _) = Router::build([&a]);
+        let (router, _) = Router::build([&a], Bounds::DEFAULT);
         assert_eq!(router.connections().collect::<Vec<_>>(), vec![a.id]);
         assert!(routed(&router, &position("00:00:00:00:00:01", 0.0)).is_empty());
         assert!(routed(&Router::default(), &position("00:00:00:00:00:01", 0.0)).is_empty());
@@ -176,12 +182,30 @@ mod tests {
         let mut a = connection(json!([{"topic": "ok", "FilterChain": []}]));
         a.topics.insert(0, Topic { topic: "bad".into(), filter_chain: json!([{"FilterTemplate": "nope"}]) });
         a.topics.insert(1, Topic { topic: "site/+/all".into(), filter_chain: json!([]) });
-        let (router, skipped) = Router::build([&a]);
+        let (router, skipped) = Router::build([&a], Bounds::DEFAULT);
         assert_eq!(skipped.len(), 2);
         assert_eq!((skipped[0].connection, skipped[0].index), (a.id, 0));
         assert!(skipped[0].reason.contains("FilterTemplate"), "{}", skipped[0].reason);
         assert_eq!(skipped[1].index, 1);
         assert_eq!(routed(&router, &position("00:00:00:00:00:01", 0.0)), vec![(a.id, "ok".into())]);
+    }
+
+    #[test]
+    fn a_connection_past_the_configured_bounds_loses_the_topics_that_cross_them() {
+        let regex = |m: &str| json!([{"Selector": "Source.MAC", "Type": "regex", "Match": m}]);
+        let a = connection(json!([
+            {"topic": "one", "FilterChain": regex("^00")},
+            {"topic": "same", "FilterChain": regex("^00")},
+            {"topic": "two", "FilterChain": regex("^01")},
+        ]));
+        let (router, skipped) = Router::build([&a], Bounds { regexes: 1, ..Bounds::DEFAULT });
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].index, 2);
+        assert_eq!(skipped[0].reason, "FilterChain[0].Match: a connection may use at most 1 distinct regexes");
+        assert_eq!(
+            routed(&router, &position("00:00:00:00:00:01", 0.0)),
+            vec![(a.id, "one".into()), (a.id, "same".into())]
+        );
     }
 
     mod properties {
@@ -230,7 +254,7 @@ mod tests {
                         connection(Value::Array(topics))
                     })
                     .collect();
-                let (router, skipped) = Router::build(&connections);
+                let (router, skipped) = Router::build(&connections, Bounds::DEFAULT);
                 prop_assert!(skipped.is_empty());
                 let expected: Vec<(Uuid, String)> = connections
                     .iter()

@@ -96,18 +96,22 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         }
         None => None,
     };
+    let ranges = evaluator_ranges(&config);
+    // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
+    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), bus.clone(), None)?;
+    // Before the evaluators and the forwarder start, so that it hears their first reports: a
+    // write is answered once all of them (one forwarder, one evaluator per range) have it.
+    let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
+        .await?
+        .with_positions(ingestor.publisher.clone());
     // One evaluator per core, each owning a partition range, as in the distributed deployment:
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();
-    for ownership in evaluator_ranges(&config) {
+    for ownership in ranges {
         let mut deps = zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone());
         deps.ownership = ownership;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
-    // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
-    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), bus.clone(), None)?;
-    let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone())
-        .with_positions(ingestor.publisher.clone());
     let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;
     let forwarder = zonecast_forwarder::start(
         zonecast_forwarder::Deps::from_config(&config.forwarder(), store, bus.clone(), keys),

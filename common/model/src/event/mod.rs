@@ -179,7 +179,8 @@ pub enum ConfigKind {
     Certificates,
 }
 
-/// Payload of `<prefix>.config.changed`: every evaluator and forwarder replica reloads.
+/// A configuration change: what the change log records under its revision, and the payload of
+/// `<prefix>.config.changed`, which tells every evaluator and forwarder replica to apply it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigChanged {
     /// What changed.
@@ -192,6 +193,34 @@ pub struct ConfigChanged {
     /// its Reason. Absent for plain writes.
     #[serde(rename = "Operation", default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<ConfigOperation>,
+    /// The change's place in the change log: one more than the change before it. A service
+    /// that has applied revision `n` and hears of a later one reads the log after `n`, so a
+    /// missed announcement costs nothing. 0 when not (yet) logged.
+    #[serde(rename = "Revision", default, skip_serializing_if = "is_zero")]
+    pub revision: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Payload of `<prefix>.config.applied`: an evaluator or forwarder replica has every
+/// configuration change up to `revision` in force. Sent after each change it applies, every
+/// second while it runs (so the API knows who is alive), and once more, `leaving`, when it stops.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigApplied {
+    /// `"evaluator"` or `"forwarder"`.
+    #[serde(rename = "Service")]
+    pub service: String,
+    /// This replica, for as long as it runs.
+    #[serde(rename = "Instance")]
+    pub instance: uuid::Uuid,
+    /// The last revision in force.
+    #[serde(rename = "Revision")]
+    pub revision: u64,
+    /// The replica is stopping: it no longer applies changes.
+    #[serde(rename = "Leaving", default, skip_serializing_if = "std::ops::Not::not")]
+    pub leaving: bool,
 }
 
 #[cfg(test)]
@@ -276,10 +305,17 @@ mod tests {
 
     #[test]
     fn a_reset_announcement_names_its_operation() {
-        let c =
-            ConfigChanged { kind: ConfigKind::Zones, ids: vec!["A".into()], operation: Some(ConfigOperation::Reset) };
-        assert_eq!(serde_json::to_value(&c).unwrap(), json!({"Kind": "zones", "IDs": ["A"], "Operation": "reset"}));
+        let c = ConfigChanged {
+            kind: ConfigKind::Zones,
+            ids: vec!["A".into()],
+            operation: Some(ConfigOperation::Reset),
+            revision: 7,
+        };
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            json!({"Kind": "zones", "IDs": ["A"], "Operation": "reset", "Revision": 7})
+        );
         let plain: ConfigChanged = serde_json::from_value(json!({"Kind": "zones", "IDs": []})).unwrap();
-        assert_eq!(plain.operation, None);
+        assert_eq!((plain.operation, plain.revision), (None, 0));
     }
 }

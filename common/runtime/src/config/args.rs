@@ -10,7 +10,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Args, Parser};
-use zonecast_model::Secret;
+use zonecast_model::{Limits, Secret};
 
 use super::load::Origins;
 use super::{
@@ -180,6 +180,86 @@ impl LimitsArgs {
     }
 }
 
+/// The limits on what clients send to the API (zones, radii, connections).
+#[derive(Args)]
+#[command(next_help_heading = "Input limits")]
+pub struct InputLimitArgs {
+    /// Most entries in a zone's DeviceList, on every route that writes it (1-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_DEVICE_LIST", value_name = "N", default_value = "10000")]
+    limit_device_list: String,
+    /// Most entries in a zone's ZoneActions (0-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_ZONE_ACTIONS", value_name = "N", default_value = "10000")]
+    limit_zone_actions: String,
+    /// Most vertices of a polygon zone, not counting a closing vertex (3-1000000); GeometryData
+    /// holds at most this many rows plus three.
+    #[arg(long, env = "ZONECAST_LIMIT_POLYGON_VERTICES", value_name = "N", default_value = "1000")]
+    limit_polygon_vertices: String,
+    /// Most zones one batch create or update takes (1-100000).
+    #[arg(long, env = "ZONECAST_LIMIT_BATCH_ZONES", value_name = "N", default_value = "1000")]
+    limit_batch_zones: String,
+    /// Most devices one radius write names (1-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_RADII_PER_WRITE", value_name = "N", default_value = "10000")]
+    limit_radii_per_write: String,
+    /// Longest info-event message, in characters (0-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_INFO_MESSAGE_CHARS", value_name = "N", default_value = "1024")]
+    limit_info_message_chars: String,
+    /// Most topics of one MQTT connection (0-100000).
+    #[arg(long, env = "ZONECAST_LIMIT_TOPICS_PER_CONNECTION", value_name = "N", default_value = "100")]
+    limit_topics_per_connection: String,
+}
+
+impl InputLimitArgs {
+    fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
+        limits.device_list = c.within("limit_device_list", &self.limit_device_list, 1, 1_000_000);
+        limits.zone_actions = c.within("limit_zone_actions", &self.limit_zone_actions, 0, 1_000_000);
+        limits.polygon_vertices = c.within("limit_polygon_vertices", &self.limit_polygon_vertices, 3, 1_000_000);
+        limits.batch_zones = c.within("limit_batch_zones", &self.limit_batch_zones, 1, 100_000);
+        limits.radii_per_write = c.within("limit_radii_per_write", &self.limit_radii_per_write, 1, 1_000_000);
+        limits.info_message_chars = c.within("limit_info_message_chars", &self.limit_info_message_chars, 0, 1_000_000);
+        limits.topics_per_connection =
+            c.within("limit_topics_per_connection", &self.limit_topics_per_connection, 0, 100_000);
+    }
+}
+
+/// The limits on compiling a connection's filter chains: the API checks them when a
+/// connection is written, the forwarder when it builds its routes.
+#[derive(Args)]
+#[command(next_help_heading = "Filter chain limits")]
+pub struct FilterLimitArgs {
+    /// Most filters in one FilterChain, counting children at every depth (1-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_FILTERS_PER_CHAIN", value_name = "N", default_value = "256")]
+    limit_filters_per_chain: String,
+    /// Most filters in all the chains of one connection together, a bound on topics × filters
+    /// (1-100000000).
+    #[arg(long, env = "ZONECAST_LIMIT_FILTERS_PER_CONNECTION", value_name = "N", default_value = "25600")]
+    limit_filters_per_connection: String,
+    /// Most distinct regexes one connection uses; each is compiled once and shared (0-100000).
+    #[arg(long, env = "ZONECAST_LIMIT_REGEXES_PER_CONNECTION", value_name = "N", default_value = "128")]
+    limit_regexes_per_connection: String,
+    /// Largest compiled form of one regex, in bytes (1024-1073741824).
+    #[arg(long, env = "ZONECAST_LIMIT_REGEX_BYTES", value_name = "BYTES", default_value = "262144")]
+    limit_regex_bytes: String,
+    /// Most bytes all of one connection's compiled regexes take together (1024-68719476736).
+    #[arg(long, env = "ZONECAST_LIMIT_REGEX_TOTAL_BYTES", value_name = "BYTES", default_value = "8388608")]
+    limit_regex_total_bytes: String,
+    /// Most time compiling all of one connection's regexes may take together (1-600000 ms).
+    #[arg(long, env = "ZONECAST_LIMIT_REGEX_COMPILE_MS", value_name = "MS", default_value = "2000")]
+    limit_regex_compile_ms: String,
+}
+
+impl FilterLimitArgs {
+    fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
+        limits.filters_per_chain = c.within("limit_filters_per_chain", &self.limit_filters_per_chain, 1, 1_000_000);
+        limits.filters_per_connection =
+            c.within("limit_filters_per_connection", &self.limit_filters_per_connection, 1, 100_000_000);
+        limits.regexes_per_connection =
+            c.within("limit_regexes_per_connection", &self.limit_regexes_per_connection, 0, 100_000);
+        limits.regex_bytes = c.within("limit_regex_bytes", &self.limit_regex_bytes, 1024, 1 << 30);
+        limits.regex_total_bytes = c.within("limit_regex_total_bytes", &self.limit_regex_total_bytes, 1024, 1 << 36);
+        limits.regex_compile_ms = c.within("limit_regex_compile_ms", &self.limit_regex_compile_ms, 1, 600_000);
+    }
+}
+
 /// `ZONECAST_HTTP_ADDR`.
 #[derive(Args)]
 pub struct HttpAddrArgs {
@@ -320,11 +400,18 @@ pub struct ApiArgs {
     /// forwarder.
     #[arg(long, env = "ZONECAST_MAX_CONNECTIONS", value_name = "N", default_value = "100")]
     max_connections: String,
+    /// How long a configuration write waits, at most, for every live evaluator and forwarder to
+    /// have it in force before the API answers (0-60000 ms; 0 answers at once).
+    #[arg(long, env = "ZONECAST_APPLY_WAIT_MS", value_name = "MS", default_value = "2000")]
+    apply_wait_ms: String,
 }
 
 impl ApiArgs {
     fn check(&self, c: &mut Check<'_>) -> ApiSettings {
-        ApiSettings { max_connections: c.within("max_connections", &self.max_connections, 1, 10_000) }
+        ApiSettings {
+            max_connections: c.within("max_connections", &self.max_connections, 1, 10_000),
+            apply_wait: std::time::Duration::from_millis(c.within("apply_wait_ms", &self.apply_wait_ms, 0, 60_000)),
+        }
     }
 }
 
@@ -431,6 +518,10 @@ pub struct AllInOneCli {
     #[command(flatten)]
     api: ApiArgs,
     #[command(flatten)]
+    input_limits: InputLimitArgs,
+    #[command(flatten)]
+    filter_limits: FilterLimitArgs,
+    #[command(flatten)]
     mqtt: MqttArgs,
     #[command(flatten)]
     evaluator: EvaluatorArgs,
@@ -438,7 +529,19 @@ pub struct AllInOneCli {
     forwarder: ForwarderArgs,
 }
 
+/// Every limit, from both groups.
+fn all_limits(input: &InputLimitArgs, filter: &FilterLimitArgs, c: &mut Check<'_>) -> Limits {
+    let mut limits = Limits::default();
+    input.check(c, &mut limits);
+    filter.check(c, &mut limits);
+    limits
+}
+
 impl AllInOneCli {
+    fn limits(&self, c: &mut Check<'_>) -> Limits {
+        all_limits(&self.input_limits, &self.filter_limits, c)
+    }
+
     pub(super) fn check(&self, c: &mut Check<'_>) -> (Config, bool) {
         let bus = self.bus.check(c);
         let evaluator = self.evaluator.check(c, bus.partitions);
@@ -452,6 +555,7 @@ impl AllInOneCli {
             auth: self.auth.check(c),
             site_id: self.site.check(c),
             api: self.api.check(c),
+            limits: self.limits(c),
             mqtt: self.mqtt.check(c),
             evaluator,
             forwarder: self.forwarder.check(c),
@@ -487,6 +591,10 @@ pub struct ApiCli {
     auth: AuthArgs,
     #[command(flatten)]
     api: ApiArgs,
+    #[command(flatten)]
+    input_limits: InputLimitArgs,
+    #[command(flatten)]
+    filter_limits: FilterLimitArgs,
 }
 
 const REQUIRED_API: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY.";
@@ -502,6 +610,7 @@ impl ApiCli {
             auth: self.auth.check(c),
             site_id: self.site.check(c),
             api: self.api.check(c),
+            limits: all_limits(&self.input_limits, &self.filter_limits, c),
         };
         const NAME: &str = "zonecast-api";
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");
@@ -629,6 +738,8 @@ pub struct ForwarderCli {
     store: StoreArgs,
     #[command(flatten)]
     forwarder: ForwarderArgs,
+    #[command(flatten)]
+    filter_limits: FilterLimitArgs,
 }
 
 const REQUIRED_FORWARDER: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY.";
@@ -641,6 +752,11 @@ impl ForwarderCli {
             store: self.store.check(c),
             secret_key: secret(&self.secret.secret_key),
             forwarder: self.forwarder.check(c),
+            limits: {
+                let mut limits = Limits::default();
+                self.filter_limits.check(c, &mut limits);
+                limits
+            },
         };
         const NAME: &str = "zonecast-forwarder";
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");

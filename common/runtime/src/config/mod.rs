@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use zonecast_model::Secret;
+use zonecast_model::{Limits, Secret};
 
 pub use crate::serve::HttpLimits;
 
@@ -98,6 +98,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_TOKEN_TTL_SECONDS",
     "ZONECAST_MAX_BODY_BYTES",
     "ZONECAST_MAX_CONNECTIONS",
+    "ZONECAST_APPLY_WAIT_MS",
     "ZONECAST_HTTP_MAX_CONNECTIONS",
     "ZONECAST_HTTP_HEADER_TIMEOUT_MS",
     "ZONECAST_HTTP_BODY_TIMEOUT_MS",
@@ -106,6 +107,19 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_INGEST_MQTT_TOPICS",
     "ZONECAST_INGEST_MQTT_CA",
     "ZONECAST_FORWARDER_QUEUE",
+    "ZONECAST_LIMIT_DEVICE_LIST",
+    "ZONECAST_LIMIT_ZONE_ACTIONS",
+    "ZONECAST_LIMIT_POLYGON_VERTICES",
+    "ZONECAST_LIMIT_BATCH_ZONES",
+    "ZONECAST_LIMIT_RADII_PER_WRITE",
+    "ZONECAST_LIMIT_INFO_MESSAGE_CHARS",
+    "ZONECAST_LIMIT_TOPICS_PER_CONNECTION",
+    "ZONECAST_LIMIT_FILTERS_PER_CHAIN",
+    "ZONECAST_LIMIT_FILTERS_PER_CONNECTION",
+    "ZONECAST_LIMIT_REGEXES_PER_CONNECTION",
+    "ZONECAST_LIMIT_REGEX_BYTES",
+    "ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
+    "ZONECAST_LIMIT_REGEX_COMPILE_MS",
 ];
 
 /// One thing wrong with a configuration: the setting (its variable, flag or file key, as it
@@ -242,11 +256,14 @@ pub struct ApiSettings {
     /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
     /// and a queue in every forwarder, so their number bounds the forwarders' memory.
     pub max_connections: usize,
+    /// `ZONECAST_APPLY_WAIT_MS`: how long a configuration write waits, at most, for every live
+    /// evaluator and forwarder to have it in force before the API answers; zero answers at once.
+    pub apply_wait: std::time::Duration,
 }
 
 impl Default for ApiSettings {
     fn default() -> Self {
-        Self { max_connections: 100 }
+        Self { max_connections: 100, apply_wait: std::time::Duration::from_secs(2) }
     }
 }
 
@@ -305,6 +322,8 @@ pub struct ApiConfig {
     pub site_id: i64,
     /// The API's own settings.
     pub api: ApiSettings,
+    /// `ZONECAST_LIMIT_*`: what one request may ask.
+    pub limits: Limits,
 }
 
 /// `zonecast-ingestor`: positions from NATS, MQTT and HTTP, published on NATS.
@@ -353,6 +372,9 @@ pub struct ForwarderConfig {
     pub secret_key: Option<Secret>,
     /// The forwarder's own settings.
     pub forwarder: ForwarderSettings,
+    /// `ZONECAST_LIMIT_*` of filter chains (the others keep their defaults): what compiling one
+    /// connection's chains may spend.
+    pub limits: Limits,
 }
 
 /// `zonecast`, the all-in-one: every section, nothing required. Its parts are handed to each
@@ -378,6 +400,8 @@ pub struct Config {
     pub site_id: i64,
     /// The API's own settings.
     pub api: ApiSettings,
+    /// `ZONECAST_LIMIT_*`: what one request may ask.
+    pub limits: Limits,
     /// The ingestor's MQTT input, when configured.
     pub mqtt: Option<MqttInputConfig>,
     /// The evaluators' settings.
@@ -398,6 +422,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             site_id: 1,
             api: ApiSettings::default(),
+            limits: Limits::default(),
             mqtt: None,
             evaluator: EvaluatorSettings::default(),
             forwarder: ForwarderSettings::default(),
@@ -417,6 +442,7 @@ impl Config {
             auth: self.auth.clone(),
             site_id: self.site_id,
             api: self.api,
+            limits: self.limits,
         }
     }
 
@@ -451,6 +477,7 @@ impl Config {
             store: self.store.clone(),
             secret_key: self.secret_key.clone(),
             forwarder: self.forwarder,
+            limits: self.limits,
         }
     }
 }

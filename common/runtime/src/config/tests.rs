@@ -43,6 +43,79 @@ fn the_all_in_one_starts_with_nothing_configured_on_the_documented_defaults() {
     assert_eq!(c.http.limits, HttpLimits::default());
     assert_eq!(c.forwarder.queue, 10_000);
     assert_eq!(c.api.max_connections, 100);
+    assert_eq!(c.limits, zonecast_model::Limits::DEFAULT);
+}
+
+#[test]
+fn every_limit_is_set_by_its_variable_flag_or_file_key_and_reaches_the_services() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.toml");
+    std::fs::write(&path, "limit_batch_zones = 50\nlimit_regex_total_bytes = 1048576\n").unwrap();
+    let loaded = Config::load(
+        args("zonecast", &["--limit-polygon-vertices", "12", "--limit-regex-compile-ms=250"]),
+        &env(&[
+            ("ZONECAST_CONFIG", path.to_str().unwrap()),
+            ("ZONECAST_LIMIT_DEVICE_LIST", "100"),
+            ("ZONECAST_LIMIT_ZONE_ACTIONS", "3"),
+            ("ZONECAST_LIMIT_RADII_PER_WRITE", "20"),
+            ("ZONECAST_LIMIT_INFO_MESSAGE_CHARS", "64"),
+            ("ZONECAST_LIMIT_TOPICS_PER_CONNECTION", "4"),
+            ("ZONECAST_LIMIT_FILTERS_PER_CHAIN", "8"),
+            ("ZONECAST_LIMIT_FILTERS_PER_CONNECTION", "16"),
+            ("ZONECAST_LIMIT_REGEXES_PER_CONNECTION", "2"),
+            ("ZONECAST_LIMIT_REGEX_BYTES", "65536"),
+        ]),
+    )
+    .unwrap()
+    .config;
+    let expected = zonecast_model::Limits {
+        device_list: 100,
+        zone_actions: 3,
+        polygon_vertices: 12,
+        batch_zones: 50,
+        radii_per_write: 20,
+        info_message_chars: 64,
+        topics_per_connection: 4,
+        filters_per_chain: 8,
+        filters_per_connection: 16,
+        regexes_per_connection: 2,
+        regex_bytes: 65_536,
+        regex_total_bytes: 1 << 20,
+        regex_compile_ms: 250,
+    };
+    assert_eq!(loaded.limits, expected);
+    assert_eq!(loaded.api().limits, expected);
+    assert_eq!(loaded.forwarder().limits, expected);
+}
+
+#[test]
+fn the_forwarder_takes_the_filter_chain_limits_and_the_api_all_of_them() {
+    let mut env_pairs = DISTRIBUTED.to_vec();
+    env_pairs.push(("ZONECAST_LIMIT_REGEX_BYTES", "4096"));
+    let forwarder = load::<ForwarderConfig>(&env_pairs).unwrap();
+    assert_eq!(forwarder.limits.regex_bytes, 4096);
+    let api = load::<ApiConfig>(&env_pairs).unwrap();
+    assert_eq!(api.limits.regex_bytes, 4096);
+    let e =
+        ForwarderConfig::load(args("zonecast-forwarder", &["--limit-device-list=5"]), &env(DISTRIBUTED)).unwrap_err();
+    assert!(e.to_string().starts_with("command line: unexpected argument '--limit-device-list'"), "{e}");
+}
+
+#[test]
+fn limits_out_of_range_are_named() {
+    let one = |pairs: &[(&str, &str)]| problems::<Config>(pairs).join("\n");
+    assert_eq!(
+        one(&[("ZONECAST_LIMIT_DEVICE_LIST", "0")]),
+        "ZONECAST_LIMIT_DEVICE_LIST: must be between 1 and 1000000"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_LIMIT_POLYGON_VERTICES", "2")]),
+        "ZONECAST_LIMIT_POLYGON_VERTICES: must be between 3 and 1000000"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_LIMIT_REGEX_COMPILE_MS", "soon")]),
+        "ZONECAST_LIMIT_REGEX_COMPILE_MS: 'soon': invalid digit found in string"
+    );
 }
 
 #[test]
@@ -221,7 +294,15 @@ fn help_lists_each_setting_with_its_variable_and_default() {
         other => panic!("{other:?}"),
     };
     let text = help("zonecast");
-    for expected in ["--http-addr <ADDR>", "[env: ZONECAST_HTTP_ADDR", "[default: 127.0.0.1:8080]", "ZONECAST_CONFIG"] {
+    for expected in [
+        "--http-addr <ADDR>",
+        "[env: ZONECAST_HTTP_ADDR",
+        "[default: 127.0.0.1:8080]",
+        "ZONECAST_CONFIG",
+        "--limit-device-list <N>",
+        "[env: ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
+        "[default: 2000]",
+    ] {
         assert!(text.contains(expected), "{expected} missing from:\n{text}");
     }
     let text = match EvaluatorConfig::load(args("zonecast-evaluator", &["--help"]), &env(&[])) {

@@ -4,14 +4,15 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Json;
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, Connection as MqttConnection, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, ConfigChanged, Connection as MqttConnection, Mac, Setting, ZoneSpec};
 
 use super::{Db, PgStore, detail, is_code};
 use crate::codec;
 use crate::{
-    CertificateReader, CertificateWriter, Collision, CollisionReader, CollisionWriter, ConnectionReader,
-    ConnectionStatus, ConnectionWriter, Health, RadiusReader, RadiusWriter, Result, SettingReader, SettingWriter,
-    StatusReader, StatusWriter, StoreError, StoredCertificate, StoredConnection, ZoneReader, ZoneWriter,
+    CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, Collision, CollisionReader,
+    CollisionWriter, ConnectionReader, ConnectionStatus, ConnectionWriter, Health, RadiusReader, RadiusWriter, Result,
+    SettingReader, SettingWriter, StatusReader, StatusWriter, StoreError, StoredCertificate, StoredConnection,
+    ZoneReader, ZoneWriter,
 };
 
 /// How often a collision batch is retried when it loses a race (a zone deleted under it, a
@@ -602,5 +603,51 @@ impl StatusWriter for PgStore {
             Err(e) if is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION) => Ok(()),
             other => other.db().map(drop),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeLog for PgStore {
+    async fn log_change(&self, change: &ConfigChanged) -> Result<u64> {
+        let client = self.client().await?;
+        // One statement: the counter row stays locked until it commits, so a later revision
+        // can never be visible before an earlier one.
+        let stmt = client
+            .prepare_cached(
+                "WITH r AS (UPDATE config_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision),
+                      pruned AS (DELETE FROM config_changes WHERE revision <= (SELECT revision FROM r) - $2)
+                 INSERT INTO config_changes (revision, change) SELECT revision, $1 FROM r RETURNING revision",
+            )
+            .await
+            .db()?;
+        let row = client.query_one(&stmt, &[&Json(change), &codec::counter(CHANGES_KEPT)]).await.db()?;
+        Ok(codec::uncounter(row.try_get(0).db()?))
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeReader for PgStore {
+    async fn revision(&self) -> Result<u64> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT revision FROM config_revision WHERE id = 1").await.db()?;
+        Ok(codec::uncounter(client.query_one(&stmt, &[]).await.db()?.try_get(0).db()?))
+    }
+
+    async fn changes_since(&self, revision: u64) -> Result<Option<Vec<ConfigChanged>>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT revision, change FROM config_changes WHERE revision > $1 ORDER BY revision")
+            .await
+            .db()?;
+        let rows = client.query(&stmt, &[&codec::counter(revision)]).await.db()?;
+        let changes = rows
+            .iter()
+            .map(|row| {
+                let Json(mut change): Json<ConfigChanged> = row.try_get(1).db()?;
+                change.revision = codec::uncounter(row.try_get(0).db()?);
+                Ok(change)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(crate::roles::contiguous(revision, changes))
     }
 }

@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::reply;
 
 fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiError> {
-    let input = CertificateProfileInput::parse(&body::object(body)?)?;
+    let input = CertificateProfileInput::parse(&body::object(body, &ctx.limits)?)?;
     // The whole way a forwarder takes it, so that a profile it could not use is refused here.
     zonecast_tls::open_profile(&input.ca, &input.client, input.password.expose())
         .and_then(zonecast_tls::client_config)
@@ -43,8 +43,8 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let c = seal(ctx, Uuid::new_v4(), body)?;
     ctx.store.insert_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&c.id)], None).await;
-    Ok(reply::ok(&summary(&c)))
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&c.id)], None).await;
+    Ok(applied.stamp(reply::ok(&summary(&c))))
 }
 
 /// Operation 22.
@@ -52,13 +52,13 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, A
     ctx.store.get_certificate(id).await?;
     let c = seal(ctx, id, body)?;
     ctx.store.update_certificate(&c).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
-    Ok(reply::ok(&summary(&c)))
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ok(&summary(&c))))
 }
 
 /// Deletes a profile no connection uses (422 otherwise).
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_certificate(id).await?;
-    ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Certificates, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }

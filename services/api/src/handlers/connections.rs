@@ -36,32 +36,43 @@ fn stored(ctx: &Context, input: ConnectionInput, id: Uuid) -> Result<StoredConne
     Ok(StoredConnection { connection, password_sealed })
 }
 
+/// A connection body, validated within the context's limits on a blocking thread: compiling its
+/// regexes may take up to the regex compile budget, which no async worker should wait out.
+async fn input(ctx: &Context, body: &Bytes) -> Result<ConnectionInput, ApiError> {
+    let value = body::object(body, &ctx.limits)?;
+    let limits = ctx.limits;
+    let parsed = tokio::task::spawn_blocking(move || ConnectionInput::parse(&value, &limits))
+        .await
+        .map_err(|e| ApiError::Internal(format!("connection validation failed: {e}")))?;
+    Ok(parsed?)
+}
+
 /// Operation 18.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let input = input(ctx, body).await?;
     let c = stored(ctx, input, Uuid::new_v4())?;
     ctx.store.insert_connection(&c, ctx.max_connections).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
-    Ok(reply::ok(&c.connection.to_json()))
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&c.connection.id)], None).await;
+    Ok(applied.stamp(reply::ok(&c.connection.to_json())))
 }
 
 /// Operation 20: the whole connection is replaced, except an omitted password is kept: the
 /// store keeps the password it holds at the moment of the write, so a concurrent password
 /// change is not undone by an update that left the password out.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ConnectionInput::parse(&body::object(body)?)?;
+    let input = input(ctx, body).await?;
     let keep_password = input.password.is_none();
     let c = stored(ctx, input, id)?;
     let written = ctx.store.update_connection(&c, keep_password).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
-    Ok(reply::ok(&written.connection.to_json()))
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ok(&written.connection.to_json())))
 }
 
 /// Deletes a connection.
 pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.delete_connection(id).await?;
-    ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Connections, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// A replica whose row is older than this has stopped (rows are written every second).

@@ -18,7 +18,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 
 /// Operation 14: an unknown SettingName is 404, a bad value 422.
 pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let value = body::object(body)?;
+    let value = body::object(body, &ctx.limits)?;
     let setting = Setting::parse(&value).map_err(|e| match e {
         Some(invalid) => ApiError::from(invalid),
         None => ApiError::NotFound(format!(
@@ -27,14 +27,14 @@ pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
         )),
     })?;
     ctx.store.put_setting(&setting).await?;
-    ctx.announce(ConfigKind::Settings, vec![setting.name.as_str().to_owned()], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Settings, vec![setting.name.as_str().to_owned()], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operation 15: merged; a null value removes the device's own radius.
 pub async fn set_radii(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let changes = parse_radii(&body::object(body)?)?;
+    let changes = parse_radii(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     ctx.store.merge_radii(&changes).await?;
-    ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
+    Ok(applied.stamp(reply::ack()))
 }

@@ -63,7 +63,7 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
             url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect(),
         )
     } else {
-        body::object(body)?
+        body::object(body, &ctx.limits)?
     };
     let field = |name: &str| -> Result<String, ApiError> {
         match request.get(name) {
@@ -82,7 +82,7 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
 
 /// `GET /v3/openapi.json`: the routes this listener answers.
 pub fn openapi(ctx: &Context) -> Response {
-    reply::ok(&crate::openapi::document(ctx.routes()))
+    reply::ok(&crate::openapi::document(ctx.routes(), &ctx.limits))
 }
 
 /// `POST /v3/positions` (all-in-one): answered per element; 503 when the bus cannot take them.

@@ -9,9 +9,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{
-    CollidingDevice, ConfigKind, MAX_LIST, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list,
-};
+use zonecast_model::{CollidingDevice, ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list};
 use zonecast_store::StoreError;
 
 use super::{element_id, versions};
@@ -24,8 +22,8 @@ fn ids_of(zones: &[ZoneSpec]) -> Vec<String> {
     zones.iter().map(|z| format_id(&z.id)).collect()
 }
 
-async fn announce(ctx: &Context, zones: &[ZoneSpec]) {
-    ctx.announce(ConfigKind::Zones, ids_of(zones), None).await;
+async fn announce(ctx: &Context, zones: &[ZoneSpec]) -> crate::applied::Applied {
+    ctx.announce(ConfigKind::Zones, ids_of(zones), None).await
 }
 
 /// Operation 1.
@@ -55,42 +53,40 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 
 /// Operation 2.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body)?)?;
+    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     let zone = input.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
-    announce(ctx, std::slice::from_ref(&zone)).await;
+    let applied = announce(ctx, std::slice::from_ref(&zone)).await;
     let version = zone.version;
-    Ok(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version))
+    Ok(applied.stamp(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version)))
 }
 
 /// Operation 6.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let zones = batch(body)?
+    let zones = batch(ctx, body)?
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            ZoneInput::parse(v).and_then(|input| input.create(Uuid::new_v4())).map_err(|e| e.within(&format!("[{i}]")))
+            ZoneInput::parse(v, &ctx.limits)
+                .and_then(|input| input.create(Uuid::new_v4()))
+                .map_err(|e| e.within(&format!("[{i}]")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     ctx.store.insert_zones(&zones).await?;
-    announce(ctx, &zones).await;
+    let applied = announce(ctx, &zones).await;
     let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
-    Ok(reply::ok(&out))
+    Ok(applied.stamp(reply::ok(&out)))
 }
-
-/// Most zones one batch create or update (operations 6 and 7) takes: each evaluator applies a
-/// batch as one change.
-pub const MAX_ZONES_PER_BATCH: usize = 1_000;
 
 /// The body of operation 6: the zones to create.
 #[derive(schemars::JsonSchema)]
-#[schemars(extend("x-limit" = {"maxItems": "zones_per_batch"}))]
+#[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
 #[allow(dead_code)]
 pub struct NewZones(Vec<zonecast_model::NewZone>);
 
 /// The body of operation 7: the changes, each selecting its zone.
 #[derive(schemars::JsonSchema)]
-#[schemars(extend("x-limit" = {"maxItems": "zones_per_batch"}))]
+#[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
 #[allow(dead_code)]
 pub struct ZoneUpdates(Vec<zonecast_model::ZoneUpdate>);
 
@@ -102,30 +98,34 @@ pub struct ZoneIds(Vec<uuid::Uuid>);
 
 /// The body of operations 11 and 12: device MACs (a MAC listed twice counts once).
 #[derive(schemars::JsonSchema)]
-#[schemars(extend("x-limit" = {"maxItems": "list"}))]
+#[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
 #[allow(dead_code)]
 pub struct Macs(Vec<Mac>);
 
-/// The body of operations 6 and 7: an array of at most [`MAX_ZONES_PER_BATCH`] zones.
-fn batch(body: &Bytes) -> Result<Vec<Value>, ApiError> {
-    let items = body::array(body)?;
-    if items.len() > MAX_ZONES_PER_BATCH {
-        return Err(ApiError::Invalid(format!("must have at most {MAX_ZONES_PER_BATCH} zones, got {}", items.len())));
+/// The body of operations 6 and 7: an array of at most [`Limits::batch_zones`] zones (each
+/// evaluator applies a batch as one change), counted before any zone is read.
+///
+/// [`Limits::batch_zones`]: zonecast_model::Limits::batch_zones
+fn batch(ctx: &Context, body: &Bytes) -> Result<Vec<Value>, ApiError> {
+    let items = body::array(body, &ctx.limits)?;
+    let most = ctx.limits.batch_zones;
+    if items.len() > most {
+        return Err(ApiError::Invalid(format!("must have at most {most} zones, got {}", items.len())));
     }
     Ok(items)
 }
 
 /// Operation 5.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str>) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body)?)?;
+    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     let written = versions::write(ctx, || async {
         let zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
         Ok(vec![input.clone().update(&zone)?])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }
 
 /// Ack of a single-zone write, with the zone's new ETag.
@@ -138,7 +138,7 @@ fn single_ack(written: &[ZoneSpec]) -> Response {
 
 /// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
 pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let items = batch(body)?;
+    let items = batch(ctx, body)?;
     let inputs = items
         .iter()
         .enumerate()
@@ -149,12 +149,12 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
                 let message = format!("must be a zone ID string, got {id}");
                 return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), message));
             }
-            ZoneInput::parse(v).map_err(|e| e.within(&format!("[{i}]")))
+            ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
-    announce(ctx, &changed).await;
-    Ok(reply::ack())
+    let applied = announce(ctx, &changed).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// The zones operation 7 makes of `all` with `inputs`, each element matched by ZoneID, else
@@ -197,10 +197,10 @@ fn merge_batch(all: &[ZoneSpec], inputs: &[ZoneInput]) -> Result<Vec<ZoneSpec>, 
 }
 
 /// Reads `[ZoneID]`, each once.
-fn zone_ids(body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
+fn zone_ids(ctx: &Context, body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
     let mut seen = HashSet::new();
     let mut ids = Vec::new();
-    for (i, v) in body::array(body)?.iter().enumerate() {
+    for (i, v) in body::array(body, &ctx.limits)?.iter().enumerate() {
         let id = element_id(v, i, "zone")?;
         if seen.insert(id) {
             ids.push(id);
@@ -222,21 +222,21 @@ pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<R
             })?;
         }
     }
-    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Zones, vec![format_id(&id)], None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operation 8.
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let ids = zone_ids(body)?;
+    let ids = zone_ids(ctx, body)?;
     ctx.store.delete_zones(&ids).await?;
-    ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
-    Ok(reply::ack())
+    let applied = ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operations 9 and 10.
 pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
-    let ids = zone_ids(body)?;
+    let ids = zone_ids(ctx, body)?;
     let zones = versions::write(ctx, || async {
         let mut zones = ctx.store.get_zones(&ids).await?;
         for z in &mut zones {
@@ -245,8 +245,8 @@ pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Res
         Ok(zones)
     })
     .await?;
-    announce(ctx, &zones).await;
-    Ok(reply::ack())
+    let applied = announce(ctx, &zones).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Operations 11 and 12.
@@ -257,7 +257,8 @@ pub async fn change_devices(
     add: bool,
     if_match: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let macs = parse_mac_list(&body::array(body)?)?;
+    let macs = parse_mac_list(&body::array(body, &ctx.limits)?, &ctx.limits)?;
+    let most = ctx.limits.device_list;
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
@@ -265,9 +266,9 @@ pub async fn change_devices(
         if add {
             let new: Vec<Mac> = macs.iter().filter(|m| !listed.contains(m)).cloned().collect();
             let total = zone.device_list.len() + new.len();
-            if total > MAX_LIST {
+            if total > most {
                 return Err(ApiError::Invalid(format!(
-                    "DeviceList: would hold {total} devices; a zone's DeviceList holds at most {MAX_LIST}"
+                    "DeviceList: would hold {total} devices; a zone's DeviceList holds at most {most}"
                 )));
             }
             zone.device_list.extend(new);
@@ -278,16 +279,17 @@ pub async fn change_devices(
         Ok(vec![zone])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }
 
 /// Operation 16: forgets the zone's collisions; evaluators emit the exits (Reason `reset`).
 pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_zone(id).await?;
     ctx.store.clear_collisions(id).await?;
-    ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some(zonecast_model::ConfigOperation::Reset)).await;
-    Ok(reply::ack())
+    let applied =
+        ctx.announce(ConfigKind::Zones, vec![format_id(&id)], Some(zonecast_model::ConfigOperation::Reset)).await;
+    Ok(applied.stamp(reply::ack()))
 }
 
 /// Lock and unlock: sets `IsGeometryLocked`.
@@ -299,6 +301,6 @@ pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool, if_match: Option<
         Ok(vec![zone])
     })
     .await?;
-    announce(ctx, &written).await;
-    Ok(single_ack(&written))
+    let applied = announce(ctx, &written).await;
+    Ok(applied.stamp(single_ack(&written)))
 }

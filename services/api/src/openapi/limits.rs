@@ -1,58 +1,38 @@
-//! The limits the OpenAPI document states: list lengths, row counts and sizes that the server
-//! enforces. The types' schemas mark where each goes (`"x-limit": {"maxItems": "list"}`, see
-//! `zonecast_model::schema`); [`Limits`] writes the values in force there, in one place, so that
-//! configured limits can be passed in.
+//! The limits the OpenAPI document states: list lengths, row counts and sizes the server
+//! enforces. The types' schemas mark where each goes (`"x-limit": {"maxItems": "device_list"}`,
+//! see `zonecast_model::schema`); [`StatedLimits`] writes the values in force there, in one place.
 
 use schemars::Schema;
 use schemars::transform::{Transform, transform_subschemas};
 use serde_json::Value;
+use zonecast_model::Limits;
 use zonecast_model::schema::LIMIT_MARK;
 
-/// The limits in force, by the names the schemas mark them with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// `list`: entries of a DeviceList, of ZoneActions, of a MAC list body.
-    pub list: usize,
-    /// `rows`: GeometryData rows.
-    pub rows: usize,
-    /// `topics`: topics of one connection.
-    pub topics: usize,
-    /// `message_chars`: characters of an info-event message.
-    pub message_chars: usize,
-    /// `radii_per_write`: entries of one device radius write.
-    pub radii_per_write: usize,
-    /// `zones_per_batch`: zones of one batch create or update.
-    pub zones_per_batch: usize,
-}
+/// Rows of a polygon's GeometryData beside its vertices: a closing vertex, `[h,0,0]`, `[axis]`.
+const ROWS_BESIDE_VERTICES: usize = 3;
 
-impl Limits {
-    /// The limits the server enforces now.
-    pub const fn current() -> Self {
-        Self {
-            list: zonecast_model::MAX_LIST,
-            rows: zonecast_model::MAX_ROWS,
-            topics: zonecast_model::MAX_TOPICS,
-            message_chars: zonecast_model::MAX_MESSAGE_CHARS,
-            radii_per_write: zonecast_model::MAX_RADII_PER_WRITE,
-            zones_per_batch: crate::handlers::zones::MAX_ZONES_PER_BATCH,
-        }
-    }
+/// Writes the limits in force in place of the marks of a schema and its subschemas.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatedLimits(pub Limits);
 
-    /// The value of the limit `name`.
+impl StatedLimits {
+    /// The value of the limit a mark names.
     fn value(&self, name: &str) -> Option<usize> {
+        let l = &self.0;
         Some(match name {
-            "list" => self.list,
-            "rows" => self.rows,
-            "topics" => self.topics,
-            "message_chars" => self.message_chars,
-            "radii_per_write" => self.radii_per_write,
-            "zones_per_batch" => self.zones_per_batch,
+            "device_list" => l.device_list,
+            "zone_actions" => l.zone_actions,
+            "geometry_rows" => l.polygon_vertices + ROWS_BESIDE_VERTICES,
+            "batch_zones" => l.batch_zones,
+            "radii_per_write" => l.radii_per_write,
+            "info_message_chars" => l.info_message_chars,
+            "topics_per_connection" => l.topics_per_connection,
             _ => return None,
         })
     }
 }
 
-impl Transform for Limits {
+impl Transform for StatedLimits {
     /// Replaces every mark with its keywords and values; a mark naming an unknown limit stays,
     /// for the document's tests to find.
     fn transform(&mut self, schema: &mut Schema) {

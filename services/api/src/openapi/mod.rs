@@ -2,7 +2,7 @@
 //! route table ([`crate::routes`]), so the document lists exactly the routes the server
 //! answers; request and response schemas come from the Rust types the handlers read and write.
 //! Requests are described as they are read (the `Deserialize` side of schemars), responses as
-//! they are written (the `Serialize` side); [`Limits`] puts the limits in force into both.
+//! they are written (the `Serialize` side); the limits in force ([`Limits`]) go into both.
 
 mod limits;
 
@@ -10,21 +10,18 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::Transform;
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
+use zonecast_model::Limits;
 use zonecast_runtime::Authority;
 use zonecast_runtime::http::ErrorBody;
 use zonecast_runtime::ops::Readiness;
 
-pub use limits::Limits;
+use limits::StatedLimits;
 
 use crate::routes::{Op, Route};
 
-/// The document served at `/v3/openapi.json`, listing `routes`, with the limits in force now.
-pub fn document(routes: &[Route]) -> Value {
-    document_with(routes, Limits::current())
-}
-
-/// The document listing `routes`, stating `limits`.
-pub fn document_with(routes: &[Route], limits: Limits) -> Value {
+/// The document served at `/v3/openapi.json`: `routes`, with the `limits` the server enforces.
+pub fn document(routes: &[Route], limits: &Limits) -> Value {
+    let limits = StatedLimits(*limits);
     let mut requests = generator(Contract::Deserialize, limits);
     let mut responses = generator(Contract::Serialize, limits);
     let mut paths: Map<String, Value> = Map::new();
@@ -49,7 +46,7 @@ pub fn document_with(routes: &[Route], limits: Limits) -> Value {
 }
 
 /// A generator whose references point into `#/components/schemas`.
-fn generator(contract: Contract, limits: Limits) -> SchemaGenerator {
+fn generator(contract: Contract, limits: StatedLimits) -> SchemaGenerator {
     SchemaSettings::draft2020_12()
         .with(|settings| {
             settings.definitions_path = "/components/schemas".into();
@@ -71,7 +68,11 @@ fn components(mut requests: SchemaGenerator, mut responses: SchemaGenerator) -> 
 }
 
 /// The schema `of` makes with `generator`, with the limits in force where it is inline.
-fn body_schema(of: fn(&mut SchemaGenerator) -> Schema, generator: &mut SchemaGenerator, mut limits: Limits) -> Value {
+fn body_schema(
+    of: fn(&mut SchemaGenerator) -> Schema,
+    generator: &mut SchemaGenerator,
+    mut limits: StatedLimits,
+) -> Value {
     let mut schema = of(generator);
     limits.transform(&mut schema);
     schema.to_value()
@@ -150,7 +151,12 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
 }
 
 /// The OpenAPI operation of `route`.
-fn operation(route: &Route, requests: &mut SchemaGenerator, responses: &mut SchemaGenerator, limits: Limits) -> Value {
+fn operation(
+    route: &Route,
+    requests: &mut SchemaGenerator,
+    responses: &mut SchemaGenerator,
+    limits: StatedLimits,
+) -> Value {
     let answer = body_schema(route.response, responses, limits);
     let mut ok = match route.op {
         Op::Metrics => json!({"description": "OK", "content": {"text/plain": {"schema": answer}}}),

@@ -8,7 +8,7 @@ fn schemas(doc: &Value) -> &Map<String, Value> {
 
 #[test]
 fn every_schema_reference_resolves() {
-    let doc = document(crate::routes::ROUTES);
+    let doc = document(crate::routes::ROUTES, &Limits::DEFAULT);
     let text = doc.to_string();
     for part in text.split("#/components/schemas/").skip(1) {
         let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
@@ -18,26 +18,38 @@ fn every_schema_reference_resolves() {
 
 #[test]
 fn the_limits_in_force_replace_every_mark() {
-    let doc = document(crate::routes::ROUTES);
+    let doc = document(crate::routes::ROUTES, &Limits::DEFAULT);
     assert!(!doc.to_string().contains(zonecast_model::schema::LIMIT_MARK), "a limit mark was left");
     let s = schemas(&doc);
-    assert_eq!(s["ZoneInput"]["properties"]["DeviceList"]["maxItems"], json!(zonecast_model::MAX_LIST));
-    assert_eq!(s["ZoneInput"]["properties"]["GeometryData"]["maxItems"], json!(zonecast_model::MAX_ROWS));
-    assert_eq!(s["RadiusMap"]["maxProperties"], json!(zonecast_model::MAX_RADII_PER_WRITE));
-    assert_eq!(s["ConnectionInput"]["properties"]["topics"]["maxItems"], json!(zonecast_model::MAX_TOPICS));
-    assert_eq!(s["NewZones"]["maxItems"], json!(crate::handlers::zones::MAX_ZONES_PER_BATCH));
-    let message = doc.to_string().contains(&format!("\"maxLength\":{}", zonecast_model::MAX_MESSAGE_CHARS));
+    let l = Limits::DEFAULT;
+    assert_eq!(s["ZoneInput"]["properties"]["DeviceList"]["maxItems"], json!(l.device_list));
+    assert_eq!(s["ZoneInput"]["properties"]["ZoneActions"]["maxItems"], json!(l.zone_actions));
+    assert_eq!(s["ZoneInput"]["properties"]["GeometryData"]["maxItems"], json!(l.polygon_vertices + 3));
+    assert_eq!(s["RadiusMap"]["maxProperties"], json!(l.radii_per_write));
+    assert_eq!(s["ConnectionInput"]["properties"]["topics"]["maxItems"], json!(l.topics_per_connection));
+    assert_eq!(s["NewZones"]["maxItems"], json!(l.batch_zones));
+    let message = doc.to_string().contains(&format!("\"maxLength\":{}", l.info_message_chars));
     assert!(message, "the info-event message limit is stated");
 }
 
 #[test]
 fn configured_limits_are_the_ones_stated() {
-    let limits = Limits { list: 7, rows: 11, topics: 3, message_chars: 5, radii_per_write: 13, zones_per_batch: 17 };
-    let doc = document_with(crate::routes::ROUTES, limits);
+    let limits = Limits {
+        device_list: 7,
+        zone_actions: 8,
+        polygon_vertices: 11,
+        batch_zones: 17,
+        radii_per_write: 13,
+        info_message_chars: 5,
+        topics_per_connection: 3,
+        ..Limits::DEFAULT
+    };
+    let doc = document(crate::routes::ROUTES, &limits);
     let s = schemas(&doc);
     assert_eq!(s["ZoneInput"]["properties"]["DeviceList"]["maxItems"], json!(7));
     assert_eq!(s["Macs"]["maxItems"], json!(7));
-    assert_eq!(s["ZoneInput"]["properties"]["GeometryData"]["maxItems"], json!(11));
+    assert_eq!(s["ZoneInput"]["properties"]["ZoneActions"]["maxItems"], json!(8));
+    assert_eq!(s["ZoneInput"]["properties"]["GeometryData"]["maxItems"], json!(14));
     assert_eq!(s["ConnectionInput"]["properties"]["topics"]["maxItems"], json!(3));
     assert_eq!(s["RadiusMap"]["maxProperties"], json!(13));
     assert_eq!(s["ZoneUpdates"]["maxItems"], json!(17));
@@ -46,7 +58,7 @@ fn configured_limits_are_the_ones_stated() {
 
 #[test]
 fn requests_and_responses_agree_on_the_types_they_share() {
-    let limits = Limits::current();
+    let limits = StatedLimits(Limits::DEFAULT);
     let mut requests = generator(Contract::Deserialize, limits);
     let mut responses = generator(Contract::Serialize, limits);
     for route in crate::routes::ROUTES {
@@ -67,7 +79,7 @@ fn requests_and_responses_agree_on_the_types_they_share() {
 
 #[test]
 fn each_geometry_type_states_its_row_count() {
-    let doc = document(crate::routes::ROUTES);
+    let doc = document(crate::routes::ROUTES, &Limits::DEFAULT);
     let rules = schemas(&doc)["ZoneInput"]["allOf"].as_array().unwrap().clone();
     for kind in zonecast_model::GeometryType::ALL {
         let rule = rules.iter().find(|r| r["if"]["properties"]["GeometryType"]["const"] == kind.as_str()).unwrap();
@@ -81,7 +93,7 @@ fn each_geometry_type_states_its_row_count() {
 
 #[test]
 fn read_routes_cannot_be_forbidden_and_write_routes_can() {
-    let doc = document(crate::routes::ROUTES);
+    let doc = document(crate::routes::ROUTES, &Limits::DEFAULT);
     let zones = &doc["paths"]["/v3/modules/zones"];
     assert!(zones["get"]["responses"]["403"].is_null());
     assert!(zones["post"]["responses"]["403"].is_object());

@@ -27,7 +27,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_geometry::{Nearby, Vec3};
-use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac};
+use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac, PositionFix};
 
 use crate::catalog::Catalog;
 use crate::grid::DeviceGrid;
@@ -59,6 +59,21 @@ pub enum Output {
         /// The triggering event, as the JSON body.
         event: Event,
     },
+    /// Tell the other evaluators where a mobile-zone source this engine owns was last seen, or
+    /// that it has not been seen: a change just gave it a mobile zone, and they have not been
+    /// following its positions.
+    Source(SourceHint),
+}
+
+/// What the evaluator owning a new mobile-zone source tells the others about it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SourceHint {
+    /// The source.
+    #[serde(rename = "MAC")]
+    pub mac: Mac,
+    /// Its last position applied, if it has reported one since this evaluator started.
+    #[serde(rename = "Last")]
+    pub last: Option<PositionFix>,
 }
 
 /// Which devices this evaluator owns: partitions `lo..=hi` of `count`.
@@ -92,6 +107,10 @@ pub struct Engine {
     sources: HashMap<Mac, Vec3>,
     /// Where the latest position of each mobile-zone source stands in its order.
     source_orders: HashMap<Mac, Order>,
+    /// Sources of other evaluators that have told this one they have no position of them.
+    unseen_sources: HashSet<Mac>,
+    /// New mobile-zone sources of other evaluators whose hint has not come yet.
+    awaiting: HashSet<Mac>,
     grid: DeviceGrid,
     candidates: Vec<(usize, Option<f64>)>,
     nearby: Nearby,
@@ -115,6 +134,8 @@ impl Engine {
             occupants: HashMap::new(),
             sources: HashMap::new(),
             source_orders: HashMap::new(),
+            unseen_sources: HashSet::default(),
+            awaiting: HashSet::default(),
             grid: DeviceGrid::new(8.0),
             candidates: Vec::new(),
             nearby: Nearby::default(),
@@ -216,6 +237,78 @@ impl Engine {
         true
     }
 
+    /// What the evaluator owning a mobile-zone source told about it when a change gave the
+    /// device a mobile zone. A position is kept even when this engine does not have the zone yet
+    /// (the change may reach it later), and applied like a position of the source when it does;
+    /// one not newer than what is known, or of a device this engine owns (it knows better), is
+    /// ignored.
+    pub fn on_source_hint(&mut self, hint: SourceHint, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        if self.ownership.owns(&hint.mac) {
+            return;
+        }
+        self.awaiting.remove(&hint.mac);
+        let Some(fix) = hint.last else {
+            self.unseen_sources.insert(hint.mac);
+            return;
+        };
+        let order = Order { ts: fix.timestamp, sequence: fix.sequence };
+        if self.source_orders.get(&fix.mac).is_some_and(|last| order == *last || order.before(*last)) {
+            return;
+        }
+        self.unseen_sources.remove(&fix.mac);
+        self.source_orders.insert(fix.mac.clone(), order);
+        self.move_source(&fix.mac, fix.position, fix.timestamp, now, out);
+    }
+
+    /// Whether a change has given mobile zones to sources of other evaluators that have not
+    /// said yet where those sources are: until they have, the zones are not placed.
+    pub fn awaiting_sources(&self) -> bool {
+        !self.awaiting.is_empty()
+    }
+
+    /// Stops awaiting the hints of other evaluators (they did not come in time): the zones of
+    /// those sources are placed when the sources report.
+    pub fn stop_awaiting(&mut self) {
+        self.awaiting.clear();
+    }
+
+    /// After a change: the sources that have just got mobile zones (`new`, sorted). Those this
+    /// engine owns are placed at the device's last known position (when that is newer than
+    /// what was known of it as a source), the devices around them re-evaluated, and the other
+    /// evaluators told ([`Output::Source`]); those of other evaluators without a known
+    /// position are awaited.
+    fn adopt_new_sources(&mut self, new: Vec<Mac>, now: DateTime<Utc>, out: &mut Vec<Output>) {
+        for mac in new {
+            if !self.ownership.owns(&mac) {
+                if !self.source_orders.contains_key(&mac) && !self.unseen_sources.contains(&mac) {
+                    self.awaiting.insert(mac);
+                }
+                continue;
+            }
+            let last = self.devices.get(&mac).and_then(|d| Some((d.pos?, d.order?)));
+            if let Some((pos, order)) = last
+                && self.source_orders.get(&mac).is_none_or(|known| known.before(order))
+            {
+                self.source_orders.insert(mac.clone(), order);
+                self.move_source(&mac, pos, order.ts, now, out);
+            }
+            let last = last.map(|(position, order)| PositionFix {
+                mac: mac.clone(),
+                position,
+                timestamp: order.ts,
+                sequence: order.sequence,
+            });
+            out.push(Output::Source(SourceHint { mac, last }));
+        }
+    }
+
+    /// The mobile-zone sources of `new` that were not sources `before`, sorted.
+    fn added_sources(before: &HashSet<Mac>, new: &Catalog) -> Vec<Mac> {
+        let mut macs: Vec<Mac> = new.mobile_by_source.keys().filter(|m| !before.contains(*m)).cloned().collect();
+        macs.sort_unstable();
+        macs
+    }
+
     /// A mobile-zone source moved: its zones move and the devices around them are re-evaluated.
     fn move_source(&mut self, source: &Mac, pos: Vec3, ts: DateTime<Utc>, now: DateTime<Utc>, out: &mut Vec<Output>) {
         self.sources.insert(source.clone(), pos);
@@ -254,6 +347,7 @@ impl Engine {
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
+        let sources_before: HashSet<Mac> = self.catalog.mobile_by_source.keys().cloned().collect();
         let former = self.catalog.patch(changed, touched);
         // Mobile zones may have changed index or source: place them all again.
         for (mac, pos) in self.source_moves() {
@@ -261,7 +355,9 @@ impl Engine {
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
         self.reconcile_from(reconcile::Before::Patch { touched, former: &former }, &new, changes, now, out);
+        let added = Self::added_sources(&sources_before, &new);
         self.catalog = new;
+        self.adopt_new_sources(added, now, out);
     }
 
     /// Puts other settings and radii in force over the same zones (see
@@ -301,6 +397,9 @@ impl Engine {
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
         self.reconcile(&old, &new, changes, now, out);
+        let before: HashSet<Mac> = old.mobile_by_source.keys().cloned().collect();
+        let added = Self::added_sources(&before, &new);
         self.catalog = new;
+        self.adopt_new_sources(added, now, out);
     }
 }

@@ -1,0 +1,182 @@
+//! The evaluator's configuration follower: a task beside the evaluation loop that follows the
+//! change log (woken by `config.changed`, and every second in case an announcement was
+//! missed), reads from the store what the changes need, and hands the loop steps ready to
+//! apply. Store reads and catalog builds happen here, so the loop goes on evaluating positions
+//! meanwhile; it only puts each step in force.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use zonecast_bus::{Message, Subscription};
+use zonecast_model::{ConfigChanged, ConfigKind, Mac, Settings, ZoneSpec};
+use zonecast_runtime::Shutdown;
+use zonecast_runtime::applier::{Follower, Pending, REPORT_EVERY};
+use zonecast_runtime::ratelog::RateLimited;
+use zonecast_store::{EvaluatorStore, StoreError};
+
+use crate::catalog::Catalog;
+
+/// Changes up to a revision, read and ready to put in force.
+pub(crate) struct Step {
+    /// The revision in force once applied.
+    pub revision: u64,
+    /// What to put in force.
+    pub update: Update,
+}
+
+/// What a step puts in force.
+pub(crate) enum Update {
+    /// The zones `touched` (only zone writes that name them): their current state, `changed`
+    /// (a touched zone missing from it was deleted).
+    Zones { changed: Vec<ZoneSpec>, touched: foldhash::HashSet<uuid::Uuid>, changes: Vec<ConfigChanged> },
+    /// A whole new catalog: the changes were of several kinds, named no zone, or could not be
+    /// followed (`changes` empty then).
+    Catalog { catalog: Box<Catalog>, changes: Vec<ConfigChanged> },
+    /// Only radius writes: the radii of the devices they name (`None`: the device's own radius
+    /// was removed).
+    Radii(Vec<(Mac, Option<f64>)>),
+    /// Only settings (and radii): all of them, over the same zones.
+    Parameters { settings: Settings, radii: Vec<(Mac, f64)> },
+    /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
+    Nothing,
+}
+
+/// Reads the whole configuration into a catalog.
+pub(crate) async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, StoreError> {
+    let zones = store.list_zones().await?;
+    let settings = store.list_settings().await?;
+    let radii = store.list_radii().await?;
+    Ok(Catalog::build(zones, &settings, radii))
+}
+
+/// The zones a burst touches, when it is only zone writes that name them: then only those are
+/// read again. `None` when the whole catalog must be (a change of another kind in the burst, a
+/// change that names no zone or one that is not a zone ID).
+fn touched_zones(changes: &[ConfigChanged]) -> Option<foldhash::HashSet<uuid::Uuid>> {
+    let mut touched = foldhash::HashSet::default();
+    for change in changes {
+        if change.kind != ConfigKind::Zones || change.ids.is_empty() {
+            return None;
+        }
+        for id in &change.ids {
+            touched.insert(id.parse().ok()?);
+        }
+    }
+    Some(touched)
+}
+
+/// The devices a burst changes the radius of, when it is only radius writes that name them:
+/// then only those radii are read again and only those devices reconciled. `None` when all
+/// settings and radii must be (a settings change in the burst, a change that names no device
+/// or one that is not a MAC).
+fn touched_radii(changes: &[ConfigChanged]) -> Option<Vec<Mac>> {
+    let mut touched = Vec::new();
+    for change in changes {
+        if change.kind != ConfigKind::Radii || change.ids.is_empty() {
+            return None;
+        }
+        for mac in &change.ids {
+            touched.push(mac.parse().ok()?);
+        }
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    Some(touched)
+}
+
+/// Reads what a burst of changes needs: only the zones or radii it names where it can, all
+/// settings and radii for a settings change, nothing for changes the evaluator does not hold,
+/// everything when the burst mixes zones with other kinds.
+async fn read(store: &dyn EvaluatorStore, changes: Vec<ConfigChanged>) -> Result<Update, StoreError> {
+    let zones = changes.iter().any(|c| c.kind == ConfigKind::Zones);
+    let parameters = changes.iter().any(|c| matches!(c.kind, ConfigKind::Settings | ConfigKind::Radii));
+    if zones {
+        return Ok(match touched_zones(&changes) {
+            Some(touched) => {
+                let ids: Vec<uuid::Uuid> = touched.iter().copied().collect();
+                Update::Zones { changed: store.find_zones(&ids).await?, touched, changes }
+            }
+            None => Update::Catalog { catalog: Box::new(load_catalog(store).await?), changes },
+        });
+    }
+    if !parameters {
+        return Ok(Update::Nothing);
+    }
+    Ok(match touched_radii(&changes) {
+        Some(macs) => Update::Radii(store.find_radii(&macs).await?),
+        None => Update::Parameters {
+            settings: Settings::from_written(&store.list_settings().await?),
+            radii: store.list_radii().await?,
+        },
+    })
+}
+
+/// The revision an announcement names; `None` (look at the log) for one that cannot be read.
+fn announced(message: &Message) -> Option<u64> {
+    serde_json::from_slice::<ConfigChanged>(&message.payload).ok().map(|c| c.revision)
+}
+
+/// Most queued announcements taken together with the one that woke the follower.
+const MAX_COALESCED: usize = 10_000;
+
+/// Follows the change log from `follower`'s revision until `shutdown`, sending each step read
+/// to the loop. A step that cannot be read is tried again a second later (the follower stays
+/// where it was), so a store outage delays changes but loses none.
+pub(crate) fn spawn(
+    store: std::sync::Arc<dyn EvaluatorStore>,
+    mut announcements: Subscription,
+    mut follower: Follower,
+    shutdown: Shutdown,
+) -> mpsc::Receiver<Step> {
+    // One step ahead at most: while the loop applies one, the next burst accumulates in the
+    // log and is read as one.
+    let (tx, rx) = mpsc::channel(1);
+    tokio::spawn(async move {
+        let mut look = tokio::time::interval(REPORT_EVERY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut fail_log = RateLimited::new(Duration::from_secs(10));
+        loop {
+            let announced = tokio::select! {
+                () = shutdown.cancelled() => break,
+                Some(msg) = announcements.next() => {
+                    let mut announced = announced(&msg);
+                    let coalesced = zonecast_bus::take_ready(&mut announcements, MAX_COALESCED, |msg| {
+                        announced = announced.zip(self::announced(&msg)).map(|(a, b)| a.max(b));
+                    });
+                    metrics::counter!("zonecast_evaluator_changes_coalesced_total").increment(coalesced as u64);
+                    announced
+                }
+                _ = look.tick() => None,
+            };
+            let step = match follower.pending(announced).await {
+                Ok(Pending::Nothing) => continue,
+                Ok(Pending::Changes(changes)) => {
+                    let revision = changes.last().map_or(follower.applied(), |c| c.revision);
+                    read(store.as_ref(), changes).await.map(|update| Step { revision, update })
+                }
+                Ok(Pending::Everything { revision }) => load_catalog(store.as_ref()).await.map(|catalog| Step {
+                    revision,
+                    update: Update::Catalog { catalog: Box::new(catalog), changes: Vec::new() },
+                }),
+                Err(e) => Err(e),
+            };
+            match step {
+                Ok(step) => {
+                    let revision = step.revision;
+                    if tx.send(step).await.is_err() {
+                        break;
+                    }
+                    follower.advance(revision);
+                }
+                Err(e) => {
+                    metrics::counter!("zonecast_evaluator_config_read_failures_total").increment(1);
+                    if let Some(held_back) = fail_log.allow() {
+                        tracing::warn!(error = %e, held_back, "configuration changes not read; trying again");
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
