@@ -42,6 +42,7 @@
 mod compile;
 mod error;
 mod matcher;
+mod schema;
 mod selector;
 mod template;
 mod value;
@@ -49,3 +50,4 @@ mod value;
 pub use compile::{Bounds, Budget, MAX_DEPTH, compile, compile_in};
 pub use error::FilterError;
 pub use matcher::Chain;
+pub use schema::FilterSchema;

@@ -47,6 +47,21 @@ impl GeometryType {
             GeometryType::Polygon => "polygon",
         }
     }
+
+    /// Fewest `GeometryData` rows a polygon takes: three vertices, `[h,0,0]` and `[axis]`.
+    pub const MIN_POLYGON_ROWS: usize = 5;
+
+    /// How many `GeometryData` rows this kind takes; `None` for a polygon, which takes at least
+    /// [`GeometryType::MIN_POLYGON_ROWS`].
+    pub const fn fixed_rows(self) -> Option<usize> {
+        match self {
+            GeometryType::Sphere | GeometryType::Circle => Some(2),
+            GeometryType::Cuboid => Some(5),
+            GeometryType::Square => Some(4),
+            GeometryType::Cylinder => Some(3),
+            GeometryType::Polygon => None,
+        }
+    }
 }
 
 impl fmt::Display for GeometryType {

@@ -18,7 +18,7 @@ use crate::vector::{Vec3, add, cross, distance, dot, is_finite, norm, normalize,
 /// quadratic in them).
 pub(crate) fn validate(rows: &[Vec3], max_vertices: usize) -> Result<Shape, GeometryError> {
     let (mut vertices, height_row, axis_row) = match rows {
-        [vertices @ .., h, a] if rows.len() >= 5 => (vertices, h, a),
+        [vertices @ .., h, a] if rows.len() >= crate::GeometryType::MIN_POLYGON_ROWS => (vertices, h, a),
         _ => {
             return Err(GeometryError::list(format!(
                 "polygon takes at least 5 rows (3 or more vertices, [h,0,0], [axis]), got {}",

@@ -84,3 +84,16 @@ fn every_shape_reports_its_kind() {
         assert_eq!(accept(kind, &rows).kind(), kind);
     }
 }
+
+#[test]
+fn every_kind_refuses_one_row_too_few_or_too_many_by_its_row_count() {
+    for kind in GeometryType::ALL {
+        let needed = kind.fixed_rows().unwrap_or(GeometryType::MIN_POLYGON_ROWS);
+        let error = zonecast_geometry::validate(kind, &vec![[1.0, 0.0, 0.0]; needed - 1]).unwrap_err();
+        assert!(error.message.contains("rows"), "{kind} with {} rows: {error}", needed - 1);
+        if kind.fixed_rows().is_some() {
+            let error = zonecast_geometry::validate(kind, &vec![[1.0, 0.0, 0.0]; needed + 1]).unwrap_err();
+            assert_eq!(error.message, format!("{kind} takes {needed} rows, got {}", needed + 1));
+        }
+    }
+}

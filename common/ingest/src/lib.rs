@@ -23,9 +23,40 @@ pub struct Outcome {
 
 impl Outcome {
     /// The HTTP answer: `{"accepted": n, "rejected": [{"index", "message"}]}`.
-    pub fn answer(&self) -> serde_json::Value {
-        let rejected: Vec<serde_json::Value> =
-            self.rejected.iter().map(|(i, m)| serde_json::json!({"index": i, "message": m.to_string()})).collect();
-        serde_json::json!({"accepted": self.accepted, "rejected": rejected})
+    pub fn answer(&self) -> PositionAnswer {
+        let rejected =
+            self.rejected.iter().map(|(index, m)| RejectedElement { index: *index, message: m.to_string() }).collect();
+        PositionAnswer { accepted: self.accepted, rejected }
     }
+}
+
+/// The body of position input over HTTP: one `LOCATION_RAW_UPDATE` or `LOCATION_BATCH_UPDATE`
+/// event, a compact `{"MAC", "Position", "Timestamp"?}` object, or an array of these. Each
+/// element is answered on its own, so any object or array is taken.
+#[derive(schemars::JsonSchema)]
+#[schemars(transform = object_or_array)]
+pub struct PositionInput {}
+
+fn object_or_array(schema: &mut schemars::Schema) {
+    schema.insert("type".into(), serde_json::json!(["object", "array"]));
+}
+
+/// The answer to position input over HTTP.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PositionAnswer {
+    /// Positions published.
+    pub accepted: usize,
+    /// The elements refused, each with its reason.
+    pub rejected: Vec<RejectedElement>,
+}
+
+/// One refused element of position input.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RejectedElement {
+    /// Index of the element in the top-level array (0 for a single object).
+    pub index: usize,
+    /// Why, naming the field.
+    pub message: String,
 }

@@ -481,7 +481,10 @@ mod tests {
         assert_eq!(messages[5], "must be a position object (a LOCATION_RAW_UPDATE event or {\"MAC\", \"Position\"})");
         assert_eq!(messages[7], "Content[1]: MAC: must be a string");
         let outcome = crate::Outcome { accepted: 2, rejected: rejected.clone() };
-        assert_eq!(outcome.answer()["rejected"][0], json!({"index": 1, "message": messages[0]}));
+        assert_eq!(
+            serde_json::to_value(outcome.answer()).unwrap()["rejected"][0],
+            json!({"index": 1, "message": messages[0]})
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,7 +10,7 @@ use crate::fields::Fields;
 use crate::{Invalid, Limits};
 
 /// When an action runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ActionTrigger {
     /// On entry (default).
@@ -22,7 +23,7 @@ pub enum ActionTrigger {
 }
 
 /// One validated `ZoneActions` item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ZoneAction {
     /// Log line plus a `ZONE_INFO` event.
@@ -43,6 +44,7 @@ pub enum ZoneAction {
         /// `http://` or `https://` URI.
         uri: String,
         /// HTTP method, upper-case (default POST).
+        #[schemars(with = "HttpMethod")]
         method: String,
         /// Extra request headers.
         headers: BTreeMap<String, String>,
@@ -52,6 +54,86 @@ pub enum ZoneAction {
 }
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// The methods an `http-request` action may use (read in any case).
+#[derive(JsonSchema)]
+#[schemars(rename_all = "UPPERCASE")]
+#[allow(dead_code)]
+pub(crate) enum HttpMethod {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+/// A `ZoneActions` item as [`ZoneAction::parse`] reads it: the schema of the request body.
+/// Fields other than `type` are optional and `null` counts as absent; unknown fields are
+/// ignored.
+#[derive(JsonSchema)]
+#[schemars(
+    tag = "type",
+    rename_all = "kebab-case",
+    description = "A zone action; fields other than type are optional, null counts as absent, unknown fields are ignored."
+)]
+#[allow(dead_code)]
+pub(crate) enum ZoneActionInput {
+    /// Writes a log line and publishes a `ZONE_INFO` event.
+    InfoEvent {
+        /// Text of the log line and event.
+        #[schemars(extend("x-limit" = {"maxLength": "info_message_chars"}))]
+        message: Option<String>,
+        /// When it runs (default `enter`).
+        on: Option<ActionTrigger>,
+    },
+    /// Publishes a device alarm command and a `DEVICE_ALARM` event.
+    DeviceAlarm {
+        /// When it runs (default `enter`).
+        on: Option<ActionTrigger>,
+    },
+    /// Sends the triggering event as the JSON body of a request.
+    HttpRequest {
+        /// An `http://` or `https://` URI with a host.
+        #[schemars(with = "HttpUri")]
+        uri: String,
+        /// HTTP method (default POST).
+        method: Option<HttpMethod>,
+        /// Extra request headers: names of letters, digits, `-` and `_`, values without line
+        /// breaks (`null` sends an empty value).
+        headers: Option<std::collections::BTreeMap<HeaderName, Option<HeaderValue>>>,
+        /// When it runs (default `enter`).
+        on: Option<ActionTrigger>,
+    },
+}
+
+/// The `uri` of an `http-request` action.
+struct HttpUri;
+
+impl JsonSchema for HttpUri {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HttpUri".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]"})
+    }
+}
+
+/// A header name: letters, digits, `-` and `_`.
+#[derive(JsonSchema)]
+#[schemars(transparent)]
+#[allow(dead_code)]
+pub(crate) struct HeaderName(#[schemars(regex(pattern = "^[A-Za-z0-9_-]+$"))] String);
+
+/// A header value: no line breaks.
+#[derive(JsonSchema)]
+#[schemars(transparent)]
+#[allow(dead_code)]
+pub(crate) struct HeaderValue(#[schemars(regex(pattern = "^[^\\r\\n]*$"))] String);
 
 impl ZoneAction {
     /// When this action runs.

@@ -1,20 +1,63 @@
 //! MQTT connections (operations 17–20): what the client sends and what is stored and returned.
 
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
+use zonecast_filter::FilterSchema;
 
 use crate::fields::{Fields, type_name};
+use crate::schema::{UpperUuid, UuidOrEmpty};
 use crate::{Invalid, Limits, Secret, format_id};
 
 /// One forwarding target of a connection: an MQTT topic and the filter chain events must pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Topic {
     /// MQTT topic name, no wildcards.
     pub topic: String,
     /// The chain as sent (a JSON array); it compiled when the connection was written.
     #[serde(rename = "FilterChain")]
+    #[schemars(with = "Vec<FilterSchema>")]
     pub filter_chain: Value,
+}
+
+/// A topic of a connection and the filters an event must pass to be published to it.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct TopicInput {
+    /// MQTT topic name (1 to 65535 bytes) without wildcards (`+`, `#`) or NUL.
+    #[schemars(length(min = 1, max = 65_535), regex(pattern = "^[^+#\\u0000]*$"))]
+    topic: String,
+    /// Filters an event must pass to go to the topic; absent or empty passes every event.
+    #[schemars(rename = "FilterChain")]
+    filter_chain: Option<Vec<FilterSchema>>,
+}
+
+/// A connection as the API returns it: never with its password.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "Connection", deny_unknown_fields)]
+pub struct ConnectionView {
+    /// Identity.
+    #[serde(rename = "ConnectionID")]
+    #[schemars(with = "UpperUuid")]
+    pub id: String,
+    /// Broker host name or address.
+    pub host: String,
+    /// Broker port.
+    #[schemars(range(min = 1))]
+    pub port: u16,
+    /// Whether TLS is used.
+    #[serde(rename = "TLS")]
+    pub tls: bool,
+    /// Certificate profile used for TLS (null without TLS).
+    #[serde(rename = "CertificateProfileID")]
+    #[schemars(with = "Option<UpperUuid>")]
+    pub certificate_profile_id: Option<String>,
+    /// MQTT user name.
+    pub username: Option<String>,
+    /// Where events go.
+    pub topics: Vec<Topic>,
 }
 
 /// A stored MQTT connection without its password (that is stored sealed beside it).
@@ -40,37 +83,62 @@ pub struct Connection {
 
 impl Connection {
     /// JSON of operations 17–20; never carries the password.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "ConnectionID": format_id(&self.id),
-            "host": self.host,
-            "port": self.port,
-            "TLS": self.tls,
-            "CertificateProfileID": self.certificate_profile_id.as_ref().map(format_id),
-            "username": self.username,
-            "topics": self.topics,
-        })
+    pub fn to_json(&self) -> ConnectionView {
+        ConnectionView {
+            id: format_id(&self.id),
+            host: self.host.clone(),
+            port: self.port,
+            tls: self.tls,
+            certificate_profile_id: self.certificate_profile_id.as_ref().map(format_id),
+            username: self.username.clone(),
+            topics: self.topics.clone(),
+        }
     }
 }
 
 /// The body of operations 18 and 20, validated. `password`: `None` when absent (an update
 /// keeps the stored one), `Some(None)` when sent as null or "" (clears it).
-#[derive(Debug, Clone)]
+///
+/// Its JSON Schema is the body as [`ConnectionInput::parse`] reads it: `null` counts as absent,
+/// unknown fields (`ConnectionID` among them) are ignored. A `CertificateProfileID` that names
+/// no profile, and a filter chain that does not compile, are answered with 422.
+#[derive(Debug, Clone, JsonSchema)]
+#[schemars(
+    transform = tls_needs_a_profile,
+    description = "An MQTT connection as written: null counts as absent, unknown fields (ConnectionID among them) are ignored. A CertificateProfileID naming no profile, or a FilterChain that does not compile, is 422."
+)]
 pub struct ConnectionInput {
-    /// Broker host.
+    /// Broker host name or IP address: at most 253 bytes without white space or `/?#@`
+    /// (surrounding white space is trimmed).
+    #[schemars(regex(pattern = "^\\s*[^\\s/?#@]{1,253}\\s*$"))]
     pub host: String,
     /// Broker port (default 8883).
+    #[schemars(with = "Option<u16>", range(min = 1), extend("default" = 8883))]
     pub port: u16,
-    /// TLS on (default true).
+    /// Whether to use TLS (default true).
+    #[schemars(rename = "TLS", with = "Option<bool>", extend("default" = true))]
     pub tls: bool,
-    /// Required when `tls`.
+    /// Certificate profile for TLS; required when TLS is true.
+    #[schemars(rename = "CertificateProfileID", with = "Option<UuidOrEmpty>")]
     pub certificate_profile_id: Option<Uuid>,
-    /// MQTT user name.
+    /// MQTT user name ("" for none).
     pub username: Option<String>,
-    /// MQTT password.
+    /// MQTT password ("" or null for none); never returned. Left out of an update, the stored
+    /// one is kept.
+    #[schemars(with = "Option<String>", extend("writeOnly" = true))]
     pub password: Option<Option<Secret>>,
     /// Topics with compiled-and-checked filter chains.
+    #[schemars(with = "Option<Vec<TopicInput>>", extend("x-limit" = {"maxItems": "topics_per_connection"}))]
     pub topics: Vec<Topic>,
+}
+
+/// With TLS (the default), a non-empty `CertificateProfileID` is required.
+fn tls_needs_a_profile(schema: &mut Schema) {
+    schema.insert("if".into(), json!({"properties": {"TLS": {"const": false}}, "required": ["TLS"]}));
+    schema.insert(
+        "else".into(),
+        json!({"required": ["CertificateProfileID"], "properties": {"CertificateProfileID": {"type": "string", "minLength": 1}}}),
+    );
 }
 
 impl ConnectionInput {

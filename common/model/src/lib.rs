@@ -13,15 +13,16 @@ mod limits;
 mod mac;
 mod position;
 mod radius;
+pub mod schema;
 mod secret;
 mod setting;
 mod zone;
 mod zone_input;
 
 pub use action::{ActionTrigger, ZoneAction};
-pub use certificate::CertificateProfileInput;
+pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
-pub use connection::{Connection, ConnectionInput, Topic};
+pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
 pub use event::{
     Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
     EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind,
@@ -29,11 +30,11 @@ pub use event::{
 };
 pub use invalid::Invalid;
 pub use limits::Limits;
-pub use mac::Mac;
+pub use mac::{MAC_PATTERN, Mac};
 pub use position::{PASSTHROUGH_FIELDS, PositionFix, PositionUpdate, parse_vec3};
-pub use radius::{MAX_RADIUS, parse_radii};
+pub use radius::{MAX_RADIUS, RadiusMap, parse_radii};
 pub use secret::Secret;
-pub use setting::{Setting, SettingName, SettingValue, Settings};
+pub use setting::{Setting, SettingInput, SettingName, SettingValue, SettingView, Settings};
 pub use zone::{CollidingDevice, InclusionPolicy, Zone, ZoneSpec, format_id};
-pub use zone_input::{ZoneInput, parse_mac_list};
+pub use zone_input::{NewZone, ZoneInput, ZoneUpdate, parse_mac_list};
 pub use zonecast_geometry::{GeometryType, Shape, Vec3};

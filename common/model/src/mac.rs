@@ -66,6 +66,43 @@ impl FromStr for Mac {
     }
 }
 
+/// What [`Mac`] parses, as a JSON Schema (ECMA-262) pattern: six hex octets in any case, with
+/// one separator throughout, `:` or `-`.
+pub const MAC_PATTERN: &str = "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$|^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$";
+
+impl schemars::JsonSchema for Mac {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MAC".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": MAC_PATTERN,
+            "description": "Six hex octets separated by ':' or '-' (one separator throughout), any case; \
+                            returned upper-case with ':'.",
+            "examples": ["00:AA:BB:CC:DD:EE"],
+        })
+    }
+}
+
+/// A MAC, or `""` for none (`MobileOriginSource`).
+pub(crate) struct MacOrEmpty;
+
+impl schemars::JsonSchema for MacOrEmpty {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MacOrEmpty".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"anyOf": [generator.subschema_for::<Mac>(), {"const": ""}]})
+    }
+}
+
 impl fmt::Display for Mac {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -114,6 +151,24 @@ mod tests {
         let spread: std::collections::HashSet<u32> =
             (0..256).map(|i| format!("00:00:00:00:00:{i:02X}").parse::<Mac>().unwrap().partition(16)).collect();
         assert_eq!(spread.len(), 16, "256 consecutive MACs cover all 16 partitions");
+    }
+
+    #[test]
+    fn the_schema_pattern_accepts_exactly_what_parses() {
+        let pattern = regex_automata::meta::Regex::new(MAC_PATTERN).unwrap();
+        for text in [
+            "00:aa:BB:cc:dd:EE",
+            "00-AA-BB-CC-DD-EE",
+            "00:AA:BB:CC:DD",
+            "00:AA-BB:CC:DD:EE",
+            "00AABBCCDDEE",
+            "GG:AA:BB:CC:DD:EE",
+            "00:AA:BB:CC:DD:EE\n",
+            " 00:AA:BB:CC:DD:EE",
+            "00:AA:BB:CC:DD:EE:FF",
+        ] {
+            assert_eq!(pattern.is_match(text), text.parse::<Mac>().is_ok(), "{text:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,21 @@ use crate::{Invalid, Limits, Mac};
 /// Largest accepted device radius, in metres.
 pub const MAX_RADIUS: f64 = 100.0;
 
+/// The body of operation 15 as [`parse_radii`] reads it: device MACs to metres, `null` to
+/// remove the device's own radius.
+#[derive(schemars::JsonSchema)]
+#[schemars(
+    extend("x-limit" = {"maxProperties": "radii_per_write"}),
+    description = "Device MACs to their radius in metres; merged with the stored radii, null removes a device's own radius."
+)]
+#[allow(dead_code)]
+pub struct RadiusMap(std::collections::BTreeMap<Mac, Option<Radius>>);
+
+/// A device radius in metres.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Radius(#[schemars(range(min = 0.0, max = MAX_RADIUS))] f64);
+
 /// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs; at most
 /// [`Limits::radii_per_write`] of them.
 pub fn parse_radii(value: &Value, limits: &Limits) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -10,7 +11,7 @@ use crate::Invalid;
 use crate::fields::Fields;
 
 /// The seven zone settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum SettingName {
     /// AlertLevel from which an entry raises a site-wide alarm.
     SiteAlarmMinLevel,
@@ -190,15 +191,15 @@ impl Setting {
 
     /// JSON of operation 13: `SettingValue` as text, the words a dashboard shows, and the
     /// default for reference.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "SettingName": self.name.as_str(),
-            "SettingValue": format_value(self.value),
-            "Description": self.name.description(),
-            "DisplayName": self.name.display_name(),
-            "IsActive": self.active,
-            "DefaultValue": format_value(self.name.default_value()),
-        })
+    pub fn to_json(&self) -> SettingView {
+        SettingView {
+            name: self.name,
+            value: format_value(self.value),
+            description: self.name.description(),
+            display_name: self.name.display_name(),
+            active: self.active,
+            default_value: format_value(self.name.default_value()),
+        }
     }
 
     /// The listing of operation 13: every setting, the written ones with their values.
@@ -214,6 +215,97 @@ impl Setting {
             })
             .collect()
     }
+}
+
+/// A setting as operation 13 lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "PascalCase")]
+#[schemars(rename = "Setting", deny_unknown_fields)]
+pub struct SettingView {
+    /// Which setting.
+    #[serde(rename = "SettingName")]
+    pub name: SettingName,
+    /// The written value as text (the default while none was written).
+    #[serde(rename = "SettingValue")]
+    pub value: String,
+    /// What the setting does.
+    pub description: &'static str,
+    /// A label for dashboards.
+    pub display_name: &'static str,
+    /// Whether `SettingValue` is in force; false means the default applies.
+    #[serde(rename = "IsActive")]
+    pub active: bool,
+    /// The value that applies while the setting is not active, as text.
+    pub default_value: String,
+}
+
+/// The body of operation 14 as [`Setting::parse`] reads it. An unknown `SettingName` is 404;
+/// `SettingValue` (a number, or a string holding one) must lie in the setting's range and may
+/// be left out only with `IsActive` false. `Description`, `DisplayName` and unknown fields are
+/// ignored.
+#[derive(JsonSchema)]
+#[schemars(
+    transform = setting_rules,
+    description = "One setting to write. An unknown SettingName is 404. SettingValue (a number, or a string holding one) must lie in the setting's range, and may be left out only with IsActive false. Description, DisplayName and unknown fields are ignored."
+)]
+#[allow(dead_code)]
+pub struct SettingInput {
+    /// Which setting (read in any case).
+    #[schemars(rename = "SettingName")]
+    name: SettingName,
+    /// The value.
+    #[schemars(rename = "SettingValue")]
+    value: Option<NumberOrNumericText>,
+    /// Whether the value is in force (default true).
+    #[schemars(rename = "IsActive")]
+    active: Option<bool>,
+}
+
+/// A number, or a string holding one (surrounding white space allowed).
+struct NumberOrNumericText;
+
+impl JsonSchema for NumberOrNumericText {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NumberOrNumericText".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> Schema {
+        schemars::json_schema!({"anyOf": [
+            {"type": "number"},
+            {"type": "string", "pattern": "^\\s*[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?\\s*$"},
+        ]})
+    }
+}
+
+/// Adds each setting's range (for numeric values) and when `SettingValue` is required.
+fn setting_rules(schema: &mut Schema) {
+    let mut rules: Vec<Value> = SettingName::ALL
+        .iter()
+        .map(|name| {
+            let (min, max, whole) = name.range();
+            let mut number = json!({"minimum": min});
+            if max.is_finite() {
+                number["maximum"] = json!(max);
+            }
+            if whole {
+                number["multipleOf"] = json!(1);
+            }
+            json!({
+                "if": {"properties": {"SettingName": {"const": name.as_str()}}, "required": ["SettingName"]},
+                "then": {"properties": {"SettingValue": {"if": {"type": "number"}, "then": number}}},
+            })
+        })
+        .collect();
+    // Without `IsActive: false`, a SettingValue other than null is required.
+    rules.push(json!({
+        "if": {"properties": {"IsActive": {"const": false}}, "required": ["IsActive"]},
+        "else": {"required": ["SettingValue"], "properties": {"SettingValue": {"not": {"type": "null"}}}},
+    }));
+    schema.insert("allOf".into(), Value::Array(rules));
 }
 
 /// The values in force, for the evaluator.
@@ -277,8 +369,8 @@ mod tests {
     fn every_setting_has_words_for_a_dashboard() {
         for name in SettingName::ALL {
             let json = Setting::listing(&[]).into_iter().find(|s| s.name == name).unwrap().to_json();
-            assert!(!json["DisplayName"].as_str().unwrap().is_empty(), "{name}");
-            assert!(json["Description"].as_str().unwrap().len() > 20, "{name}");
+            assert!(!json.display_name.is_empty(), "{name}");
+            assert!(json.description.len() > 20, "{name}");
         }
     }
 

@@ -1,14 +1,34 @@
 //! The validated zone as stored, and the zone as the API returns it.
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use zonecast_geometry::{GeometryType, Vec3};
 
+use crate::schema::{UpperUuid, unbounded};
 use crate::{Mac, ZoneAction};
 
+/// The `GeometryType` names. The API reads them in any case and writes them in lower case.
+pub(crate) struct GeometryTypeName;
+
+impl JsonSchema for GeometryTypeName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GeometryType".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = GeometryType::ALL.iter().map(|kind| kind.as_str()).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": names,
+            "description": "Shape of the zone; decides how GeometryData is read (read in any case).",
+        })
+    }
+}
+
 /// Who may trigger a zone by default; `DeviceList` holds the exceptions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InclusionPolicy {
     /// Every device except those listed.
@@ -31,19 +51,22 @@ impl InclusionPolicy {
 
 /// A zone's configuration after validation: every field holds a legal value and the geometry
 /// passed `zonecast_geometry::validate`. This is what the store keeps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "PascalCase")]
 pub struct ZoneSpec {
     /// Identity, assigned on create; written as an upper-case UUID.
     #[serde(rename = "ZoneID", with = "upper_uuid")]
+    #[schemars(with = "UpperUuid")]
     pub id: Uuid,
     /// Free text, may repeat across zones.
     pub name: String,
     /// Kind of shape.
+    #[schemars(with = "GeometryTypeName")]
     pub geometry_type: GeometryType,
     /// Rows as given (normalisation happens when the shape is built).
     pub geometry_data: Vec<Vec3>,
     /// 0 is the lowest priority, with no upper bound; selects the alarm kind on entry.
+    #[schemars(transform = unbounded)]
     pub alert_level: u64,
     /// Inactive zones hold nobody.
     pub active: bool,
@@ -57,9 +80,11 @@ pub struct ZoneSpec {
     pub is_timed: bool,
     /// Start of the time window (inclusive); written with milliseconds.
     #[serde(with = "millis")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub start_time: Option<DateTime<Utc>>,
     /// End of the time window (exclusive); written with milliseconds.
     #[serde(with = "millis")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub stop_time: Option<DateTime<Utc>>,
     /// Device whose position carries a mobile zone.
     pub mobile_origin_source: Option<Mac>,
@@ -78,21 +103,25 @@ pub fn format_id(id: &Uuid) -> String {
 
 /// One device inside a zone now, with the identity and entry time of its stay: the same
 /// `CollisionID` and `EntryTime` its `ZONE_ENTER` event carried.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CollidingDevice {
     /// Identity of this stay.
     #[serde(rename = "CollisionID", with = "upper_uuid")]
+    #[schemars(with = "UpperUuid")]
     pub collision_id: Uuid,
     /// The device.
     #[serde(rename = "MAC")]
     pub mac: Mac,
     /// When the device entered; written with milliseconds.
     #[serde(rename = "EntryTime", with = "millis_required")]
+    #[schemars(with = "DateTime<Utc>")]
     pub entry_time: DateTime<Utc>,
 }
 
 /// A zone as the API returns it: the spec plus site and current collisions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Zone {
     /// Site from configuration.
     #[serde(rename = "SiteID")]

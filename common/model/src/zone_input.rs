@@ -2,11 +2,16 @@
 //! [`ZoneSpec`] on create or merge into one on update.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use schemars::{JsonSchema, Schema};
+use serde_json::{Value, json};
 use uuid::Uuid;
 use zonecast_geometry::{GeometryType, Vec3};
 
+use crate::action::ZoneActionInput;
 use crate::fields::{Fields, type_name};
+use crate::mac::MacOrEmpty;
+use crate::schema::{TimeOrEmpty, unbounded};
+use crate::zone::GeometryTypeName;
 use crate::{InclusionPolicy, Invalid, Limits, Mac, ZoneAction, ZoneSpec};
 
 /// Longest accepted zone name, in characters.
@@ -15,37 +20,120 @@ const MAX_NAME_CHARS: usize = 256;
 /// The supplied fields of a zone, each already of the right type and range. Absent fields are
 /// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
 /// and [`ZoneInput::update`], within the [`Limits`] it was parsed with.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Its JSON Schema is the body of a zone update: every field optional, `null` counting as
+/// absent, unknown fields ignored. A supplied GeometryData must have the row count of the
+/// GeometryType (the one sent, else the zone's); the rules beyond counts (positive sizes,
+/// axes neither zero nor parallel, a simple planar polygon, StartTime before StopTime when
+/// IsTimed) are answered with 422.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[schemars(
+    rename_all = "PascalCase",
+    transform = rows_by_geometry_type,
+    description = "The fields of a zone update; only supplied fields change, null counts as absent, unknown fields are ignored. GeometryData must have the row count of the GeometryType (the one sent, else the zone's). Sizes must be positive, axes neither zero nor parallel, a polygon simple and planar, and StartTime before StopTime when IsTimed: otherwise 422."
+)]
 pub struct ZoneInput {
     /// `ZoneID` as sent, read only where it selects a zone (batch update); create and update
     /// ignore it, whatever it holds.
+    #[schemars(skip)]
     pub zone_id: Option<String>,
     /// `Name`.
+    #[schemars(length(max = MAX_NAME_CHARS))]
     pub name: Option<String>,
     /// `GeometryType`.
+    #[schemars(with = "Option<GeometryTypeName>")]
     pub geometry_type: Option<GeometryType>,
-    /// `GeometryData`.
+    /// `GeometryData`: rows of three finite numbers.
+    #[schemars(length(min = 2), extend("x-limit" = {"maxItems": "geometry_rows"}))]
     pub geometry_data: Option<Vec<Vec3>>,
-    /// `AlertLevel`.
+    /// `AlertLevel`: 0 is the lowest priority, with no upper bound (default 0).
+    #[schemars(range(min = 0), transform = unbounded)]
     pub alert_level: Option<u64>,
-    /// `Active`.
+    /// `Active` (default true).
     pub active: Option<bool>,
-    /// `InclusionPolicy`.
+    /// `InclusionPolicy` (default `all`; read in any case).
     pub inclusion_policy: Option<InclusionPolicy>,
-    /// `DeviceList`.
+    /// `DeviceList`: the exceptions to the inclusion policy (a MAC listed twice counts once).
+    #[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
     pub device_list: Option<Vec<Mac>>,
     /// `ZoneActions`.
+    #[schemars(with = "Option<Vec<ZoneActionInput>>", extend("x-limit" = {"maxItems": "zone_actions"}))]
     pub zone_actions: Option<Vec<ZoneAction>>,
-    /// `IsTimed`.
+    /// `IsTimed` (default false).
     pub is_timed: Option<bool>,
-    /// `StartTime`; `Some(None)` when sent as null (clears it).
+    /// `StartTime`; `Some(None)` when sent as null or "" (clears it).
+    #[schemars(with = "Option<TimeOrEmpty>")]
     pub start_time: Option<Option<DateTime<Utc>>>,
-    /// `StopTime`; `Some(None)` when sent as null.
+    /// `StopTime`; `Some(None)` when sent as null or "".
+    #[schemars(with = "Option<TimeOrEmpty>")]
     pub stop_time: Option<Option<DateTime<Utc>>>,
     /// `MobileOriginSource`; `Some(None)` when sent as null or "" (makes the zone static).
+    #[schemars(with = "Option<MacOrEmpty>")]
     pub mobile_origin_source: Option<Option<Mac>>,
     /// [`Limits::polygon_vertices`] at parse time, for the geometry check of create and update.
+    #[schemars(skip)]
     polygon_vertices: usize,
+}
+
+/// Adds the row count of each `GeometryType` to the schema of a zone body: when the body names
+/// the type, GeometryData must have that many rows (a polygon at least
+/// [`GeometryType::MIN_POLYGON_ROWS`]).
+fn rows_by_geometry_type(schema: &mut Schema) {
+    let rules: Vec<Value> = GeometryType::ALL
+        .iter()
+        .map(|kind| {
+            let rows = match kind.fixed_rows() {
+                Some(n) => json!({"minItems": n, "maxItems": n}),
+                None => json!({"minItems": GeometryType::MIN_POLYGON_ROWS}),
+            };
+            json!({
+                "if": {"properties": {"GeometryType": {"const": kind.as_str()}}, "required": ["GeometryType"]},
+                "then": {"properties": {"GeometryData": rows}},
+            })
+        })
+        .collect();
+    schema.insert("allOf".into(), Value::Array(rules));
+}
+
+/// The body of a zone create (operations 2 and 6): a [`ZoneInput`] that names its GeometryType
+/// and GeometryData.
+#[derive(JsonSchema)]
+#[schemars(
+    transform = geometry_required,
+    description = "A new zone: the fields of ZoneInput, with GeometryType and GeometryData required."
+)]
+#[allow(dead_code)]
+pub struct NewZone(ZoneInput);
+
+fn geometry_required(schema: &mut Schema) {
+    let input = std::mem::take(schema);
+    *schema = schemars::json_schema!({
+        "allOf": [input],
+        "required": ["GeometryType", "GeometryData"],
+        "properties": {"GeometryType": {"type": "string"}, "GeometryData": {"type": "array"}},
+    });
+}
+
+/// One element of a batch zone update (operation 7): a [`ZoneInput`] that selects its zone by
+/// `ZoneID`, or by a `Name` exactly one zone has.
+#[derive(JsonSchema)]
+#[schemars(
+    transform = zone_selected,
+    description = "One change of a batch update: the fields of ZoneInput and the zone it changes, by ZoneID or by a Name exactly one zone has."
+)]
+#[allow(dead_code)]
+pub struct ZoneUpdate(ZoneInput);
+
+fn zone_selected(schema: &mut Schema) {
+    let input = std::mem::take(schema);
+    *schema = schemars::json_schema!({
+        "allOf": [input],
+        "properties": {"ZoneID": {"type": ["string", "null"], "format": "uuid", "description": "selects the zone"}},
+        "anyOf": [
+            {"required": ["ZoneID"], "properties": {"ZoneID": {"type": "string"}}},
+            {"required": ["Name"], "properties": {"Name": {"type": "string"}}},
+        ],
+    });
 }
 
 impl ZoneInput {

@@ -82,12 +82,31 @@ pub fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
     response
 }
 
+/// The body every failed request gets.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Error", deny_unknown_fields)]
+pub struct ErrorBody<'a> {
+    /// The HTTP status, repeated.
+    #[schemars(range(min = 400, max = 599))]
+    pub status: u16,
+    /// Always false.
+    #[schemars(extend("const" = false))]
+    pub success: bool,
+    /// The kind of failure.
+    #[schemars(schema_with = "error_kinds")]
+    pub error: &'a str,
+    /// What is wrong and where, e.g. `GeometryData[1]: radius must be > 0`.
+    pub message: &'a str,
+}
+
+/// Every `error` kind [`HttpError::status_and_kind`] gives.
+fn error_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": HttpError::KINDS})
+}
+
 /// The error body every failed request gets: `{"status", "success": false, "error", "message"}`.
 pub fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
-    json_response(
-        status,
-        &serde_json::json!({"status": status.as_u16(), "success": false, "error": kind, "message": message}),
-    )
+    json_response(status, &ErrorBody { status: status.as_u16(), success: false, error: kind, message })
 }
 
 /// Every way a request can fail, as the client sees it.
@@ -188,6 +207,18 @@ impl From<AcceptError> for HttpError {
 }
 
 impl HttpError {
+    /// Every `error` kind of the body, in the order of [`HttpError::status_and_kind`].
+    pub const KINDS: [&'static str; 8] = [
+        "malformed",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "precondition_failed",
+        "invalid_data",
+        "unavailable",
+        "internal",
+    ];
+
     /// HTTP status and the `error` kind of the body.
     pub fn status_and_kind(&self) -> (StatusCode, &'static str) {
         match self {

@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 use zonecast_bus::Bus;
@@ -16,7 +17,7 @@ use zonecast_store::Health as StoreHealth;
 
 use crate::edge::Listener;
 use crate::http::{HttpError, json_response};
-use crate::routes::Route;
+use crate::routes::{Route, schema_of};
 use crate::{HttpLimits, Shutdown};
 
 /// What a service's readiness depends on: its bus, and its store if it has one.
@@ -35,7 +36,7 @@ impl Health {
     /// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
     /// database or bus outage never gets healthy replicas restarted.
     pub fn live() -> Response {
-        json_response(StatusCode::OK, &json!({"status": "ok"}))
+        json_response(StatusCode::OK, &Readiness { status: Status::Ok, store: None, bus: None })
     }
 
     /// `GET /readyz` (and `/healthz`): 200 when the store answers and the bus is connected,
@@ -43,10 +44,12 @@ impl Health {
     /// dependency; a service without a store reports its bus alone.
     pub async fn ready(&self) -> Response {
         let bus_ok = self.bus.is_connected();
-        let bus = if bus_ok { "ok" } else { "disconnected" };
+        let bus_status = if bus_ok { DependencyStatus::Ok } else { DependencyStatus::Disconnected };
         let Some(store) = &self.store else {
             let status = if bus_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-            return json_response(status, &json!({"status": if bus_ok { "ok" } else { "degraded" }, "bus": bus}));
+            let body =
+                Readiness { status: Status::of(bus_ok), store: None, bus: Some(BusReadiness::Alone(bus_status)) };
+            return json_response(status, &body);
         };
         let store_ok = match store.ping().await {
             Ok(()) => true,
@@ -56,13 +59,14 @@ impl Health {
             }
         };
         let healthy = store_ok && bus_ok;
+        let store_status = if store_ok { DependencyStatus::Ok } else { DependencyStatus::Unavailable };
         json_response(
             if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE },
-            &json!({
-                "status": if healthy { "ok" } else { "degraded" },
-                "store": {"kind": store.kind(), "status": if store_ok { "ok" } else { "unavailable" }},
-                "bus": {"kind": self.bus.kind(), "status": bus},
-            }),
+            &Readiness {
+                status: Status::of(healthy),
+                store: Some(Dependency { kind: store.kind(), status: store_status }),
+                bus: Some(BusReadiness::Named(Dependency { kind: self.bus.kind(), status: bus_status })),
+            },
         )
     }
 
@@ -73,6 +77,73 @@ impl Health {
         response
     }
 }
+
+/// The body of `/livez` (status alone) and `/readyz` (with each dependency).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Health", deny_unknown_fields)]
+pub struct Readiness {
+    /// `ok`, or `degraded` when a dependency is not.
+    pub status: Status,
+    /// The store, for a service that has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<Dependency>,
+    /// The bus (readiness only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bus: Option<BusReadiness>,
+}
+
+/// Overall state.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Serving.
+    Ok,
+    /// A dependency is not ready.
+    Degraded,
+}
+
+impl Status {
+    fn of(healthy: bool) -> Self {
+        if healthy { Self::Ok } else { Self::Degraded }
+    }
+}
+
+/// State of one dependency.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DependencyStatus {
+    /// Answers.
+    Ok,
+    /// The store does not answer.
+    Unavailable,
+    /// The bus is not connected.
+    Disconnected,
+}
+
+/// A dependency: its kind (`postgres`, `sqlite`, `nats`, `in-process`) and state.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Dependency {
+    /// Which implementation.
+    pub kind: &'static str,
+    /// Its state.
+    pub status: DependencyStatus,
+}
+
+/// The bus: its state alone for a service without a store, else with its kind.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum BusReadiness {
+    /// A service without a store.
+    Alone(DependencyStatus),
+    /// Beside a store.
+    Named(Dependency),
+}
+
+/// The body of `/metrics`: Prometheus's text exposition format.
+#[derive(JsonSchema)]
+#[schemars(rename = "Metrics")]
+pub struct MetricsText(#[allow(dead_code)] String);
 
 /// The operations of the operations listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +157,7 @@ pub enum Op {
 }
 
 macro_rules! open_route {
-    ($path:literal $op:ident, $id:literal, $summary:literal, $response:literal) => {
+    ($path:literal $op:ident, $id:literal, $summary:literal, $response:ty) => {
         Route {
             method: Method::GET,
             path: $path,
@@ -95,17 +166,17 @@ macro_rules! open_route {
             id: $id,
             summary: $summary,
             body: None,
-            response: $response,
+            response: schema_of::<$response>,
         }
     };
 }
 
 /// The operations listener's routes, all open.
 pub static ROUTES: &[Route<Op>] = &[
-    open_route!("/livez" Live, "liveness", "Liveness: 200 whenever the process serves HTTP", "Health"),
-    open_route!("/readyz" Ready, "readiness", "Readiness: 200 when the store and the bus answer, else 503", "Health"),
-    open_route!("/healthz" Ready, "health", "Readiness under its former name", "Health"),
-    open_route!("/metrics" Metrics, "metrics", "Prometheus metrics (text exposition format)", "Metrics"),
+    open_route!("/livez" Live, "liveness", "Liveness: 200 whenever the process serves HTTP", Readiness),
+    open_route!("/readyz" Ready, "readiness", "Readiness: 200 when the store and the bus answer, else 503", Readiness),
+    open_route!("/healthz" Ready, "health", "Readiness under its former name", Readiness),
+    open_route!("/metrics" Metrics, "metrics", "Prometheus metrics (text exposition format)", MetricsText),
 ];
 
 struct Operations {

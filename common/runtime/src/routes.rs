@@ -6,6 +6,15 @@ pub use warp::http::Method;
 
 use crate::Authority;
 
+/// How the OpenAPI document gets the schema of a request or response body: from a Rust type,
+/// through a generator (`SchemaGenerator::subschema_for::<T>`, or [`schema_of`]).
+pub type BodySchema = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
+/// The [`BodySchema`] of `T`: a `$ref` to its component, or its schema inline.
+pub fn schema_of<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<T>()
+}
+
 /// One row of a table; `Op` names the listener's operations.
 #[derive(Debug, Clone)]
 pub struct Route<Op> {
@@ -21,18 +30,18 @@ pub struct Route<Op> {
     pub id: &'static str,
     /// One-line summary for the OpenAPI document.
     pub summary: &'static str,
-    /// Request body schema (component name), if any.
-    pub body: Option<&'static str>,
-    /// Success response schema (component name).
-    pub response: &'static str,
+    /// Request body schema, if the route takes a body.
+    pub body: Option<BodySchema>,
+    /// Success response schema.
+    pub response: BodySchema,
 }
 
 /// One row of a route table, in the table's column order:
-/// `route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "summary", Some("BodySchema"), "ResponseSchema")`.
+/// `route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "summary", Some(schema_of::<Body>), schema_of::<Answer>)`.
 /// `Op` must name the listener's operation enum where it is used.
 #[macro_export]
 macro_rules! route {
-    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:literal) => {
+    ($m:ident $path:literal $op:ident $auth:expr, $id:literal, $summary:literal, $body:expr, $resp:expr) => {
         $crate::routes::Route {
             method: $crate::routes::Method::$m,
             path: $path,
@@ -104,7 +113,7 @@ mod tests {
     use super::*;
 
     fn route(method: Method, path: &'static str, op: u8) -> Route<u8> {
-        Route { method, path, op, authority: None, id: "", summary: "", body: None, response: "" }
+        Route { method, path, op, authority: None, id: "", summary: "", body: None, response: schema_of::<()> }
     }
 
     fn table() -> Vec<Route<u8>> {

@@ -2,7 +2,19 @@
 //! (through the shared HTTP edge, [`zonecast_runtime::edge`]), auth and the OpenAPI document all
 //! read this one table, so they cannot disagree.
 
+use zonecast_ingest::{PositionAnswer, PositionInput};
+use zonecast_model::{
+    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, NewZone, RadiusMap,
+    SettingInput, SettingView, Zone, ZoneInput,
+};
 use zonecast_runtime::Authority;
+use zonecast_runtime::ops::{MetricsText, Readiness};
+use zonecast_runtime::routes::schema_of;
+
+use crate::handlers::connections::ConnectionStatus;
+use crate::handlers::system::{OpenApiDocument, TokenAnswer, TokenRequest};
+use crate::handlers::zones::{Macs, NewZones, ZoneIds, ZoneUpdates};
+use crate::reply::Ack;
 
 /// Every operation the API answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,41 +69,41 @@ use zonecast_runtime::route;
 
 /// The whole API.
 pub static ROUTES: &[Route] = &[
-    route!(GET "/v3/modules/zones" ListZones R, "listZones", "List zones", None, "ZoneList"),
-    route!(POST "/v3/modules/zones" CreateZone W, "createZone", "Create a zone", Some("ZoneInput"), "Zone"),
-    route!(DELETE "/v3/modules/zones" DeleteZones W, "deleteZones", "Delete zones (all or nothing)", Some("ZoneIDList"), "Ack"),
-    route!(POST "/v3/modules/zones/batch" CreateZones W, "createZones", "Create zones (all or nothing)", Some("ZoneInputList"), "ZoneList"),
-    route!(PUT "/v3/modules/zones/batch" UpdateZones W, "updateZones", "Update zones matched by ZoneID or Name (all or nothing)", Some("ZoneUpdateList"), "Ack"),
-    route!(POST "/v3/modules/zones/activate" ActivateZones W, "activateZones", "Activate zones (all or nothing)", Some("ZoneIDList"), "Ack"),
-    route!(POST "/v3/modules/zones/deactivate" DeactivateZones W, "deactivateZones", "Deactivate zones (all or nothing)", Some("ZoneIDList"), "Ack"),
-    route!(GET "/v3/modules/zones/settings" ListSettings R, "listZoneSettings", "List zone settings with their current values", None, "SettingList"),
-    route!(PUT "/v3/modules/zones/settings" PutSetting W, "writeZoneSetting", "Write one zone setting", Some("Setting"), "Ack"),
-    route!(PUT "/v3/modules/zones/devices/radius" SetRadii W, "setDeviceRadii", "Merge device radii; a null value removes", Some("RadiusMap"), "Ack"),
-    route!(GET "/v3/modules/zones/{ZoneID}" GetZone R, "getZone", "Retrieve a zone", None, "Zone"),
-    route!(PUT "/v3/modules/zones/{ZoneID}" UpdateZone W, "updateZone", "Update a zone; only supplied fields change", Some("ZoneInput"), "Ack"),
-    route!(DELETE "/v3/modules/zones/{ZoneID}" DeleteZone W, "deleteZone", "Delete a zone", None, "Ack"),
-    route!(POST "/v3/modules/zones/{ZoneID}/devices" AddDevices W, "addZoneDevices", "Add devices to a zone's DeviceList", Some("MACList"), "Ack"),
-    route!(DELETE "/v3/modules/zones/{ZoneID}/devices" RemoveDevices W, "removeZoneDevices", "Remove devices from a zone's DeviceList", Some("MACList"), "Ack"),
-    route!(POST "/v3/modules/zones/{ZoneID}/reset" ResetZone W, "resetZone", "Reset a zone's collisions", None, "Ack"),
-    route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, "Ack"),
-    route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, "Ack"),
-    route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, "ConnectionList"),
-    route!(POST "/v3/modules/mqtt/connections" CreateConnection A, "createConnection", "Create an MQTT connection", Some("ConnectionInput"), "Connection"),
-    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}" GetConnection R, "getConnection", "Retrieve one connection, as a list", None, "ConnectionList"),
-    route!(PUT "/v3/modules/mqtt/connections/{ConnectionID}" UpdateConnection A, "updateConnection", "Update an MQTT connection", Some("ConnectionInput"), "Connection"),
-    route!(DELETE "/v3/modules/mqtt/connections/{ConnectionID}" DeleteConnection A, "deleteConnection", "Delete an MQTT connection", None, "Ack"),
-    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}/status" ConnectionStatus R, "getConnectionStatus", "Forwarding status of a connection", None, "ConnectionStatus"),
-    route!(GET "/v3/modules/mqtt/certificates" ListCertificates R, "listCertificateProfiles", "List certificate profiles (ID and name)", None, "CertificateProfileList"),
-    route!(POST "/v3/modules/mqtt/certificates" CreateCertificate A, "createCertificateProfile", "Create a certificate profile", Some("CertificateProfileInput"), "CertificateProfile"),
-    route!(PUT "/v3/modules/mqtt/certificates/{ID}" UpdateCertificate A, "updateCertificateProfile", "Update a certificate profile", Some("CertificateProfileInput"), "CertificateProfile"),
-    route!(DELETE "/v3/modules/mqtt/certificates/{ID}" DeleteCertificate A, "deleteCertificateProfile", "Delete an unused certificate profile", None, "Ack"),
-    route!(POST "/v3/positions" Positions W, "postPositions", "Position input (all-in-one): an event, an array, a batch or compact objects", Some("PositionInput"), "PositionAnswer"),
-    route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some("TokenRequest"), "Token"),
-    route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, "OpenApi"),
-    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, "Health"),
-    route!(GET "/readyz" Health None, "readiness", "Readiness: 200 when the store and the bus answer, else 503", None, "Health"),
-    route!(GET "/healthz" Health None, "health", "Readiness under its former name", None, "Health"),
-    route!(GET "/metrics" Metrics R, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
+    route!(GET "/v3/modules/zones" ListZones R, "listZones", "List zones", None, schema_of::<Vec<Zone>>),
+    route!(POST "/v3/modules/zones" CreateZone W, "createZone", "Create a zone", Some(schema_of::<NewZone>), schema_of::<Zone>),
+    route!(DELETE "/v3/modules/zones" DeleteZones W, "deleteZones", "Delete zones (all or nothing)", Some(schema_of::<ZoneIds>), schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/batch" CreateZones W, "createZones", "Create zones (all or nothing)", Some(schema_of::<NewZones>), schema_of::<Vec<Zone>>),
+    route!(PUT "/v3/modules/zones/batch" UpdateZones W, "updateZones", "Update zones matched by ZoneID or Name (all or nothing)", Some(schema_of::<ZoneUpdates>), schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/activate" ActivateZones W, "activateZones", "Activate zones (all or nothing)", Some(schema_of::<ZoneIds>), schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/deactivate" DeactivateZones W, "deactivateZones", "Deactivate zones (all or nothing)", Some(schema_of::<ZoneIds>), schema_of::<Ack>),
+    route!(GET "/v3/modules/zones/settings" ListSettings R, "listZoneSettings", "List zone settings with their current values", None, schema_of::<Vec<SettingView>>),
+    route!(PUT "/v3/modules/zones/settings" PutSetting W, "writeZoneSetting", "Write one zone setting", Some(schema_of::<SettingInput>), schema_of::<Ack>),
+    route!(PUT "/v3/modules/zones/devices/radius" SetRadii W, "setDeviceRadii", "Merge device radii; a null value removes", Some(schema_of::<RadiusMap>), schema_of::<Ack>),
+    route!(GET "/v3/modules/zones/{ZoneID}" GetZone R, "getZone", "Retrieve a zone", None, schema_of::<Zone>),
+    route!(PUT "/v3/modules/zones/{ZoneID}" UpdateZone W, "updateZone", "Update a zone; only supplied fields change", Some(schema_of::<ZoneInput>), schema_of::<Ack>),
+    route!(DELETE "/v3/modules/zones/{ZoneID}" DeleteZone W, "deleteZone", "Delete a zone", None, schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/{ZoneID}/devices" AddDevices W, "addZoneDevices", "Add devices to a zone's DeviceList", Some(schema_of::<Macs>), schema_of::<Ack>),
+    route!(DELETE "/v3/modules/zones/{ZoneID}/devices" RemoveDevices W, "removeZoneDevices", "Remove devices from a zone's DeviceList", Some(schema_of::<Macs>), schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/{ZoneID}/reset" ResetZone W, "resetZone", "Reset a zone's collisions", None, schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, schema_of::<Ack>),
+    route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, schema_of::<Ack>),
+    route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, schema_of::<Vec<ConnectionView>>),
+    route!(POST "/v3/modules/mqtt/connections" CreateConnection A, "createConnection", "Create an MQTT connection", Some(schema_of::<ConnectionInput>), schema_of::<ConnectionView>),
+    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}" GetConnection R, "getConnection", "Retrieve one connection, as a list", None, schema_of::<Vec<ConnectionView>>),
+    route!(PUT "/v3/modules/mqtt/connections/{ConnectionID}" UpdateConnection A, "updateConnection", "Update an MQTT connection", Some(schema_of::<ConnectionInput>), schema_of::<ConnectionView>),
+    route!(DELETE "/v3/modules/mqtt/connections/{ConnectionID}" DeleteConnection A, "deleteConnection", "Delete an MQTT connection", None, schema_of::<Ack>),
+    route!(GET "/v3/modules/mqtt/connections/{ConnectionID}/status" ConnectionStatus R, "getConnectionStatus", "Forwarding status of a connection", None, schema_of::<ConnectionStatus>),
+    route!(GET "/v3/modules/mqtt/certificates" ListCertificates R, "listCertificateProfiles", "List certificate profiles (ID and name)", None, schema_of::<Vec<CertificateProfileSummary>>),
+    route!(POST "/v3/modules/mqtt/certificates" CreateCertificate A, "createCertificateProfile", "Create a certificate profile", Some(schema_of::<CertificateProfileInput>), schema_of::<CertificateProfileSummary>),
+    route!(PUT "/v3/modules/mqtt/certificates/{ID}" UpdateCertificate A, "updateCertificateProfile", "Update a certificate profile", Some(schema_of::<CertificateProfileInput>), schema_of::<CertificateProfileSummary>),
+    route!(DELETE "/v3/modules/mqtt/certificates/{ID}" DeleteCertificate A, "deleteCertificateProfile", "Delete an unused certificate profile", None, schema_of::<Ack>),
+    route!(POST "/v3/positions" Positions W, "postPositions", "Position input (all-in-one): an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
+    route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some(schema_of::<TokenRequest>), schema_of::<TokenAnswer>),
+    route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, schema_of::<OpenApiDocument>),
+    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),
+    route!(GET "/readyz" Health None, "readiness", "Readiness: 200 when the store and the bus answer, else 503", None, schema_of::<Readiness>),
+    route!(GET "/healthz" Health None, "health", "Readiness under its former name", None, schema_of::<Readiness>),
+    route!(GET "/metrics" Metrics R, "metrics", "Prometheus metrics (text exposition format)", None, schema_of::<MetricsText>),
 ];
 
 #[cfg(test)]

@@ -9,10 +9,12 @@ use warp::http::HeaderMap;
 use warp::reply::Response;
 use zonecast_bus::Bus;
 use zonecast_ingest::Publisher;
+use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_runtime::edge::{self, Listener};
 use zonecast_runtime::http::{HttpError, json_response};
 use zonecast_runtime::ops::Health;
-use zonecast_runtime::routes::Route;
+use zonecast_runtime::ops::{MetricsText, Readiness};
+use zonecast_runtime::routes::{Route, schema_of};
 use zonecast_runtime::{Auth, Authority, HttpLimits, Shutdown, StartError};
 
 use crate::HttpInput;
@@ -29,11 +31,11 @@ pub(crate) enum Op {
 use zonecast_runtime::route;
 
 static ROUTES: &[Route<Op>] = &[
-    route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some("PositionInput"), "PositionAnswer"),
-    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, "Health"),
-    route!(GET "/readyz" Ready None, "readiness", "Readiness: 200 when the bus is connected, else 503", None, "Health"),
-    route!(GET "/healthz" Ready None, "health", "Readiness under its former name", None, "Health"),
-    route!(GET "/metrics" Metrics None, "metrics", "Prometheus metrics (text exposition format)", None, "Metrics"),
+    route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
+    route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),
+    route!(GET "/readyz" Ready None, "readiness", "Readiness: 200 when the bus is connected, else 503", None, schema_of::<Readiness>),
+    route!(GET "/healthz" Ready None, "health", "Readiness under its former name", None, schema_of::<Readiness>),
+    route!(GET "/metrics" Metrics None, "metrics", "Prometheus metrics (text exposition format)", None, schema_of::<MetricsText>),
 ];
 
 struct Positions {

@@ -131,7 +131,9 @@ impl Tiles {
                 return (Self::default(), large.iter().map(|(id, _)| *id).collect());
             };
             let extent = extent.expanded(LIST_PAD_M);
-            let count = |i: usize| ((extent.max[i] - extent.min[i]) / side).floor() as usize + 1;
+            // `as` saturates: a site spanning more tiles than there are numbers counts as that
+            // many, and the side grows below until the grid is small enough.
+            let count = |i: usize| (((extent.max[i] - extent.min[i]) / side).floor() as usize).saturating_add(1);
             let (nx, ny) = (count(0), count(1));
             if nx.saturating_mul(ny) > TILES_PER_BOX * small.len() + 4096 {
                 side *= 2.0;
@@ -459,6 +461,25 @@ mod tests {
         assert_eq!(left, vec![10]);
         assert!(tiles.nx * tiles.ny <= TILES_PER_BOX * 10 + 4096, "{} × {}", tiles.nx, tiles.ny);
         assert_eq!(query(&tiles, &exact, [3e5 + 0.5, 0.5, 0.5], 0.0), vec![3]);
+        let (empty, left) = Tiles::build(&[]);
+        assert!(left.is_empty());
+        assert!(query(&empty, &exact, [0.0; 3], 1.0).is_empty());
+    }
+
+    #[test]
+    fn boxes_at_the_far_ends_of_the_number_range_are_still_listed_and_found() {
+        let exact = vec![unit_box(-1e300, -1e300), unit_box(1e300, 1e300), unit_box(1e241, 0.0), unit_box(0.0, 0.0)];
+        let items: Vec<(u32, Aabb)> = exact.iter().enumerate().map(|(i, b)| (i as u32, *b)).collect();
+        let (tiles, left) = Tiles::build(&items);
+        let mut found: Vec<usize> = left.iter().map(|id| *id as usize).collect();
+        for p in
+            [[-1e300 + 0.5, -1e300 + 0.5, 0.5], [1e300 + 0.5, 1e300 + 0.5, 0.5], [1e241, 0.5, 0.5], [0.5, 0.5, 0.5]]
+        {
+            found.extend(query(&tiles, &exact, p, 0.5));
+        }
+        found.sort_unstable();
+        found.dedup();
+        assert_eq!(found, vec![0, 1, 2, 3], "every box is listed or left out, and none is lost");
         let (empty, left) = Tiles::build(&[]);
         assert!(left.is_empty());
         assert!(query(&empty, &exact, [0.0; 3], 1.0).is_empty());

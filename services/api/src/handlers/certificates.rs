@@ -2,10 +2,9 @@
 //! its password, CA parsed) before anything is stored, and stored sealed.
 
 use bytes::Bytes;
-use serde_json::json;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{CertificateProfileInput, ConfigKind, format_id};
+use zonecast_model::{CertificateProfileInput, CertificateProfileSummary, ConfigKind, format_id};
 use zonecast_store::StoredCertificate;
 
 use crate::body;
@@ -24,8 +23,8 @@ fn seal(ctx: &Context, id: Uuid, body: &Bytes) -> Result<StoredCertificate, ApiE
     Ok(StoredCertificate { id, name: input.name, sealed })
 }
 
-fn summary(c: &StoredCertificate) -> serde_json::Value {
-    json!({"ID": format_id(&c.id), "name": c.name})
+fn summary(c: &StoredCertificate) -> CertificateProfileSummary {
+    CertificateProfileSummary { id: format_id(&c.id), name: c.name.clone() }
 }
 
 /// Lists profiles, ID and name only.
@@ -35,7 +34,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
         .list_certificates()
         .await?
         .iter()
-        .map(|(id, name)| json!({"ID": format_id(id), "name": name}))
+        .map(|(id, name)| CertificateProfileSummary { id: format_id(id), name: name.clone() })
         .collect();
     Ok(reply::ok(&out))
 }

@@ -1,7 +1,8 @@
 //! MQTT connections: operations 17–20, delete, and the forwarding status.
 
 use bytes::Bytes;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use uuid::Uuid;
 use warp::reply::Response;
 use zonecast_model::{ConfigKind, ConnectionInput, format_id, format_timestamp};
@@ -77,6 +78,52 @@ pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 /// A replica whose row is older than this has stopped (rows are written every second).
 const STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(15);
 
+/// Forwarding status of a connection, summed over forwarder replicas.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ConnectionStatus {
+    /// The connection.
+    #[serde(rename = "ConnectionID")]
+    #[schemars(with = "zonecast_model::schema::UpperUuid")]
+    connection_id: String,
+    /// Whether every live replica is connected to the broker (false with none).
+    connected: bool,
+    /// The latest error a live replica reported.
+    last_error: Option<String>,
+    /// Events forwarded, by every replica ever reporting.
+    forwarded: u64,
+    /// Events dropped (queue overflow), by every replica ever reporting.
+    dropped: u64,
+    /// Events waiting in live replicas' queues.
+    queued: u64,
+    /// Each replica's row.
+    replicas: Vec<ReplicaStatus>,
+}
+
+/// One forwarder replica's report on a connection.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ReplicaStatus {
+    /// The replica's name.
+    replica: String,
+    /// Whether it is connected to the broker.
+    connected: bool,
+    /// Its latest error.
+    last_error: Option<String>,
+    /// Events it forwarded.
+    forwarded: u64,
+    /// Events it dropped.
+    dropped: u64,
+    /// Events in its queue.
+    queued: u64,
+    /// When it last reported.
+    updated_at: String,
+    /// Whether it stopped reporting (its counters stay in the sums).
+    stale: bool,
+}
+
 /// Forwarding status summed over forwarder replicas, with each replica's row. Rows of replicas
 /// that stopped reporting are listed as stale and do not count towards `connected`; their
 /// counters stay in the sums.
@@ -86,23 +133,26 @@ pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     let now = chrono::Utc::now();
     let live: Vec<_> = rows.iter().filter(|r| now - r.updated_at <= STALE_AFTER).collect();
     let latest_error = live.iter().filter(|r| r.last_error.is_some()).max_by_key(|r| r.updated_at);
-    let replicas: Vec<_> = rows
+    let replicas = rows
         .iter()
-        .map(|r| {
-            json!({
-                "replica": r.replica, "connected": r.connected, "lastError": r.last_error,
-                "forwarded": r.forwarded, "dropped": r.dropped, "queued": r.queued,
-                "updatedAt": format_timestamp(&r.updated_at), "stale": now - r.updated_at > STALE_AFTER,
-            })
+        .map(|r| ReplicaStatus {
+            replica: r.replica.clone(),
+            connected: r.connected,
+            last_error: r.last_error.clone(),
+            forwarded: r.forwarded,
+            dropped: r.dropped,
+            queued: r.queued,
+            updated_at: format_timestamp(&r.updated_at),
+            stale: now - r.updated_at > STALE_AFTER,
         })
         .collect();
-    Ok(reply::ok(&json!({
-        "ConnectionID": format_id(&id),
-        "connected": !live.is_empty() && live.iter().all(|r| r.connected),
-        "lastError": latest_error.and_then(|r| r.last_error.clone()),
-        "forwarded": rows.iter().map(|r| r.forwarded).sum::<u64>(),
-        "dropped": rows.iter().map(|r| r.dropped).sum::<u64>(),
-        "queued": live.iter().map(|r| r.queued).sum::<u64>(),
-        "replicas": replicas,
-    })))
+    Ok(reply::ok(&ConnectionStatus {
+        connection_id: format_id(&id),
+        connected: !live.is_empty() && live.iter().all(|r| r.connected),
+        last_error: latest_error.and_then(|r| r.last_error.clone()),
+        forwarded: rows.iter().map(|r| r.forwarded).sum(),
+        dropped: rows.iter().map(|r| r.dropped).sum(),
+        queued: live.iter().map(|r| r.queued).sum(),
+        replicas,
+    }))
 }

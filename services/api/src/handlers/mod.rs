@@ -1,11 +1,11 @@
 //! Operation handlers: parse at the edge, call the store, announce, answer.
 
 mod certificates;
-mod connections;
+pub(crate) mod connections;
 mod settings;
-mod system;
+pub(crate) mod system;
 mod versions;
-mod zones;
+pub(crate) mod zones;
 
 use bytes::Bytes;
 use uuid::Uuid;

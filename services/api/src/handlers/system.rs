@@ -1,13 +1,53 @@
 //! Tokens, the OpenAPI document, health and metrics.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 use warp::http::{HeaderMap, header};
 use warp::reply::Response;
 
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::{body, reply};
+
+/// The body of `POST /v3/auth/token` (as JSON; an OAuth2 form with the same fields is taken
+/// too). Unknown fields are ignored.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct TokenRequest {
+    /// Always `client_credentials`.
+    #[schemars(extend("const" = "client_credentials"))]
+    grant_type: String,
+    /// The client's id.
+    #[schemars(length(min = 1))]
+    auth_id: String,
+    /// The client's secret.
+    #[schemars(length(min = 1), extend("writeOnly" = true))]
+    auth_secret: String,
+}
+
+/// A bearer token.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Token", deny_unknown_fields)]
+pub struct TokenAnswer {
+    /// Send it as `Authorization: Bearer <token>`.
+    access_token: String,
+    /// Always `Bearer`.
+    #[schemars(extend("const" = "Bearer"))]
+    token_type: &'static str,
+    /// Seconds until it expires.
+    expires_in: u64,
+}
+
+/// The OpenAPI 3.1 document of this listener.
+#[derive(JsonSchema)]
+#[schemars(rename = "OpenApi", transform = openapi_document)]
+pub struct OpenApiDocument {}
+
+fn openapi_document(schema: &mut schemars::Schema) {
+    schema.insert("required".into(), serde_json::json!(["openapi", "info", "paths"]));
+}
 
 /// `POST /v3/auth/token`: client credentials as JSON or as an OAuth2 form body.
 pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
@@ -37,12 +77,12 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
         return Err(ApiError::Invalid(format!("grant_type: must be client_credentials, got '{grant}'")));
     }
     let (token, expires_in) = ctx.auth.issue_token(&field("auth_id")?, &field("auth_secret")?)?;
-    Ok(reply::ok(&json!({"access_token": token, "token_type": "Bearer", "expires_in": expires_in})))
+    Ok(reply::ok(&TokenAnswer { access_token: token, token_type: "Bearer", expires_in }))
 }
 
 /// `GET /v3/openapi.json`: the routes this listener answers.
 pub fn openapi(ctx: &Context) -> Response {
-    reply::ok(&crate::openapi::document(ctx.routes()))
+    reply::ok(&crate::openapi::document(ctx.routes(), &ctx.limits))
 }
 
 /// `POST /v3/positions` (all-in-one): answered per element; 503 when the bus cannot take them.

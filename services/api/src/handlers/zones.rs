@@ -78,6 +78,30 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     Ok(applied.stamp(reply::ok(&out)))
 }
 
+/// The body of operation 6: the zones to create.
+#[derive(schemars::JsonSchema)]
+#[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
+#[allow(dead_code)]
+pub struct NewZones(Vec<zonecast_model::NewZone>);
+
+/// The body of operation 7: the changes, each selecting its zone.
+#[derive(schemars::JsonSchema)]
+#[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
+#[allow(dead_code)]
+pub struct ZoneUpdates(Vec<zonecast_model::ZoneUpdate>);
+
+/// The body of operations 8–10: zone IDs (any case; text that names no zone is 404, and
+/// nothing changes).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct ZoneIds(Vec<uuid::Uuid>);
+
+/// The body of operations 11 and 12: device MACs (a MAC listed twice counts once).
+#[derive(schemars::JsonSchema)]
+#[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
+#[allow(dead_code)]
+pub struct Macs(Vec<Mac>);
+
 /// The body of operations 6 and 7: an array of at most [`Limits::batch_zones`] zones (each
 /// evaluator applies a batch as one change), counted before any zone is read.
 ///

@@ -1,0 +1,214 @@
+//! The OpenAPI 3.1 document of this API. Paths, methods, authorities and statuses come from the
+//! route table ([`crate::routes`]), so the document lists exactly the routes the server
+//! answers; request and response schemas come from the Rust types the handlers read and write.
+//! Requests are described as they are read (the `Deserialize` side of schemars), responses as
+//! they are written (the `Serialize` side); the limits in force ([`Limits`]) go into both.
+
+mod limits;
+
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::Transform;
+use schemars::{Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+use zonecast_model::Limits;
+use zonecast_runtime::Authority;
+use zonecast_runtime::http::ErrorBody;
+use zonecast_runtime::ops::Readiness;
+
+use limits::StatedLimits;
+
+use crate::routes::{Op, Route};
+
+/// The document served at `/v3/openapi.json`: `routes`, with the `limits` the server enforces.
+pub fn document(routes: &[Route], limits: &Limits) -> Value {
+    let limits = StatedLimits(*limits);
+    let mut requests = generator(Contract::Deserialize, limits);
+    let mut responses = generator(Contract::Serialize, limits);
+    let mut paths: Map<String, Value> = Map::new();
+    for route in routes {
+        let operation = operation(route, &mut requests, &mut responses, limits);
+        let item = paths.entry(route.path.to_owned()).or_insert_with(|| json!({}));
+        item[route.method.as_str().to_ascii_lowercase()] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "zonecast config API", "version": env!("CARGO_PKG_VERSION"),
+                 "description": "Zones, settings, device radii, MQTT connections and certificate profiles of zonecast."},
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "bearer": {"type": "http", "scheme": "bearer", "description": "token from POST /v3/auth/token"}
+            },
+            "schemas": components(requests, responses),
+        }
+    })
+}
+
+/// A generator whose references point into `#/components/schemas`.
+fn generator(contract: Contract, limits: StatedLimits) -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .with(|settings| {
+            settings.definitions_path = "/components/schemas".into();
+            settings.meta_schema = None;
+            settings.contract = contract;
+        })
+        .with_transform(limits)
+        .into_generator()
+}
+
+/// The named schemas of both sides. A type both sides use has one schema (tested); the request
+/// side's is kept.
+fn components(mut requests: SchemaGenerator, mut responses: SchemaGenerator) -> Map<String, Value> {
+    let mut schemas = requests.take_definitions(true);
+    for (name, schema) in responses.take_definitions(true) {
+        schemas.entry(name).or_insert(schema);
+    }
+    schemas
+}
+
+/// The schema `of` makes with `generator`, with the limits in force where it is inline.
+fn body_schema(
+    of: fn(&mut SchemaGenerator) -> Schema,
+    generator: &mut SchemaGenerator,
+    mut limits: StatedLimits,
+) -> Value {
+    let mut schema = of(generator);
+    limits.transform(&mut schema);
+    schema.to_value()
+}
+
+fn json_content(schema: Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+/// Operations that change one zone: they honour `If-Match` (412) and answer with its `ETag`.
+fn versioned(op: Op) -> bool {
+    matches!(op, Op::UpdateZone | Op::DeleteZone | Op::AddDevices | Op::RemoveDevices | Op::LockZone | Op::UnlockZone)
+}
+
+/// Operations answering with a zone's `ETag`.
+fn with_etag(op: Op) -> bool {
+    matches!(
+        op,
+        Op::GetZone
+            | Op::CreateZone
+            | Op::UpdateZone
+            | Op::AddDevices
+            | Op::RemoveDevices
+            | Op::LockZone
+            | Op::UnlockZone
+    )
+}
+
+/// Every failure status `route` can answer besides those of its readiness, each with what it
+/// means there: the statuses of the HTTP edge (credentials, body limits), of its body, of the
+/// items it names and of the store and bus it uses.
+fn error_statuses(route: &Route) -> Vec<(u16, String)> {
+    let mut out: Vec<(u16, String)> = Vec::new();
+    let has_params = route.path.contains('{');
+    if route.body.is_some() {
+        out.push((400, "malformed: the body is not JSON, or not the JSON type the operation takes".into()));
+    }
+    match route.authority {
+        Some(authority) => {
+            out.push((401, "missing or bad credentials".into()));
+            if authority != Authority::Read {
+                out.push((403, format!("too little authority ({} needed)", authority.as_str())));
+            }
+        }
+        None if route.op == Op::Token => out.push((401, "unknown client or wrong secret".into())),
+        None => {}
+    }
+    let not_found = match route.op {
+        Op::DeleteZones | Op::ActivateZones | Op::DeactivateZones => {
+            Some("a listed zone does not exist; nothing changed")
+        }
+        Op::UpdateZones => Some("a listed zone (by ZoneID or Name) does not exist; nothing changed"),
+        Op::PutSetting => Some("no setting has this SettingName"),
+        _ if has_params => Some("no item has this ID"),
+        _ => None,
+    };
+    if let Some(message) = not_found {
+        out.push((404, message.into()));
+    }
+    // The edge reads every request's body within the limits, whether the route takes one or not.
+    out.push((408, "the body did not arrive within the body timeout".into()));
+    if versioned(route.op) {
+        out.push((412, "If-Match names another version than the zone is at; nothing changed".into()));
+    }
+    out.push((
+        413,
+        "the body is larger than the configured limit, or holds longer lists than any operation takes".into(),
+    ));
+    if route.body.is_some() || matches!(route.authority, Some(Authority::Write | Authority::Admin)) {
+        out.push((422, "invalid data: types, ranges, references, geometry".into()));
+    }
+    if !matches!(route.op, Op::Live | Op::Health | Op::OpenApi | Op::Metrics | Op::Token) {
+        out.push((503, "the store or the bus cannot be reached".into()));
+    }
+    out
+}
+
+/// The OpenAPI operation of `route`.
+fn operation(
+    route: &Route,
+    requests: &mut SchemaGenerator,
+    responses: &mut SchemaGenerator,
+    limits: StatedLimits,
+) -> Value {
+    let answer = body_schema(route.response, responses, limits);
+    let mut ok = match route.op {
+        Op::Metrics => json!({"description": "OK", "content": {"text/plain": {"schema": answer}}}),
+        _ => json!({"description": "OK", "content": json_content(answer)}),
+    };
+    if with_etag(route.op) {
+        ok["headers"] = json!({"ETag": {"schema": {"type": "string"},
+            "description": "the zone's version, quoted; send it back in If-Match"}});
+    }
+    let mut statuses = Map::new();
+    statuses.insert("200".into(), ok);
+    let error = body_schema(zonecast_runtime::routes::schema_of::<ErrorBody>, responses, limits);
+    for (status, description) in error_statuses(route) {
+        statuses
+            .insert(status.to_string(), json!({"description": description, "content": json_content(error.clone())}));
+    }
+    if route.op == Op::Health {
+        let health = body_schema(zonecast_runtime::routes::schema_of::<Readiness>, responses, limits);
+        statuses.insert(
+            "503".into(),
+            json!({"description": "the store or the bus is not ready", "content": json_content(health)}),
+        );
+    }
+    let mut op = json!({"operationId": route.id, "summary": route.summary, "responses": statuses});
+    match route.authority {
+        Some(authority) => {
+            op["security"] = json!([{"apiKey": []}, {"bearer": []}]);
+            op["x-authority"] = json!(authority.as_str());
+        }
+        None => op["security"] = json!([]),
+    }
+    let mut parameters: Vec<Value> = route
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"},
+                   "description": "case-insensitive; text that is not a UUID names no item (404)"})
+        })
+        .collect();
+    if versioned(route.op) {
+        parameters.push(json!({"name": "If-Match", "in": "header", "required": false, "schema": {"type": "string"},
+            "description": "the zone's ETag as read (or *); a zone at another version is 412 and nothing changes"}));
+    }
+    if !parameters.is_empty() {
+        op["parameters"] = Value::Array(parameters);
+    }
+    if let Some(body) = route.body {
+        op["requestBody"] = json!({"required": true, "content": json_content(body_schema(body, requests, limits))});
+    }
+    op
+}
+
+#[cfg(test)]
+mod tests;
