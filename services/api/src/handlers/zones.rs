@@ -120,8 +120,10 @@ pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str
     let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     let written = versions::write(ctx, || async {
         let zone = ctx.store.get_zone(id).await?;
+        // A body the zone cannot take is 422 whatever the version asked for.
+        let updated = input.clone().update(&zone)?;
         versions::check(if_match, &zone)?;
-        Ok(vec![input.clone().update(&zone)?])
+        Ok(vec![updated])
     })
     .await?;
     let applied = announce(ctx, &written).await;
@@ -261,7 +263,6 @@ pub async fn change_devices(
     let most = ctx.limits.device_list;
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
-        versions::check(if_match, &zone)?;
         let listed: HashSet<&Mac> = zone.device_list.iter().collect();
         if add {
             let new: Vec<Mac> = macs.iter().filter(|m| !listed.contains(m)).cloned().collect();
@@ -276,6 +277,8 @@ pub async fn change_devices(
             let gone: HashSet<&Mac> = macs.iter().collect();
             zone.device_list.retain(|m| !gone.contains(m));
         }
+        // After the list's own bound: a change the zone cannot take is 422 whatever the version.
+        versions::check(if_match, &zone)?;
         Ok(vec![zone])
     })
     .await?;
