@@ -28,6 +28,9 @@ pub enum BusError {
     /// The queue group name is empty or contains whitespace.
     #[error("invalid queue group: {0}")]
     InvalidQueueGroup(String),
+    /// The journal could not store, deliver or describe records.
+    #[error("journal: {0}")]
+    Journal(String),
     /// The bus has been drained or its connection is gone for good.
     #[error("the bus is closed")]
     Closed,

@@ -30,6 +30,8 @@ pub struct InProcessBus {
 struct Shared {
     capacity: usize,
     registry: Mutex<Registry>,
+    /// The journal of each subject prefix, shared by every service of the process.
+    journals: Mutex<HashMap<String, Arc<crate::journal::memory::Inner>>>,
 }
 
 #[derive(Default)]
@@ -202,7 +204,13 @@ impl InProcessBus {
 
     /// A bus whose subscriptions buffer `capacity` messages each (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { shared: Arc::new(Shared { capacity: capacity.max(1), registry: Mutex::new(Registry::default()) }) }
+        Self {
+            shared: Arc::new(Shared {
+                capacity: capacity.max(1),
+                registry: Mutex::new(Registry::default()),
+                journals: Mutex::new(HashMap::new()),
+            }),
+        }
     }
 
     /// Number of live subscriptions, queue group members included.
@@ -325,6 +333,19 @@ impl Bus for InProcessBus {
         // Dropping the senders ends each subscription once its buffered messages are read.
         drop((plain, groups));
         Ok(())
+    }
+
+    /// The first call for a prefix fixes its settings; later calls share that journal.
+    fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
+        let inner = self
+            .shared
+            .journals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(prefix.to_owned())
+            .or_insert_with(|| Arc::new(crate::journal::memory::Inner::new(prefix, settings)))
+            .clone();
+        Arc::new(crate::journal::MemoryJournal::new(self.clone(), inner))
     }
 
     fn is_connected(&self) -> bool {

@@ -9,6 +9,7 @@
 
 mod error;
 mod in_process;
+pub mod journal;
 mod nats;
 mod pattern;
 mod subjects;
@@ -20,6 +21,7 @@ use bytes::Bytes;
 
 pub use error::BusError;
 pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
+pub use journal::{Journal, JournalSettings};
 pub use nats::NatsBus;
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
 
@@ -107,6 +109,10 @@ pub trait Bus: Send + Sync + 'static {
     async fn drain(&self) -> Result<(), BusError> {
         self.flush().await
     }
+
+    /// The event journal of subjects under `prefix` on this bus (JetStream over NATS, memory
+    /// shared by every service of the process in-process), keeping records within `settings`.
+    fn journal(&self, prefix: &str, settings: JournalSettings) -> Arc<dyn Journal>;
 
     /// Whether the bus can currently deliver messages; for `/healthz`.
     fn is_connected(&self) -> bool;

@@ -136,6 +136,10 @@ impl Bus for NatsBus {
         Ok(())
     }
 
+    fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
+        Arc::new(crate::journal::JetStreamJournal::new(self.client.clone(), prefix, settings))
+    }
+
     fn is_connected(&self) -> bool {
         !self.drained.load(Ordering::Acquire) && self.client.connection_state() == State::Connected
     }

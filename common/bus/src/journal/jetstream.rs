@@ -1,0 +1,241 @@
+//! The journal on NATS JetStream: one stream for the events, one for device alarm commands,
+//! and a durable pull consumer per name on the events.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+use futures::StreamExt;
+use tokio::sync::{OnceCell, mpsc};
+
+use super::{Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Record};
+use crate::BusError;
+
+/// How long a delivered record may stay unacknowledged before JetStream hands it out again
+/// (to any replica pulling from the consumer). A consumer that holds a record longer (its
+/// broker is away) recognises the redelivery by its sequence.
+const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often an idle pull is confirmed alive by the server.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Records a consumer lost: every sequence up to `upto` is acknowledged or counted in `lost`.
+#[derive(Default)]
+struct Loss {
+    upto: u64,
+    lost: u64,
+}
+
+/// A [`Journal`] on JetStream. The streams are made (or their bounds brought in line with the
+/// settings) on first use: `<PREFIX>_EVENTS` on `<prefix>.events.>` and `<PREFIX>_COMMANDS`
+/// on `<prefix>.devices.*.alarm`, file storage, oldest records discarded first, copies
+/// recognised by their `Nats-Msg-Id` (the record id) within [`DUPLICATE_WINDOW`].
+pub struct JetStreamJournal {
+    context: jetstream::Context,
+    prefix: String,
+    settings: JournalSettings,
+    ready: OnceCell<()>,
+    /// Per consumer, what has been counted as lost.
+    losses: Mutex<HashMap<String, Loss>>,
+}
+
+impl JetStreamJournal {
+    /// A journal for subjects under `prefix` on the connection of `client`.
+    pub fn new(client: async_nats::Client, prefix: &str, settings: JournalSettings) -> Self {
+        Self {
+            context: jetstream::new(client),
+            prefix: prefix.to_owned(),
+            settings,
+            ready: OnceCell::new(),
+            losses: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The name of the events stream.
+    pub fn events_stream(&self) -> String {
+        format!("{}_EVENTS", self.prefix)
+    }
+
+    fn stream_config(&self, name: String, subject: String) -> stream::Config {
+        stream::Config {
+            name,
+            subjects: vec![subject],
+            max_age: self.settings.max_age,
+            max_bytes: i64::try_from(self.settings.max_bytes).unwrap_or(i64::MAX),
+            duplicate_window: DUPLICATE_WINDOW,
+            storage: stream::StorageType::File,
+            discard: stream::DiscardPolicy::Old,
+            retention: stream::RetentionPolicy::Limits,
+            ..stream::Config::default()
+        }
+    }
+
+    async fn ready(&self) -> Result<(), BusError> {
+        self.ready
+            .get_or_try_init(|| async {
+                let streams = [
+                    (self.events_stream(), format!("{}.events.>", self.prefix)),
+                    (format!("{}_COMMANDS", self.prefix), format!("{}.devices.*.alarm", self.prefix)),
+                ];
+                for (name, subject) in streams {
+                    self.context
+                        .create_or_update_stream(self.stream_config(name.clone(), subject))
+                        .await
+                        .map_err(|e| BusError::Journal(format!("cannot set up JetStream stream {name}: {e}")))?;
+                }
+                Ok(())
+            })
+            .await
+            .copied()
+    }
+
+    async fn events(&self) -> Result<stream::Stream, BusError> {
+        self.ready().await?;
+        let name = self.events_stream();
+        self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("JetStream stream {name}: {e}")))
+    }
+
+    fn consumer_config(&self, name: &str, in_hand: usize) -> consumer::pull::Config {
+        consumer::pull::Config {
+            durable_name: Some(name.to_owned()),
+            filter_subject: format!("{}.events.>", self.prefix),
+            deliver_policy: consumer::DeliverPolicy::New,
+            ack_policy: consumer::AckPolicy::Explicit,
+            ack_wait: ACK_WAIT,
+            max_ack_pending: i64::try_from(in_hand.max(1)).unwrap_or(i64::MAX),
+            ..consumer::pull::Config::default()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Journal for JetStreamJournal {
+    async fn append(&self, records: Vec<Record>) -> Result<(), BusError> {
+        self.ready().await?;
+        let mut acks = Vec::with_capacity(records.len());
+        for record in records {
+            crate::pattern::validate_subject(&record.subject)?;
+            let publish = jetstream::message::PublishMessage::build().payload(record.payload).message_id(record.id);
+            let ack = self
+                .context
+                .send_publish(record.subject, publish)
+                .await
+                .map_err(|e| BusError::Journal(format!("not stored: {e}")))?;
+            acks.push(ack);
+        }
+        for ack in acks {
+            ack.await.map_err(|e| BusError::Journal(format!("not stored: {e}")))?;
+        }
+        Ok(())
+    }
+
+    async fn create_consumer(&self, name: &str) -> Result<(), BusError> {
+        let events = self.events().await?;
+        events
+            .get_or_create_consumer(name, self.consumer_config(name, 1000))
+            .await
+            .map(|_: consumer::PullConsumer| ())
+            .map_err(|e| BusError::Journal(format!("cannot create consumer {name}: {e}")))
+    }
+
+    async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
+        let events = self.events().await?;
+        let consumer: consumer::PullConsumer = events
+            .get_or_create_consumer(name, self.consumer_config(name, in_hand))
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot open consumer {name}: {e}")))?;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(in_hand.clamp(1, 1000))
+            .heartbeat(HEARTBEAT)
+            .messages()
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot pull from consumer {name}: {e}")))?;
+        // Acknowledgements are sent by a task of their own, so that acknowledging never waits.
+        let (acks, mut to_send) = mpsc::unbounded_channel::<jetstream::message::Acker>();
+        tokio::spawn(async move {
+            while let Some(acker) = to_send.recv().await {
+                if let Err(e) = acker.ack().await {
+                    tracing::debug!(error = %e, "acknowledgement not sent; the record will be delivered again");
+                }
+            }
+        });
+        let name = name.to_owned();
+        Ok(Box::pin(messages.filter_map(move |message| {
+            let delivery = match message {
+                Ok(message) => match message.info().map(|info| info.stream_sequence) {
+                    Ok(sequence) => {
+                        let (message, acker) = message.split();
+                        let acks = acks.clone();
+                        Some(Delivery {
+                            subject: message.subject.to_string(),
+                            payload: message.payload,
+                            sequence,
+                            ack: Ack::new(move || {
+                                let _ = acks.send(acker);
+                            }),
+                        })
+                    }
+                    Err(e) => {
+                        tracing::warn!(consumer = %name, error = %e, "JetStream message without delivery information skipped");
+                        None
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(consumer = %name, error = %e, "JetStream pull interrupted; it goes on");
+                    None
+                }
+            };
+            std::future::ready(delivery)
+        })))
+    }
+
+    async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError> {
+        let mut events = self.events().await?;
+        let info = match events.consumer_info(name).await {
+            Ok(info) => info,
+            Err(e) if e.kind() == async_nats::jetstream::context::ConsumerInfoErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(BusError::Journal(format!("consumer {name}: {e}"))),
+        };
+        let first = events
+            .info()
+            .await
+            .map_err(|e| BusError::Journal(format!("stream {}: {e}", self.events_stream())))?
+            .state
+            .first_sequence;
+        // Records before the stream's first that the consumer had not acknowledged left the
+        // stream unseen: each counted once, when first seen gone.
+        let floor = info.ack_floor.stream_sequence;
+        let gone = first.saturating_sub(1);
+        let mut losses = self.losses.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let loss = losses.entry(name.to_owned()).or_default();
+        let accounted = loss.upto.max(floor);
+        if gone > accounted {
+            loss.lost += gone - accounted;
+        }
+        loss.upto = accounted.max(gone);
+        let lost = loss.lost;
+        Ok(Some(ConsumerState { backlog: info.num_pending + info.num_ack_pending as u64, lost }))
+    }
+
+    async fn remove_consumer(&self, name: &str) -> Result<(), BusError> {
+        let events = self.events().await?;
+        match events.delete_consumer(name).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().contains("not found") => Ok(()),
+            Err(e) => Err(BusError::Journal(format!("cannot remove consumer {name}: {e}"))),
+        }
+    }
+
+    async fn remove_all(&self) -> Result<(), BusError> {
+        for name in [self.events_stream(), format!("{}_COMMANDS", self.prefix)] {
+            match self.context.delete_stream(&name).await {
+                Ok(_) => {}
+                Err(e) if e.to_string().contains("not found") => {}
+                Err(e) => return Err(BusError::Journal(format!("cannot remove stream {name}: {e}"))),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! The event journal: events kept until every consumer that must act on them has
+//! acknowledged them, so a consumer that stops, crashes or falls behind resumes where it left
+//! off instead of losing what was published meanwhile.
+//!
+//! Over NATS the journal is JetStream ([`JetStreamJournal`]): a stream per kind of record
+//! (events under `<prefix>.events.>`, device alarm commands under `<prefix>.devices.*.alarm`),
+//! kept by age and size, deduplicated by record id, and a durable pull consumer per name. In one
+//! process it is [`MemoryJournal`], kept as long as a consumer still needs a record and within
+//! the same bounds. Appending publishes too: subscribers of the subjects on the bus see every
+//! record as before, whether or not they use the journal.
+
+mod jetstream;
+pub(crate) mod memory;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+pub use jetstream::JetStreamJournal;
+pub use memory::MemoryJournal;
+
+use crate::BusError;
+
+/// How much the journal keeps: a record leaves once it is older than `max_age` or once the
+/// journal holds more than `max_bytes` of payload (oldest first), whether or not every consumer
+/// has it. A consumer that had not acknowledged it has lost it, and the loss is counted
+/// ([`ConsumerState::lost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalSettings {
+    /// `ZONECAST_EVENT_RETENTION_SECS`, default 24 h.
+    pub max_age: Duration,
+    /// `ZONECAST_EVENT_RETENTION_BYTES`, default 1 GiB.
+    pub max_bytes: u64,
+}
+
+impl Default for JournalSettings {
+    fn default() -> Self {
+        Self { max_age: Duration::from_secs(24 * 3600), max_bytes: 1 << 30 }
+    }
+}
+
+/// How long a repeated record id is recognised as a copy and not stored again.
+pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// One record to append: published on `subject`, stored once per `id`.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The concrete subject (an event's subject from [`crate::Subjects::of_event`]).
+    pub subject: String,
+    /// The bytes as subscribers get them.
+    pub payload: Bytes,
+    /// The record's identity (an event's `EventID`): appending it again within
+    /// [`DUPLICATE_WINDOW`] stores nothing.
+    pub id: String,
+}
+
+/// Acknowledges one delivery: the consumer is done with it and it is not delivered again.
+pub struct Ack(Box<dyn FnOnce() + Send>);
+
+impl Ack {
+    /// An acknowledgement that runs `f`.
+    pub fn new(f: impl FnOnce() + Send + 'static) -> Self {
+        Self(Box::new(f))
+    }
+
+    /// Acknowledges. Dropping an `Ack` without calling this leaves the record unacknowledged:
+    /// it is delivered again (to this consumer's next opening, or after the journal's ack wait).
+    pub fn ack(self) {
+        (self.0)();
+    }
+}
+
+impl std::fmt::Debug for Ack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ack")
+    }
+}
+
+/// One record delivered to a consumer.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The subject it was appended on.
+    pub subject: String,
+    /// Its bytes.
+    pub payload: Bytes,
+    /// Its place in the journal: increasing in append order, the same on every delivery of the
+    /// record (a redelivery has the sequence of the first).
+    pub sequence: u64,
+    /// Acknowledges it.
+    pub ack: Ack,
+}
+
+/// The records of one consumer, in journal order, redeliveries included. It ends when the
+/// consumer is opened again elsewhere in this process, removed, or the journal's connection
+/// is gone; open it again to go on.
+pub type Deliveries = Pin<Box<dyn futures::Stream<Item = Delivery> + Send>>;
+
+/// Where a consumer stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConsumerState {
+    /// Records appended and not yet acknowledged by it (waiting plus delivered).
+    pub backlog: u64,
+    /// Records that left the journal (age or size) before it acknowledged them, counted since
+    /// this process opened the journal.
+    pub lost: u64,
+}
+
+/// Stores records durably and hands them to named consumers until they acknowledge them.
+#[async_trait::async_trait]
+pub trait Journal: Send + Sync + 'static {
+    /// Stores `records` in order and publishes each on its subject; returns once all are
+    /// stored. A record whose id was appended within [`DUPLICATE_WINDOW`] is not stored again.
+    async fn append(&self, records: Vec<Record>) -> Result<(), BusError>;
+
+    /// Creates the durable consumer `name` of the events (every record under
+    /// `<prefix>.events.>`) if it does not exist: it gets every event appended from then on.
+    async fn create_consumer(&self, name: &str) -> Result<(), BusError>;
+
+    /// Opens consumer `name` (creating it like [`Journal::create_consumer`]): it delivers the
+    /// events it has not acknowledged, oldest first, then new ones as they are appended; at
+    /// most `in_hand` delivered and unacknowledged at a time (JetStream holds back the rest).
+    async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
+
+    /// Where consumer `name` stands; `None` when it does not exist.
+    async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError>;
+
+    /// Removes consumer `name` and what it had not acknowledged; nothing if it does not exist.
+    async fn remove_consumer(&self, name: &str) -> Result<(), BusError>;
+
+    /// Removes everything the journal holds under its prefix, consumers included (a site
+    /// taken down; a test's own prefix).
+    async fn remove_all(&self) -> Result<(), BusError>;
+}
