@@ -101,6 +101,9 @@ pub fn test_config(data_dir: &std::path::Path) -> Config {
     config.http.addr = "127.0.0.1:0".parse().unwrap();
     config.http.limits.max_body_bytes = 256 * 1024;
     config.bus.subject_prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
+    // The test's JetStream streams stay small on the shared server (and are removed by `stop`).
+    config.bus.journal =
+        zonecast_bus::JournalSettings { max_age: std::time::Duration::from_secs(600), max_bytes: 64 << 20 };
     config.auth.api_keys = vec![
         ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },
         ApiKey { key: Secret::new(WRITE_KEY), authority: Authority::Write },
@@ -350,10 +353,19 @@ impl Server {
         }
     }
 
-    /// Stops the server, waits until it has drained, and drops its database: a test that gets
-    /// here passed (a failing one keeps its database for inspection; CI drops leftovers).
+    /// The event journal the server's evaluators append to and its forwarders consume.
+    pub fn journal(&self) -> std::sync::Arc<dyn zonecast_bus::Journal> {
+        self.bus.journal(&self.config.bus.subject_prefix, self.config.bus.journal)
+    }
+
+    /// Stops the server, waits until it has drained, and drops its database and its event
+    /// journal: a test that gets here passed (a failing one keeps its database for inspection;
+    /// CI drops leftovers).
     pub async fn stop(mut self) {
         self.halt().await;
+        if self.mode == Mode::Distributed {
+            let _ = self.journal().remove_all().await;
+        }
         if let Some(url) = &self.database_url
             && let Some(name) = url.rsplit('/').next()
         {

@@ -1,5 +1,6 @@
-//! A nats-server of the test's own on a free port, which a test can stop and start again on
-//! the same port (the shared server on 4222 must never be disturbed).
+//! A nats-server of the test's own on a free port, with JetStream storing in a directory of
+//! its own, which a test can stop and start again on the same port with what it stored (the
+//! shared server on 4222 must never be disturbed).
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 pub struct NatsServer {
     child: Option<Child>,
     port: u16,
+    store: tempfile::TempDir,
 }
 
 const BINARY: &str = "/usr/sbin/nats-server";
@@ -16,7 +18,8 @@ impl NatsServer {
     /// Starts one on a free port and waits until it accepts connections.
     pub async fn start() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
-        let mut server = Self { child: None, port };
+        let store = tempfile::tempdir().expect("a JetStream directory");
+        let mut server = Self { child: None, port, store };
         server.resume().await;
         server
     }
@@ -38,7 +41,8 @@ impl NatsServer {
     pub async fn resume(&mut self) {
         self.stop();
         let child = Command::new(BINARY)
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
+            .arg(self.store.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -79,12 +79,15 @@ async fn position(server: &Server, mac: &str, z: f64, seq: u64) {
     server.bus.publish(subject, payload.into()).await.unwrap();
 }
 
-/// Publishes a zone or alarm event envelope on `subject`.
+/// Appends a zone or alarm event envelope on `subject` to the event journal, as an evaluator
+/// does.
 async fn event(server: &Server, subject: String, category: &str, kind: &str, mac: &str, content: Value) {
     let now = zonecast_model::format_timestamp(&Utc::now());
-    let e = json!({"Category": category, "Type": kind, "Timestamp": now, "LocalTimestamp": now,
+    let id = EventId::generate(Utc::now()).to_string();
+    let e = json!({"EventID": id, "Category": category, "Type": kind, "Timestamp": now, "LocalTimestamp": now,
                    "Source": {"MAC": mac, "GatewayURI": null, "SiteID": 501}, "Content": content});
-    server.bus.publish(subject, serde_json::to_vec(&e).unwrap().into()).await.unwrap();
+    let record = zonecast_bus::journal::Record { subject, payload: serde_json::to_vec(&e).unwrap().into(), id };
+    server.journal().append(vec![record]).await.unwrap();
 }
 
 fn seq(v: &Value) -> u64 {
@@ -304,6 +307,58 @@ async fn a_restarted_broker_gets_what_was_held_and_the_oldest_beyond_the_bound_a
         s["connected"] == true && s["forwarded"] == 1 + bound && s["queued"] == 0 && s["dropped"] == over
     })
     .await;
+    server.stop().await;
+}
+
+/// Zone events are journalled: a broker away while more events arrive than a connection holds
+/// in hand gets every one of them when it returns, and nothing is counted as dropped.
+async fn zone_events_held_while_the_broker_is_away_are_all_delivered_when_it_returns(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let id = create(&server, plain(broker.port, &[("zc/events", json!([{"FilterTemplate": "zone_events"}]))])).await;
+    wait_connected(&server, &id).await;
+    broker.stop().await;
+    wait_status(&server, &id, "disconnected", |s| s["connected"] == false).await;
+
+    // More than a connection holds at a time: the rest wait in the journal.
+    let count = zonecast_forwarder::DEFAULT_QUEUE as u64 + 500;
+    let zone = Uuid::new_v4().to_string();
+    let subject = server.subjects.zone_event(&zone, ZoneEventKind::Enter);
+    let mut ids = BTreeSet::new();
+    let records: Vec<_> = (0..count)
+        .map(|n| {
+            let id = EventId::generate(Utc::now()).to_string();
+            ids.insert(id.clone());
+            let now = zonecast_model::format_timestamp(&Utc::now());
+            let e = json!({"EventID": id, "Category": "ZONE", "Type": "ZONE_ENTER", "Timestamp": now,
+                           "LocalTimestamp": now, "Source": {"MAC": mac(9), "GatewayURI": null, "SiteID": 501},
+                           "Content": {"ZoneID": zone, "Sequence": n}});
+            zonecast_bus::journal::Record {
+                subject: subject.clone(),
+                payload: serde_json::to_vec(&e).unwrap().into(),
+                id,
+            }
+        })
+        .collect();
+    server.journal().append(records).await.unwrap();
+    let s = wait_status(&server, &id, "every event queued", |s| s["queued"] == count).await;
+    assert_eq!(s["dropped"], 0, "{s}");
+
+    broker.start().await;
+    let mut received = BTreeSet::new();
+    let mut copies: BTreeMap<String, Value> = BTreeMap::new();
+    while received.len() < ids.len() {
+        let (_, event) = sub.next(Duration::from_secs(60)).await;
+        let id = event["EventID"].as_str().unwrap().to_owned();
+        if let Some(first) = copies.get(&id) {
+            assert_eq!(first, &event, "a copy carries the same EventID and is the same event");
+        }
+        copies.insert(id.clone(), event);
+        received.insert(id);
+    }
+    assert_eq!(received, ids, "every event arrives");
+    wait_status(&server, &id, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
     server.stop().await;
 }
 
@@ -564,6 +619,7 @@ both_modes!(
     a_client_certificate_the_broker_does_not_trust_is_refused,
     user_name_and_password_are_sent_and_a_wrong_password_is_refused,
     a_restarted_broker_gets_what_was_held_and_the_oldest_beyond_the_bound_are_dropped,
+    zone_events_held_while_the_broker_is_away_are_all_delivered_when_it_returns,
     every_filter_form_routes_exactly_the_matching_events,
     changing_topics_redirects_new_events_without_restarting_any_client,
     a_dead_or_hanging_broker_does_not_delay_another_connection,

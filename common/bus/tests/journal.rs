@@ -172,6 +172,14 @@ async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_t
     s.done().await;
 }
 
+async fn a_large_append_is_stored_whole(nats: bool) {
+    let s = Setup::new(nats, JournalSettings::default()).await;
+    s.journal.create_consumer("c").await.expect("create");
+    s.append(0..5_000).await;
+    assert_eq!(s.state("c").await.backlog, 5_000);
+    s.done().await;
+}
+
 async fn a_subject_outside_the_rules_is_refused(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
     let bad = Record { subject: format!("{}.events..x", s.prefix), payload: Bytes::new(), id: "x".into() };
@@ -202,5 +210,6 @@ both!(
     a_copy_of_a_record_is_stored_once,
     consumers_are_independent_and_start_at_their_creation,
     records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them,
+    a_large_append_is_stored_whole,
     a_subject_outside_the_rules_is_refused,
 );

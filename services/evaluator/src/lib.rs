@@ -12,7 +12,7 @@ mod shell;
 
 use std::sync::Arc;
 
-use zonecast_bus::{Bus, Subjects};
+use zonecast_bus::{Bus, Journal, Subjects};
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{EvaluatorConfig, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
@@ -33,6 +33,8 @@ pub struct Deps {
     pub site_id: i64,
     /// Partitions this replica owns.
     pub ownership: Ownership,
+    /// Where events are stored before anyone acts on them.
+    pub journal: Arc<dyn Journal>,
 }
 
 /// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL and NATS;
@@ -65,10 +67,11 @@ impl Deps {
         let (lo, hi) = config.evaluator.partitions.unwrap_or((0, count.saturating_sub(1)));
         Self {
             store,
-            bus,
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             site_id: config.site_id,
             ownership: Ownership { count, lo, hi },
+            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
+            bus,
         }
     }
 }

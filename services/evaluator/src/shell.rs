@@ -10,7 +10,8 @@ use chrono::Utc;
 use futures::StreamExt;
 use futures::stream::SelectAll;
 use tokio::sync::mpsc;
-use zonecast_bus::{Bus, Message, Subjects, Subscription};
+use zonecast_bus::journal::Record;
+use zonecast_bus::{Bus, Journal, Message, Subjects, Subscription};
 use zonecast_model::{Content, IdSource, Mac, PositionFix};
 use zonecast_runtime::applier::Reporter;
 use zonecast_runtime::applier::{Follower, REPORT_EVERY};
@@ -81,6 +82,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
     let mut shell = Shell {
         bus: deps.bus.clone(),
+        journal: deps.journal.clone(),
+        records: Vec::new(),
         subjects: deps.subjects.clone(),
         collisions: collision_tx,
         http: http_tx,
@@ -253,6 +256,10 @@ fn fix_of(message: &Message) -> Result<PositionFix, String> {
 /// Where the engine's outputs go.
 struct Shell {
     bus: Arc<dyn Bus>,
+    /// Events are stored here (and so published) before anything acts on them.
+    journal: Arc<dyn Journal>,
+    /// The events of the outputs being emitted, appended together.
+    records: Vec<Record>,
     subjects: Subjects,
     collisions: mpsc::UnboundedSender<collisions::Change>,
     http: mpsc::Sender<actions::Request>,
@@ -328,12 +335,7 @@ impl Shell {
                             continue;
                         }
                     };
-                    if let Err(e) = self.bus.publish(subject, payload.into()).await {
-                        metrics::counter!("zonecast_evaluator_publish_failures_total").increment(1);
-                        if let Some(held_back) = self.publish_log.allow() {
-                            tracing::warn!(error = %e, held_back, "event not published");
-                        }
-                    }
+                    self.records.push(Record { subject, payload: payload.into(), id: event.event_id.to_string() });
                 }
                 Output::Entered(c) => {
                     let _ = self.collisions.send(collisions::Change::Entered(c));
@@ -355,8 +357,39 @@ impl Shell {
                 }
             }
         }
+        self.store_events().await;
     }
 }
+
+impl Shell {
+    /// Appends the events gathered by [`Shell::emit`] to the journal, trying again for a while
+    /// when it cannot store them (NATS or JetStream away); what still cannot be stored is
+    /// counted in `zonecast_evaluator_publish_failures_total` and logged.
+    async fn store_events(&mut self) {
+        if self.records.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.records);
+        let count = records.len() as u64;
+        let mut delay = Duration::from_millis(50);
+        let mut last_error = None;
+        for _ in 0..STORE_TRIES {
+            match self.journal.append(records.clone()).await {
+                Ok(()) => return,
+                Err(e) => last_error = Some(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+        }
+        metrics::counter!("zonecast_evaluator_publish_failures_total").increment(count);
+        if let (Some(held_back), Some(e)) = (self.publish_log.allow(), last_error) {
+            tracing::error!(error = %e, events = count, held_back, "events not stored: lost");
+        }
+    }
+}
+
+/// Tries to store a batch of events: with doubling delays from 50 ms, about 3 s in all.
+const STORE_TRIES: u32 = 6;
 
 /// The log lines of an event: every entry (target `zonecast::entry`) and the message of every
 /// info event (target `zonecast::zone_info`).

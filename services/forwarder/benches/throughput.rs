@@ -260,6 +260,7 @@ fn main() {
         let status_store = store.clone();
         let deps = zonecast_forwarder::Deps {
             store,
+            journal: bus.journal("bench", zonecast_bus::JournalSettings::default()),
             bus: bus.clone(),
             subjects: subjects.clone(),
             keys,

@@ -10,11 +10,13 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
+use zonecast_bus::Journal;
 use zonecast_model::{EventType, format_id};
 use zonecast_runtime::{Keys, Shutdown};
 use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
 
 use crate::Settings;
+use crate::consumer::{Consumer, consumer_name};
 use crate::endpoint::{self, Key, MAX_PAYLOAD};
 use crate::link::{Link, Shared};
 use crate::outbox::Message;
@@ -48,11 +50,13 @@ pub fn plan<K: PartialEq>(current: &HashMap<Uuid, K>, wanted: &[(Uuid, K)]) -> P
     plan
 }
 
-/// One connection: what its client was built from, its outbox, and its client if it has one.
+/// One connection: what its client was built from, its outbox, its client if it has one,
+/// and its consumer of the event journal.
 struct Entry {
     key: Key,
     shared: Arc<Shared>,
     link: Option<Link>,
+    consumer: Consumer,
 }
 
 /// Why an event was not routed.
@@ -69,6 +73,7 @@ pub enum BadEvent {
 /// Every connection of this replica.
 pub struct Fleet {
     store: Arc<dyn ForwarderStore>,
+    journal: Arc<dyn Journal>,
     keys: Arc<Keys>,
     settings: Settings,
     replica: String,
@@ -81,12 +86,15 @@ pub struct Fleet {
     entries: HashMap<Uuid, Entry>,
     /// Clients told to stop and not yet awaited.
     retired: Vec<Link>,
+    /// Consumers of removed connections, told to stop and not yet awaited.
+    retired_consumers: Vec<Consumer>,
 }
 
 impl Fleet {
     /// An empty fleet; [`Fleet::reload`] fills it. `poke` wakes the status reporter.
     pub fn new(
         store: Arc<dyn ForwarderStore>,
+        journal: Arc<dyn Journal>,
         keys: Arc<Keys>,
         settings: Settings,
         replica: String,
@@ -96,6 +104,7 @@ impl Fleet {
         let (table, reader) = watch::channel(Table::default());
         let fleet = Self {
             store,
+            journal,
             keys,
             settings,
             replica,
@@ -106,6 +115,7 @@ impl Fleet {
             outboxes: Vec::new(),
             entries: HashMap::new(),
             retired: Vec::new(),
+            retired_consumers: Vec::new(),
         };
         (fleet, reader)
     }
@@ -136,24 +146,39 @@ impl Fleet {
         let plan = plan(&current, &wanted);
 
         for id in &plan.stop {
-            if let Some(link) = self.entries.remove(id).and_then(|e| e.link) {
+            let Some(entry) = self.entries.remove(id) else { continue };
+            if let Some(link) = entry.link {
                 link.stop();
                 self.retired.push(link);
             }
+            entry.consumer.stop();
+            self.retired_consumers.push(entry.consumer);
+            // The connection is gone: so is what the journal kept for it.
+            let (journal, name) = (self.journal.clone(), consumer_name(*id));
+            tokio::spawn(async move {
+                if let Err(e) = journal.remove_consumer(&name).await {
+                    tracing::warn!(consumer = %name, error = %e, "journal consumer of a removed connection not removed");
+                }
+            });
         }
         for s in
             stored.iter().filter(|s| plan.start.contains(&s.connection.id) || plan.restart.contains(&s.connection.id))
         {
             let id = s.connection.id;
-            let shared = match self.entries.remove(&id) {
-                Some(Entry { shared, link, .. }) => {
+            let (shared, consumer) = match self.entries.remove(&id) {
+                Some(Entry { shared, link, consumer, .. }) => {
                     if let Some(link) = link {
                         link.stop();
                         self.retired.push(link);
                     }
-                    shared
+                    (shared, consumer)
                 }
-                None => Shared::new(&self.settings, self.poke.clone()),
+                None => {
+                    let shared = Shared::new(&self.settings, self.poke.clone());
+                    let consumer =
+                        Consumer::spawn(self.journal.clone(), id, shared.clone(), self.settings.queue, &self.shutdown);
+                    (shared, consumer)
+                }
             };
             let certificate = certificate_of(s);
             let client_id = endpoint::client_id(&self.replica, id);
@@ -168,14 +193,20 @@ impl Fleet {
                     None
                 }
             };
-            self.entries.insert(id, Entry { key: Key::of(s, certificate), shared, link });
+            self.entries.insert(id, Entry { key: Key::of(s, certificate), shared, link, consumer });
         }
         self.retired.retain(|link| !link.is_finished());
+        self.retired_consumers.retain(|consumer| !consumer.is_finished());
 
         let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection), self.settings.filters);
         for skip in skipped {
             tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, reason = %skip.reason,
                 "stored topic cannot be used; skipped");
+        }
+        for (id, routes) in router.each() {
+            if let Some(entry) = self.entries.get(&id) {
+                entry.shared.set_routes(routes.into());
+            }
         }
         self.outboxes = router.connections().filter_map(|id| self.entries.get(&id).map(|e| e.shared.clone())).collect();
         self.router = router;
@@ -198,9 +229,10 @@ impl Fleet {
         self.router.admits(Some(position.category().as_str()), Some(position.as_str()))
     }
 
-    /// Routes one bus message to the outboxes of the topics it matches; returns how many. The
-    /// payload is parsed once, into the JSON tree the filter chains' selectors walk; its
-    /// Category and Type are read from that tree to skip an event no chain can take.
+    /// Routes one position from the bus to the outboxes of the topics it matches; returns how
+    /// many. The payload is parsed once, into the JSON tree the filter chains' selectors walk;
+    /// its Category and Type are read from that tree to skip one no chain can take. (Events
+    /// reach the outboxes through each connection's journal consumer.)
     pub fn route(&self, payload: &Bytes) -> Result<usize, BadEvent> {
         let event: Value = serde_json::from_slice(payload)?;
         let Value::Object(fields) = &event else { return Err(BadEvent::NotObject) };
@@ -216,17 +248,24 @@ impl Fleet {
                 shared.count_dropped();
                 continue;
             }
-            shared.push(Message { topic: topic.clone(), payload: payload.clone() });
+            shared.push(Message { topic: topic.clone(), payload: payload.clone(), receipt: None });
         }
         Ok(count)
     }
 
-    /// Stops every client, letting each deliver what it holds for up to `settings.drain`,
-    /// and returns the connections for the final status round.
+    /// Stops taking events and stops every client, letting each deliver what it holds for up
+    /// to `settings.drain`, and returns the connections for the final status round. Events
+    /// still held are not acknowledged: the journal hands them out again.
     pub async fn finish(mut self) -> Table {
         let table = self.table.borrow().clone();
-        let links = self.entries.drain().filter_map(|(_, e)| e.link).chain(self.retired.drain(..));
-        futures::future::join_all(links.map(Link::finish)).await;
+        let mut links = Vec::new();
+        for (_, entry) in self.entries.drain() {
+            entry.consumer.stop();
+            self.retired_consumers.push(entry.consumer);
+            links.extend(entry.link);
+        }
+        futures::future::join_all(self.retired_consumers.drain(..).map(Consumer::finish)).await;
+        futures::future::join_all(links.into_iter().chain(self.retired.drain(..)).map(Link::finish)).await;
         table
     }
 }

@@ -1,5 +1,5 @@
-//! The forwarder's loop: events (and, while some chain takes them, positions) from the bus
-//! routed into the connections' outboxes; changes of connections and certificate profiles in
+//! The forwarder's loop: positions (while some chain takes them) from the bus routed into the
+//! connections' outboxes (events come to each connection from its journal consumer); changes of connections and certificate profiles in
 //! the change log (announced, or found when it looks every second) reload the fleet.
 
 use std::pin::Pin;
@@ -29,10 +29,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
-    let mut events = deps.bus.queue_subscribe(&deps.subjects.events_all(), FORWARDERS).await.map_err(bus_err)?;
     let poke = Arc::new(Notify::new());
     let (mut fleet, table) = Fleet::new(
         deps.store.clone(),
+        deps.journal.clone(),
         deps.keys.clone(),
         deps.settings.clone(),
         deps.replica.clone(),
@@ -48,7 +48,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     // chain can take them.
     let mut positions = Positions::default();
     positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
-    let status = StatusReporter::new(deps.store.clone(), deps.replica.clone()).spawn(
+    let status = StatusReporter::new(deps.store.clone(), deps.journal.clone(), deps.replica.clone()).spawn(
         table,
         poke,
         deps.settings.status_every,
@@ -76,11 +76,6 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 _ = look.tick() => Some(None),
                 Some(_) = roll_calls.next() => {
                     reporter.report(follower.applied()).await;
-                    None
-                }
-                Some(msg) = events.next() => {
-                    route(&fleet, &msg, &counters, &mut bad_log);
-                    zonecast_bus::take_ready(&mut events, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
                     None
                 }
                 Some(msg) = positions.next() => {
@@ -121,7 +116,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             reporter.report(follower.applied()).await;
         }
         reporter.leave(follower.applied()).await;
-        drop((config_sub, roll_calls, events, positions));
+        drop((config_sub, roll_calls, positions));
         let status = status.await;
         let table = fleet.finish().await;
         match status {
@@ -153,7 +148,7 @@ async fn reload(fleet: &mut Fleet, positions: &mut Positions, deps: &Deps) -> Re
     Ok(())
 }
 
-/// The forwarder's per-message counters, registered once.
+/// The forwarder's per-position counters, registered once.
 struct Counters {
     events: metrics::Counter,
     routed: metrics::Counter,
@@ -163,14 +158,14 @@ struct Counters {
 impl Counters {
     fn new() -> Self {
         Self {
-            events: metrics::counter!("zonecast_forwarder_events_total"),
+            events: metrics::counter!("zonecast_forwarder_positions_total"),
             routed: metrics::counter!("zonecast_forwarder_routed_total"),
             bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
         }
     }
 }
 
-/// Routes one bus message, counting it.
+/// Routes one position, counting it.
 fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
     match fleet.route(&msg.payload) {
         Ok(routed) => {

@@ -1,15 +1,18 @@
-//! zonecast forwarder: takes every zone and alarm event from the bus, and every position while
-//! some topic's chain can take positions (queue group `forwarders`, so replicas share them),
-//! matches it against every MQTT connection's topic filter chains and publishes it, QoS 1, to
-//! each topic it matches.
+//! zonecast forwarder: takes every zone and alarm event from the event journal, one durable
+//! consumer per MQTT connection (shared by every replica), and every position from the bus
+//! while some topic's chain can take positions (queue group `forwarders`, so replicas share
+//! them), matches it against the connection's topic filter chains and publishes it, QoS 1, to
+//! each topic it matches. An event is acknowledged to the journal only once the broker has
+//! acknowledged every copy of it, so a broker away, a replica killed or a redeploy loses none.
 //!
 //! The routing table ([`router`]) and the per-connection outbox ([`outbox`]) are pure; this
 //! crate's I/O shell runs one MQTT client per connection that reconnects with capped
-//! exponential backoff, keeps a bounded queue while its broker is away, and writes its status
-//! to the store every second. The bus consumer only ever does non-blocking pushes into the
-//! outboxes (its loop is in `forward.rs`), so no broker can stall it or the other connections.
+//! exponential backoff, a journal consumer per connection that holds a bounded number of
+//! events (the rest wait in the journal), and writes its status to the store every second.
+//! Nothing waits on a broker but its own connection.
 
 mod backoff;
+mod consumer;
 mod endpoint;
 mod fleet;
 mod forward;
@@ -21,12 +24,13 @@ mod status;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use zonecast_bus::{Bus, Subjects};
+use zonecast_bus::{Bus, Journal, Subjects};
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{ForwarderConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
 
 pub use crate::backoff::Backoff;
+pub use crate::consumer::consumer_name;
 pub use crate::endpoint::{MAX_PAYLOAD, client_id};
 pub use crate::fleet::{Plan, plan};
 pub use crate::forward::start;
@@ -40,8 +44,9 @@ pub const DEFAULT_QUEUE: usize = 10_000;
 /// tests and the bench set the rest in code.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Messages one connection holds, waiting or unacknowledged; beyond it the oldest is
-    /// dropped and counted. `ZONECAST_FORWARDER_QUEUE`, default [`DEFAULT_QUEUE`].
+    /// Events one connection holds at a time, waiting or unacknowledged by its broker (more
+    /// wait in the journal), and the positions its queue holds (beyond it, a position is
+    /// dropped and counted). `ZONECAST_FORWARDER_QUEUE`, default [`DEFAULT_QUEUE`].
     pub queue: usize,
     /// QoS 1 messages in flight per connection (unacknowledged by the broker).
     pub window: u16,
@@ -83,8 +88,10 @@ pub fn replica_id() -> String {
 pub struct Deps {
     /// Connections, certificate profiles; status rows go here.
     pub store: Arc<dyn ForwarderStore>,
-    /// Events in, configuration announcements in.
+    /// Positions and configuration announcements in.
     pub bus: Arc<dyn Bus>,
+    /// Events in.
+    pub journal: Arc<dyn Journal>,
     /// Subject names.
     pub subjects: Subjects,
     /// Unseal stored passwords and certificate profiles.
@@ -107,6 +114,7 @@ impl Deps {
     ) -> Self {
         Self {
             store,
+            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
             bus,
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,

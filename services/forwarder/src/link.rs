@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::Settings;
 use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
+use crate::router::Route;
 
 /// A connection that stays up this long resets the reconnect backoff.
 const STABLE: Duration = Duration::from_secs(1);
@@ -35,6 +36,8 @@ pub struct Snapshot {
     pub dropped: u64,
     /// Waiting or in flight.
     pub queued: u64,
+    /// Of those, the positions (not from the journal).
+    pub positions_queued: u64,
 }
 
 struct Inner {
@@ -50,6 +53,8 @@ struct Inner {
 /// The state of one connection that outlives its clients: the outbox, counters and last error.
 pub struct Shared {
     inner: Mutex<Inner>,
+    /// The connection's topics with their compiled chains, replaced on reload.
+    routes: Mutex<Arc<[Route]>>,
     /// Poked on connect and disconnect so the status is written at once.
     status: Arc<Notify>,
 }
@@ -64,6 +69,7 @@ impl Shared {
                 generation: 0,
                 last_error: None,
             }),
+            routes: Mutex::new(Arc::from(Vec::new())),
             status,
         })
     }
@@ -81,6 +87,16 @@ impl Shared {
         inner.pump();
     }
 
+    /// The connection's topics now.
+    pub fn routes(&self) -> Arc<[Route]> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the connection's topics.
+    pub fn set_routes(&self, routes: Arc<[Route]>) {
+        *self.routes.lock().unwrap_or_else(PoisonError::into_inner) = routes;
+    }
+
     /// Counts a message that was never queued (too large to send).
     pub fn count_dropped(&self) {
         self.lock().outbox.count_dropped();
@@ -95,6 +111,7 @@ impl Shared {
             forwarded: inner.outbox.forwarded(),
             dropped: inner.outbox.dropped(),
             queued: inner.outbox.held() as u64,
+            positions_queued: inner.outbox.held_unjournalled() as u64,
         }
     }
 

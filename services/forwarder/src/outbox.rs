@@ -4,21 +4,72 @@
 //! A message stays here until the broker's PUBACK, so a connection that drops loses nothing it
 //! held: the unacknowledged messages go back to the front of the queue, in order, and are sent
 //! again on the next connection (at least once; a message the broker had received but not yet
-//! acknowledged arrives twice). The bound covers both parts; when full, the oldest message is
-//! dropped and counted.
+//! acknowledged arrives twice). A message taken from the event journal carries a [`Receipt`]:
+//! it is never dropped here (the journal's consumer bounds how many events are in hand), and
+//! the event is acknowledged to the journal once the broker has acknowledged every topic's
+//! copy. Other messages (positions, which are not journalled) count against the bound: when
+//! it is reached, the new one is dropped and counted.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
+use zonecast_bus::journal::Ack;
 
 /// One event for one topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Message {
     /// MQTT topic.
     pub topic: Arc<str>,
     /// The event JSON as it came from the bus.
     pub payload: Bytes,
+    /// For an event from the journal, what acknowledges it there.
+    pub receipt: Option<Arc<Receipt>>,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.topic == other.topic && self.payload == other.payload
+    }
+}
+
+/// What the copies of one journalled event owe the journal: once the broker has acknowledged
+/// each of them, the event is acknowledged. Whatever else the receipt holds (the consumer's
+/// permit for an event in hand) is released when the last copy lets go of it, delivered or not.
+pub struct Receipt {
+    copies: AtomicUsize,
+    ack: Mutex<Option<Ack>>,
+    _hold: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receipt").field("copies", &self.copies.load(Ordering::Relaxed)).finish_non_exhaustive()
+    }
+}
+
+impl Receipt {
+    /// A receipt for `copies` messages that acknowledges with `ack` and holds `hold` while it
+    /// lives.
+    pub fn new(copies: usize, ack: Ack, hold: impl std::any::Any + Send + Sync) -> Arc<Self> {
+        Arc::new(Self { copies: AtomicUsize::new(copies), ack: Mutex::new(Some(ack)), _hold: Box::new(hold) })
+    }
+
+    /// The journal delivered the event again while its copies are still here: acknowledge
+    /// that delivery instead (the journal may only accept the newest).
+    pub fn renew(&self, ack: Ack) {
+        *self.ack.lock().unwrap_or_else(PoisonError::into_inner) = Some(ack);
+    }
+
+    /// One copy was acknowledged by the broker; after the last, the event is acknowledged.
+    fn delivered(&self) {
+        if self.copies.fetch_sub(1, Ordering::AcqRel) == 1
+            && let Some(ack) = self.ack.lock().unwrap_or_else(PoisonError::into_inner).take()
+        {
+            ack.ack();
+        }
+    }
 }
 
 /// A message handed to the client; `pkid` once the client has written it.
@@ -38,6 +89,8 @@ pub struct Outbox {
     /// Oldest first; the first `written` entries have packet ids.
     in_flight: VecDeque<InFlight>,
     written: usize,
+    /// Held messages with a receipt (the rest are positions).
+    journalled: usize,
     forwarded: u64,
     dropped: u64,
 }
@@ -54,18 +107,25 @@ impl Outbox {
             queue: VecDeque::new(),
             in_flight: VecDeque::new(),
             written: 0,
+            journalled: 0,
             forwarded: 0,
             dropped: 0,
         }
     }
 
-    /// Adds a message. When the outbox is full the oldest waiting message is dropped, or this
-    /// one if every held message is already in flight.
+    /// Adds a message. One with a receipt is always taken (its consumer bounds them). Messages
+    /// without one are bounded by the capacity: when it is reached the oldest of them still
+    /// waiting is dropped and counted, or this one if all of them are in flight.
     pub fn push(&mut self, message: Message) {
-        if self.held() >= self.capacity {
+        if message.receipt.is_some() {
+            self.journalled += 1;
+        } else if self.held_unjournalled() >= self.capacity {
             self.dropped += 1;
-            if self.queue.pop_front().is_none() {
-                return;
+            match self.queue.iter().position(|m| m.receipt.is_none()) {
+                Some(oldest) => {
+                    self.queue.remove(oldest);
+                }
+                None => return,
             }
         }
         self.queue.push_back(message);
@@ -107,7 +167,12 @@ impl Outbox {
         let Some(index) = self.in_flight.iter().take(self.written).position(|e| e.pkid == Some(pkid)) else {
             return false;
         };
-        self.in_flight.remove(index);
+        if let Some(entry) = self.in_flight.remove(index)
+            && let Some(receipt) = entry.message.receipt
+        {
+            self.journalled -= 1;
+            receipt.delivered();
+        }
         self.written -= 1;
         self.forwarded += 1;
         true
@@ -138,6 +203,11 @@ impl Outbox {
         self.queue.len() + self.in_flight.len()
     }
 
+    /// Messages held that are not from the journal (positions): the journal counts the rest.
+    pub fn held_unjournalled(&self) -> usize {
+        self.held() - self.journalled
+    }
+
     /// Messages acknowledged by the broker.
     pub fn forwarded(&self) -> u64 {
         self.forwarded
@@ -163,7 +233,7 @@ mod tests {
     use super::*;
 
     fn msg(n: u32) -> Message {
-        Message { topic: Arc::from("t"), payload: Bytes::from(n.to_string()) }
+        Message { topic: Arc::from("t"), payload: Bytes::from(n.to_string()), receipt: None }
     }
 
     fn num(m: &Message) -> u32 {
@@ -194,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn overflow_drops_the_oldest_and_counts_it() {
+    fn overflow_drops_the_oldest_message_without_a_receipt_and_counts_it() {
         let mut o = Outbox::new(3, 3);
         (1..=5).for_each(|n| o.push(msg(n)));
         assert_eq!((o.dropped(), o.held()), (2, 3));
@@ -203,6 +273,38 @@ mod tests {
         // Everything held is in flight: a new message has nothing older to displace.
         o.push(msg(6));
         assert_eq!((o.dropped(), o.held()), (3, 3));
+    }
+
+    #[test]
+    fn a_journalled_event_is_never_dropped_and_is_acknowledged_after_its_last_copy() {
+        let acked = Arc::new(AtomicUsize::new(0));
+        let counter = acked.clone();
+        let receipt = Receipt::new(
+            2,
+            Ack::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }),
+            (),
+        );
+        let mut o = Outbox::new(1, 5);
+        o.push(msg(1));
+        for _ in 0..2 {
+            o.push(Message { receipt: Some(receipt.clone()), ..msg(2) });
+        }
+        assert_eq!((o.dropped(), o.held()), (0, 3), "copies with a receipt are kept past the bound");
+        o.on_connected();
+        let mut pkid = 0;
+        assert_eq!(drain(&mut o, &mut pkid), vec![1, 2, 2]);
+        assert!(o.on_acked(2));
+        assert_eq!(acked.load(Ordering::SeqCst), 0, "one copy is not the event");
+        o.on_disconnected();
+        o.on_connected();
+        let mut pkid = 0;
+        assert_eq!(drain(&mut o, &mut pkid), vec![1, 2]);
+        assert!(o.on_acked(2));
+        assert_eq!(acked.load(Ordering::SeqCst), 1, "acknowledged once the broker has every copy");
+        drop(receipt);
+        assert_eq!((o.held(), o.held_unjournalled()), (1, 1));
     }
 
     #[test]

@@ -83,6 +83,11 @@ impl Router {
         (Self { connections }, skipped)
     }
 
+    /// Each connection's usable topics, in order.
+    pub fn each(&self) -> impl Iterator<Item = (Uuid, &[Route])> + '_ {
+        self.connections.iter().map(|(id, routes)| (*id, routes.as_slice()))
+    }
+
     /// The connections in the table, in order.
     pub fn connections(&self) -> impl Iterator<Item = Uuid> + '_ {
         self.connections.iter().map(|(id, _)| *id)

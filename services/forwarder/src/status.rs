@@ -1,6 +1,8 @@
 //! Connection status: every `status_every` (and at once when a connection comes up or goes
 //! down) each connection's figures are written to the store as this replica's status row (the
-//! API's status endpoint reads them) and set as metrics.
+//! API's status endpoint reads them) and set as metrics. The backlog is the journal
+//! consumer's (every replica sees the same), and events that left the journal before the
+//! connection had them count as dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,9 @@ use zonecast_runtime::Shutdown;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::{ConnectionStatus, StatusWriter};
 
+use crate::consumer::consumer_name;
 use crate::link::Shared;
+use zonecast_bus::Journal;
 
 /// The connections being reported, replaced whenever the configuration is reloaded.
 pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
@@ -20,21 +24,34 @@ pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
 /// Writes one status row per connection and updates the metrics.
 pub struct Reporter {
     store: Arc<dyn StatusWriter>,
+    journal: Arc<dyn Journal>,
     replica: String,
     log: RateLimited,
 }
 
 impl Reporter {
     /// Reports as `replica` into `store`.
-    pub fn new(store: Arc<dyn StatusWriter>, replica: String) -> Self {
-        Self { store, replica, log: RateLimited::new(Duration::from_secs(30)) }
+    pub fn new(store: Arc<dyn StatusWriter>, journal: Arc<dyn Journal>, replica: String) -> Self {
+        Self { store, journal, replica, log: RateLimited::new(Duration::from_secs(30)) }
     }
 
     /// One round over `table`. Store failures are logged at a limited rate; the next round
     /// writes the figures again.
     pub async fn report(&mut self, table: &[(Uuid, Arc<Shared>)]) {
         for (id, shared) in table {
-            let snapshot = shared.snapshot();
+            let mut snapshot = shared.snapshot();
+            match self.journal.state(&consumer_name(*id)).await {
+                Ok(Some(state)) => {
+                    snapshot.queued = state.backlog + snapshot.positions_queued;
+                    snapshot.dropped += state.lost;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    if let Some(held_back) = self.log.allow() {
+                        tracing::warn!(error = %e, held_back, "journal consumer state not read");
+                    }
+                }
+            }
             let label = format_id(id);
             metrics::counter!("zonecast_forwarder_forwarded_total", "connection" => label.clone())
                 .absolute(snapshot.forwarded);

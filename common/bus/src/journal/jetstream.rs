@@ -27,6 +27,14 @@ struct Loss {
     lost: u64,
 }
 
+/// Records of one append sent ahead of their stores' confirmations.
+const IN_FLIGHT: usize = 256;
+
+/// Waits for JetStream to confirm that a record is stored.
+async fn confirm(ack: jetstream::context::PublishAckFuture) -> Result<(), BusError> {
+    ack.await.map(|_| ()).map_err(|e| BusError::Journal(format!("not stored: {e}")))
+}
+
 /// A [`Journal`] on JetStream. The streams are made (or their bounds brought in line with the
 /// settings) on first use: `<PREFIX>_EVENTS` on `<prefix>.events.>` and `<PREFIX>_COMMANDS`
 /// on `<prefix>.devices.*.alarm`, file storage, oldest records discarded first, copies
@@ -113,19 +121,26 @@ impl JetStreamJournal {
 impl Journal for JetStreamJournal {
     async fn append(&self, records: Vec<Record>) -> Result<(), BusError> {
         self.ready().await?;
-        let mut acks = Vec::with_capacity(records.len());
+        // Confirmations are awaited while later records are sent, at most `IN_FLIGHT` behind:
+        // the client holds back publishes past its own bound of unconfirmed ones.
+        let mut acks = std::collections::VecDeque::with_capacity(records.len().min(IN_FLIGHT));
         for record in records {
             crate::pattern::validate_subject(&record.subject)?;
+            if acks.len() >= IN_FLIGHT
+                && let Some(ack) = acks.pop_front()
+            {
+                confirm(ack).await?;
+            }
             let publish = jetstream::message::PublishMessage::build().payload(record.payload).message_id(record.id);
             let ack = self
                 .context
                 .send_publish(record.subject, publish)
                 .await
                 .map_err(|e| BusError::Journal(format!("not stored: {e}")))?;
-            acks.push(ack);
+            acks.push_back(ack);
         }
         for ack in acks {
-            ack.await.map_err(|e| BusError::Journal(format!("not stored: {e}")))?;
+            confirm(ack).await?;
         }
         Ok(())
     }

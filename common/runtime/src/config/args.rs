@@ -102,6 +102,14 @@ pub struct BusArgs {
     /// Number of position partitions (1-4096).
     #[arg(long, env = "ZONECAST_PARTITIONS", value_name = "N", default_value = "16")]
     partitions: String,
+    /// How long the event journal keeps an event, in seconds (60-31536000): a consumer away
+    /// longer loses the older ones, counted.
+    #[arg(long, env = "ZONECAST_EVENT_RETENTION_SECS", value_name = "SECONDS", default_value = "86400")]
+    event_retention_secs: String,
+    /// How many bytes of events the journal keeps at most (1048576-1099511627776); the oldest
+    /// leave first, counted for consumers that lacked them.
+    #[arg(long, env = "ZONECAST_EVENT_RETENTION_BYTES", value_name = "BYTES", default_value = "1073741824")]
+    event_retention_bytes: String,
 }
 
 impl BusArgs {
@@ -114,6 +122,15 @@ impl BusArgs {
             nats_url: secret(&self.nats_url),
             subject_prefix: prefix.clone(),
             partitions: c.within("partitions", &self.partitions, 1, 4096),
+            journal: zonecast_bus::JournalSettings {
+                max_age: std::time::Duration::from_secs(c.within(
+                    "event_retention_secs",
+                    &self.event_retention_secs,
+                    60,
+                    365 * 24 * 3600,
+                )),
+                max_bytes: c.within("event_retention_bytes", &self.event_retention_bytes, 1 << 20, 1 << 40),
+            },
         }
     }
 }

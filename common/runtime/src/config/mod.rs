@@ -185,11 +185,19 @@ pub struct BusConfig {
     pub subject_prefix: String,
     /// `ZONECAST_PARTITIONS`: number of position partitions.
     pub partitions: u32,
+    /// `ZONECAST_EVENT_RETENTION_SECS` and `ZONECAST_EVENT_RETENTION_BYTES`: what the event
+    /// journal keeps.
+    pub journal: zonecast_bus::JournalSettings,
 }
 
 impl Default for BusConfig {
     fn default() -> Self {
-        Self { nats_url: None, subject_prefix: "zonecast".into(), partitions: 16 }
+        Self {
+            nats_url: None,
+            subject_prefix: "zonecast".into(),
+            partitions: 16,
+            journal: zonecast_bus::JournalSettings::default(),
+        }
     }
 }
 

@@ -124,9 +124,11 @@ pub struct ReplicaStatus {
     stale: bool,
 }
 
-/// Forwarding status summed over forwarder replicas, with each replica's row. Rows of replicas
-/// that stopped reporting are listed as stale and do not count towards `connected`; their
-/// counters stay in the sums.
+/// Forwarding status over forwarder replicas, with each replica's row. Counters are summed;
+/// `queued` is the largest a live replica reports, as every replica reports the same journal
+/// backlog of the connection (plus the few positions it holds itself). Rows of replicas that
+/// stopped reporting are listed as stale and do not count towards `connected` or `queued`;
+/// their counters stay in the sums.
 pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_connection(id).await?;
     let rows = ctx.store.connection_status(id).await?;
@@ -152,7 +154,7 @@ pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
         last_error: latest_error.and_then(|r| r.last_error.clone()),
         forwarded: rows.iter().map(|r| r.forwarded).sum(),
         dropped: rows.iter().map(|r| r.dropped).sum(),
-        queued: live.iter().map(|r| r.queued).sum(),
+        queued: live.iter().map(|r| r.queued).max().unwrap_or(0),
         replicas,
     }))
 }

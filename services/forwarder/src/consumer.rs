@@ -1,0 +1,212 @@
+//! One connection's durable consumer of the event journal: it takes the events the connection
+//! has not acknowledged, matches each against the connection's topics, and queues a copy per
+//! matching topic in the connection's outbox with a [`Receipt`] that acknowledges the event to
+//! the journal once the broker has acknowledged every copy.
+//!
+//! At most `in_hand` events are held at a time (queued, in flight or waiting for a broker that
+//! is away); the rest wait in the journal, so a broker away for an hour holds up nothing but its
+//! own connection and costs no memory here. Every replica consumes from the same durable
+//! consumer, so replicas share the connection's events; one that stops leaves what it held
+//! unacknowledged, and the journal hands it to another (or to its successor) after its ack wait.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+use zonecast_bus::Journal;
+use zonecast_bus::journal::Delivery;
+use zonecast_runtime::ratelog::RateLimited;
+
+use crate::backoff::Backoff;
+use crate::endpoint::MAX_PAYLOAD;
+use crate::link::Shared;
+use crate::outbox::{Message, Receipt};
+
+/// The journal consumer of the MQTT connection `id`; every replica uses the same one.
+pub fn consumer_name(id: Uuid) -> String {
+    format!("mqtt-{}", id.simple())
+}
+
+/// The running consumer of one connection.
+pub struct Consumer {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Consumer {
+    /// Starts consuming the journal for the connection `id` into `shared`'s outbox, holding at
+    /// most `in_hand` events, until stopped or `shutdown`.
+    pub fn spawn(
+        journal: Arc<dyn Journal>,
+        id: Uuid,
+        shared: Arc<Shared>,
+        in_hand: usize,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let stop = shutdown.child_token();
+        let task = tokio::spawn(run(journal, consumer_name(id), shared, in_hand.max(1), stop.clone()));
+        Self { stop, task }
+    }
+
+    /// Stops taking events; what is in hand stays in the outbox.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Whether the task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops and waits for the task.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "forwarder consumer task failed");
+        }
+    }
+}
+
+async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_hand: usize, stop: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(in_hand));
+    let mut held: HashMap<u64, Weak<Receipt>> = HashMap::new();
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+    let mut fail_log = RateLimited::new(Duration::from_secs(30));
+    let mut bad_log = RateLimited::new(Duration::from_secs(10));
+    let counters = Counters::new();
+    'open: loop {
+        let opened = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            opened = journal.consume(&name, in_hand) => opened,
+        };
+        let mut deliveries = match opened {
+            Ok(deliveries) => {
+                backoff.reset();
+                deliveries
+            }
+            Err(e) => {
+                if let Some(held_back) = fail_log.allow() {
+                    tracing::warn!(consumer = %name, error = %e, held_back, "event journal unavailable; will retry");
+                }
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(backoff.next_delay()) => continue,
+                }
+            }
+        };
+        loop {
+            let permit = tokio::select! {
+                biased;
+                () = stop.cancelled() => break 'open,
+                permit = permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break 'open,
+                },
+            };
+            let delivery = tokio::select! {
+                biased;
+                () = stop.cancelled() => break 'open,
+                delivery = deliveries.next() => delivery,
+            };
+            let Some(delivery) = delivery else {
+                // The journal ended the stream (connection lost, consumer opened again): open
+                // it again after a pause.
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break 'open,
+                    () = tokio::time::sleep(backoff.next_delay()) => continue 'open,
+                }
+            };
+            take(delivery, permit, &shared, &mut held, &counters, &mut bad_log);
+            if held.len() > 2 * in_hand {
+                held.retain(|_, receipt| receipt.strong_count() > 0);
+            }
+        }
+    }
+}
+
+/// The consumer's per-event counters, registered once.
+struct Counters {
+    events: metrics::Counter,
+    routed: metrics::Counter,
+    bad: metrics::Counter,
+}
+
+impl Counters {
+    fn new() -> Self {
+        Self {
+            events: metrics::counter!("zonecast_forwarder_events_total"),
+            routed: metrics::counter!("zonecast_forwarder_routed_total"),
+            bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
+        }
+    }
+}
+
+/// Queues a copy of the event for each topic of the connection it matches. An event that
+/// matches none, cannot be read, or is too large for MQTT (counted as dropped) is acknowledged
+/// at once; a redelivery of an event still held renews its receipt.
+fn take(
+    delivery: Delivery,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    shared: &Shared,
+    held: &mut HashMap<u64, Weak<Receipt>>,
+    counters: &Counters,
+    bad_log: &mut RateLimited,
+) {
+    if let Some(receipt) = held.get(&delivery.sequence).and_then(Weak::upgrade) {
+        receipt.renew(delivery.ack);
+        return;
+    }
+    counters.events.increment(1);
+    let routes = shared.routes();
+    let topics = match matching(&routes, &delivery.payload) {
+        Ok(topics) => topics,
+        Err(reason) => {
+            counters.bad.increment(1);
+            if let Some(held_back) = bad_log.allow() {
+                tracing::warn!(%reason, subject = %delivery.subject, held_back, "event not forwarded");
+            }
+            delivery.ack.ack();
+            return;
+        }
+    };
+    if topics.is_empty() {
+        delivery.ack.ack();
+        return;
+    }
+    counters.routed.increment(topics.len() as u64);
+    if delivery.payload.len() > MAX_PAYLOAD {
+        topics.iter().for_each(|_| shared.count_dropped());
+        delivery.ack.ack();
+        return;
+    }
+    let receipt = Receipt::new(topics.len(), delivery.ack, permit);
+    held.insert(delivery.sequence, Arc::downgrade(&receipt));
+    for topic in topics {
+        shared.push(Message { topic, payload: delivery.payload.clone(), receipt: Some(receipt.clone()) });
+    }
+}
+
+/// The topics of `routes` whose chains `payload` matches, in order; the event's Category and
+/// Type are looked at first, so an event no chain can take is not walked.
+fn matching(routes: &[crate::router::Route], payload: &[u8]) -> Result<Vec<Arc<str>>, String> {
+    if routes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let event: Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(fields) = &event else { return Err("not a JSON object".to_owned()) };
+    let text = |name: &str| fields.get(name).and_then(Value::as_str);
+    let (category, kind) = (text("Category"), text("Type"));
+    Ok(routes
+        .iter()
+        .filter(|r| r.chain.admits(category, kind) && r.chain.matches(&event))
+        .map(|r| r.topic.clone())
+        .collect())
+}

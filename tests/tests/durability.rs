@@ -1,0 +1,203 @@
+//! Delivery through faults, on real processes: the API, an evaluator and a forwarder, each its
+//! own process, on a NATS server (with JetStream) of the test's own, a fresh PostgreSQL
+//! database and a Mosquitto broker the test stops and starts. A forwarder killed with
+//! SIGKILL while it holds a backlog, and a forwarder that is not running at all while events
+//! are produced, lose nothing: every event reaches the broker once it is back, and any copy
+//! carries the same `EventID`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use zonecast_bus::{Bus, Subjects};
+use zonecast_model::{EventId, PositionUpdate};
+use zonecast_tests::fresh_database;
+use zonecast_tests::mosquitto::{Broker, Subscriber};
+use zonecast_tests::nats::NatsServer;
+use zonecast_tests::process::{Service, free_port};
+
+const WAIT: Duration = Duration::from_secs(60);
+const KEY: &str = "durability-admin-key";
+const PARTITIONS: u32 = 4;
+/// Events produced in each phase.
+const EVENTS: usize = 150;
+
+/// The services of one site and a bus connection of the test's own.
+struct Site {
+    http: reqwest::Client,
+    api: String,
+    forwarder: Service,
+    _others: Vec<Service>,
+    bus: Arc<dyn Bus>,
+    subjects: Subjects,
+}
+
+impl Site {
+    async fn start(nats: &NatsServer, database: &str) -> Self {
+        let prefix = format!("zd{}", uuid::Uuid::new_v4().simple());
+        let secret = zonecast_runtime::keys::random_base64(32).unwrap();
+        let env = |port: u16, extra: &[(&str, &str)]| -> Vec<(String, String)> {
+            let mut env: Vec<(String, String)> = [
+                ("ZONECAST_DATABASE_URL", database),
+                ("ZONECAST_NATS_URL", nats.url().as_str()),
+                ("ZONECAST_SECRET_KEY", secret.as_str()),
+                ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+                ("ZONECAST_SUBJECT_PREFIX", prefix.as_str()),
+                ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
+                ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+            env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+            env
+        };
+        let http = reqwest::Client::new();
+        let api_port = free_port();
+        let mut api = Service::start("zonecast-api", env(api_port, &[]), api_port);
+        api.healthy(&http, WAIT).await;
+        let port = free_port();
+        let mut evaluator = Service::start("zonecast-evaluator", env(port, &[]), port);
+        let port = free_port();
+        let mut forwarder = Service::start("zonecast-forwarder", env(port, &[]), port);
+        evaluator.healthy(&http, WAIT).await;
+        forwarder.healthy(&http, WAIT).await;
+        let bus = zonecast_bus::connect(Some(&nats.url()), "durability-test").await.unwrap();
+        Self {
+            http,
+            api: format!("http://127.0.0.1:{api_port}"),
+            forwarder,
+            _others: vec![api, evaluator],
+            bus,
+            subjects: Subjects::new(prefix),
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method.clone(), format!("{}{path}", self.api)).header("X-API-Key", KEY);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
+        v
+    }
+
+    async fn status(&self, connection: &str) -> Value {
+        self.call(Method::GET, &format!("/v3/modules/mqtt/connections/{connection}/status"), None).await
+    }
+
+    /// Polls the connection's status until `pred` holds; the panic shows the last one.
+    async fn wait_status(&self, connection: &str, what: &str, pred: impl Fn(&Value) -> bool) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let s = self.status(connection).await;
+            if pred(&s) {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "status never showed {what}: {s}");
+            tokio::time::sleep(Duration::from_millis(100)).await; // sleep-ok: polling interval of a bounded wait
+        }
+    }
+
+    /// One position of each of `macs` at `x`, published as the ingestor would.
+    async fn positions(&self, macs: &[String], x: f64) {
+        for mac in macs {
+            let update = PositionUpdate {
+                mac: mac.parse().unwrap(),
+                position: [x, 0.0, 0.0],
+                timestamp: Utc::now(),
+                gateway_uri: None,
+                extra: Default::default(),
+            };
+            let subject = self.subjects.positions(update.mac.partition(PARTITIONS), update.mac.as_str());
+            let event = update.to_event(501, EventId::generate(Utc::now()), Utc::now());
+            self.bus.publish(subject, serde_json::to_vec(&event).unwrap().into()).await.unwrap();
+        }
+        self.bus.flush().await.unwrap();
+    }
+}
+
+/// Reads the broker until an event of `kind` has arrived for every one of `macs`; checks that
+/// copies of an event (same `EventID`) are the same event, and that each device has one.
+async fn every_device_gets(sub: &mut Subscriber, kind: &str, macs: &[String]) {
+    let wanted: BTreeSet<&str> = macs.iter().map(String::as_str).collect();
+    let mut by_device: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut copies: BTreeMap<String, Value> = BTreeMap::new();
+    while by_device.len() < wanted.len() {
+        let (_, event) = sub.next(WAIT).await;
+        if event["Type"] != kind {
+            continue;
+        }
+        let id = event["EventID"].as_str().unwrap().to_owned();
+        if let Some(first) = copies.get(&id) {
+            assert_eq!(first, &event, "a copy carries the same EventID and is the same event");
+        }
+        copies.insert(id.clone(), event.clone());
+        let mac = event["Source"]["MAC"].as_str().unwrap().to_owned();
+        assert!(wanted.contains(mac.as_str()), "{kind} of an unexpected device {mac}");
+        by_device.entry(mac).or_default().insert(id);
+    }
+    for (mac, ids) in by_device {
+        assert_eq!(ids.len(), 1, "{mac} has one {kind}, not {ids:?}");
+    }
+}
+
+#[tokio::test]
+async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    let mut broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    site.call(
+        Method::POST,
+        "/v3/modules/zones",
+        Some(json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})),
+    )
+    .await;
+    let connection = site
+        .call(
+            Method::POST,
+            "/v3/modules/mqtt/connections",
+            Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
+                        "topics": [{"topic": "zc/events", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})),
+        )
+        .await["ConnectionID"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    site.wait_status(&connection, "connected", |s| s["connected"] == true).await;
+
+    // A backlog held by the forwarder while the broker is away, then SIGKILL.
+    broker.stop().await;
+    site.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
+    let macs: Vec<String> = (0..EVENTS).map(|n| format!("00:00:00:00:{:02X}:{:02X}", n >> 8, n & 0xff)).collect();
+    site.positions(&macs, 1.0).await;
+    site.wait_status(&connection, "the backlog", |s| s["queued"] == EVENTS).await;
+    site.forwarder.kill().await;
+    broker.start().await;
+    site.forwarder.restart();
+    site.forwarder.healthy(&site.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
+
+    // Events produced while no forwarder runs at all.
+    site.forwarder.kill().await;
+    site.positions(&macs, 100.0).await;
+    site.forwarder.restart();
+    site.forwarder.healthy(&site.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_EXIT", &macs).await;
+    site.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
+    let _ = zonecast_store::postgres::drop_database(
+        &zonecast_tests::database_admin_url(),
+        database.rsplit('/').next().unwrap(),
+    )
+    .await;
+}
