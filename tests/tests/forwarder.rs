@@ -362,6 +362,21 @@ async fn zone_events_held_while_the_broker_is_away_are_all_delivered_when_it_ret
     server.stop().await;
 }
 
+/// A connection takes every event appended once its creation is answered, before its client
+/// has even connected.
+async fn an_event_right_after_the_connection_is_created_is_delivered(mode: Mode) {
+    let server = Server::start(mode).await;
+    let broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    create(&server, plain(broker.port, &[("zc/all", json!([]))])).await;
+    let zone = Uuid::new_v4().to_string();
+    let subject = server.subjects.zone_event(&zone, ZoneEventKind::Enter);
+    event(&server, subject, "ZONE", "ZONE_ENTER", &mac(3), json!({"ZoneID": zone})).await;
+    let (_, got) = sub.next(WAIT).await;
+    assert_eq!(got["Content"]["ZoneID"], zone.as_str());
+    server.stop().await;
+}
+
 async fn every_filter_form_routes_exactly_the_matching_events(mode: Mode) {
     let server = Server::start(mode).await;
     let broker = Broker::plain().await;
@@ -620,6 +635,7 @@ both_modes!(
     user_name_and_password_are_sent_and_a_wrong_password_is_refused,
     a_restarted_broker_gets_what_was_held_and_the_oldest_beyond_the_bound_are_dropped,
     zone_events_held_while_the_broker_is_away_are_all_delivered_when_it_returns,
+    an_event_right_after_the_connection_is_created_is_delivered,
     every_filter_form_routes_exactly_the_matching_events,
     changing_topics_redirects_new_events_without_restarting_any_client,
     a_dead_or_hanging_broker_does_not_delay_another_connection,

@@ -174,6 +174,11 @@ impl Fleet {
                     (shared, consumer)
                 }
                 None => {
+                    // Made before the change is reported in force: every event appended after
+                    // the API answered the connection's creation is the connection's.
+                    if let Err(e) = self.journal.create_consumer(&consumer_name(id)).await {
+                        tracing::warn!(connection = %format_id(&id), error = %e, "journal consumer not made yet; the consumer task goes on trying");
+                    }
                     let shared = Shared::new(&self.settings, self.poke.clone());
                     let consumer =
                         Consumer::spawn(self.journal.clone(), id, shared.clone(), self.settings.queue, &self.shutdown);

@@ -96,13 +96,13 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// Holds at most `capacity` messages (at least 1), of which at most `window` (at least 1,
-    /// at most `capacity`) are handed to the client at a time.
+    /// Holds at most `capacity` messages without a receipt (at least 1), and hands at most
+    /// `window` (at least 1) to the client at a time.
     pub fn new(capacity: usize, window: usize) -> Self {
         let capacity = capacity.max(1);
         Self {
             capacity,
-            window: window.clamp(1, capacity),
+            window: window.max(1),
             connected: false,
             queue: VecDeque::new(),
             in_flight: VecDeque::new(),
