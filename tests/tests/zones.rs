@@ -672,8 +672,8 @@ async fn every_geometry_type_is_accepted_with_every_kind_of_zone_action(mode: Mo
         {"type": "info-event", "message": "entered", "on": "enter"},
         {"type": "info-event", "on": "enter"},
         {"type": "device-alarm", "on": "exit"},
-        {"type": "http-request", "uri": "https://example.test/hook", "method": "PUT", "headers": {"X-Token": "abc"}, "on": "both"},
-        {"type": "http-request", "uri": "http://127.0.0.1:9/x", "method": "POST", "headers": {}, "on": "enter"},
+        {"type": "http-request", "uri": "https://example.test/hook", "method": "PUT", "headers": {"X-Token": "abc"}, "on": "both", "has_secret": false},
+        {"type": "http-request", "uri": "http://127.0.0.1:9/x", "method": "POST", "headers": {}, "on": "enter", "has_secret": false},
     ]);
     let mut created = Vec::new();
     for (kind, data) in geometries {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
-use crate::{Invalid, Limits};
+use crate::{Invalid, Limits, Secret};
 
 /// When an action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
@@ -50,7 +50,59 @@ pub enum ZoneAction {
         headers: BTreeMap<String, String>,
         /// When it runs.
         on: ActionTrigger,
+        /// Whether the requests are signed with a secret; the secret itself is never returned.
+        #[serde(default)]
+        has_secret: bool,
+        /// The signing secret, sealed; kept in the store, never returned by the API (see
+        /// [`ZoneAction::hide_secret`]).
+        #[serde(rename = "secret_sealed", default, skip_serializing_if = "Option::is_none")]
+        #[schemars(skip)]
+        secret: Option<ActionSecret>,
     },
+}
+
+/// Shortest and longest `secret` of an `http-request` action, in characters (the request
+/// body's schema, `ActionSecretText`, states the same bounds).
+pub const SECRET_CHARS: (usize, usize) = (16, 256);
+
+/// The signing secret of an `http-request` action, by where it stands between the request
+/// body and the store. Only [`ActionSecret::Sealed`] can be serialized: a secret in clear never
+/// reaches the store, whatever path a zone takes to it.
+#[derive(Clone, PartialEq)]
+pub enum ActionSecret {
+    /// As a client sent it; the API seals it before the zone is stored.
+    Given(Secret),
+    /// Left out of a write: the zone's stored action to the same `uri` keeps its secret.
+    Kept,
+    /// Sealed with the deployment's key (base64), as the store and the evaluators hold it.
+    Sealed(String),
+}
+
+impl std::fmt::Debug for ActionSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Given(_) => "Given(***)",
+            Self::Kept => "Kept",
+            Self::Sealed(_) => "Sealed(***)",
+        })
+    }
+}
+
+impl Serialize for ActionSecret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Sealed(text) => s.serialize_str(text),
+            Self::Given(_) | Self::Kept => {
+                Err(serde::ser::Error::custom("an http-request secret must be sealed before it is written"))
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ActionSecret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self::Sealed)
+    }
 }
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -68,13 +120,13 @@ pub(crate) enum HttpMethod {
 }
 
 /// A `ZoneActions` item as [`ZoneAction::parse`] reads it: the schema of the request body.
-/// Fields other than `type` are optional and `null` counts as absent; unknown fields are
-/// ignored.
+/// Fields other than `type` are optional and `null` counts as absent (but removes a `secret`);
+/// unknown fields are ignored.
 #[derive(JsonSchema)]
 #[schemars(
     tag = "type",
     rename_all = "kebab-case",
-    description = "A zone action; fields other than type are optional, null counts as absent, unknown fields are ignored."
+    description = "A zone action; fields other than type are optional, null counts as absent (except for secret, where null removes the stored secret), unknown fields are ignored."
 )]
 #[allow(dead_code)]
 pub(crate) enum ZoneActionInput {
@@ -103,8 +155,18 @@ pub(crate) enum ZoneActionInput {
         headers: Option<std::collections::BTreeMap<HeaderName, Option<HeaderValue>>>,
         /// When it runs (default `enter`).
         on: Option<ActionTrigger>,
+        /// Secret that signs every request (`X-Zonecast-Signature`); write-only, never
+        /// returned. Left out of a zone update, the stored action with the same `uri` keeps its
+        /// secret; `null` removes it.
+        secret: Option<ActionSecretText>,
     },
 }
+
+/// The `secret` of an `http-request` action: 16 to 256 characters, write-only.
+#[derive(JsonSchema)]
+#[schemars(transparent, extend("writeOnly" = true))]
+#[allow(dead_code)]
+pub(crate) struct ActionSecretText(#[schemars(length(min = 16, max = 256))] String);
 
 /// The `uri` of an `http-request` action.
 struct HttpUri;
@@ -135,12 +197,69 @@ pub(crate) struct HeaderName(#[schemars(regex(pattern = "^[A-Za-z0-9_-]+$"))] St
 #[allow(dead_code)]
 pub(crate) struct HeaderValue(#[schemars(regex(pattern = "^[^\\r\\n]*$"))] String);
 
+/// The `secret` of an `http-request` action: `Kept` when left out, `None` for `null`.
+fn secret(f: &Fields<'_>) -> Result<Option<ActionSecret>, Invalid> {
+    if !f.has("secret") {
+        return Ok(Some(ActionSecret::Kept));
+    }
+    let Some(text) = f.string("secret")? else { return Ok(None) };
+    let (least, most) = SECRET_CHARS;
+    let chars = text.chars().take(most + 1).count();
+    if !(least..=most).contains(&chars) {
+        return Err(Invalid::new("secret", format!("must be {least} to {most} characters long")));
+    }
+    Ok(Some(ActionSecret::Given(Secret::new(text))))
+}
+
+/// Settles the secrets of the `http-request` actions of a zone write against the zone's stored
+/// `actions`: an action that left `secret` out takes the stored secret of the action to the same
+/// `uri` (the one at the same position first, else the first with a secret), or none when there
+/// is no such action, so a secret is never carried to another receiver. `has_secret` then tells
+/// whether a secret is held.
+pub(crate) fn settle_secrets(new: &mut [ZoneAction], stored: &[ZoneAction]) {
+    let sealed_for = |target: &str, action: &ZoneAction| match action {
+        ZoneAction::HttpRequest { uri, secret: Some(s @ ActionSecret::Sealed(_)), .. } if uri == target => {
+            Some(s.clone())
+        }
+        _ => None,
+    };
+    for (i, action) in new.iter_mut().enumerate() {
+        if let ZoneAction::HttpRequest { uri, secret, has_secret, .. } = action {
+            if matches!(secret, Some(ActionSecret::Kept)) {
+                *secret = stored
+                    .get(i)
+                    .and_then(|a| sealed_for(uri, a))
+                    .or_else(|| stored.iter().find_map(|a| sealed_for(uri, a)));
+            }
+            *has_secret = secret.is_some();
+        }
+    }
+}
+
 impl ZoneAction {
     /// When this action runs.
     pub fn trigger(&self) -> ActionTrigger {
         match self {
             Self::InfoEvent { on, .. } | Self::DeviceAlarm { on } | Self::HttpRequest { on, .. } => *on,
         }
+    }
+
+    /// Drops the sealed secret from what the API returns; `has_secret` still tells that one is
+    /// stored.
+    pub fn hide_secret(&mut self) {
+        if let Self::HttpRequest { secret, .. } = self {
+            *secret = None;
+        }
+    }
+
+    /// Seals a secret sent in clear with `seal`, which returns the sealed text.
+    pub fn seal_secret<E>(&mut self, seal: impl FnOnce(&Secret) -> Result<String, E>) -> Result<(), E> {
+        if let Self::HttpRequest { secret, .. } = self
+            && let Some(ActionSecret::Given(plain)) = secret
+        {
+            *secret = Some(ActionSecret::Sealed(seal(plain)?));
+        }
+        Ok(())
     }
 
     /// Validates one `ZoneActions` item.
@@ -199,7 +318,9 @@ impl ZoneAction {
                         headers.insert(name.clone(), v.to_owned());
                     }
                 }
-                Ok(Self::HttpRequest { uri: uri.to_owned(), method, headers, on })
+                let secret = secret(&f)?;
+                let has_secret = matches!(secret, Some(ActionSecret::Given(_)));
+                Ok(Self::HttpRequest { uri: uri.to_owned(), method, headers, on, has_secret, secret })
             }
             Some(other) => Err(Invalid::new(
                 "type",

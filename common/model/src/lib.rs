@@ -19,7 +19,7 @@ mod setting;
 mod zone;
 mod zone_input;
 
-pub use action::{ActionTrigger, ZoneAction};
+pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};

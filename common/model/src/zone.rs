@@ -135,9 +135,11 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// The API view of `spec` on `site_id` with the devices inside it now, in any order.
-    pub fn new(spec: ZoneSpec, site_id: i64, mut colliding_devices: Vec<CollidingDevice>) -> Self {
+    /// The API view of `spec` on `site_id` with the devices inside it now, in any order; the
+    /// sealed secrets of its actions are left out.
+    pub fn new(mut spec: ZoneSpec, site_id: i64, mut colliding_devices: Vec<CollidingDevice>) -> Self {
         colliding_devices.sort_by(|a, b| a.mac.cmp(&b.mac));
+        spec.zone_actions.iter_mut().for_each(ZoneAction::hide_secret);
         Self { site_id, spec, colliding_devices }
     }
 }

@@ -137,6 +137,15 @@ fn zone_selected(schema: &mut Schema) {
 }
 
 impl ZoneInput {
+    /// Seals every `http-request` secret sent in clear with `seal`; the API does this before
+    /// anything is stored.
+    pub fn seal_secrets<E>(&mut self, mut seal: impl FnMut(&crate::Secret) -> Result<String, E>) -> Result<(), E> {
+        for action in self.zone_actions.iter_mut().flatten() {
+            action.seal_secret(&mut seal)?;
+        }
+        Ok(())
+    }
+
     /// Reads a `ZoneInput` object, checking each field's type and range and each list against
     /// `limits` before reading its elements. Unknown fields, and the read-only `SiteID`,
     /// `CollidingDevices` and `IsGeometryLocked`, are ignored.
@@ -263,7 +272,8 @@ impl ZoneInput {
         if let Some(v) = self.device_list {
             z.device_list = v;
         }
-        if let Some(v) = self.zone_actions {
+        if let Some(mut v) = self.zone_actions {
+            crate::action::settle_secrets(&mut v, &z.zone_actions);
             z.zone_actions = v;
         }
         if let Some(v) = self.is_timed {
@@ -467,6 +477,127 @@ mod tests {
             .update(&z)
             .unwrap();
         assert_eq!(same.name, "n");
+    }
+
+    /// `zone` as stored: every secret sealed (here as `sealed:<secret>`), then written back
+    /// through JSON as the store does.
+    fn stored(input: Value, base: Option<&ZoneSpec>) -> ZoneSpec {
+        let mut parsed = ZoneInput::parse(&input, &Limits::DEFAULT).unwrap();
+        parsed.seal_secrets(|s| Ok::<_, ()>(format!("sealed:{}", s.expose()))).unwrap();
+        let zone = match base {
+            None => parsed.create(Uuid::new_v4()).unwrap(),
+            Some(base) => parsed.update(base).unwrap(),
+        };
+        serde_json::from_str(&serde_json::to_string(&zone).unwrap()).unwrap()
+    }
+
+    fn secrets(zone: &ZoneSpec) -> Vec<(bool, Option<String>)> {
+        zone.zone_actions
+            .iter()
+            .filter_map(|a| match a {
+                ZoneAction::HttpRequest { has_secret, secret, .. } => Some((
+                    *has_secret,
+                    secret.as_ref().map(|s| match s {
+                        crate::ActionSecret::Sealed(t) => t.clone(),
+                        other => panic!("{other:?} stored"),
+                    }),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn with_actions(actions: Value) -> Value {
+        let mut v = sphere();
+        v["ZoneActions"] = actions;
+        v
+    }
+
+    #[test]
+    fn http_request_secrets_are_stored_sealed_and_kept_for_the_same_uri_only() {
+        let a = "http://a.example/hook";
+        let b = "http://b.example/hook";
+        let z = stored(
+            with_actions(json!([
+                {"type": "http-request", "uri": a, "secret": "0123456789abcdef"},
+                {"type": "http-request", "uri": b},
+            ])),
+            None,
+        );
+        assert_eq!(secrets(&z), [(true, Some("sealed:0123456789abcdef".into())), (false, None)]);
+        let text = serde_json::to_string(&z).unwrap();
+        assert!(!text.contains("\"0123456789abcdef"), "{text}");
+
+        // Sent again without a secret (as a GET returns it), in another order: each action keeps
+        // the secret of the stored action to its URI.
+        let again = stored(
+            with_actions(json!([
+                {"type": "http-request", "uri": b, "has_secret": false},
+                {"type": "http-request", "uri": a, "has_secret": true},
+            ])),
+            Some(&z),
+        );
+        assert_eq!(secrets(&again), [(false, None), (true, Some("sealed:0123456789abcdef".into()))]);
+
+        // A new URI does not inherit a secret; null removes one; a new one replaces it.
+        let moved = stored(with_actions(json!([{"type": "http-request", "uri": "http://c.example/"}])), Some(&z));
+        assert_eq!(secrets(&moved), [(false, None)]);
+        let removed = stored(with_actions(json!([{"type": "http-request", "uri": a, "secret": null}])), Some(&z));
+        assert_eq!(secrets(&removed), [(false, None)]);
+        let replaced =
+            stored(with_actions(json!([{"type": "http-request", "uri": a, "secret": "fedcba9876543210"}])), Some(&z));
+        assert_eq!(secrets(&replaced), [(true, Some("sealed:fedcba9876543210".into()))]);
+
+        // An update that leaves ZoneActions out keeps them whole.
+        let renamed = stored(json!({"Name": "renamed"}), Some(&z));
+        assert_eq!(secrets(&renamed), secrets(&z));
+    }
+
+    #[test]
+    fn the_api_view_of_a_zone_never_shows_its_secrets() {
+        let z =
+            stored(with_actions(json!([{"type": "http-request", "uri": "http://a/", "secret": "s".repeat(16)}])), None);
+        let shown = serde_json::to_value(crate::Zone::new(z, 1, Vec::new())).unwrap();
+        let action = &shown["ZoneActions"][0];
+        assert_eq!(action["has_secret"], json!(true));
+        assert!(action.get("secret").is_none() && action.get("secret_sealed").is_none(), "{action}");
+    }
+
+    #[test]
+    fn a_secret_in_clear_cannot_be_serialized() {
+        let input = ZoneInput::parse(
+            &with_actions(json!([{"type": "http-request", "uri": "http://a/", "secret": "s".repeat(16)}])),
+            &Limits::DEFAULT,
+        )
+        .unwrap();
+        let zone = input.create(Uuid::new_v4()).unwrap();
+        let e = serde_json::to_string(&zone).unwrap_err();
+        assert!(e.to_string().contains("must be sealed"), "{e}");
+        assert!(!format!("{zone:?}").contains("ssssssssssssssss"));
+    }
+
+    #[test]
+    fn bad_secrets_are_refused_with_the_rule() {
+        let parse = |secret: Value| {
+            ZoneInput::parse(
+                &with_actions(json!([{"type": "http-request", "uri": "http://a/", "secret": secret}])),
+                &Limits::DEFAULT,
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        let length = "ZoneActions[0].secret: must be 16 to 256 characters long";
+        assert_eq!(parse(json!("short")).unwrap_err(), length);
+        assert_eq!(parse(json!("x".repeat(15))).unwrap_err(), length);
+        assert_eq!(parse(json!("x".repeat(257))).unwrap_err(), length);
+        assert_eq!(
+            parse(json!(1234567890123456_u64)).unwrap_err(),
+            "ZoneActions[0].secret: must be a string, got a number"
+        );
+        assert_eq!(parse(json!({"a": 1})).unwrap_err(), "ZoneActions[0].secret: must be a string, got an object");
+        parse(json!("x".repeat(16))).unwrap();
+        parse(json!("é".repeat(256))).unwrap();
+        parse(json!(null)).unwrap();
     }
 
     #[test]

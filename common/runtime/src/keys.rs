@@ -129,6 +129,17 @@ impl Keys {
         Ok(plain.to_vec())
     }
 
+    /// [`Keys::seal`] of a text, as base64: how a secret is kept inside stored JSON.
+    pub fn seal_text(&self, plain: &str) -> Result<String, KeyError> {
+        self.seal(plain.as_bytes()).map(|sealed| STANDARD.encode(sealed))
+    }
+
+    /// Opens what [`Keys::seal_text`] produced.
+    pub fn open_text(&self, sealed: &str) -> Result<Secret, KeyError> {
+        let bytes = STANDARD.decode(sealed).map_err(|_| KeyError::Open)?;
+        String::from_utf8(self.open(&bytes)?).map(Secret::new).map_err(|_| KeyError::Open)
+    }
+
     /// HMAC-SHA256 tag of `data`.
     pub fn sign(&self, data: &[u8]) -> Vec<u8> {
         hmac::sign(&self.sign, data).as_ref().to_vec()
@@ -158,6 +169,16 @@ mod tests {
         let mut tampered = sealed.clone();
         *tampered.last_mut().unwrap() ^= 1;
         assert!(matches!(a.open(&tampered), Err(KeyError::Open)));
+    }
+
+    #[test]
+    fn sealed_texts_open_with_the_same_key_only() {
+        let (a, b) = (keys(), keys());
+        let sealed = a.seal_text("a receiver's secret").unwrap();
+        assert!(!sealed.contains("secret"));
+        assert_eq!(a.open_text(&sealed).unwrap().expose(), "a receiver's secret");
+        assert!(matches!(b.open_text(&sealed), Err(KeyError::Open)));
+        assert!(matches!(a.open_text("not base64!"), Err(KeyError::Open)));
     }
 
     #[test]

@@ -1,12 +1,23 @@
-//! http-request zone actions: sent off the evaluation path by a bounded worker pool, 5 s
-//! timeout, 3 tries with backoff, each outcome counted. A full queue drops the request and
-//! counts it rather than holding up evaluation.
+//! http-request zone actions. Every request carries its event's `EventID` as
+//! `Idempotency-Key` and, when the action has a secret, an HMAC-SHA256 signature of its body
+//! in `X-Zonecast-Signature`; it is retried with exponential backoff and full jitter until it is
+//! delivered, refused, or its retry window closes. [`Delivery::send`] takes one request to its
+//! final outcome; [`spawn`] runs a pool of them off the evaluation path: a bounded queue (a full
+//! one drops the request and counts it), a bounded number of requests held, and a bounded
+//! number of tries in flight. A request waiting for its next try holds no worker, so a slow or
+//! failing receiver does not hold up the others.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
 use tokio::sync::{Semaphore, mpsc};
-use zonecast_model::Event;
+use tokio::time::Instant;
+use zonecast_model::{ActionSecret, Event};
+use zonecast_runtime::ratelog::RateLimited;
+use zonecast_runtime::{Keys, Shutdown};
 
 /// One request to send.
 #[derive(Debug)]
@@ -19,35 +30,322 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The event, sent as the JSON body.
     pub event: Event,
+    /// The action's sealed secret, when its requests are signed.
+    pub secret: Option<ActionSecret>,
 }
 
+/// The header that carries the event's `EventID`, the same on every try and every copy.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The header that carries `sha256=<hex HMAC-SHA256 of the body with the action's secret>`.
+pub const SIGNATURE: &str = "x-zonecast-signature";
+
+/// Requests waiting to be taken by the pool; beyond it they are dropped and counted.
 const QUEUE: usize = 10_000;
-const CONCURRENCY: usize = 64;
-const TRIES: u32 = 3;
+/// Requests the pool holds at once, trying or waiting for their next try.
+const HELD: usize = 10_000;
+/// Tries in flight at once.
+const WORKERS: usize = 64;
+/// Time one try may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Starts the pool; the sender is for `try_send`.
-pub fn spawn() -> (mpsc::Sender<Request>, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::channel::<Request>(QUEUE);
-    let task = tokio::spawn(async move {
-        let client = match reqwest::Client::builder().timeout(TIMEOUT).build() {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(error = %e, "http-request actions disabled: cannot build HTTP client");
-                while rx.recv().await.is_some() {
-                    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
-                }
-                return;
-            }
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx answer.
+    Delivered,
+    /// Not delivered, and no longer tried.
+    GaveUp {
+        /// Why it is no longer tried.
+        why: GiveUp,
+        /// The last failure.
+        reason: String,
+    },
+}
+
+/// Why a request is no longer tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// An answer that trying again will not change (a 4xx other than 408 and 429, a
+    /// redirect), or a request that cannot be made (its secret cannot be unsealed).
+    Failed,
+    /// Still failing when its retry window closed.
+    Expired,
+    /// Waiting for its next try when the evaluator stopped.
+    Abandoned,
+}
+
+impl Outcome {
+    fn gave_up(why: GiveUp, reason: impl Into<String>) -> Self {
+        Self::GaveUp { why, reason: reason.into() }
+    }
+
+    /// The `outcome` label of `zonecast_evaluator_http_actions_total`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Delivered => "success",
+            Self::GaveUp { why: GiveUp::Failed, .. } => "failed",
+            Self::GaveUp { why: GiveUp::Expired, .. } => "expired",
+            Self::GaveUp { why: GiveUp::Abandoned, .. } => "abandoned",
+        }
+    }
+}
+
+/// When a request is tried again: exponential backoff with full jitter within a retry window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The ceiling of the first wait.
+    pub first: Duration,
+    /// The largest ceiling; waits double up to it.
+    pub cap: Duration,
+    /// How long after the first try a request is still tried again.
+    pub retry_for: Duration,
+}
+
+impl Backoff {
+    /// First wait up to 200 ms, doubling up to 60 s, tried again for `retry_for`.
+    pub fn within(retry_for: Duration) -> Self {
+        Self { first: Duration::from_millis(200), cap: Duration::from_secs(60), retry_for }
+    }
+
+    /// The longest wait before try `retry + 2` (`retry` counts from 0): `first × 2^retry`, at
+    /// most `cap`.
+    pub fn ceiling(&self, retry: u32) -> Duration {
+        self.first.saturating_mul(2u32.saturating_pow(retry)).min(self.cap)
+    }
+
+    /// Full jitter: the wait is `unit` (in `0..1`) of the ceiling, so receivers that failed
+    /// together are not all tried again at the same instant.
+    pub fn delay(&self, retry: u32, unit: f64) -> Duration {
+        self.ceiling(retry).mul_f64(unit.clamp(0.0, 1.0))
+    }
+}
+
+/// A `Retry-After` value (delay seconds or an HTTP date) as a wait from `now`; `None` when it
+/// is neither.
+pub fn retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some((at.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+/// `sha256=<lower-case hex HMAC-SHA256 of body keyed with secret>`: the `X-Zonecast-Signature`.
+pub fn signature(secret: &[u8], body: &[u8]) -> String {
+    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, secret), body);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256=");
+    for byte in tag.as_ref() {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// What an answer's status means for the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Delivered.
+    Done,
+    /// Try again later: 408, 429 and 5xx.
+    Again,
+    /// Final: every other status.
+    Final,
+}
+
+/// The verdict on an answer with `status`.
+pub fn verdict(status: u16) -> Verdict {
+    match status {
+        200..=299 => Verdict::Done,
+        408 | 429 | 500..=599 => Verdict::Again,
+        _ => Verdict::Final,
+    }
+}
+
+/// What one try came to.
+enum Attempt {
+    Done,
+    Final(String),
+    Again { reason: String, after: Option<Duration> },
+}
+
+/// A request ready to go out: body and headers are the same on every try.
+struct Prepared {
+    method: reqwest::Method,
+    uri: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+/// Sends requests: the HTTP client, the keys that unseal action secrets, the backoff, and the
+/// workers every try takes one of.
+pub struct Delivery {
+    client: Result<reqwest::Client, String>,
+    keys: Arc<Keys>,
+    backoff: Backoff,
+    workers: Semaphore,
+    rng: SystemRandom,
+}
+
+impl Delivery {
+    /// A delivery with `keys` (the API's) and `backoff`. Redirects are not followed: a signed
+    /// request goes to the URI its action names, or nowhere.
+    pub fn new(keys: Arc<Keys>, backoff: Backoff) -> Self {
+        let client =
+            reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build().map_err(
+                |e| {
+                    tracing::error!(error = %e, "http-request actions disabled: cannot build HTTP client");
+                    format!("no HTTP client: {e}")
+                },
+            );
+        Self { client, keys, backoff, workers: Semaphore::new(WORKERS), rng: SystemRandom::new() }
+    }
+
+    /// Sends `request` until it is delivered, refused, its retry window closes, or `shutdown`
+    /// comes while it waits for its next try. Each try takes a worker; waits take none.
+    pub async fn send(&self, request: &Request, shutdown: &Shutdown) -> Outcome {
+        let client = match &self.client {
+            Ok(client) => client,
+            Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason.clone()),
         };
-        let permits = Arc::new(Semaphore::new(CONCURRENCY));
+        let prepared = match self.prepare(request) {
+            Ok(p) => p,
+            Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason),
+        };
+        let deadline = Instant::now() + self.backoff.retry_for;
+        let mut retry = 0u32;
+        loop {
+            let attempt = match self.workers.acquire().await {
+                Ok(_worker) => attempt(client, &prepared).await,
+                Err(_) => return Outcome::gave_up(GiveUp::Abandoned, "the pool closed"),
+            };
+            let (reason, after) = match attempt {
+                Attempt::Done => return Outcome::Delivered,
+                Attempt::Final(reason) => return Outcome::gave_up(GiveUp::Failed, reason),
+                Attempt::Again { reason, after } => (reason, after),
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Outcome::gave_up(GiveUp::Expired, reason);
+            }
+            if shutdown.is_cancelled() {
+                return Outcome::gave_up(GiveUp::Abandoned, reason);
+            }
+            let wait = after.unwrap_or_else(|| self.backoff.delay(retry, self.unit())).min(left);
+            metrics::counter!("zonecast_evaluator_http_action_retries_total").increment(1);
+            tokio::select! {
+                () = shutdown.cancelled() => return Outcome::gave_up(GiveUp::Abandoned, reason),
+                () = tokio::time::sleep(wait) => {}
+            }
+            retry = retry.saturating_add(1);
+        }
+    }
+
+    /// A random number in `0..1`; 1 (the whole ceiling) if the system source fails.
+    fn unit(&self) -> f64 {
+        let mut bytes = [0u8; 8];
+        match self.rng.fill(&mut bytes) {
+            Ok(()) => (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64,
+            Err(_) => 1.0,
+        }
+    }
+
+    /// Body and headers: the action's headers, then `Content-Type`, `Idempotency-Key` and the
+    /// signature, which no action header overrides.
+    fn prepare(&self, request: &Request) -> Result<Prepared, String> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let body = serde_json::to_vec(&request.event).map_err(|e| format!("cannot encode the event: {e}"))?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &request.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
+            let value = HeaderValue::from_bytes(value.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
+            headers.append(name, value);
+        }
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let key = HeaderValue::from_str(&request.event.event_id.to_string()).map_err(|e| e.to_string())?;
+        headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY), key);
+        match &request.secret {
+            None => {}
+            Some(ActionSecret::Sealed(sealed)) => {
+                let secret = self.keys.open_text(sealed).map_err(|_| {
+                    "not sent: its secret cannot be unsealed (is ZONECAST_SECRET_KEY the API's?)".to_owned()
+                })?;
+                let signed =
+                    HeaderValue::from_str(&signature(secret.expose().as_bytes(), &body)).map_err(|e| e.to_string())?;
+                headers.insert(HeaderName::from_static(SIGNATURE), signed);
+            }
+            Some(ActionSecret::Given(_) | ActionSecret::Kept) => {
+                return Err("not sent: its secret was stored unsealed".into());
+            }
+        }
+        Ok(Prepared { method, uri: request.uri.clone(), headers, body })
+    }
+}
+
+/// One try.
+async fn attempt(client: &reqwest::Client, p: &Prepared) -> Attempt {
+    let sent = client.request(p.method.clone(), &p.uri).headers(p.headers.clone()).body(p.body.clone()).send().await;
+    match sent {
+        Ok(answer) => {
+            let status = answer.status();
+            match verdict(status.as_u16()) {
+                Verdict::Done => Attempt::Done,
+                Verdict::Final => Attempt::Final(format!("HTTP {status}")),
+                Verdict::Again => Attempt::Again {
+                    reason: format!("HTTP {status}"),
+                    after: answer
+                        .headers()
+                        .get(RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| retry_after(v, chrono::Utc::now())),
+                },
+            }
+        }
+        // The URL stays out of the reason: it may carry credentials.
+        Err(e) if e.is_builder() => Attempt::Final(e.without_url().to_string()),
+        Err(e) => Attempt::Again { reason: e.without_url().to_string(), after: None },
+    }
+}
+
+/// The scheme, host and port of `uri`, as failures are logged (its path and query may carry
+/// credentials).
+fn origin(uri: &str) -> String {
+    reqwest::Url::parse(uri).map_or_else(|_| "(invalid URI)".into(), |u| u.origin().ascii_serialization())
+}
+
+/// Counts `outcome` and logs a failure (at a limited rate).
+fn record(uri: &str, outcome: &Outcome, log: &Mutex<RateLimited>) {
+    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => outcome.label()).increment(1);
+    let Outcome::GaveUp { reason, .. } = outcome else { return };
+    let allowed = log.lock().map_or(None, |mut l| l.allow());
+    if let Some(held_back) = allowed {
+        tracing::warn!(target = %origin(uri), outcome = outcome.label(), %reason, held_back, "http-request action not delivered");
+    }
+}
+
+/// Starts the pool on `delivery`; the sender is for `try_send`. The pool ends once the sender
+/// is dropped and every request it took has its outcome (after `shutdown`, requests waiting
+/// for a next try are abandoned).
+pub fn spawn(delivery: Delivery, shutdown: Shutdown) -> (mpsc::Sender<Request>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<Request>(QUEUE);
+    let delivery = Arc::new(delivery);
+    let task = tokio::spawn(async move {
+        let held = Arc::new(Semaphore::new(HELD));
+        let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(10))));
         let mut running = tokio::task::JoinSet::new();
-        while let Some(request) = rx.recv().await {
-            let Ok(permit) = permits.clone().acquire_owned().await else { break };
-            let client = client.clone();
+        loop {
+            // A place first: while every place is taken, requests wait in the queue, and a full
+            // queue drops them.
+            let Ok(place) = held.clone().acquire_owned().await else { break };
+            let Some(request) = rx.recv().await else { break };
+            let (delivery, shutdown, log) = (delivery.clone(), shutdown.clone(), log.clone());
             running.spawn(async move {
-                send(&client, request).await;
-                drop(permit);
+                let outcome = delivery.send(&request, &shutdown).await;
+                record(&request.uri, &outcome, &log);
+                drop(place);
             });
             while running.try_join_next().is_some() {}
         }
@@ -56,32 +354,131 @@ pub fn spawn() -> (mpsc::Sender<Request>, tokio::task::JoinHandle<()>) {
     (tx, task)
 }
 
-async fn send(client: &reqwest::Client, request: Request) {
-    let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap_or(reqwest::Method::POST);
-    let mut last_error = String::new();
-    for attempt in 0..TRIES {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt - 1))).await;
-        }
-        let mut builder = client.request(method.clone(), &request.uri).json(&request.event);
-        for (k, v) in &request.headers {
-            builder = builder.header(k, v);
-        }
-        match builder.send().await {
-            Ok(r) if r.status().is_success() => {
-                metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "success").increment(1);
-                return;
-            }
-            // A 4xx will not get better by retrying.
-            Ok(r) if r.status().is_client_error() => {
-                last_error = format!("HTTP {}", r.status());
-                break;
-            }
-            Ok(r) => last_error = format!("HTTP {}", r.status()),
-            Err(e) => last_error = e.to_string(),
-        }
-        metrics::counter!("zonecast_evaluator_http_action_retries_total").increment(1);
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn the_ceiling_starts_at_200_ms_and_doubles_up_to_60_s() {
+        let b = Backoff::within(Duration::from_secs(3600));
+        assert_eq!(b.ceiling(0), Duration::from_millis(200));
+        assert_eq!(b.ceiling(1), Duration::from_millis(400));
+        assert_eq!(b.ceiling(5), Duration::from_millis(6400));
+        assert_eq!(b.ceiling(8), Duration::from_millis(51_200));
+        assert_eq!(b.ceiling(9), Duration::from_secs(60));
+        assert_eq!(b.ceiling(u32::MAX), Duration::from_secs(60));
     }
-    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
-    tracing::warn!(uri = %request.uri, error = %last_error, "http-request action failed");
+
+    #[test]
+    fn full_jitter_stays_between_zero_and_the_ceiling() {
+        let b = Backoff::within(Duration::from_secs(3600));
+        let delivery = Delivery::new(Arc::new(test_keys()), b);
+        for retry in 0..40 {
+            assert_eq!(b.delay(retry, 0.0), Duration::ZERO);
+            assert_eq!(b.delay(retry, 1.0), b.ceiling(retry));
+            assert_eq!(b.delay(retry, 7.0), b.ceiling(retry), "a unit past 1 is clamped");
+            for _ in 0..50 {
+                let unit = delivery.unit();
+                assert!((0.0..1.0).contains(&unit), "{unit}");
+                assert!(b.delay(retry, unit) <= b.ceiling(retry));
+            }
+        }
+        // Random units spread over the range rather than sticking to one end.
+        let units: Vec<f64> = (0..1000).map(|_| delivery.unit()).collect();
+        assert!(units.iter().any(|u| *u < 0.25) && units.iter().any(|u| *u > 0.75));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = chrono::Utc.with_ymd_and_hms(2015, 10, 21, 7, 28, 0).unwrap();
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), Some(Duration::ZERO), "a past date: now");
+        assert_eq!(retry_after("-5", now), None);
+        assert_eq!(retry_after("1.5", now), None);
+        assert_eq!(retry_after("soon", now), None);
+        assert_eq!(retry_after("", now), None);
+    }
+
+    #[test]
+    fn statuses_408_429_and_5xx_are_tried_again_other_failures_are_final() {
+        for status in [200, 201, 204, 299] {
+            assert_eq!(verdict(status), Verdict::Done, "{status}");
+        }
+        for status in [408, 429, 500, 502, 503, 504, 599] {
+            assert_eq!(verdict(status), Verdict::Again, "{status}");
+        }
+        for status in [301, 302, 400, 401, 403, 404, 409, 410, 422] {
+            assert_eq!(verdict(status), Verdict::Final, "{status}");
+        }
+    }
+
+    #[test]
+    fn the_signature_is_the_hex_hmac_sha256_of_the_body() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            signature(b"Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    fn event() -> Event {
+        serde_json::from_str(
+            r#"{"Category":"ZONE","Type":"ZONE_ENTER","EventID":"01900000-0000-7000-8000-000000000001",
+            "Timestamp":"2026-11-21T10:00:00.100Z","LocalTimestamp":"2026-11-21T10:00:00.104Z",
+            "Source":{"MAC":"00:AA:BB:CC:DD:EE","GatewayURI":null,"SiteID":501},
+            "Content":{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"dock","AlertLevel":5,
+            "Alarm":"device","CollisionID":"00000000-0000-0000-0000-0000000000CD",
+            "EntryTime":"2026-11-21T10:00:00.100Z","Position":[0.5,1.0,0.0]}}"#,
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_secret_sealed_with_another_key_is_not_sent_and_fails_at_once() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
+        let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
+        let request = Request {
+            uri: format!("http://{}/hook", listener.local_addr().unwrap()),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event: event(),
+            secret: Some(ActionSecret::Sealed(sealed)),
+        };
+        let outcome = delivery.send(&request, &Shutdown::new()).await;
+        let Outcome::GaveUp { why: GiveUp::Failed, reason } = &outcome else { panic!("{outcome:?}") };
+        assert!(reason.contains("cannot be unsealed"), "{reason}");
+        assert_eq!(outcome.label(), "failed");
+        // Nothing reached the receiver: the outcome came before any connection was made.
+        let accepted = tokio::time::timeout(Duration::from_millis(1), listener.accept()).await;
+        assert!(accepted.is_err(), "the unsigned request was sent");
+    }
+
+    #[tokio::test]
+    async fn a_request_still_failing_when_its_window_closes_expires() {
+        // A port nothing listens on: every try is a connection error, tried again until the
+        // window (zero here) closes.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::ZERO));
+        let request = Request {
+            uri: format!("http://{free}/hook"),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event: event(),
+            secret: None,
+        };
+        let outcome = delivery.send(&request, &Shutdown::new()).await;
+        assert_eq!(outcome.label(), "expired", "{outcome:?}");
+    }
+
+    fn test_keys() -> Keys {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Keys::from_secret(&zonecast_runtime::Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())).unwrap()
+    }
 }

@@ -11,10 +11,11 @@ mod grid;
 mod shell;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use zonecast_bus::{Bus, Journal, Subjects};
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{EvaluatorConfig, Running, Shutdown, StartError};
+use zonecast_runtime::{EvaluatorConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
 pub use crate::engine::{Engine, Output, Ownership, SourceHint};
@@ -35,22 +36,27 @@ pub struct Deps {
     pub ownership: Ownership,
     /// Where events are stored before anyone acts on them.
     pub journal: Arc<dyn Journal>,
+    /// The API's keys: they unseal the secrets that sign http-request actions.
+    pub keys: Arc<Keys>,
+    /// How long an http-request action is retried after its first try failed.
+    pub http_action_retry_for: Duration,
 }
 
-/// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL and NATS;
-/// the owned partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and
+/// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL, NATS and
+/// `ZONECAST_SECRET_KEY` (the API's, to unseal the secrets that sign http-request actions); the
+/// owned partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and
 /// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
 pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
     let needs = Needs {
         name: "zonecast-evaluator",
         bus: &config.bus,
         store: Some(&config.store),
-        secret_key: None,
+        secret_key: Some(&config.secret_key),
         ops: Some(config.ops),
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        start(Deps::from_config(config, opened.store()?, opened.bus.clone()), shutdown).await
+        start(Deps::from_config(config, opened.store()?, opened.bus.clone(), opened.keys()?), shutdown).await
     })
     .await
 }
@@ -61,8 +67,13 @@ pub async fn run(config: EvaluatorConfig, shutdown: Shutdown) -> Result<(), Star
 }
 
 impl Deps {
-    /// Dependencies from configuration and an opened store and bus.
-    pub fn from_config(config: &EvaluatorConfig, store: Arc<dyn EvaluatorStore>, bus: Arc<dyn Bus>) -> Self {
+    /// Dependencies from configuration and an opened store, bus and keys.
+    pub fn from_config(
+        config: &EvaluatorConfig,
+        store: Arc<dyn EvaluatorStore>,
+        bus: Arc<dyn Bus>,
+        keys: Arc<Keys>,
+    ) -> Self {
         let count = config.bus.partitions;
         let (lo, hi) = config.evaluator.partitions.unwrap_or((0, count.saturating_sub(1)));
         Self {
@@ -72,6 +83,8 @@ impl Deps {
             ownership: Ownership { count, lo, hi },
             journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
             bus,
+            keys,
+            http_action_retry_for: config.evaluator.http_action_retry_for,
         }
     }
 }

@@ -74,7 +74,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     }
     let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await.map_err(bus_err)?;
     let (collision_tx, collision_task) = collisions::spawn(deps.store.clone());
-    let (http_tx, http_task) = actions::spawn();
+    let delivery = actions::Delivery::new(deps.keys.clone(), actions::Backoff::within(deps.http_action_retry_for));
+    let (http_tx, http_task) = actions::spawn(delivery, shutdown.clone());
     let mut out = Vec::new();
     engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
     let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
@@ -343,8 +344,8 @@ impl Shell {
                 Output::Exited { zone, mac } => {
                     let _ = self.collisions.send(collisions::Change::Exited(zone, mac));
                 }
-                Output::Http { uri, method, headers, event } => {
-                    if self.http.try_send(actions::Request { uri, method, headers, event }).is_err() {
+                Output::Http { uri, method, headers, event, secret } => {
+                    if self.http.try_send(actions::Request { uri, method, headers, event, secret }).is_err() {
                         metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
                     }
                 }

@@ -108,7 +108,8 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();
     for ownership in ranges {
-        let mut deps = zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone());
+        let mut deps =
+            zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone(), keys.clone());
         deps.ownership = ownership;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }

@@ -467,22 +467,30 @@ pub struct EvaluatorArgs {
     /// Inclusive partition range this evaluator owns, e.g. `0-7` (all when unset).
     #[arg(long, env = "ZONECAST_EVALUATOR_PARTITIONS", value_name = "RANGE")]
     evaluator_partitions: Option<String>,
+    /// How long an http-request zone action is retried after its first try failed, in seconds
+    /// (0-86400; 0 sends once): connection errors, timeouts, 408, 429 and 5xx are retried with
+    /// exponential backoff, other answers are final.
+    #[arg(long, env = "ZONECAST_HTTP_ACTION_RETRY_FOR", value_name = "SECONDS", default_value = "3600")]
+    http_action_retry_for: String,
 }
 
 impl EvaluatorArgs {
     fn check(&self, c: &mut Check<'_>, partitions: u32) -> EvaluatorSettings {
-        let Some(raw) = self.evaluator_partitions.as_deref() else { return EvaluatorSettings::default() };
+        let retry_for = c.within("http_action_retry_for", &self.http_action_retry_for, 0, 86_400);
+        let settings =
+            EvaluatorSettings { http_action_retry_for: Duration::from_secs(retry_for), ..EvaluatorSettings::default() };
+        let Some(raw) = self.evaluator_partitions.as_deref() else { return settings };
         let (a, b) = raw.trim().split_once('-').unwrap_or((raw.trim(), raw.trim()));
         let (Ok(lo), Ok(hi)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) else {
             c.bad("evaluator_partitions", format!("'{raw}': expected a partition or a range such as 0-7"));
-            return EvaluatorSettings::default();
+            return settings;
         };
         if lo > hi {
             c.bad("evaluator_partitions", format!("'{raw}': start after end"));
         } else if hi >= partitions {
             c.bad("evaluator_partitions", format!("range ends at {hi} but there are {partitions} partitions"));
         }
-        EvaluatorSettings { partitions: Some((lo, hi)) }
+        EvaluatorSettings { partitions: Some((lo, hi)), ..settings }
     }
 }
 
@@ -693,13 +701,15 @@ impl IngestorCli {
 /// `zonecast-evaluator`: turns the positions of its partitions into zone events, on
 /// PostgreSQL and NATS.
 #[derive(Parser)]
-#[command(name = "zonecast-evaluator", version, after_help = REQUIRED_STORE_AND_BUS)]
+#[command(name = "zonecast-evaluator", version, after_help = REQUIRED_EVALUATOR)]
 pub struct EvaluatorCli {
     #[command(flatten)]
     #[allow(dead_code)] // declares --config; read from the matches, see FileArgs
     file: FileArgs,
     #[command(flatten)]
     http_addr: HttpAddrArgs,
+    #[command(flatten)]
+    secret: SecretArgs,
     #[command(flatten)]
     site: SiteArgs,
     #[command(flatten)]
@@ -714,7 +724,7 @@ pub struct EvaluatorCli {
     evaluator: EvaluatorArgs,
 }
 
-const REQUIRED_STORE_AND_BUS: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL.";
+const REQUIRED_EVALUATOR: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY.";
 
 impl EvaluatorCli {
     pub(super) fn check(&self, c: &mut Check<'_>) -> (EvaluatorConfig, bool) {
@@ -724,11 +734,18 @@ impl EvaluatorCli {
             evaluator: self.evaluator.check(c, bus.partitions),
             bus,
             store: self.store.check(c),
+            secret_key: secret(&self.secret.secret_key),
             site_id: self.site.check(c),
         };
         const NAME: &str = "zonecast-evaluator";
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");
         c.require("nats_url", config.bus.nats_url.as_ref(), NAME, "");
+        c.require(
+            "secret_key",
+            config.secret_key.as_ref(),
+            NAME,
+            " (the API's, to unseal the secrets that sign http-request actions)",
+        );
         (config, self.log.check(c))
     }
 }

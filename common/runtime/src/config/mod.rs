@@ -93,6 +93,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_SUBJECT_PREFIX",
     "ZONECAST_PARTITIONS",
     "ZONECAST_EVALUATOR_PARTITIONS",
+    "ZONECAST_HTTP_ACTION_RETRY_FOR",
     "ZONECAST_SITE_ID",
     "ZONECAST_API_KEYS",
     "ZONECAST_CLIENTS",
@@ -291,10 +292,22 @@ pub struct MqttInputConfig {
 }
 
 /// The evaluator's own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EvaluatorSettings {
     /// `ZONECAST_EVALUATOR_PARTITIONS`: inclusive range an evaluator owns; `None` = all.
     pub partitions: Option<(u32, u32)>,
+    /// `ZONECAST_HTTP_ACTION_RETRY_FOR`: how long an http-request action is retried after its
+    /// first try failed; zero sends it once.
+    pub http_action_retry_for: std::time::Duration,
+}
+
+/// Default of `ZONECAST_HTTP_ACTION_RETRY_FOR`: one hour.
+pub const DEFAULT_HTTP_ACTION_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+impl Default for EvaluatorSettings {
+    fn default() -> Self {
+        Self { partitions: None, http_action_retry_for: DEFAULT_HTTP_ACTION_RETRY_FOR }
+    }
 }
 
 /// The forwarder's own settings.
@@ -363,6 +376,9 @@ pub struct EvaluatorConfig {
     pub bus: BusConfig,
     /// PostgreSQL (URL required).
     pub store: StoreConfig,
+    /// `ZONECAST_SECRET_KEY` (required): the API's, to unseal the secrets that sign
+    /// http-request actions.
+    pub secret_key: Option<Secret>,
     /// `ZONECAST_SITE_ID`: SiteID in events.
     pub site_id: i64,
     /// The evaluator's own settings.
@@ -474,6 +490,7 @@ impl Config {
             ops: self.http,
             bus: self.bus.clone(),
             store: self.store.clone(),
+            secret_key: self.secret_key.clone(),
             site_id: self.site_id,
             evaluator: self.evaluator,
         }

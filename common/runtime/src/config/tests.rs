@@ -139,7 +139,9 @@ fn each_distributed_binary_names_every_setting_it_needs_and_lacks() {
         problems::<EvaluatorConfig>(&[]),
         [
             "ZONECAST_DATABASE_URL: is required by zonecast-evaluator",
-            "ZONECAST_NATS_URL: is required by zonecast-evaluator"
+            "ZONECAST_NATS_URL: is required by zonecast-evaluator",
+            "ZONECAST_SECRET_KEY: is required by zonecast-evaluator (the API's, to unseal the secrets that sign \
+             http-request actions)",
         ]
     );
     assert_eq!(
@@ -153,9 +155,10 @@ fn each_distributed_binary_names_every_setting_it_needs_and_lacks() {
 
 #[test]
 fn each_binary_asks_only_for_what_it_uses() {
-    // The evaluator needs no key; the ingestor no database.
-    let evaluator = load::<EvaluatorConfig>(&DISTRIBUTED[..2]).unwrap();
+    // The ingestor needs no database.
+    let evaluator = load::<EvaluatorConfig>(DISTRIBUTED).unwrap();
     assert_eq!(evaluator.evaluator.partitions, None);
+    assert_eq!(evaluator.evaluator.http_action_retry_for, std::time::Duration::from_secs(3600));
     load::<IngestorConfig>(&DISTRIBUTED[1..]).unwrap();
     load::<ApiConfig>(DISTRIBUTED).unwrap();
     load::<ForwarderConfig>(DISTRIBUTED).unwrap();
@@ -173,11 +176,17 @@ fn several_problems_are_reported_together() {
     let names: Vec<&str> = e.problems().iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
         names,
-        ["ZONECAST_PARTITIONS", "ZONECAST_HTTP_ADDR", "ZONECAST_DATABASE_URL", "ZONECAST_LOG_FORMAT"],
+        [
+            "ZONECAST_PARTITIONS",
+            "ZONECAST_HTTP_ADDR",
+            "ZONECAST_DATABASE_URL",
+            "ZONECAST_SECRET_KEY",
+            "ZONECAST_LOG_FORMAT"
+        ],
         "{e}"
     );
     let shown = e.to_string();
-    assert!(shown.starts_with("4 configuration problems:\n  ZONECAST_PARTITIONS: must be between"), "{shown}");
+    assert!(shown.starts_with("5 configuration problems:\n  ZONECAST_PARTITIONS: must be between"), "{shown}");
 }
 
 #[test]
@@ -205,6 +214,16 @@ fn bad_values_are_named_with_what_is_wrong() {
         "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7"
     );
     assert_eq!(one(&[("ZONECAST_FORWARDER_QUEUE", "0")]), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
+    assert_eq!(
+        one(&[("ZONECAST_HTTP_ACTION_RETRY_FOR", "86401")]),
+        "ZONECAST_HTTP_ACTION_RETRY_FOR: must be between 0 and 86400"
+    );
+    assert_eq!(
+        one(&[("ZONECAST_HTTP_ACTION_RETRY_FOR", "1h")]),
+        "ZONECAST_HTTP_ACTION_RETRY_FOR: '1h': invalid digit found in string"
+    );
+    let c = load::<Config>(&[("ZONECAST_HTTP_ACTION_RETRY_FOR", "0")]).unwrap();
+    assert_eq!(c.evaluator.http_action_retry_for, std::time::Duration::ZERO);
     assert_eq!(
         one(&[("ZONECAST_HTTP_ADDR", "nowhere")]),
         "ZONECAST_HTTP_ADDR: 'nowhere': invalid socket address syntax"
@@ -280,8 +299,7 @@ fn problems_in_the_file_name_its_key_and_unknown_keys_are_refused() {
 
 #[test]
 fn a_bad_flag_is_named_as_given() {
-    let e =
-        EvaluatorConfig::load(args("zonecast-evaluator", &["--partitions=x"]), &env(&DISTRIBUTED[..2])).unwrap_err();
+    let e = EvaluatorConfig::load(args("zonecast-evaluator", &["--partitions=x"]), &env(DISTRIBUTED)).unwrap_err();
     assert_eq!(e.to_string(), "--partitions: 'x': invalid digit found in string");
     let e = EvaluatorConfig::load(args("zonecast-evaluator", &["--no-such-flag"]), &env(&[])).unwrap_err();
     assert!(e.to_string().starts_with("command line: unexpected argument '--no-such-flag'"), "{e}");
@@ -310,7 +328,9 @@ fn help_lists_each_setting_with_its_variable_and_default() {
         other => panic!("{other:?}"),
     };
     assert!(
-        text.contains("ZONECAST_EVALUATOR_PARTITIONS") && text.contains("Required: ZONECAST_DATABASE_URL"),
+        text.contains("ZONECAST_EVALUATOR_PARTITIONS")
+            && text.contains("ZONECAST_HTTP_ACTION_RETRY_FOR")
+            && text.contains("Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY"),
         "{text}"
     );
     assert!(!text.contains("ZONECAST_API_KEYS"), "the evaluator takes no credentials:\n{text}");

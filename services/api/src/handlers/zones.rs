@@ -26,6 +26,18 @@ async fn announce(ctx: &Context, zones: &[ZoneSpec]) -> crate::applied::Applied 
     ctx.announce(ConfigKind::Zones, ids_of(zones), None).await
 }
 
+/// Seals the secrets of `input`'s http-request actions, right after validation: a secret goes
+/// no further in clear.
+fn seal(ctx: &Context, mut input: ZoneInput) -> Result<ZoneInput, ApiError> {
+    input.seal_secrets(|plain| ctx.keys.seal_text(plain.expose())).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(input)
+}
+
+/// A zone body, validated, its secrets sealed.
+fn zone_input(ctx: &Context, body: &Bytes) -> Result<ZoneInput, ApiError> {
+    seal(ctx, ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?)
+}
+
 /// Operation 1.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let zones = ctx.store.list_zones().await?;
@@ -53,8 +65,7 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 
 /// Operation 2.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
-    let zone = input.create(Uuid::new_v4())?;
+    let zone = zone_input(ctx, body)?.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
     let applied = announce(ctx, std::slice::from_ref(&zone)).await;
     let version = zone.version;
@@ -67,11 +78,10 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            ZoneInput::parse(v, &ctx.limits)
-                .and_then(|input| input.create(Uuid::new_v4()))
-                .map_err(|e| e.within(&format!("[{i}]")))
+            let input = ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))?;
+            Ok(seal(ctx, input)?.create(Uuid::new_v4()).map_err(|e| e.within(&format!("[{i}]")))?)
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, ApiError>>()?;
     ctx.store.insert_zones(&zones).await?;
     let applied = announce(ctx, &zones).await;
     let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
@@ -117,7 +127,7 @@ fn batch(ctx: &Context, body: &Bytes) -> Result<Vec<Value>, ApiError> {
 
 /// Operation 5.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str>) -> Result<Response, ApiError> {
-    let input = ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
+    let input = zone_input(ctx, body)?;
     let written = versions::write(ctx, || async {
         let zone = ctx.store.get_zone(id).await?;
         // A body the zone cannot take is 422 whatever the version asked for.
@@ -153,6 +163,9 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
             }
             ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))
         })
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .map(|input| seal(ctx, input))
         .collect::<Result<Vec<_>, _>>()?;
     let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
     let applied = announce(ctx, &changed).await;

@@ -79,11 +79,12 @@ pub(super) fn run_actions(t: &Trigger<'_>, device_alarm_done: bool, stamp: &mut 
                     device_alarm(t, stamp, out);
                 }
             }
-            ZoneAction::HttpRequest { uri, method, headers, .. } => out.push(Output::Http {
+            ZoneAction::HttpRequest { uri, method, headers, secret, .. } => out.push(Output::Http {
                 uri: uri.clone(),
                 method: method.clone(),
                 headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 event: t.event.clone(),
+                secret: secret.clone(),
             }),
         }
     }

@@ -58,6 +58,8 @@ pub enum Output {
         headers: Vec<(String, String)>,
         /// The triggering event, as the JSON body.
         event: Event,
+        /// The sealed secret that signs the request, if the action has one.
+        secret: Option<zonecast_model::ActionSecret>,
     },
     /// Tell the other evaluators where a mobile-zone source this engine owns was last seen, or
     /// that it has not been seen: a change just gave it a mobile zone, and they have not been
