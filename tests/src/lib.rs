@@ -75,6 +75,8 @@ pub struct Server {
     pub subjects: Subjects,
     /// A bus on which the test sees what the service publishes.
     pub bus: Arc<dyn Bus>,
+    /// The event journal of the server (see [`Server::journal`]).
+    journal: Arc<dyn zonecast_bus::Journal>,
     /// PostgreSQL URL of the distributed mode's database.
     pub database_url: Option<String>,
     /// Data directory of the all-in-one mode.
@@ -138,10 +140,11 @@ impl Server {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let shutdown = Shutdown::new();
         let mut forwarder = None;
-        let (addr, ingest_addr, ops_addr, bus, task, database_url, evaluator) = match mode {
+        let (addr, ingest_addr, ops_addr, bus, journal, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
                 let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
-                (running.http_addr, running.http_addr, running.ops_addr, running.bus, running.task, None, None)
+                let (bus, journal) = (running.bus, running.journal);
+                (running.http_addr, running.http_addr, running.ops_addr, bus, journal, running.task, None, None)
             }
             Mode::Distributed => {
                 let url = match &config.store.database_url {
@@ -156,7 +159,8 @@ impl Server {
                 forwarder = Some(start_forwarder(&config).await);
                 let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
                 let addr = running.addr.expect("the API listens");
-                (addr, ingest_addr, running.ops_addr, bus, running.task, Some(url), Some(evaluator))
+                let journal = bus.journal(&config.bus.subject_prefix, config.bus.journal);
+                (addr, ingest_addr, running.ops_addr, bus, journal, running.task, Some(url), Some(evaluator))
             }
         };
         Self {
@@ -166,6 +170,7 @@ impl Server {
             ops_base: ops_addr.map(|a| format!("http://{a}")),
             subjects,
             bus,
+            journal,
             database_url,
             data_dir,
             http: reqwest::Client::new(),
@@ -188,6 +193,8 @@ impl Server {
             config.ops_addr = Some("127.0.0.1:0".parse().unwrap());
         }
         self.halt().await;
+        // The stopped server's journal lets go of its file before the new one opens it.
+        self.journal = Arc::new(zonecast_bus::InProcessBus::new()).journal("stopped", config.bus.journal);
         Self::start_with(mode, config, data_dir).await
     }
 
@@ -355,7 +362,7 @@ impl Server {
 
     /// The event journal the server's evaluators append to and its forwarders consume.
     pub fn journal(&self) -> std::sync::Arc<dyn zonecast_bus::Journal> {
-        self.bus.journal(&self.config.bus.subject_prefix, self.config.bus.journal)
+        self.journal.clone()
     }
 
     /// Stops the server, waits until it has drained, and drops its database and its event

@@ -1,9 +1,10 @@
-//! Delivery through faults, on real processes: the API, an evaluator and a forwarder, each its
-//! own process, on a NATS server (with JetStream) of the test's own, a fresh PostgreSQL
-//! database and a Mosquitto broker the test stops and starts. A forwarder killed with
+//! Delivery through faults, on real processes and a Mosquitto broker the test stops and starts.
+//! Distributed: the API, an evaluator and a forwarder, each its own process, on a NATS server
+//! (with JetStream) of the test's own and a fresh PostgreSQL database; a forwarder killed with
 //! SIGKILL while it holds a backlog, and a forwarder that is not running at all while events
-//! are produced, lose nothing: every event reaches the broker once it is back, and any copy
-//! carries the same `EventID`.
+//! are produced, lose nothing. All-in-one: the `zonecast` binary killed with SIGKILL while
+//! events wait for a broker delivers them after its restart. Every event reaches the broker
+//! once it is back, and any copy carries the same `EventID`.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,59 +27,15 @@ const PARTITIONS: u32 = 4;
 /// Events produced in each phase.
 const EVENTS: usize = 150;
 
-/// The services of one site and a bus connection of the test's own.
-struct Site {
+/// The HTTP API of a running zonecast, as a client uses it.
+struct Api {
     http: reqwest::Client,
-    api: String,
-    forwarder: Service,
-    _others: Vec<Service>,
-    bus: Arc<dyn Bus>,
-    subjects: Subjects,
+    base: String,
 }
 
-impl Site {
-    async fn start(nats: &NatsServer, database: &str) -> Self {
-        let prefix = format!("zd{}", uuid::Uuid::new_v4().simple());
-        let secret = zonecast_runtime::keys::random_base64(32).unwrap();
-        let env = |port: u16, extra: &[(&str, &str)]| -> Vec<(String, String)> {
-            let mut env: Vec<(String, String)> = [
-                ("ZONECAST_DATABASE_URL", database),
-                ("ZONECAST_NATS_URL", nats.url().as_str()),
-                ("ZONECAST_SECRET_KEY", secret.as_str()),
-                ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
-                ("ZONECAST_SUBJECT_PREFIX", prefix.as_str()),
-                ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
-                ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-            ]
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-            env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-            env
-        };
-        let http = reqwest::Client::new();
-        let api_port = free_port();
-        let mut api = Service::start("zonecast-api", env(api_port, &[]), api_port);
-        api.healthy(&http, WAIT).await;
-        let port = free_port();
-        let mut evaluator = Service::start("zonecast-evaluator", env(port, &[]), port);
-        let port = free_port();
-        let mut forwarder = Service::start("zonecast-forwarder", env(port, &[]), port);
-        evaluator.healthy(&http, WAIT).await;
-        forwarder.healthy(&http, WAIT).await;
-        let bus = zonecast_bus::connect(Some(&nats.url()), "durability-test").await.unwrap();
-        Self {
-            http,
-            api: format!("http://127.0.0.1:{api_port}"),
-            forwarder,
-            _others: vec![api, evaluator],
-            bus,
-            subjects: Subjects::new(prefix),
-        }
-    }
-
+impl Api {
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.api)).header("X-API-Key", KEY);
+        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).header("X-API-Key", KEY);
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -89,20 +46,92 @@ impl Site {
         v
     }
 
-    async fn status(&self, connection: &str) -> Value {
-        self.call(Method::GET, &format!("/v3/modules/mqtt/connections/{connection}/status"), None).await
+    /// A zone around the origin and an MQTT connection to `broker` taking zone events; returns
+    /// the connection's id once its client is connected.
+    async fn zone_and_connection(&self, broker: &Broker) -> String {
+        self.call(
+            Method::POST,
+            "/v3/modules/zones",
+            Some(json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})),
+        )
+        .await;
+        let connection = self
+            .call(
+                Method::POST,
+                "/v3/modules/mqtt/connections",
+                Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
+                            "topics": [{"topic": "zc/events", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})),
+            )
+            .await["ConnectionID"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.wait_status(&connection, "connected", |s| s["connected"] == true).await;
+        connection
     }
 
     /// Polls the connection's status until `pred` holds; the panic shows the last one.
     async fn wait_status(&self, connection: &str, what: &str, pred: impl Fn(&Value) -> bool) {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let s = self.status(connection).await;
+            let s = self.call(Method::GET, &format!("/v3/modules/mqtt/connections/{connection}/status"), None).await;
             if pred(&s) {
                 return;
             }
             assert!(tokio::time::Instant::now() < deadline, "status never showed {what}: {s}");
             tokio::time::sleep(Duration::from_millis(100)).await; // sleep-ok: polling interval of a bounded wait
+        }
+    }
+}
+
+fn devices() -> Vec<String> {
+    (0..EVENTS).map(|n| format!("00:00:00:00:{:02X}:{:02X}", n >> 8, n & 0xff)).collect()
+}
+
+/// The services of one site and a bus connection of the test's own.
+struct Site {
+    api: Api,
+    forwarder: Service,
+    _others: Vec<Service>,
+    bus: Arc<dyn Bus>,
+    subjects: Subjects,
+}
+
+impl Site {
+    async fn start(nats: &NatsServer, database: &str) -> Self {
+        let prefix = format!("zd{}", uuid::Uuid::new_v4().simple());
+        let secret = zonecast_runtime::keys::random_base64(32).unwrap();
+        let env = |port: u16| -> Vec<(String, String)> {
+            [
+                ("ZONECAST_DATABASE_URL", database),
+                ("ZONECAST_NATS_URL", nats.url().as_str()),
+                ("ZONECAST_SECRET_KEY", secret.as_str()),
+                ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+                ("ZONECAST_SUBJECT_PREFIX", prefix.as_str()),
+                ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
+                ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+        };
+        let http = reqwest::Client::new();
+        let api_port = free_port();
+        let mut api = Service::start("zonecast-api", env(api_port), api_port);
+        api.healthy(&http, WAIT).await;
+        let port = free_port();
+        let mut evaluator = Service::start("zonecast-evaluator", env(port), port);
+        let port = free_port();
+        let mut forwarder = Service::start("zonecast-forwarder", env(port), port);
+        evaluator.healthy(&http, WAIT).await;
+        forwarder.healthy(&http, WAIT).await;
+        let bus = zonecast_bus::connect(Some(&nats.url()), "durability-test").await.unwrap();
+        Self {
+            api: Api { http, base: format!("http://127.0.0.1:{api_port}") },
+            forwarder,
+            _others: vec![api, evaluator],
+            bus,
+            subjects: Subjects::new(prefix),
         }
     }
 
@@ -157,47 +186,65 @@ async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing
     let mut site = Site::start(&nats, &database).await;
     let mut broker = Broker::plain().await;
     let mut sub = Subscriber::new(&broker, "zc/#").await;
-    site.call(
-        Method::POST,
-        "/v3/modules/zones",
-        Some(json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})),
-    )
-    .await;
-    let connection = site
-        .call(
-            Method::POST,
-            "/v3/modules/mqtt/connections",
-            Some(json!({"host": "127.0.0.1", "port": broker.port, "TLS": false,
-                        "topics": [{"topic": "zc/events", "FilterChain": [{"FilterTemplate": "zone_events"}]}]})),
-        )
-        .await["ConnectionID"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    site.wait_status(&connection, "connected", |s| s["connected"] == true).await;
+    let connection = site.api.zone_and_connection(&broker).await;
 
     // A backlog held by the forwarder while the broker is away, then SIGKILL.
     broker.stop().await;
-    site.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
-    let macs: Vec<String> = (0..EVENTS).map(|n| format!("00:00:00:00:{:02X}:{:02X}", n >> 8, n & 0xff)).collect();
+    site.api.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
+    let macs = devices();
     site.positions(&macs, 1.0).await;
-    site.wait_status(&connection, "the backlog", |s| s["queued"] == EVENTS).await;
+    site.api.wait_status(&connection, "the backlog", |s| s["queued"] == EVENTS).await;
     site.forwarder.kill().await;
     broker.start().await;
     site.forwarder.restart();
-    site.forwarder.healthy(&site.http, WAIT).await;
+    site.forwarder.healthy(&site.api.http, WAIT).await;
     every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
 
     // Events produced while no forwarder runs at all.
     site.forwarder.kill().await;
     site.positions(&macs, 100.0).await;
     site.forwarder.restart();
-    site.forwarder.healthy(&site.http, WAIT).await;
+    site.forwarder.healthy(&site.api.http, WAIT).await;
     every_device_gets(&mut sub, "ZONE_EXIT", &macs).await;
-    site.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
+    site.api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
     let _ = zonecast_store::postgres::drop_database(
         &zonecast_tests::database_admin_url(),
         database.rsplit('/').next().unwrap(),
     )
     .await;
+}
+
+#[tokio::test]
+async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let env: Vec<(String, String)> = [
+        ("ZONECAST_DATA_DIR", data.path().to_str().unwrap()),
+        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let http = reqwest::Client::new();
+    let mut zonecast = Service::start("zonecast", env, port);
+    zonecast.healthy(&http, WAIT).await;
+    let api = Api { http, base: format!("http://127.0.0.1:{port}") };
+    let mut broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let connection = api.zone_and_connection(&broker).await;
+
+    broker.stop().await;
+    api.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
+    let macs = devices();
+    let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [1, 0, 0]})).collect();
+    let accepted = api.call(Method::POST, "/v3/positions", Some(Value::Array(body))).await;
+    assert_eq!(accepted["accepted"], EVENTS);
+    api.wait_status(&connection, "the events waiting", |s| s["queued"] == EVENTS).await;
+    zonecast.kill().await;
+    broker.start().await;
+    zonecast.restart();
+    zonecast.healthy(&api.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
+    api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
 }

@@ -345,7 +345,7 @@ impl Bus for InProcessBus {
             .entry(prefix.to_owned())
             .or_insert_with(|| Arc::new(crate::journal::memory::Inner::new(prefix, settings)))
             .clone();
-        Arc::new(crate::journal::MemoryJournal::new(self.clone(), inner))
+        Arc::new(crate::journal::MemoryJournal::new(Arc::new(self.clone()), inner))
     }
 
     fn is_connected(&self) -> bool {

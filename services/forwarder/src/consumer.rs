@@ -14,7 +14,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -26,49 +25,31 @@ use crate::backoff::Backoff;
 use crate::endpoint::MAX_PAYLOAD;
 use crate::link::Shared;
 use crate::outbox::{Message, Receipt};
+use crate::router::{BadEvent, Envelope, Route};
+use crate::task::Stoppable;
 
 /// The journal consumer of the MQTT connection `id`; every replica uses the same one.
 pub fn consumer_name(id: Uuid) -> String {
     format!("mqtt-{}", id.simple())
 }
 
-/// The running consumer of one connection.
-pub struct Consumer {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
+/// The journal consumer of one connection.
+pub struct Consumer;
 
 impl Consumer {
     /// Starts consuming the journal for the connection `id` into `shared`'s outbox, holding at
-    /// most `in_hand` events, until stopped or `shutdown`.
+    /// most `in_hand` events, until stopped or `shutdown`. Stopping it leaves what is in hand in
+    /// the outbox.
     pub fn spawn(
         journal: Arc<dyn Journal>,
         id: Uuid,
         shared: Arc<Shared>,
         in_hand: usize,
         shutdown: &CancellationToken,
-    ) -> Self {
-        let stop = shutdown.child_token();
-        let task = tokio::spawn(run(journal, consumer_name(id), shared, in_hand.max(1), stop.clone()));
-        Self { stop, task }
-    }
-
-    /// Stops taking events; what is in hand stays in the outbox.
-    pub fn stop(&self) {
-        self.stop.cancel();
-    }
-
-    /// Whether the task has ended.
-    pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
-    }
-
-    /// Stops and waits for the task.
-    pub async fn finish(self) {
-        self.stop.cancel();
-        if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "forwarder consumer task failed");
-        }
+    ) -> Stoppable {
+        Stoppable::spawn(shutdown, "journal consumer", move |stop| {
+            run(journal, consumer_name(id), shared, in_hand.max(1), stop)
+        })
     }
 }
 
@@ -78,7 +59,7 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
     let mut fail_log = RateLimited::new(Duration::from_secs(30));
     let mut bad_log = RateLimited::new(Duration::from_secs(10));
-    let counters = Counters::new();
+    let counters = Counters::new("zonecast_forwarder_events_total");
     'open: loop {
         let opened = tokio::select! {
             biased;
@@ -132,17 +113,22 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
     }
 }
 
-/// The consumer's per-event counters, registered once.
-struct Counters {
-    events: metrics::Counter,
-    routed: metrics::Counter,
-    bad: metrics::Counter,
+/// The counters of what the forwarder takes (events from the journal, positions from the
+/// bus), registered once.
+pub(crate) struct Counters {
+    /// Events or positions taken.
+    pub taken: metrics::Counter,
+    /// (message, topic) matches.
+    pub routed: metrics::Counter,
+    /// Payloads that are no event.
+    pub bad: metrics::Counter,
 }
 
 impl Counters {
-    fn new() -> Self {
+    /// Counting what is taken in `taken`.
+    pub(crate) fn new(taken: &'static str) -> Self {
         Self {
-            events: metrics::counter!("zonecast_forwarder_events_total"),
+            taken: metrics::counter!(taken),
             routed: metrics::counter!("zonecast_forwarder_routed_total"),
             bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
         }
@@ -164,7 +150,7 @@ fn take(
         receipt.renew(delivery.ack);
         return;
     }
-    counters.events.increment(1);
+    counters.taken.increment(1);
     let routes = shared.routes();
     let topics = match matching(&routes, &delivery.payload) {
         Ok(topics) => topics,
@@ -196,17 +182,15 @@ fn take(
 
 /// The topics of `routes` whose chains `payload` matches, in order; the event's Category and
 /// Type are looked at first, so an event no chain can take is not walked.
-fn matching(routes: &[crate::router::Route], payload: &[u8]) -> Result<Vec<Arc<str>>, String> {
+fn matching(routes: &[Route], payload: &[u8]) -> Result<Vec<Arc<str>>, BadEvent> {
     if routes.is_empty() {
         return Ok(Vec::new());
     }
-    let event: Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
-    let Value::Object(fields) = &event else { return Err("not a JSON object".to_owned()) };
-    let text = |name: &str| fields.get(name).and_then(Value::as_str);
-    let (category, kind) = (text("Category"), text("Type"));
+    let event = Envelope::parse(payload)?;
+    let (category, kind) = event.kind();
     Ok(routes
         .iter()
-        .filter(|r| r.chain.admits(category, kind) && r.chain.matches(&event))
+        .filter(|r| r.chain.admits(category, kind) && r.chain.matches(event.tree()))
         .map(|r| r.topic.clone())
         .collect())
 }

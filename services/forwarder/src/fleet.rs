@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 use zonecast_bus::Journal;
@@ -20,8 +19,9 @@ use crate::consumer::{Consumer, consumer_name};
 use crate::endpoint::{self, Key, MAX_PAYLOAD};
 use crate::link::{Link, Shared};
 use crate::outbox::Message;
-use crate::router::Router;
+use crate::router::{BadEvent, Envelope, Router};
 use crate::status::Table;
+use crate::task::Stoppable;
 
 /// What a reload does to the running clients.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -55,19 +55,8 @@ pub fn plan<K: PartialEq>(current: &HashMap<Uuid, K>, wanted: &[(Uuid, K)]) -> P
 struct Entry {
     key: Key,
     shared: Arc<Shared>,
-    link: Option<Link>,
-    consumer: Consumer,
-}
-
-/// Why an event was not routed.
-#[derive(Debug, thiserror::Error)]
-pub enum BadEvent {
-    /// The payload does not parse.
-    #[error("not JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    /// It parses but is no event envelope.
-    #[error("not a JSON object")]
-    NotObject,
+    link: Option<Stoppable>,
+    consumer: Stoppable,
 }
 
 /// Every connection of this replica.
@@ -84,10 +73,8 @@ pub struct Fleet {
     /// Outboxes in router order.
     outboxes: Vec<Arc<Shared>>,
     entries: HashMap<Uuid, Entry>,
-    /// Clients told to stop and not yet awaited.
-    retired: Vec<Link>,
-    /// Consumers of removed connections, told to stop and not yet awaited.
-    retired_consumers: Vec<Consumer>,
+    /// Clients and consumers told to stop and not yet awaited.
+    retired: Vec<Stoppable>,
 }
 
 impl Fleet {
@@ -115,7 +102,6 @@ impl Fleet {
             outboxes: Vec::new(),
             entries: HashMap::new(),
             retired: Vec::new(),
-            retired_consumers: Vec::new(),
         };
         (fleet, reader)
     }
@@ -152,7 +138,7 @@ impl Fleet {
                 self.retired.push(link);
             }
             entry.consumer.stop();
-            self.retired_consumers.push(entry.consumer);
+            self.retired.push(entry.consumer);
             // The connection is gone: so is what the journal kept for it.
             let (journal, name) = (self.journal.clone(), consumer_name(*id));
             tokio::spawn(async move {
@@ -200,8 +186,7 @@ impl Fleet {
             };
             self.entries.insert(id, Entry { key: Key::of(s, certificate), shared, link, consumer });
         }
-        self.retired.retain(|link| !link.is_finished());
-        self.retired_consumers.retain(|consumer| !consumer.is_finished());
+        self.retired.retain(|task| !task.is_finished());
 
         let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection), self.settings.filters);
         for skip in skipped {
@@ -239,14 +224,13 @@ impl Fleet {
     /// its Category and Type are read from that tree to skip one no chain can take. (Events
     /// reach the outboxes through each connection's journal consumer.)
     pub fn route(&self, payload: &Bytes) -> Result<usize, BadEvent> {
-        let event: Value = serde_json::from_slice(payload)?;
-        let Value::Object(fields) = &event else { return Err(BadEvent::NotObject) };
-        let text = |name: &str| fields.get(name).and_then(Value::as_str);
-        if !self.router.admits(text("Category"), text("Type")) {
+        let event = Envelope::parse(payload)?;
+        let (category, kind) = event.kind();
+        if !self.router.admits(category, kind) {
             return Ok(0);
         }
         let mut count = 0;
-        for (index, topic) in self.router.route_indexed(&event) {
+        for (index, topic) in self.router.route_indexed(event.tree()) {
             let Some(shared) = self.outboxes.get(index) else { continue };
             count += 1;
             if payload.len() > MAX_PAYLOAD {
@@ -266,11 +250,12 @@ impl Fleet {
         let mut links = Vec::new();
         for (_, entry) in self.entries.drain() {
             entry.consumer.stop();
-            self.retired_consumers.push(entry.consumer);
+            self.retired.push(entry.consumer);
             links.extend(entry.link);
         }
-        futures::future::join_all(self.retired_consumers.drain(..).map(Consumer::finish)).await;
-        futures::future::join_all(links.into_iter().chain(self.retired.drain(..)).map(Link::finish)).await;
+        // The consumers stop taking events before the clients deliver what they hold.
+        futures::future::join_all(self.retired.drain(..).map(Stoppable::finish)).await;
+        futures::future::join_all(links.into_iter().map(Stoppable::finish)).await;
         table
     }
 }

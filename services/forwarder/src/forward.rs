@@ -16,6 +16,7 @@ use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
 
 use crate::Deps;
+use crate::consumer::Counters;
 use crate::fleet::Fleet;
 use crate::status::Reporter as StatusReporter;
 
@@ -60,7 +61,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bad_log = RateLimited::new(Duration::from_secs(10));
         let mut reload_log = RateLimited::new(Duration::from_secs(10));
-        let counters = Counters::new();
+        let counters = Counters::new("zonecast_forwarder_positions_total");
         loop {
             // `Some(announced)` when the change log is to be looked at (`None`: at its head).
             let wake = tokio::select! {
@@ -148,28 +149,11 @@ async fn reload(fleet: &mut Fleet, positions: &mut Positions, deps: &Deps) -> Re
     Ok(())
 }
 
-/// The forwarder's per-position counters, registered once.
-struct Counters {
-    events: metrics::Counter,
-    routed: metrics::Counter,
-    bad: metrics::Counter,
-}
-
-impl Counters {
-    fn new() -> Self {
-        Self {
-            events: metrics::counter!("zonecast_forwarder_positions_total"),
-            routed: metrics::counter!("zonecast_forwarder_routed_total"),
-            bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
-        }
-    }
-}
-
 /// Routes one position, counting it.
 fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
     match fleet.route(&msg.payload) {
         Ok(routed) => {
-            counters.events.increment(1);
+            counters.taken.increment(1);
             counters.routed.increment(routed as u64);
         }
         Err(reason) => {

@@ -20,6 +20,7 @@ mod link;
 pub mod outbox;
 pub mod router;
 mod status;
+mod task;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

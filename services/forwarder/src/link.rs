@@ -19,6 +19,7 @@ use crate::Settings;
 use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
+use crate::task::Stoppable;
 
 /// A connection that stays up this long resets the reconnect backoff.
 const STABLE: Duration = Duration::from_secs(1);
@@ -193,50 +194,23 @@ impl Inner {
 }
 
 /// The running client of one connection: stop it to replace or remove it.
-pub struct Link {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
+pub struct Link;
 
 impl Link {
-    /// Starts a client generation for `shared` with `options`. `stop` ends it at once;
-    /// `shutdown` (the service's) first gives it `settings.drain` to deliver what it holds.
+    /// Starts a client generation for `shared` with `options`. Stopping the task ends it at
+    /// once; `shutdown` (the service's) first gives it `settings.drain` to deliver what it holds.
     pub fn spawn(
         shared: Arc<Shared>,
         options: MqttOptions,
         settings: &Settings,
         shutdown: &CancellationToken,
         log_name: String,
-    ) -> Self {
-        let stop = shutdown.child_token();
+    ) -> Stoppable {
         let generation = shared.begin();
-        let task = tokio::spawn(run(
-            shared,
-            generation,
-            options,
-            settings.clone(),
-            Stops { stop: stop.clone(), shutdown: shutdown.clone() },
-            log_name,
-        ));
-        Self { stop, task }
-    }
-
-    /// Stops the client without waiting for it.
-    pub fn stop(&self) {
-        self.stop.cancel();
-    }
-
-    /// Whether the client task has ended.
-    pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
-    }
-
-    /// Stops the client and waits until it has let go of the broker.
-    pub async fn finish(self) {
-        self.stop.cancel();
-        if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "forwarder connection task failed");
-        }
+        let (settings, service) = (settings.clone(), shutdown.clone());
+        Stoppable::spawn(shutdown, "MQTT client", move |stop| {
+            run(shared, generation, options, settings, Stops { stop, shutdown: service }, log_name)
+        })
     }
 }
 

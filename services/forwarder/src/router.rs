@@ -35,6 +35,42 @@ fn publishable(topic: &str) -> bool {
     !topic.is_empty() && topic.len() <= 65_535 && !topic.contains(['+', '#', '\0'])
 }
 
+/// Why an event cannot be routed.
+#[derive(Debug, thiserror::Error)]
+pub enum BadEvent {
+    /// The payload does not parse.
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// It parses but is no event envelope.
+    #[error("not a JSON object")]
+    NotObject,
+}
+
+/// An event as filter chains read it: parsed once into the JSON tree their selectors walk.
+#[derive(Debug)]
+pub struct Envelope(Value);
+
+impl Envelope {
+    /// Parses an event's payload; it must be a JSON object.
+    pub fn parse(payload: &[u8]) -> Result<Self, BadEvent> {
+        match serde_json::from_slice(payload)? {
+            tree @ Value::Object(_) => Ok(Self(tree)),
+            _ => Err(BadEvent::NotObject),
+        }
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &Value {
+        &self.0
+    }
+
+    /// Its `Category` and `Type`, for [`Chain::admits`].
+    pub fn kind(&self) -> (Option<&str>, Option<&str>) {
+        let text = |name: &str| self.0.get(name).and_then(Value::as_str);
+        (text("Category"), text("Type"))
+    }
+}
+
 /// Every connection's topics with compiled chains, in connection order.
 #[derive(Debug, Clone, Default)]
 pub struct Router {

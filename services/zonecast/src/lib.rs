@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zonecast_api::Context;
-use zonecast_bus::Bus;
+use zonecast_bus::journal::MemoryJournal;
+use zonecast_bus::{Bus, Journal};
 use zonecast_runtime::keys::{random_base64, write_private};
 use zonecast_runtime::ops::Health;
 use zonecast_runtime::service::{open_bus, open_store};
@@ -16,6 +17,8 @@ use zonecast_runtime::{ApiKey, Authority, Config, Keys, Running, Secret, Shutdow
 
 /// File name of the SQLite database inside the data directory.
 pub const DATABASE_FILE: &str = "zonecast.sqlite";
+/// File name of the event journal inside the data directory (without NATS).
+pub const JOURNAL_FILE: &str = "journal.sqlite";
 /// File name of the generated admin API key inside the data directory.
 pub const ADMIN_KEY_FILE: &str = "admin.key";
 
@@ -29,6 +32,9 @@ pub struct AllInOne {
     pub admin_key_file: Option<PathBuf>,
     /// The bus the services share (in-process unless a NATS URL is configured).
     pub bus: Arc<dyn Bus>,
+    /// The event journal the evaluators append to and the forwarder consumes: JetStream with
+    /// NATS, otherwise the file `journal.sqlite` in the data directory.
+    pub journal: Arc<dyn Journal>,
     /// Ends after shutdown, once everything is drained.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -87,6 +93,20 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     }
     let store = open_store(&config.store, &config.data_dir.join(DATABASE_FILE)).await?;
     let bus = open_bus(&config.bus, "zonecast").await?;
+    // Without NATS, events awaiting delivery are kept in a file of the data directory, so that
+    // a restart or a crash loses none.
+    let journal: Arc<dyn Journal> = match bus.kind() {
+        "nats" => bus.journal(&config.bus.subject_prefix, config.bus.journal),
+        _ => Arc::new(
+            MemoryJournal::persistent(
+                bus.clone(),
+                &config.bus.subject_prefix,
+                config.bus.journal,
+                &config.data_dir.join(JOURNAL_FILE),
+            )
+            .map_err(|e| StartError::new("journal", e))?,
+        ),
+    };
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let keys = Arc::new(keys);
     let ops_addr = match config.ops_addr {
@@ -111,11 +131,15 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         let mut deps =
             zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone(), keys.clone());
         deps.ownership = ownership;
+        deps.journal = journal.clone();
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
     let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;
     let forwarder = zonecast_forwarder::start(
-        zonecast_forwarder::Deps::from_config(&config.forwarder(), store, bus.clone(), keys),
+        zonecast_forwarder::Deps {
+            journal: journal.clone(),
+            ..zonecast_forwarder::Deps::from_config(&config.forwarder(), store, bus.clone(), keys)
+        },
         shutdown.clone(),
     )
     .await?;
@@ -138,5 +162,5 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
             tracing::warn!(error = %e, "bus drain failed");
         }
     });
-    Ok(AllInOne { http_addr, ops_addr, admin_key_file, bus, task })
+    Ok(AllInOne { http_addr, ops_addr, admin_key_file, bus, journal, task })
 }

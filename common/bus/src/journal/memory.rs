@@ -1,22 +1,26 @@
 //! The journal of one process: events kept in memory while a consumer still needs them,
-//! within the journal's age and size bounds.
+//! within the journal's age and size bounds, and in a file too when it is persistent.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::disk::{self, Disk, Row};
 use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Record};
-use crate::{Bus, BusError, InProcessBus};
+use crate::{Bus, BusError};
 
-/// A [`Journal`] in memory, for the all-in-one: records are published on its in-process bus,
-/// and events are kept until every consumer has acknowledged them (a record no consumer needs
-/// is not kept at all: a consumer created later starts with later records), or until they
-/// pass the age or size bound. What it keeps does not survive the process.
+/// A [`Journal`] in memory, for the all-in-one: records are published on its bus, and events
+/// are kept until every consumer has acknowledged them (a record no consumer needs is not kept
+/// at all: a consumer created later starts with later records), or until they pass the age or
+/// size bound. [`MemoryJournal::persistent`] keeps them in an SQLite file as well, so that they
+/// survive a restart or a crash of the process; otherwise they do not.
 pub struct MemoryJournal {
-    bus: InProcessBus,
+    bus: Arc<dyn Bus>,
     inner: Arc<Inner>,
 }
 
@@ -27,11 +31,17 @@ pub(crate) struct Inner {
     settings: JournalSettings,
     state: Mutex<State>,
     appended: Notify,
+    /// The file, when persistent.
+    disk: Option<Mutex<Disk>>,
+    /// Floors moved or records dropped since the file was last brought up to date.
+    dirty: AtomicBool,
 }
 
 struct Stored {
     sequence: u64,
     at: Instant,
+    /// The same moment as milliseconds since the Unix epoch, for the file.
+    at_ms: u64,
     subject: String,
     payload: Bytes,
     id: String,
@@ -72,6 +82,41 @@ impl Inner {
                 consumers: HashMap::new(),
             }),
             appended: Notify::new(),
+            disk: None,
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Removes consumers (`forget` changes the map), drops what no consumer needs any more, and
+    /// ends the delivery streams of removed consumers.
+    fn forget(&self, forget: impl FnOnce(&mut HashMap<String, Consumer>)) {
+        {
+            let mut state = self.lock();
+            forget(&mut state.consumers);
+            state.trim(&self.settings);
+        }
+        self.dirty.store(true, Ordering::Release);
+        self.flush();
+        self.appended.notify_waiters();
+    }
+
+    /// Brings the file's floors and records up to date with memory.
+    fn flush(&self) {
+        let Some(disk) = &self.disk else { return };
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        // The file is taken before memory is let go (the order appends take them in), so no
+        // older snapshot can be written over a newer one.
+        let state = self.lock();
+        let consumers: Vec<(String, u64, u64)> =
+            state.consumers.iter().map(|(name, c)| (name.clone(), c.floor, c.lost)).collect();
+        let first = state.records.front().map_or(state.next, |r| r.sequence);
+        let mut file = disk.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(state);
+        if let Err(e) = file.flush(&consumers, first) {
+            self.dirty.store(true, Ordering::Release);
+            tracing::warn!(error = %e, "journal file not brought up to date; will retry");
         }
     }
 
@@ -91,6 +136,7 @@ impl Inner {
             }
         }
         state.trim(&self.settings);
+        self.dirty.store(true, Ordering::Release);
     }
 
     /// The next record for the stream of `opening`, or why there is none.
@@ -174,41 +220,123 @@ impl State {
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
 impl MemoryJournal {
-    pub(crate) fn new(bus: InProcessBus, inner: Arc<Inner>) -> Self {
+    pub(crate) fn new(bus: Arc<dyn Bus>, inner: Arc<Inner>) -> Self {
         Self { bus, inner }
+    }
+
+    /// A journal of the events under `prefix` kept in the SQLite file at `path` as well as in
+    /// memory (created if missing; what it holds is delivered again), publishing on `bus`.
+    /// Must be called within a Tokio runtime: a task brings acknowledgements to the file.
+    pub fn persistent(
+        bus: Arc<dyn Bus>,
+        prefix: &str,
+        settings: JournalSettings,
+        path: &Path,
+    ) -> Result<Self, BusError> {
+        let (file, loaded) = Disk::open(path)?;
+        let mut inner = Inner::new(prefix, settings);
+        {
+            let state = inner.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            state.next = loaded.next.max(loaded.rows.last().map_or(1, |r| r.sequence + 1));
+            let (now, now_ms) = (Instant::now(), disk::now_ms());
+            for row in loaded.rows.into_iter().filter(|r| r.subject.starts_with(&inner.events)) {
+                let age = Duration::from_millis(now_ms.saturating_sub(row.at_ms));
+                state.bytes += row.payload.len() as u64;
+                state.ids.insert(row.id.clone());
+                state.records.push_back(Stored {
+                    sequence: row.sequence,
+                    at: now.checked_sub(age).unwrap_or(now),
+                    at_ms: row.at_ms,
+                    subject: row.subject,
+                    payload: row.payload,
+                    id: row.id,
+                });
+            }
+            for (name, floor, lost) in loaded.consumers {
+                state.consumers.insert(name, Consumer { floor, cursor: floor, lost, ..Consumer::default() });
+            }
+        }
+        inner.disk = Some(Mutex::new(file));
+        let inner = Arc::new(inner);
+        inner.dirty.store(true, Ordering::Release);
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(disk::FLUSH_EVERY);
+            loop {
+                every.tick().await;
+                match weak.upgrade() {
+                    Some(inner) => inner.flush(),
+                    None => break,
+                }
+            }
+        });
+        Ok(Self { bus, inner })
     }
 }
 
 #[async_trait::async_trait]
 impl Journal for MemoryJournal {
     async fn append(&self, records: Vec<Record>) -> Result<(), BusError> {
+        for record in &records {
+            crate::pattern::validate_subject(&record.subject)?;
+        }
         let mut published = Vec::with_capacity(records.len());
         {
             let mut state = self.inner.lock();
+            let (at, at_ms) = (Instant::now(), disk::now_ms());
+            let mut stored = Vec::new();
+            let mut next = state.next;
             for record in records {
-                crate::pattern::validate_subject(&record.subject)?;
                 if !record.subject.starts_with(&self.inner.events) {
                     published.push(record);
                     continue;
                 }
-                if !state.ids.insert(record.id.clone()) {
+                if state.ids.contains(&record.id) || stored.iter().any(|s: &Stored| s.id == record.id) {
                     continue;
                 }
-                let sequence = state.next;
-                state.next += 1;
-                state.bytes += record.payload.len() as u64;
-                state.records.push_back(Stored {
-                    sequence,
-                    at: Instant::now(),
+                stored.push(Stored {
+                    sequence: next,
+                    at,
+                    at_ms,
                     subject: record.subject.clone(),
                     payload: record.payload.clone(),
                     id: record.id.clone(),
                 });
+                next += 1;
                 published.push(record);
+            }
+            // In the file first: a record is appended once it is there.
+            if let Some(disk) = &self.inner.disk
+                && !stored.is_empty()
+            {
+                let rows: Vec<Row> = stored
+                    .iter()
+                    .map(|s| Row {
+                        sequence: s.sequence,
+                        at_ms: s.at_ms,
+                        subject: s.subject.clone(),
+                        payload: s.payload.clone(),
+                        id: s.id.clone(),
+                    })
+                    .collect();
+                disk.lock().unwrap_or_else(PoisonError::into_inner).append(&rows, next)?;
+            }
+            state.next = next;
+            for record in stored {
+                state.bytes += record.payload.len() as u64;
+                state.ids.insert(record.id.clone());
+                state.records.push_back(record);
             }
             state.trim(&self.inner.settings);
         }
+        self.inner.dirty.store(true, Ordering::Release);
         self.inner.appended.notify_waiters();
         for record in published {
             self.bus.publish(record.subject, record.payload).await?;
@@ -218,6 +346,8 @@ impl Journal for MemoryJournal {
 
     async fn create_consumer(&self, name: &str) -> Result<(), BusError> {
         self.inner.lock().create(name);
+        self.inner.dirty.store(true, Ordering::Release);
+        self.inner.flush();
         Ok(())
     }
 
@@ -258,6 +388,7 @@ impl Journal for MemoryJournal {
     async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError> {
         let mut state = self.inner.lock();
         state.trim(&self.inner.settings);
+        self.inner.dirty.store(true, Ordering::Release);
         let next = state.next;
         Ok(state
             .consumers
@@ -266,20 +397,14 @@ impl Journal for MemoryJournal {
     }
 
     async fn remove_consumer(&self, name: &str) -> Result<(), BusError> {
-        let mut state = self.inner.lock();
-        state.consumers.remove(name);
-        state.trim(&self.inner.settings);
-        drop(state);
-        self.inner.appended.notify_waiters();
+        self.inner.forget(|consumers| {
+            consumers.remove(name);
+        });
         Ok(())
     }
 
     async fn remove_all(&self) -> Result<(), BusError> {
-        let mut state = self.inner.lock();
-        state.consumers.clear();
-        state.trim(&self.inner.settings);
-        drop(state);
-        self.inner.appended.notify_waiters();
+        self.inner.forget(HashMap::clear);
         Ok(())
     }
 }

@@ -9,6 +9,7 @@
 //! the same bounds. Appending publishes too: subscribers of the subjects on the bus see every
 //! record as before, whether or not they use the journal.
 
+mod disk;
 mod jetstream;
 pub(crate) mod memory;
 
