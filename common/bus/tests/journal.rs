@@ -224,7 +224,7 @@ async fn a_persistent_journal_keeps_what_consumers_lack_across_a_restart() {
     let path = dir.path().join("journal.sqlite");
     let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
     let record = |n: u32| Record {
-        subject: format!("p.events.zone.z.enter"),
+        subject: "p.events.zone.z.enter".to_owned(),
         payload: Bytes::from(format!("event {n}")),
         id: format!("id-{n}"),
     };

@@ -131,6 +131,11 @@ impl Fleet {
         let current: HashMap<Uuid, Key> = self.entries.iter().map(|(id, e)| (*id, e.key.clone())).collect();
         let plan = plan(&current, &wanted);
 
+        let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection), self.settings.filters);
+        for skip in skipped {
+            tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, reason = %skip.reason,
+                "stored topic cannot be used; skipped");
+        }
         for id in &plan.stop {
             let Some(entry) = self.entries.remove(id) else { continue };
             if let Some(link) = entry.link {
@@ -166,6 +171,11 @@ impl Fleet {
                         tracing::warn!(connection = %format_id(&id), error = %e, "journal consumer not made yet; the consumer task goes on trying");
                     }
                     let shared = Shared::new(&self.settings, self.poke.clone());
+                    // Its topics before its first event: an event taken without them would
+                    // match nothing and be acknowledged unsent.
+                    if let Some((_, routes)) = router.each().find(|(c, _)| *c == id) {
+                        shared.set_routes(routes.into());
+                    }
                     let consumer =
                         Consumer::spawn(self.journal.clone(), id, shared.clone(), self.settings.queue, &self.shutdown);
                     (shared, consumer)
@@ -188,11 +198,6 @@ impl Fleet {
         }
         self.retired.retain(|task| !task.is_finished());
 
-        let (router, skipped) = Router::build(stored.iter().map(|s| &s.connection), self.settings.filters);
-        for skip in skipped {
-            tracing::warn!(connection = %format_id(&skip.connection), topic = skip.index, reason = %skip.reason,
-                "stored topic cannot be used; skipped");
-        }
         for (id, routes) in router.each() {
             if let Some(entry) = self.entries.get(&id) {
                 entry.shared.set_routes(routes.into());
