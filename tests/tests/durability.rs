@@ -216,6 +216,7 @@ async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing
 
 #[tokio::test]
 async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let data = tempfile::tempdir().unwrap();
     let port = free_port();
     let env: Vec<(String, String)> = [

@@ -318,26 +318,21 @@ impl Shell {
         }
     }
 
+    /// Stores the events among `out` in the journal first, then acts on the rest (collision
+    /// records, http-request actions, source hints): nothing acts on an event before it is
+    /// stored.
     async fn emit(&mut self, out: &mut Vec<Output>) {
-        for output in out.drain(..) {
+        let (events, acts): (Vec<Output>, Vec<Output>) = out.drain(..).partition(|o| matches!(o, Output::Publish(_)));
+        for output in events {
+            if let Output::Publish(event) = output {
+                self.record(&event);
+            }
+        }
+        self.store_events().await;
+        for output in acts {
             match output {
-                Output::Publish(event) => {
-                    let kind = event.kind();
-                    metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()).increment(1);
-                    log_event(&event);
-                    let Some(subject) = self.subjects.of_event(&event) else {
-                        tracing::error!(r#type = kind.as_str(), "event without a subject not published");
-                        continue;
-                    };
-                    let payload = match serde_json::to_vec(&event) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            tracing::error!(error = %e, "cannot encode event");
-                            continue;
-                        }
-                    };
-                    self.records.push(Record { subject, payload: payload.into(), id: event.event_id.to_string() });
-                }
+                // Stored above.
+                Output::Publish(_) => {}
                 Output::Entered(c) => {
                     let _ = self.collisions.send(collisions::Change::Entered(c));
                 }
@@ -358,11 +353,25 @@ impl Shell {
                 }
             }
         }
-        self.store_events().await;
     }
-}
 
-impl Shell {
+    /// Counts and logs an event and adds it to the records to store.
+    fn record(&mut self, event: &zonecast_model::Event) {
+        let kind = event.kind();
+        metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()).increment(1);
+        log_event(event);
+        let Some(subject) = self.subjects.of_event(event) else {
+            tracing::error!(r#type = kind.as_str(), "event without a subject not published");
+            return;
+        };
+        match serde_json::to_vec(event) {
+            Ok(payload) => {
+                self.records.push(Record { subject, payload: payload.into(), id: event.event_id.to_string() })
+            }
+            Err(e) => tracing::error!(error = %e, "cannot encode event"),
+        }
+    }
+
     /// Appends the events gathered by [`Shell::emit`] to the journal, trying again for a while
     /// when it cannot store them (NATS or JetStream away); what still cannot be stored is
     /// counted in `zonecast_evaluator_publish_failures_total` and logged.
