@@ -26,6 +26,9 @@ chmod 755 "$work"; chmod 644 "$work/mosquitto.conf"
 mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" & pids+=($!)
 export ZONECAST_SECRET_KEY=$(head -c 32 /dev/urandom | base64) ZONECAST_API_KEYS="$key:admin" \
   ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=warn
+# The run's JetStream streams stay small on the shared server (they are not removed).
+export ZONECAST_EVENT_RETENTION_SECS=${ZONECAST_EVENT_RETENTION_SECS:-600} \
+  ZONECAST_EVENT_RETENTION_BYTES=${ZONECAST_EVENT_RETENTION_BYTES:-268435456}
 wait_http() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
 if [ "${MODE:-distributed}" = all-in-one ]; then
   ZONECAST_DATA_DIR=$work/data ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast" 2>"$work/zonecast.log" & pids+=($!)
