@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use schemars::JsonSchema;
@@ -25,12 +26,22 @@ use crate::{HttpLimits, Shutdown};
 pub struct Health {
     store: Option<Arc<dyn StoreHealth>>,
     bus: Arc<dyn Bus>,
+    /// Set once the service has started, when readiness waits for it.
+    started: Option<Arc<AtomicBool>>,
 }
 
 impl Health {
     /// Readiness of a service on `bus` and, if it has one, `store`.
     pub fn new(store: Option<Arc<dyn StoreHealth>>, bus: Arc<dyn Bus>) -> Self {
-        Self { store, bus }
+        Self { store, bus, started: None }
+    }
+
+    /// The same readiness, reported `starting` (503) until the returned flag is set: for an
+    /// operations listener served while its service is still starting (loading its
+    /// configuration, subscribing), so that nothing takes it for ready before it listens.
+    pub fn until_started(self) -> (Self, Arc<AtomicBool>) {
+        let started = Arc::new(AtomicBool::new(false));
+        (Self { started: Some(started.clone()), ..self }, started)
     }
 
     /// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
@@ -43,6 +54,10 @@ impl Health {
     /// else 503 (take the replica out of rotation, do not restart it). The body names each
     /// dependency; a service without a store reports its bus alone.
     pub async fn ready(&self) -> Response {
+        if self.started.as_ref().is_some_and(|s| !s.load(Ordering::Acquire)) {
+            let body = Readiness { status: Status::Starting, store: None, bus: None };
+            return json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
+        }
         let bus_ok = self.bus.is_connected();
         let bus_status = if bus_ok { DependencyStatus::Ok } else { DependencyStatus::Disconnected };
         let Some(store) = &self.store else {
@@ -100,6 +115,8 @@ pub enum Status {
     Ok,
     /// A dependency is not ready.
     Degraded,
+    /// The service has not finished starting (readiness only).
+    Starting,
 }
 
 impl Status {
@@ -252,6 +269,19 @@ mod tests {
             assert_eq!(status(addr, path).await, 200, "{path}");
         }
         assert_eq!(status(addr, "/nothing").await, 404);
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn readiness_waits_for_the_service_to_have_started_and_liveness_does_not() {
+        let bus: Arc<dyn Bus> = Arc::new(zonecast_bus::InProcessBus::new());
+        let (health, started) = Health::new(None, bus).until_started();
+        let shutdown = Shutdown::new();
+        let addr =
+            serve("127.0.0.1:0".parse().unwrap(), health, HttpLimits::default(), shutdown.clone()).await.unwrap();
+        assert_eq!((status(addr, "/livez").await, status(addr, "/readyz").await), (200, 503));
+        started.store(true, Ordering::Release);
+        assert_eq!((status(addr, "/livez").await, status(addr, "/readyz").await), (200, 200));
         shutdown.cancel();
     }
 }

@@ -131,14 +131,19 @@ where
         None => None,
     };
     let bus = open_bus(needs.bus, name).await?;
-    let ops_addr = match needs.ops {
+    // Served while the service starts (liveness), ready only once it has started.
+    let (ops_addr, started) = match needs.ops {
         Some(ops) => {
             let health = Health::new(store.clone().map(|s| s as Arc<dyn zonecast_store::Health>), bus.clone());
-            Some(crate::ops::serve(ops.addr, health, ops.limits, shutdown.clone()).await?)
+            let (health, started) = health.until_started();
+            (Some(crate::ops::serve(ops.addr, health, ops.limits, shutdown.clone()).await?), Some(started))
         }
-        None => None,
+        None => (None, None),
     };
     let running = start(Opened { bus: bus.clone(), store, keys }, shutdown).await?;
+    if let Some(started) = started {
+        started.store(true, std::sync::atomic::Ordering::Release);
+    }
     let service = running.task;
     let task = tokio::spawn(async move {
         if let Err(e) = service.await {
