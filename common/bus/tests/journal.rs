@@ -80,7 +80,7 @@ fn text(delivery: &Delivery) -> String {
 async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
     let mut tap = s.bus.subscribe(&format!("{}.events.>", s.prefix)).await.expect("subscribe");
-    s.journal.create_consumer("mqtt-1").await.expect("create");
+    s.journal.create_consumer("mqtt-1", 100).await.expect("create");
     s.append(1..=3).await;
     let mut deliveries = s.journal.consume("mqtt-1", 100).await.expect("consume");
     let got: Vec<Delivery> =
@@ -106,7 +106,7 @@ async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nat
 
 async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c").await.expect("create");
+    s.journal.create_consumer("c", 100).await.expect("create");
     s.append(1..=2).await;
     {
         let mut deliveries = s.journal.consume("c", 100).await.expect("consume");
@@ -129,7 +129,7 @@ async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(na
 
 async fn a_copy_of_a_record_is_stored_once(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c").await.expect("create");
+    s.journal.create_consumer("c", 100).await.expect("create");
     s.append([1]).await;
     s.append([1, 2]).await;
     let mut deliveries = s.journal.consume("c", 100).await.expect("consume");
@@ -141,9 +141,9 @@ async fn a_copy_of_a_record_is_stored_once(nats: bool) {
 
 async fn consumers_are_independent_and_start_at_their_creation(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("a").await.expect("create a");
+    s.journal.create_consumer("a", 100).await.expect("create a");
     s.append([1]).await;
-    s.journal.create_consumer("b").await.expect("create b");
+    s.journal.create_consumer("b", 100).await.expect("create b");
     s.append([2]).await;
     let mut a = s.journal.consume("a", 100).await.expect("consume a");
     let mut b = s.journal.consume("b", 100).await.expect("consume b");
@@ -161,7 +161,7 @@ async fn consumers_are_independent_and_start_at_their_creation(nats: bool) {
 async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them(nats: bool) {
     // Each record is about 7 bytes of payload (plus JetStream's own overhead per message).
     let s = Setup::new(nats, JournalSettings { max_bytes: 2_000, ..JournalSettings::default() }).await;
-    s.journal.create_consumer("slow").await.expect("create");
+    s.journal.create_consumer("slow", 100).await.expect("create");
     s.append(1..=400).await;
     let state = s.state("slow").await;
     assert!(state.lost > 0, "records pushed out by the size bound count as lost: {state:?}");
@@ -174,7 +174,7 @@ async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_t
 
 async fn a_large_append_is_stored_whole(nats: bool) {
     let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c").await.expect("create");
+    s.journal.create_consumer("c", 100).await.expect("create");
     s.append(0..5_000).await;
     assert_eq!(s.state("c").await.backlog, 5_000);
     s.done().await;
@@ -230,7 +230,7 @@ async fn a_persistent_journal_keeps_what_consumers_lack_across_a_restart() {
     };
     let last_sequence = {
         let journal = MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("open");
-        journal.create_consumer("c").await.expect("create");
+        journal.create_consumer("c", 100).await.expect("create");
         journal.append((1..=3).map(record).collect()).await.expect("append");
         let mut deliveries = journal.consume("c", 100).await.expect("consume");
         let first = next(&mut deliveries).await;
@@ -265,4 +265,22 @@ async fn a_journal_file_that_cannot_be_opened_is_refused() {
         .err()
         .expect("a directory is no journal file");
     assert!(err.to_string().starts_with("journal: journal file:"), "{err}");
+}
+
+/// JetStream holds back what a consumer may not have in hand, and a consumer opened with a
+/// new bound takes it.
+#[tokio::test]
+async fn jetstream_hands_out_no_more_than_the_consumer_may_hold() {
+    let s = Setup::new(true, JournalSettings::default()).await;
+    s.journal.create_consumer("c", 1).await.expect("create");
+    s.append(1..=10).await;
+    let mut deliveries = s.journal.consume("c", 3).await.expect("consume with a larger bound");
+    let first = next(&mut deliveries).await;
+    next(&mut deliveries).await;
+    next(&mut deliveries).await;
+    let held_back = timeout(Duration::from_millis(500), deliveries.next()).await;
+    assert!(held_back.is_err(), "a fourth while three are unacknowledged: {held_back:?}");
+    first.ack.ack();
+    assert_eq!(text(&next(&mut deliveries).await), "event 4", "one acknowledged makes room for one more");
+    s.done().await;
 }

@@ -167,7 +167,7 @@ impl Fleet {
                 None => {
                     // Made before the change is reported in force: every event appended after
                     // the API answered the connection's creation is the connection's.
-                    if let Err(e) = self.journal.create_consumer(&consumer_name(id)).await {
+                    if let Err(e) = self.journal.create_consumer(&consumer_name(id), self.settings.queue).await {
                         tracing::warn!(connection = %format_id(&id), error = %e, "journal consumer not made yet; the consumer task goes on trying");
                     }
                     let shared = Shared::new(&self.settings, self.poke.clone());

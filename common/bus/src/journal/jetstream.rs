@@ -104,6 +104,22 @@ impl JetStreamJournal {
         self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("JetStream stream {name}: {e}")))
     }
 
+    /// The durable consumer `name`, made or brought to the bound `in_hand`; an existing one
+    /// as it is when the server refuses the change.
+    async fn consumer(&self, name: &str, in_hand: usize) -> Result<consumer::PullConsumer, BusError> {
+        let events = self.events().await?;
+        match events.create_consumer(self.consumer_config(name, in_hand)).await {
+            Ok(consumer) => Ok(consumer),
+            Err(e) => {
+                tracing::debug!(consumer = name, error = %e, "consumer not made or updated; taking it as it is");
+                events
+                    .get_consumer(name)
+                    .await
+                    .map_err(|e| BusError::Journal(format!("cannot open consumer {name}: {e}")))
+            }
+        }
+    }
+
     fn consumer_config(&self, name: &str, in_hand: usize) -> consumer::pull::Config {
         consumer::pull::Config {
             durable_name: Some(name.to_owned()),
@@ -145,21 +161,12 @@ impl Journal for JetStreamJournal {
         Ok(())
     }
 
-    async fn create_consumer(&self, name: &str) -> Result<(), BusError> {
-        let events = self.events().await?;
-        events
-            .get_or_create_consumer(name, self.consumer_config(name, 1000))
-            .await
-            .map(|_: consumer::PullConsumer| ())
-            .map_err(|e| BusError::Journal(format!("cannot create consumer {name}: {e}")))
+    async fn create_consumer(&self, name: &str, in_hand: usize) -> Result<(), BusError> {
+        self.consumer(name, in_hand).await.map(|_| ())
     }
 
     async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
-        let events = self.events().await?;
-        let consumer: consumer::PullConsumer = events
-            .get_or_create_consumer(name, self.consumer_config(name, in_hand))
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot open consumer {name}: {e}")))?;
+        let consumer = self.consumer(name, in_hand).await?;
         let messages = consumer
             .stream()
             .max_messages_per_batch(in_hand.clamp(1, 1000))

@@ -344,7 +344,8 @@ impl Journal for MemoryJournal {
         Ok(())
     }
 
-    async fn create_consumer(&self, name: &str) -> Result<(), BusError> {
+    /// The bound on events in hand is the consumer's business here.
+    async fn create_consumer(&self, name: &str, _in_hand: usize) -> Result<(), BusError> {
         self.inner.lock().create(name);
         self.inner.dirty.store(true, Ordering::Release);
         self.inner.flush();

@@ -115,12 +115,13 @@ pub trait Journal: Send + Sync + 'static {
     async fn append(&self, records: Vec<Record>) -> Result<(), BusError>;
 
     /// Creates the durable consumer `name` of the events (every record under
-    /// `<prefix>.events.>`) if it does not exist: it gets every event appended from then on.
-    async fn create_consumer(&self, name: &str) -> Result<(), BusError>;
+    /// `<prefix>.events.>`) if it does not exist: it gets every event appended from then on,
+    /// with at most `in_hand` delivered and unacknowledged at a time (JetStream holds back the
+    /// rest; an existing consumer takes the new bound).
+    async fn create_consumer(&self, name: &str, in_hand: usize) -> Result<(), BusError>;
 
     /// Opens consumer `name` (creating it like [`Journal::create_consumer`]): it delivers the
-    /// events it has not acknowledged, oldest first, then new ones as they are appended; at
-    /// most `in_hand` delivered and unacknowledged at a time (JetStream holds back the rest).
+    /// events it has not acknowledged, oldest first, then new ones as they are appended.
     async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
 
     /// Where consumer `name` stands; `None` when it does not exist.
