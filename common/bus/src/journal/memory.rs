@@ -188,8 +188,10 @@ enum Next {
 impl State {
     /// Drops records every consumer is done with, and those past the bounds (counted as lost
     /// for each consumer that had not acknowledged them).
-    fn trim(&mut self, settings: &JournalSettings) {
+    /// Whether it dropped any.
+    fn trim(&mut self, settings: &JournalSettings) -> bool {
         let now = Instant::now();
+        let mut dropped = false;
         while let Some(front) = self.records.front() {
             let sequence = front.sequence;
             let done = self.consumers.values().all(|c| c.floor > sequence);
@@ -206,8 +208,10 @@ impl State {
             if let Some(gone) = self.records.pop_front() {
                 self.bytes -= gone.payload.len() as u64;
                 self.ids.remove(&gone.id);
+                dropped = true;
             }
         }
+        dropped
     }
 
     fn create(&mut self, name: &str) -> &mut Consumer {
@@ -291,14 +295,15 @@ impl Journal for MemoryJournal {
         {
             let mut state = self.inner.lock();
             let (at, at_ms) = (Instant::now(), disk::now_ms());
-            let mut stored = Vec::new();
+            let mut stored: Vec<Stored> = Vec::new();
+            let mut batch_ids = HashSet::new();
             let mut next = state.next;
             for record in records {
                 if !record.subject.starts_with(&self.inner.events) {
                     published.push(record);
                     continue;
                 }
-                if state.ids.contains(&record.id) || stored.iter().any(|s: &Stored| s.id == record.id) {
+                if state.ids.contains(&record.id) || !batch_ids.insert(record.id.clone()) {
                     continue;
                 }
                 stored.push(Stored {
@@ -388,8 +393,9 @@ impl Journal for MemoryJournal {
 
     async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError> {
         let mut state = self.inner.lock();
-        state.trim(&self.inner.settings);
-        self.inner.dirty.store(true, Ordering::Release);
+        if state.trim(&self.inner.settings) {
+            self.inner.dirty.store(true, Ordering::Release);
+        }
         let next = state.next;
         Ok(state
             .consumers
