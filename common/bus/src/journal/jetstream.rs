@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
@@ -16,6 +16,9 @@ use crate::BusError;
 /// (to any replica pulling from the consumer). A consumer that holds a record longer (its
 /// broker is away) recognises the redelivery by its sequence.
 const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the events stream's first sequence is taken as known (see `state`).
+const FIRST_FRESH: Duration = Duration::from_millis(500);
 
 /// How often an idle pull is confirmed alive by the server.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -44,6 +47,8 @@ pub struct JetStreamJournal {
     prefix: String,
     settings: JournalSettings,
     ready: OnceCell<()>,
+    /// The events stream's first sequence and when it was asked.
+    first: Mutex<Option<(Instant, u64)>>,
     /// Per consumer, what has been counted as lost.
     losses: Mutex<HashMap<String, Loss>>,
 }
@@ -56,6 +61,7 @@ impl JetStreamJournal {
             prefix: prefix.to_owned(),
             settings,
             ready: OnceCell::new(),
+            first: Mutex::new(None),
             losses: Mutex::new(HashMap::new()),
         }
     }
@@ -118,6 +124,24 @@ impl JetStreamJournal {
                     .map_err(|e| BusError::Journal(format!("cannot open consumer {name}: {e}")))
             }
         }
+    }
+
+    /// The events stream's first sequence, asked of the server at most once per
+    /// [`FIRST_FRESH`]: every connection's status round needs it.
+    async fn first_sequence(&self, events: &mut stream::Stream) -> Result<u64, BusError> {
+        if let Some((at, first)) = *self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+            && at.elapsed() < FIRST_FRESH
+        {
+            return Ok(first);
+        }
+        let first = events
+            .info()
+            .await
+            .map_err(|e| BusError::Journal(format!("stream {}: {e}", self.events_stream())))?
+            .state
+            .first_sequence;
+        *self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), first));
+        Ok(first)
     }
 
     fn consumer_config(&self, name: &str, in_hand: usize) -> consumer::pull::Config {
@@ -220,12 +244,7 @@ impl Journal for JetStreamJournal {
             Err(e) if e.kind() == async_nats::jetstream::context::ConsumerInfoErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(BusError::Journal(format!("consumer {name}: {e}"))),
         };
-        let first = events
-            .info()
-            .await
-            .map_err(|e| BusError::Journal(format!("stream {}: {e}", self.events_stream())))?
-            .state
-            .first_sequence;
+        let first = self.first_sequence(&mut events).await?;
         // Records before the stream's first that the consumer had not acknowledged left the
         // stream unseen: each counted once, when first seen gone.
         let floor = info.ack_floor.stream_sequence;
