@@ -92,6 +92,49 @@ pub struct Server {
     forwarder: Option<(Shutdown, tokio::task::JoinHandle<()>)>,
 }
 
+/// Normalised positions as ingest publishes them, one at a time, with the subject each came
+/// on (a batch's lines come one by one, each with the batch's subject).
+pub struct PublishedPositions {
+    subscription: Subscription,
+    lines: std::collections::VecDeque<(String, bytes::Bytes)>,
+}
+
+impl PublishedPositions {
+    /// The next position's subject and bytes, waiting at most `wait`; panics when none comes.
+    pub async fn next(&mut self, wait: Duration) -> (String, bytes::Bytes) {
+        self.within(wait).await.expect("a position within the timeout")
+    }
+
+    /// The next position's subject and bytes, if one comes within `wait`.
+    pub async fn within(&mut self, wait: Duration) -> Option<(String, bytes::Bytes)> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(line) = self.lines.pop_front() {
+                return Some(line);
+            }
+            let msg = tokio::time::timeout_at(until, self.subscription.next()).await.ok()?.expect("subscription open");
+            if msg.subject.contains(".batches.") {
+                self.lines.extend(zonecast_bus::positions::lines(&msg.payload).map(|l| (msg.subject.clone(), l)));
+            } else {
+                self.lines.push_back((msg.subject, msg.payload));
+            }
+        }
+    }
+
+    /// The next position event for which `wanted` holds, skipping others, if one comes within
+    /// `wait`.
+    pub async fn next_matching(&mut self, wait: Duration, wanted: impl Fn(&Value) -> bool) -> Option<Value> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let event: Value = serde_json::from_slice(&self.within(left).await?.1).unwrap();
+            if wanted(&event) {
+                return Some(event);
+            }
+        }
+    }
+}
+
 /// A configuration with the test credentials, port 0 and a random subject prefix.
 pub fn test_config(data_dir: &std::path::Path) -> Config {
     let mut config = Config {
@@ -198,7 +241,8 @@ impl Server {
         Self::start_with(mode, config, data_dir).await
     }
 
-    /// Publishes a normalised position of `mac`, as the ingestor would.
+    /// Publishes a normalised position of `mac`, as the ingestor would: over NATS stored in
+    /// its partition's stream, in one process on its subject.
     pub async fn position(&self, mac: &str, position: [f64; 3], timestamp: chrono::DateTime<chrono::Utc>) {
         let update = zonecast_model::PositionUpdate {
             mac: mac.parse().unwrap(),
@@ -207,12 +251,62 @@ impl Server {
             gateway_uri: None,
             extra: Default::default(),
         };
-        let subject = self.subjects.positions(update.mac.partition(self.config.bus.partitions), update.mac.as_str());
-        let now = chrono::Utc::now();
-        let payload =
-            serde_json::to_vec(&update.to_event(self.config.site_id, zonecast_model::EventId::generate(now), now))
-                .unwrap();
-        self.bus.publish(subject, payload.into()).await.unwrap();
+        self.publish_positions(vec![update]).await;
+    }
+
+    /// Publishes normalised positions, as the ingestor would.
+    pub async fn publish_positions(&self, updates: Vec<zonecast_model::PositionUpdate>) {
+        let publisher = zonecast_ingest::Publisher::new(
+            self.bus.clone(),
+            self.subjects.clone(),
+            self.config.bus.partitions,
+            self.config.site_id,
+            self.config.bus.positions,
+        );
+        let count = updates.len();
+        assert_eq!(publisher.publish(updates, chrono::Utc::now()).await.unwrap(), count);
+    }
+
+    /// Publishes `payload` (one position event's bytes, or anything a broken publisher might
+    /// send) as a position of `mac`'s partition: over NATS stored in the partition's stream as a
+    /// batch of one line, in one process on `mac`'s subject.
+    pub async fn position_bytes(&self, mac: &zonecast_model::Mac, payload: &[u8]) {
+        let partition = mac.partition(self.config.bus.partitions);
+        match self.position_streams() {
+            Some(streams) => {
+                let mut batch = bytes::BytesMut::new();
+                zonecast_bus::positions::push_line(&mut batch, payload);
+                streams.send(vec![(partition, batch.freeze())]).await.unwrap().confirmed().await.unwrap();
+            }
+            None => {
+                let subject = self.subjects.positions(partition, mac.as_str());
+                self.bus.publish(subject, payload.to_vec().into()).await.unwrap();
+            }
+        }
+    }
+
+    /// The position streams over NATS; `None` in one process.
+    pub fn position_streams(&self) -> Option<Arc<zonecast_bus::PositionStreams>> {
+        self.bus.position_streams(self.subjects.prefix(), self.config.bus.partitions, self.config.bus.positions)
+    }
+
+    /// The subject `mac`'s positions are published on: its partition's batches over NATS, its
+    /// own subject in one process.
+    pub fn position_subject(&self, mac: &zonecast_model::Mac) -> String {
+        let partition = mac.partition(self.config.bus.partitions);
+        if self.bus.stores_positions() {
+            self.subjects.position_batch(partition)
+        } else {
+            self.subjects.positions(partition, mac.as_str())
+        }
+    }
+
+    /// Subscribes to every normalised position as ingest publishes them (see
+    /// [`Server::position_subject`]).
+    pub async fn published_positions(&self) -> PublishedPositions {
+        let subject =
+            if self.bus.stores_positions() { self.subjects.position_batches() } else { self.subjects.positions_all() };
+        PublishedPositions { subscription: self.bus.subscribe(&subject).await.unwrap(), lines: Default::default() }
     }
 
     /// Subscribes to every zone and alarm event.
@@ -322,14 +416,13 @@ impl Server {
             );
         });
         let gateway = Gateway { client, topic: format!("{root}/positions/gw1") };
-        let mut positions = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+        let mut positions = server.published_positions().await;
         let probe = br#"{"MAC": "FF:FF:FF:FF:FF:FE", "Position": [100000, 100000, 0]}"#.to_vec();
         tokio::time::timeout(Duration::from_secs(10), async {
             loop {
                 gateway.publish(probe.clone()).await;
-                if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(300), positions.next()).await
-                    && serde_json::from_slice::<Value>(&msg.payload).unwrap()["Source"]["MAC"] == "FF:FF:FF:FF:FF:FE"
-                {
+                let wanted = |e: &Value| e["Source"]["MAC"] == "FF:FF:FF:FF:FF:FE";
+                if positions.next_matching(Duration::from_millis(300), wanted).await.is_some() {
                     break;
                 }
             }
@@ -365,13 +458,16 @@ impl Server {
         self.journal.clone()
     }
 
-    /// Stops the server, waits until it has drained, and drops its database and its event
-    /// journal: a test that gets here passed (a failing one keeps its database for inspection;
+    /// Stops the server, waits until it has drained, and drops its database, its event
+    /// journal and its position streams: a test that gets here passed (a failing one keeps its database for inspection;
     /// CI drops leftovers).
     pub async fn stop(mut self) {
         self.halt().await;
         if self.mode == Mode::Distributed {
             let _ = self.journal().remove_all().await;
+            if let Some(streams) = self.position_streams() {
+                let _ = streams.remove_all().await;
+            }
         }
         if let Some(url) = &self.database_url
             && let Some(name) = url.rsplit('/').next()

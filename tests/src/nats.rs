@@ -37,6 +37,17 @@ impl NatsServer {
         }
     }
 
+    /// Stops the server as an operator restarting it does (SIGTERM: it writes out what it
+    /// stored and closes), then starts it again on the same port with what it stored.
+    pub async fn restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            assert!(status.is_ok_and(|s| s.success()), "kill -TERM nats-server");
+            let _ = child.wait();
+        }
+        self.resume().await;
+    }
+
     /// Starts the server again on the same port and waits until it accepts connections.
     pub async fn resume(&mut self) {
         self.stop();

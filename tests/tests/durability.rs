@@ -4,7 +4,9 @@
 //! SIGKILL while it holds a backlog, and a forwarder that is not running at all while events
 //! are produced, lose nothing. All-in-one: the `zonecast` binary killed with SIGKILL while
 //! events wait for a broker delivers them after its restart. Every event reaches the broker
-//! once it is back, and any copy carries the same `EventID`.
+//! once it is back, and any copy carries the same `EventID`. An evaluator killed with SIGKILL
+//! and restarted within the position window, and a NATS server restarted while positions wait
+//! for an evaluator, lose no accepted position and repeat no event.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,10 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use zonecast_bus::{Bus, Subjects};
-use zonecast_model::{EventId, PositionUpdate};
+use zonecast_bus::{Bus, Subjects, Subscription};
+use zonecast_model::PositionUpdate;
 use zonecast_tests::fresh_database;
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::nats::NatsServer;
@@ -49,12 +52,7 @@ impl Api {
     /// A zone around the origin and an MQTT connection to `broker` taking zone events; returns
     /// the connection's id once its client is connected.
     async fn zone_and_connection(&self, broker: &Broker) -> String {
-        self.call(
-            Method::POST,
-            "/v3/modules/zones",
-            Some(json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})),
-        )
-        .await;
+        self.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
         let connection = self
             .call(
                 Method::POST,
@@ -88,11 +86,17 @@ fn devices() -> Vec<String> {
     (0..EVENTS).map(|n| format!("00:00:00:00:{:02X}:{:02X}", n >> 8, n & 0xff)).collect()
 }
 
+/// The zone every position test moves devices in and out of: a sphere of 5 m at the origin.
+fn cell() -> Value {
+    json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})
+}
+
 /// The services of one site and a bus connection of the test's own.
 struct Site {
     api: Api,
     forwarder: Service,
-    _others: Vec<Service>,
+    evaluator: Service,
+    _api: Service,
     bus: Arc<dyn Bus>,
     subjects: Subjects,
 }
@@ -129,27 +133,96 @@ impl Site {
         Self {
             api: Api { http, base: format!("http://127.0.0.1:{api_port}") },
             forwarder,
-            _others: vec![api, evaluator],
+            evaluator,
+            _api: api,
             bus,
             subjects: Subjects::new(prefix),
         }
     }
 
-    /// One position of each of `macs` at `x`, published as the ingestor would.
+    /// One position of each of `macs` at `x`, stored as the ingestor would.
     async fn positions(&self, macs: &[String], x: f64) {
-        for mac in macs {
-            let update = PositionUpdate {
+        let updates = macs
+            .iter()
+            .map(|mac| PositionUpdate {
                 mac: mac.parse().unwrap(),
                 position: [x, 0.0, 0.0],
                 timestamp: Utc::now(),
                 gateway_uri: None,
                 extra: Default::default(),
-            };
-            let subject = self.subjects.positions(update.mac.partition(PARTITIONS), update.mac.as_str());
-            let event = update.to_event(501, EventId::generate(Utc::now()), Utc::now());
-            self.bus.publish(subject, serde_json::to_vec(&event).unwrap().into()).await.unwrap();
+            })
+            .collect();
+        let publisher = zonecast_ingest::Publisher::new(
+            self.bus.clone(),
+            self.subjects.clone(),
+            PARTITIONS,
+            501,
+            zonecast_bus::PositionSettings::default(),
+        );
+        assert_eq!(publisher.publish(updates, Utc::now()).await.unwrap(), macs.len());
+    }
+
+    /// Waits until the evaluator has acknowledged every stored position: every event they
+    /// caused is stored, and so published.
+    async fn positions_done(&self) {
+        let streams = self
+            .bus
+            .position_streams(self.subjects.prefix(), PARTITIONS, zonecast_bus::PositionSettings::default())
+            .unwrap();
+        let streams = &streams;
+        zonecast_tests::eventually(WAIT, || async move {
+            for partition in 0..PARTITIONS {
+                if streams.backlog(partition).await.ok()? > 0 {
+                    return None;
+                }
+            }
+            Some(())
+        })
+        .await;
+    }
+
+    /// The zone events each of `macs` has had, in order, each once (a copy, with the same
+    /// EventID, must be the same event): read from `events` until everything the evaluator
+    /// published for the positions stored so far has come.
+    async fn transitions(&self, events: &mut Subscription, macs: &[String]) -> BTreeMap<String, Vec<Value>> {
+        self.positions_done().await;
+        // Published after every event the evaluator published: read up to it, all have come.
+        let sentinel = self.subjects.zone_event("sentinel", zonecast_model::ZoneEventKind::Info);
+        self.bus.publish(sentinel.clone(), "{}".into()).await.unwrap();
+        let mut seen: BTreeMap<String, Value> = BTreeMap::new();
+        let mut by_device: BTreeMap<String, Vec<Value>> = macs.iter().map(|m| (m.clone(), Vec::new())).collect();
+        loop {
+            let msg = tokio::time::timeout(WAIT, events.next()).await.expect("events within the timeout").unwrap();
+            if msg.subject == sentinel {
+                return by_device;
+            }
+            let mut event: Value = serde_json::from_slice(&msg.payload).unwrap();
+            // A position evaluated again after the restart causes the same event again, with
+            // the same EventID (the journal stores it once), only evaluated at another time.
+            event.as_object_mut().unwrap().remove("LocalTimestamp");
+            let id = event["EventID"].as_str().unwrap().to_owned();
+            if let Some(first) = seen.get(&id) {
+                assert_eq!(first, &event, "a copy carries the same EventID and is the same event");
+                continue;
+            }
+            seen.insert(id, event.clone());
+            let mac = event["Source"]["MAC"].as_str().unwrap().to_owned();
+            by_device.get_mut(&mac).unwrap_or_else(|| panic!("an event of an unexpected device: {event}")).push(event);
         }
-        self.bus.flush().await.unwrap();
+    }
+}
+
+/// Checks that each device had `rounds` transitions, entering first and then alternating.
+fn alternate(by_device: &BTreeMap<String, Vec<Value>>, rounds: usize) {
+    for (mac, events) in by_device {
+        let kinds: Vec<&str> = events.iter().map(|e| e["Type"].as_str().unwrap()).collect();
+        let expected: Vec<&str> = (0..rounds).map(|r| if r % 2 == 0 { "ZONE_ENTER" } else { "ZONE_EXIT" }).collect();
+        assert_eq!(kinds, expected, "{mac}: one event per position that crossed the zone's boundary");
+        for pair in events.chunks(2) {
+            if let [enter, exit] = pair {
+                assert_eq!(enter["Content"]["CollisionID"], exit["Content"]["CollisionID"], "{mac}: {pair:?}");
+            }
+        }
     }
 }
 
@@ -248,4 +321,61 @@ async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_r
     zonecast.healthy(&api.http, WAIT).await;
     every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
     api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
+}
+
+#[tokio::test]
+async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_and_repeats_no_enter() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    let macs = devices();
+    // Each round moves every device across the zone's boundary: in on even rounds, out on odd.
+    // The evaluator is killed while it works on round 2, misses rounds 3 to 7, and comes back
+    // for the rest: every position is evaluated once, in order.
+    const ROUNDS: usize = 12;
+    for round in 0..ROUNDS {
+        if round == 3 {
+            site.evaluator.kill().await;
+        }
+        if round == 8 {
+            site.evaluator.restart();
+            site.evaluator.healthy(&site.api.http, WAIT).await;
+        }
+        site.positions(&macs, if round % 2 == 0 { 1.0 } else { 100.0 }).await;
+    }
+    alternate(&site.transitions(&mut events, &macs).await, ROUNDS);
+    let _ = zonecast_store::postgres::drop_database(
+        &zonecast_tests::database_admin_url(),
+        database.rsplit('/').next().unwrap(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let macs = devices();
+    // Accepted while no evaluator runs: they wait in their streams through the restart.
+    site.evaluator.kill().await;
+    site.positions(&macs, 1.0).await;
+    nats.restart().await;
+    let bus = &site.bus;
+    zonecast_tests::eventually(WAIT, || async move { bus.is_connected().then_some(()) }).await;
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    site.positions(&macs, 100.0).await;
+    alternate(&site.transitions(&mut events, &macs).await, 2);
+    let _ = zonecast_store::postgres::drop_database(
+        &zonecast_tests::database_admin_url(),
+        database.rsplit('/').next().unwrap(),
+    )
+    .await;
 }

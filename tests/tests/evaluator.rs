@@ -488,7 +488,6 @@ async fn malformed_position_messages_are_counted_and_skipped(mode: Mode) {
     let mut events = server.events().await;
     let d = mac(11);
     let parsed: zonecast_model::Mac = d.parse().unwrap();
-    let subject = server.subjects.positions(parsed.partition(server.config.bus.partitions), &d);
     let bad: [&[u8]; 4] = [
         b"not json",
         br#"{"Type": "LOCATION_RAW_UPDATE"}"#,
@@ -496,7 +495,7 @@ async fn malformed_position_messages_are_counted_and_skipped(mode: Mode) {
         br#"{"Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00Z", "Source": {"MAC": "00:00:00:00:00:0B"}, "Content": {"Position": [0, "x", 0]}}"#,
     ];
     for payload in bad {
-        server.bus.publish(subject.clone(), payload.to_vec().into()).await.unwrap();
+        server.position_bytes(&parsed, payload).await;
     }
     server.position(&d, [0.0, 0.0, 0.0], Utc::now()).await;
     assert_eq!(next_json(&mut events, WAIT).await["Type"], "ZONE_ENTER", "the evaluator went on after bad messages");

@@ -73,10 +73,7 @@ async fn position(server: &Server, mac: &str, z: f64, seq: u64) {
         gateway_uri: None,
         extra: [("Sequence".to_owned(), json!(seq))].into_iter().collect(),
     };
-    let subject = server.subjects.positions(update.mac.partition(server.config.bus.partitions), update.mac.as_str());
-    let payload =
-        serde_json::to_vec(&update.to_event(server.config.site_id, EventId::generate(Utc::now()), Utc::now())).unwrap();
-    server.bus.publish(subject, payload.into()).await.unwrap();
+    server.publish_positions(vec![update]).await;
 }
 
 /// Appends a zone or alarm event envelope on `subject` to the event journal, as an evaluator

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use zonecast_tests::{
-    Mode, READ_KEY, Server, WRITE_KEY, both_modes, eventually, next_json, next_matching, sphere, test_config,
+    Mode, PublishedPositions, READ_KEY, Server, WRITE_KEY, both_modes, eventually, next_json, sphere, test_config,
 };
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -23,23 +23,19 @@ async fn post(server: &Server, key: Option<&str>, body: Vec<u8>) -> (StatusCode,
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
-fn partition(mac: &str) -> u32 {
-    mac.parse::<zonecast_model::Mac>().unwrap().partition(16)
-}
-
 /// Collects `n` positions with their subjects.
-async fn positions(sub: &mut zonecast_bus::Subscription, n: usize) -> Vec<(String, Value)> {
+async fn positions(sub: &mut PublishedPositions, n: usize) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     while out.len() < n {
-        let msg = tokio::time::timeout(WAIT, sub.next()).await.expect("position within the timeout").unwrap();
-        out.push((msg.subject, serde_json::from_slice(&msg.payload).unwrap()));
+        let (subject, payload) = sub.next(WAIT).await;
+        out.push((subject, serde_json::from_slice(&payload).unwrap()));
     }
     out
 }
 
 async fn every_payload_form_is_published_normalised_on_its_partition_subject(mode: Mode) {
     let server = Server::start(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     let event = json!({"Category": "LOCATION", "Type": "LOCATION_RAW_UPDATE", "Timestamp": "2026-11-21T10:00:00.250Z",
         "Source": {"MAC": "0a:0b:0c:0d:0e:01", "GatewayURI": "gw-7"},
         "Content": {"Position": [1, 2, 3], "Velocity": [0.5, 0, 0], "Orientation": [1, 0, 0, 0], "Sequence": 42}});
@@ -58,7 +54,7 @@ async fn every_payload_form_is_published_normalised_on_its_partition_subject(mod
     got.sort_by(|a, b| a.1["Source"]["MAC"].as_str().cmp(&b.1["Source"]["MAC"].as_str()));
     for (subject, event) in &got {
         let mac = event["Source"]["MAC"].as_str().unwrap();
-        assert_eq!(subject, &server.subjects.positions(partition(mac), mac), "partition subject of {mac}");
+        assert_eq!(subject, &server.position_subject(&mac.parse().unwrap()), "partition subject of {mac}");
         assert_eq!(
             (event["Category"].as_str(), event["Type"].as_str()),
             (Some("LOCATION"), Some("LOCATION_RAW_UPDATE"))
@@ -83,7 +79,7 @@ async fn every_payload_form_is_published_normalised_on_its_partition_subject(mod
 
 async fn bad_elements_are_rejected_with_their_index_and_the_rest_accepted(mode: Mode) {
     let server = Server::start(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     let body = json!([
         {"MAC": "00:00:00:00:0F:01", "Position": [0, 0, 0]},
         {"MAC": "00:00:00:00:0F", "Position": [0, 0, 0]},
@@ -132,10 +128,10 @@ fn event_text(mac: &str, content: &str) -> String {
 }
 
 /// Reads positions until one of each of `macs` has arrived (others are skipped); their MACs, sorted.
-async fn until_seen(sub: &mut zonecast_bus::Subscription, macs: &[&str]) -> Vec<String> {
+async fn until_seen(sub: &mut PublishedPositions, macs: &[&str]) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     while !macs.iter().all(|m| seen.contains(*m)) {
-        let event = next_json(sub, WAIT).await;
+        let event: Value = serde_json::from_slice(&sub.next(WAIT).await.1).unwrap();
         let mac = event["Source"]["MAC"].as_str().unwrap().to_owned();
         if macs.contains(&mac.as_str()) {
             seen.insert(mac);
@@ -146,7 +142,7 @@ async fn until_seen(sub: &mut zonecast_bus::Subscription, macs: &[&str]) -> Vec<
 
 async fn a_number_out_of_range_spoils_only_its_element_in_every_posted_form(mode: Mode) {
     let server = Server::start(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     let send = |text: String| post(&server, Some(WRITE_KEY), text.into_bytes());
     let out = |index: u64, field: &str| json!({"index": index, "message": format!("{field}: number out of range")});
 
@@ -224,7 +220,7 @@ async fn a_number_out_of_range_spoils_only_its_element_in_every_posted_form(mode
 
 async fn a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs(mode: Mode) {
     let (server, gateway) = Server::start_with_mqtt_gateway(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     let payload = |n: u8| {
         format!(
             r#"[{{"MAC": "00:00:00:00:{n:02X}:01", "Position": [1, 2, 3]}},
@@ -262,7 +258,7 @@ async fn metrics_text(server: &Server) -> String {
 
 async fn positions_on_the_ingest_subject_are_published_and_bad_ones_counted(mode: Mode) {
     let server = Server::start(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     let before = rejected_count(&metrics_text(&server).await, "nats");
     let ingest = server.subjects.ingest();
     for payload in [
@@ -283,15 +279,15 @@ async fn positions_on_the_ingest_subject_are_published_and_bad_ones_counted(mode
 
 async fn positions_from_an_rtls_broker_over_mqtt_are_ingested(mode: Mode) {
     let (server, gateway) = Server::start_with_mqtt_gateway(mode).await;
-    let mut sub = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+    let mut sub = server.published_positions().await;
     gateway.publish(br#"{"MAC": "aa:00:00:00:00:01", "Position": [1, 2, 3]}"#.to_vec()).await;
-    let got = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:01").await;
+    let got = sub.next_matching(WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:01").await.expect("the position");
     assert_eq!(got["Content"]["Position"], json!([1.0, 2.0, 3.0]));
     gateway.publish(b"garbage".to_vec()).await;
     let batch =
         json!({"Type": "LOCATION_BATCH_UPDATE", "Content": [{"MAC": "aa:00:00:00:00:02", "Position": [0, 0, 0]}]});
     gateway.publish(serde_json::to_vec(&batch).unwrap()).await;
-    let next = next_matching(&mut sub, WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:02").await;
+    let next = sub.next_matching(WAIT, |e| e["Source"]["MAC"] == "AA:00:00:00:00:02").await.expect("the position");
     assert_eq!(next["Content"]["Position"], json!([0.0, 0.0, 0.0]), "garbage before it was skipped");
     server.stop().await;
 }
@@ -318,6 +314,37 @@ both_modes!(
     a_number_out_of_range_spoils_only_its_element_in_every_posted_form,
     a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs,
 );
+
+/// Over NATS positions travel in stored batches per partition; with `ZONECAST_POSITION_SUBJECTS`
+/// each is published on its device's own subject too, for taps of single devices, and without
+/// it none is.
+#[tokio::test]
+async fn per_position_subjects_are_published_over_nats_only_when_asked_for() {
+    for tap in [true, false] {
+        let server = Server::start_configured(Mode::Distributed, |c| c.bus.positions.per_position_subjects = tap).await;
+        let mac: zonecast_model::Mac = "00:00:00:00:0E:11".parse().unwrap();
+        let subject = server.subjects.positions(mac.partition(server.config.bus.partitions), mac.as_str());
+        let mut single = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
+        let mut batches = server.published_positions().await;
+        let (status, _) =
+            post(&server, Some(WRITE_KEY), br#"{"MAC": "00:00:00:00:0E:11", "Position": [1, 2, 3]}"#.to_vec()).await;
+        assert_eq!(status, StatusCode::OK);
+        let (batch_subject, stored) = batches.next(WAIT).await;
+        assert_eq!(batch_subject, server.subjects.position_batch(mac.partition(server.config.bus.partitions)));
+        if tap {
+            let msg = tokio::time::timeout(WAIT, single.next()).await.expect("the tapped position").unwrap();
+            assert_eq!(msg.subject, subject);
+            assert_eq!(msg.payload, stored, "the same event bytes as in the batch");
+        } else {
+            // Published after the position (were it published on its subject): read up to it.
+            let sentinel = server.subjects.positions(0, "FF:FF:FF:FF:FF:FF");
+            server.bus.publish(sentinel.clone(), "{}".into()).await.unwrap();
+            let msg = tokio::time::timeout(WAIT, single.next()).await.expect("the sentinel").unwrap();
+            assert_eq!(msg.subject, sentinel, "no position on its own subject without the tap");
+        }
+        server.stop().await;
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {

@@ -12,6 +12,7 @@ mod in_process;
 pub mod journal;
 mod nats;
 mod pattern;
+pub mod positions;
 mod subjects;
 
 use std::pin::Pin;
@@ -23,6 +24,7 @@ pub use error::BusError;
 pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
 pub use journal::{Journal, JournalSettings};
 pub use nats::NatsBus;
+pub use positions::{PositionSettings, PositionStreams};
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
 
 /// A payload its publisher holds decoded ([`Bus::publish_decoded`]): subscribers in the same
@@ -113,6 +115,25 @@ pub trait Bus: Send + Sync + 'static {
     /// The event journal of subjects under `prefix` on this bus (JetStream over NATS, memory
     /// shared by every service of the process in-process), keeping records within `settings`.
     fn journal(&self, prefix: &str, settings: JournalSettings) -> Arc<dyn Journal>;
+
+    /// Whether positions travel as stored batches per partition on
+    /// [`Subjects::position_batch`] (over NATS), rather than one message per position on
+    /// [`Subjects::positions`] (in-process).
+    fn stores_positions(&self) -> bool {
+        false
+    }
+
+    /// The stored position batches of `partitions` partitions under `prefix`, kept within
+    /// `settings` (JetStream over NATS); `None` in-process, where positions go from ingest to
+    /// the evaluators one message each ([`Bus::stores_positions`]).
+    fn position_streams(
+        &self,
+        _prefix: &str,
+        _partitions: u32,
+        _settings: PositionSettings,
+    ) -> Option<Arc<PositionStreams>> {
+        None
+    }
 
     /// Whether the bus can currently deliver messages; for `/healthz`.
     fn is_connected(&self) -> bool;

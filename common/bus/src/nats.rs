@@ -136,6 +136,19 @@ impl Bus for NatsBus {
         Ok(())
     }
 
+    fn stores_positions(&self) -> bool {
+        true
+    }
+
+    fn position_streams(
+        &self,
+        prefix: &str,
+        partitions: u32,
+        settings: crate::PositionSettings,
+    ) -> Option<Arc<crate::PositionStreams>> {
+        Some(Arc::new(crate::PositionStreams::new(self.client.clone(), prefix, partitions, settings)))
+    }
+
     fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
         Arc::new(crate::journal::JetStreamJournal::new(self.client.clone(), prefix, settings))
     }

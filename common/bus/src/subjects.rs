@@ -60,6 +60,17 @@ impl Subjects {
         format!("{}.positions.*.{mac}", self.prefix)
     }
 
+    /// The stored batches of one partition's positions, one event per line:
+    /// `<prefix>.batches.<partition>` (over NATS, what ingest stores and the evaluators follow).
+    pub fn position_batch(&self, partition: u32) -> String {
+        format!("{}.batches.{partition}", self.prefix)
+    }
+
+    /// Pattern for the batches of every partition: `<prefix>.batches.*`.
+    pub fn position_batches(&self) -> String {
+        format!("{}.batches.*", self.prefix)
+    }
+
     /// Pattern for every position: `<prefix>.positions.>`.
     pub fn positions_all(&self) -> String {
         format!("{}.positions.>", self.prefix)

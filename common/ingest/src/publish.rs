@@ -1,9 +1,12 @@
-//! Publishing normalised positions on `<prefix>.positions.<P>.<MAC>`.
+//! Publishing normalised positions: over NATS stored in batches per partition
+//! (`<prefix>.batches.<P>`), in one process on `<prefix>.positions.<P>.<MAC>`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use zonecast_bus::positions::{self, PositionSettings, PositionStreams};
 use zonecast_bus::{Bus, BusError, Encode, Subjects};
 use zonecast_model::{EventId, PositionFix, PositionUpdate};
 
@@ -29,19 +32,35 @@ pub enum AcceptError {
     Publish(#[from] PublishError),
 }
 
-/// Publishes positions on their partition subjects.
+/// Publishes positions: over NATS stored in their partitions' streams (the evaluators follow
+/// them), in one process on their device's subject.
 #[derive(Clone)]
 pub struct Publisher {
     bus: Arc<dyn Bus>,
     subjects: Subjects,
     partitions: u32,
     site_id: i64,
+    /// Over NATS: the position streams, and the task that gathers concurrent payloads into one
+    /// batch per partition (started on first use).
+    streams: Option<(Arc<PositionStreams>, Arc<Coalescer>)>,
+    /// Over NATS: whether every position is published on its own subject too.
+    per_position_subjects: bool,
 }
 
 impl Publisher {
-    /// A publisher on `bus` with `partitions` partitions, stamping `site_id`.
-    pub fn new(bus: Arc<dyn Bus>, subjects: Subjects, partitions: u32, site_id: i64) -> Self {
-        Self { bus, subjects, partitions, site_id }
+    /// A publisher on `bus` with `partitions` partitions, stamping `site_id`; over NATS the
+    /// positions are stored as `settings` say.
+    pub fn new(
+        bus: Arc<dyn Bus>,
+        subjects: Subjects,
+        partitions: u32,
+        site_id: i64,
+        settings: PositionSettings,
+    ) -> Self {
+        let streams = bus
+            .position_streams(subjects.prefix(), partitions, settings)
+            .map(|streams| (streams, Arc::new(OnceLock::new())));
+        Self { bus, subjects, partitions, site_id, streams, per_position_subjects: settings.per_position_subjects }
     }
 
     /// Whether publishing can work now (the HTTP input answers 503 otherwise).
@@ -74,8 +93,9 @@ impl Publisher {
         Ok(outcome)
     }
 
-    /// Publishes `updates`, produced at `now`, returning how many. Refuses everything when the
-    /// bus is not connected.
+    /// Publishes `updates`, produced at `now`, returning how many once they are stored (over
+    /// NATS) or handed to the bus (in one process). Refuses everything when the bus is not
+    /// connected; over NATS an error may leave some of them stored.
     pub async fn publish(&self, updates: Vec<PositionUpdate>, now: DateTime<Utc>) -> Result<usize, PublishError> {
         if !self.ready() {
             return Err(PublishError::Disconnected);
@@ -83,9 +103,10 @@ impl Publisher {
         let local: Arc<str> = zonecast_model::format_timestamp(&now).into();
         // Positions of one batch mostly share their timestamp: format it once.
         let mut last: Option<(DateTime<Utc>, Arc<str>)> = None;
-        let mut count = 0;
+        let count = updates.len();
+        let mut batches: Vec<Option<BytesMut>> = Vec::new();
         for update in updates {
-            let subject = self.subjects.positions(update.mac.partition(self.partitions), update.mac.as_str());
+            let partition = update.mac.partition(self.partitions);
             let timestamp = match &last {
                 Some((t, text)) if *t == update.timestamp => text.clone(),
                 _ => last
@@ -93,25 +114,119 @@ impl Publisher {
                     .1
                     .clone(),
             };
+            let event_id = EventId::generate(now);
             let event = Published {
-                fix: update.fix(),
-                update,
-                event_id: EventId::generate(now),
+                fix: PositionFix { event_id: Some(event_id), ..update.fix() },
+                event_id,
                 site_id: self.site_id,
                 timestamp,
                 local: local.clone(),
+                update,
             };
-            if self.bus.hands_over_decoded() {
+            let subject = || self.subjects.positions(partition, event.update.mac.as_str());
+            if self.streams.is_none() && self.bus.hands_over_decoded() {
                 // In one process the evaluator takes the fix as it is, and the bytes are written
                 // only if a subscriber reads them.
-                self.bus.publish_decoded(subject, Arc::new(event)).await?;
+                self.bus.publish_decoded(subject(), Arc::new(event)).await?;
+            } else if self.streams.is_none() {
+                self.bus.publish(subject(), event.encode()).await?;
             } else {
-                self.bus.publish(subject, event.encode()).await?;
+                let bytes = event.encode();
+                if self.per_position_subjects {
+                    self.bus.publish(subject(), bytes.clone()).await?;
+                }
+                let index = partition as usize;
+                if batches.len() <= index {
+                    batches.resize_with(index + 1, || None);
+                }
+                positions::push_line(batches[index].get_or_insert_with(BytesMut::new), &bytes);
             }
-            count += 1;
+        }
+        if let Some((streams, coalescer)) = &self.streams {
+            let batches: Vec<(u32, BytesMut)> =
+                batches.into_iter().enumerate().filter_map(|(p, b)| Some((p as u32, b?))).collect();
+            if !batches.is_empty() {
+                let sender = coalescer.get_or_init(|| spawn_coalescer(streams.clone()));
+                let (done, stored) = oneshot::channel();
+                let bytes = batches.iter().map(|(_, b)| b.len()).sum();
+                sender.send(Pending { batches, bytes, done }).await.map_err(|_| PublishError::Disconnected)?;
+                stored.await.map_err(|_| PublishError::Disconnected)?.map_err(BusError::Journal)?;
+            }
         }
         Ok(count)
     }
+}
+
+/// The task gathering payloads into batches, started on first use.
+type Coalescer = OnceLock<mpsc::Sender<Pending>>;
+
+/// One payload's positions waiting to be stored, per partition.
+struct Pending {
+    batches: Vec<(u32, BytesMut)>,
+    bytes: usize,
+    /// Told once they are stored, or why not.
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+/// Payloads that may wait for the gathering task before a sender waits too.
+const WAITING: usize = 1024;
+
+/// Rounds of batches sent and not yet confirmed stored: while they are, the payloads arriving
+/// gather into the next round.
+const ROUNDS_IN_FLIGHT: usize = 4;
+
+/// Bytes of positions a round gathers at most.
+const ROUND_BYTES: usize = 4 * positions::MAX_BATCH_BYTES;
+
+/// Starts the task that stores the payloads sent to it: the payloads waiting when a round
+/// starts become one batch per partition, in the order they came, and each is told when its
+/// round is stored. A round starts once fewer than [`ROUNDS_IN_FLIGHT`] await confirmation, so
+/// the batches grow with the load, and a lone payload waits for nothing but its store.
+fn spawn_coalescer(streams: Arc<PositionStreams>) -> mpsc::Sender<Pending> {
+    let (tx, mut rx) = mpsc::channel::<Pending>(WAITING);
+    tokio::spawn(async move {
+        let rounds = Arc::new(Semaphore::new(ROUNDS_IN_FLIGHT));
+        while let Some(first) = rx.recv().await {
+            let Ok(permit) = rounds.clone().acquire_owned().await else { break };
+            let mut bytes = first.bytes;
+            let mut round = vec![first];
+            while bytes < ROUND_BYTES
+                && let Ok(next) = rx.try_recv()
+            {
+                bytes += next.bytes;
+                round.push(next);
+            }
+            let mut merged: Vec<Option<BytesMut>> = Vec::new();
+            let mut waiting = Vec::with_capacity(round.len());
+            for pending in round {
+                for (partition, batch) in pending.batches {
+                    let index = partition as usize;
+                    if merged.len() <= index {
+                        merged.resize_with(index + 1, || None);
+                    }
+                    match &mut merged[index] {
+                        Some(into) => into.extend_from_slice(&batch),
+                        slot => *slot = Some(batch),
+                    }
+                }
+                waiting.push(pending.done);
+            }
+            let batches = merged.into_iter().enumerate().filter_map(|(p, b)| Some((p as u32, b?.freeze()))).collect();
+            let sent = streams.send(batches).await;
+            tokio::spawn(async move {
+                let result = match sent {
+                    Ok(stored) => stored.confirmed().await,
+                    Err(e) => Err(e),
+                };
+                drop(permit);
+                let result = result.map_err(|e| e.to_string());
+                for done in waiting {
+                    let _ = done.send(result.clone());
+                }
+            });
+        }
+    });
+    tx
 }
 
 /// A position as published: its fix, which the evaluator takes as it is in one process, and

@@ -40,6 +40,10 @@ pub struct PositionFix {
     /// The source's `Content.Sequence`, when it sends one.
     #[serde(rename = "Sequence", default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<u64>,
+    /// The position event's `EventID`, drawn when it was accepted: the same on every delivery
+    /// of the position, so what it causes can be identified by it.
+    #[serde(rename = "EventID", default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
 }
 
 impl PositionFix {
@@ -60,6 +64,8 @@ impl PositionFix {
         }
         #[derive(serde::Deserialize)]
         struct Event<'a> {
+            #[serde(rename = "EventID", default)]
+            event_id: Option<EventId>,
             #[serde(rename = "Type", borrow)]
             kind: std::borrow::Cow<'a, str>,
             #[serde(rename = "Timestamp", borrow)]
@@ -73,13 +79,14 @@ impl PositionFix {
             let timestamp = DateTime::parse_from_rfc3339(&e.timestamp).ok()?.with_timezone(&Utc);
             let mac = e.source.mac.parse::<Mac>().ok()?;
             let (position, sequence) = (e.content.position, e.content.sequence);
-            (e.kind == POSITION_TYPE).then_some(Self { mac, position, timestamp, sequence })
+            (e.kind == POSITION_TYPE).then_some(Self { mac, position, timestamp, sequence, event_id: e.event_id })
         });
         match fast {
             Some(fix) => Ok(fix),
             None => {
                 let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-                Ok(PositionUpdate::from_event(&value)?.fix())
+                let event_id = value.get("EventID").cloned().and_then(|id| serde_json::from_value(id).ok());
+                Ok(PositionFix { event_id, ..PositionUpdate::from_event(&value)?.fix() })
             }
         }
     }
@@ -128,7 +135,8 @@ impl PositionUpdate {
     }
 
     /// The [`PositionFix`] that [`PositionFix::from_event_bytes`] reads from this update's
-    /// event bytes (the Timestamp to the millisecond, as the event carries it), without them.
+    /// event bytes (the Timestamp to the millisecond, as the event carries it), without them and
+    /// without the EventID they are written with.
     pub fn fix(&self) -> PositionFix {
         use chrono::SubsecRound;
         PositionFix {
@@ -136,6 +144,7 @@ impl PositionUpdate {
             position: self.position,
             timestamp: self.timestamp.trunc_subsecs(3),
             sequence: self.extra.get("Sequence").and_then(Value::as_u64),
+            event_id: None,
         }
     }
 
@@ -266,8 +275,9 @@ mod tests {
             gateway_uri: None,
             extra: serde_json::Map::new(),
         };
-        let bytes = p.event_bytes(1, id(), &format_timestamp(&p.timestamp), &format_timestamp(&Utc::now()));
-        assert_eq!(p.fix(), PositionFix::from_event_bytes(&bytes).unwrap());
+        let event_id = id();
+        let bytes = p.event_bytes(1, event_id, &format_timestamp(&p.timestamp), &format_timestamp(&Utc::now()));
+        assert_eq!(PositionFix { event_id: Some(event_id), ..p.fix() }, PositionFix::from_event_bytes(&bytes).unwrap());
         assert_ne!(p.fix().timestamp, p.timestamp, "sub-millisecond digits are not carried");
     }
 

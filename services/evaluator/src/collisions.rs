@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac};
 use zonecast_store::CollisionWriter;
@@ -23,21 +23,40 @@ pub enum Change {
 /// Most changes written in one transaction.
 const BATCH: usize = 5_000;
 
-/// Starts the writer; it ends when every sender is dropped and the last batch is written.
-pub fn spawn(store: Arc<dyn CollisionWriter>) -> (mpsc::UnboundedSender<Change>, tokio::task::JoinHandle<()>) {
+/// The writer's inputs and outputs.
+pub struct Writer {
+    /// Changes to write, in the order they happened.
+    pub changes: mpsc::UnboundedSender<Change>,
+    /// How many of the changes sent are written.
+    pub written: watch::Receiver<u64>,
+    /// Ends when every sender is dropped and the last batch is written.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the writer.
+pub fn spawn(store: Arc<dyn CollisionWriter>) -> Writer {
     let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
+    let (written_tx, written) = watch::channel(0u64);
     let task = tokio::spawn(async move {
         let mut pending: HashMap<(Uuid, Mac), Option<Collision>> = HashMap::new();
+        // Changes taken from the channel: once a batch is written, all of them are.
+        let mut taken = 0u64;
         loop {
             if pending.is_empty() {
                 match rx.recv().await {
-                    Some(change) => apply(&mut pending, change),
+                    Some(change) => {
+                        taken += 1;
+                        apply(&mut pending, change);
+                    }
                     None => break,
                 }
             }
             while pending.len() < BATCH {
                 match rx.try_recv() {
-                    Ok(change) => apply(&mut pending, change),
+                    Ok(change) => {
+                        taken += 1;
+                        apply(&mut pending, change);
+                    }
                     Err(_) => break,
                 }
             }
@@ -49,6 +68,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>) -> (mpsc::UnboundedSender<Change>,
                 match store.write_collisions(&entered, &exited).await {
                     Ok(()) => {
                         pending.clear();
+                        written_tx.send_replace(taken);
                         break;
                     }
                     Err(e) => {
@@ -58,6 +78,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>) -> (mpsc::UnboundedSender<Change>,
                         backoff = (backoff * 2).min(Duration::from_secs(5));
                         // Keep absorbing changes so the latest state wins when the store is back.
                         while let Ok(change) = rx.try_recv() {
+                            taken += 1;
                             apply(&mut pending, change);
                         }
                     }
@@ -65,7 +86,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>) -> (mpsc::UnboundedSender<Change>,
             }
         }
     });
-    (tx, task)
+    Writer { changes: tx, written, task }
 }
 
 fn apply(pending: &mut HashMap<(Uuid, Mac), Option<Collision>>, change: Change) {

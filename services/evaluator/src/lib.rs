@@ -7,6 +7,7 @@ pub mod catalog;
 mod collisions;
 mod config;
 pub mod engine;
+mod feed;
 mod grid;
 mod shell;
 
@@ -34,6 +35,8 @@ pub struct Deps {
     pub site_id: i64,
     /// Partitions this replica owns.
     pub ownership: Ownership,
+    /// What the position streams keep (over NATS, where the evaluator follows them).
+    pub positions: zonecast_bus::PositionSettings,
     /// Where events are stored before anyone acts on them.
     pub journal: Arc<dyn Journal>,
     /// The API's keys: they unseal the secrets that sign http-request actions.
@@ -82,6 +85,7 @@ impl Deps {
             site_id: config.site_id,
             ownership: Ownership { count, lo, hi },
             journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
+            positions: config.bus.positions,
             bus,
             keys,
             http_action_retry_for: config.evaluator.http_action_retry_for,

@@ -23,7 +23,7 @@ pub use crate::engine::{Engine, Output};
 
 use crate::config::{self, Update};
 use crate::engine::SourceHint;
-use crate::{Deps, actions, collisions};
+use crate::{Deps, actions, collisions, feed};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
 const TICK: Duration = Duration::from_millis(100);
@@ -39,17 +39,37 @@ fn log_skipped(catalog: &Catalog) {
     }
 }
 
-/// Subscriptions to the positions of mobile-zone sources outside the owned partitions.
-async fn source_subscriptions(
-    deps: &Deps,
-    engine: &Engine,
-) -> Result<(SelectAll<Subscription>, HashSet<Mac>), zonecast_bus::BusError> {
-    let wanted: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
-    let mut all = SelectAll::new();
-    for mac in &wanted {
-        all.push(deps.bus.subscribe_decoded(&deps.subjects.positions_of_device(mac.as_str())).await?);
+/// What an evaluator follows of the positions of mobile-zone sources outside its own
+/// partitions.
+struct Sources {
+    /// The subscriptions: per device in one process; over NATS the batches of the partitions
+    /// the devices are in.
+    subscriptions: SelectAll<Subscription>,
+    /// The devices.
+    macs: HashSet<Mac>,
+    /// Their MACs as written, to find their lines in a batch.
+    written: Vec<String>,
+}
+
+impl Sources {
+    /// Subscribes to the positions of the sources `engine` needs and does not own.
+    async fn of(deps: &Deps, engine: &Engine, batched: bool) -> Result<Self, zonecast_bus::BusError> {
+        let macs: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
+        let mut subscriptions = SelectAll::new();
+        if batched {
+            let partitions: std::collections::BTreeSet<u32> =
+                macs.iter().map(|mac| mac.partition(deps.ownership.count)).collect();
+            for partition in partitions {
+                subscriptions.push(deps.bus.subscribe(&deps.subjects.position_batch(partition)).await?);
+            }
+        } else {
+            for mac in &macs {
+                subscriptions.push(deps.bus.subscribe_decoded(&deps.subjects.positions_of_device(mac.as_str())).await?);
+            }
+        }
+        let written = macs.iter().map(|mac| mac.as_str().to_owned()).collect();
+        Ok(Self { subscriptions, macs, written })
     }
-    Ok((all, wanted))
 }
 
 /// Starts the evaluator: loads configuration and this replica's collisions, subscribes, and
@@ -68,12 +88,26 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let catalog = config::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     log_skipped(&catalog);
     let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
+    // Over NATS the owned partitions' stored batches, in one process a subscription per
+    // partition.
+    let streams = deps.bus.position_streams(deps.subjects.prefix(), deps.ownership.count, deps.positions);
+    let batched = streams.is_some();
     let mut positions = SelectAll::new();
-    for p in deps.ownership.lo..=deps.ownership.hi {
-        positions.push(deps.bus.subscribe_decoded(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
-    }
-    let (mut sources, mut source_set) = source_subscriptions(&deps, &engine).await.map_err(bus_err)?;
-    let (collision_tx, collision_task) = collisions::spawn(deps.store.clone());
+    let mut batches = match streams {
+        Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, shutdown.clone()),
+        None => {
+            for p in deps.ownership.lo..=deps.ownership.hi {
+                positions
+                    .push(deps.bus.subscribe_decoded(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
+            }
+            tokio::sync::mpsc::channel(1).1
+        }
+    };
+    let mut sources = Sources::of(&deps, &engine, batched).await.map_err(bus_err)?;
+    let collisions = collisions::spawn(deps.store.clone());
+    let collision_task = collisions.task;
+    let mut acks = feed::Acks::new(collisions.written);
+    let mut evaluated: Vec<(u32, zonecast_bus::journal::Ack)> = Vec::new();
     let delivery = actions::Delivery::new(deps.keys.clone(), actions::Backoff::within(deps.http_action_retry_for));
     let (http_tx, http_task) = actions::spawn(delivery, shutdown.clone());
     let mut out = Vec::new();
@@ -86,7 +120,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         journal: deps.journal.clone(),
         records: Vec::new(),
         subjects: deps.subjects.clone(),
-        collisions: collision_tx,
+        collisions: collisions.changes,
+        collision_changes: 0,
         http: http_tx,
         publish_log: RateLimited::new(Duration::from_secs(10)),
         positions_total: metrics::counter!("zonecast_evaluator_positions_total"),
@@ -116,8 +151,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 () = shutdown.cancelled() => break,
                 Some(step) = steps.recv() => {
                     if apply(&mut engine, step.update, &mut out) {
-                        match source_subscriptions(&deps, &engine).await {
-                            Ok((subs, set)) if set != source_set => { sources = subs; source_set = set; }
+                        match Sources::of(&deps, &engine, batched).await {
+                            Ok(now) if now.macs != sources.macs => sources = now,
                             Ok(_) => {}
                             Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
                         }
@@ -149,10 +184,35 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     shell.position(&mut engine, current, &mut bad_log, &mut out);
                     shell.record_lag();
                 }
-                Some(msg) = sources.next() => {
-                    shell.position(&mut engine, fix_of(&msg), &mut bad_log, &mut out);
+                Some(batch) = batches.recv() => {
+                    // Batches already read are taken in the same turn, up to about DRAIN
+                    // positions.
+                    let mut next = Some(batch);
+                    let mut taken = 0;
+                    while let Some(batch) = next.take() {
+                        skipped(&batch);
+                        taken += batch.fixes.len();
+                        for fix in batch.fixes {
+                            shell.position(&mut engine, fix, &mut bad_log, &mut out);
+                        }
+                        evaluated.push((batch.partition, batch.ack));
+                        if taken < DRAIN {
+                            next = batches.try_recv().ok();
+                        }
+                    }
                     shell.record_lag();
                 }
+                Some(msg) = sources.subscriptions.next() => {
+                    if batched {
+                        for fix in feed::of_devices(&msg.payload, &sources.written) {
+                            shell.position(&mut engine, fix, &mut bad_log, &mut out);
+                        }
+                    } else {
+                        shell.position(&mut engine, fix_of(&msg), &mut bad_log, &mut out);
+                    }
+                    shell.record_lag();
+                }
+                () = acks.written() => {}
                 _ = tick.tick() => {
                     engine.on_tick(Utc::now(), &mut out);
                     metrics::gauge!("zonecast_evaluator_devices").set(engine.device_count() as f64);
@@ -164,10 +224,17 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 Some(_) = roll_calls.next() => applied.reporter.report(applied.revision).await,
             }
             shell.emit(&mut out).await;
+            // What was evaluated is done with once its events are stored (above) and the
+            // collisions it changed are written.
+            for (partition, ack) in evaluated.drain(..) {
+                acks.hold(partition, ack, shell.collision_changes);
+            }
+            acks.settle();
         }
         applied.reporter.leave(applied.revision).await;
         drop(shell);
         let _ = collision_task.await;
+        acks.finish();
         let _ = http_task.await;
         tracing::info!("evaluator stopped");
     });
@@ -245,6 +312,18 @@ fn apply(engine: &mut Engine, update: Update, out: &mut Vec<Output>) -> bool {
     }
 }
 
+/// Counts and logs the batches that left a partition's stream before this evaluator had them.
+fn skipped(batch: &feed::Taken) {
+    if batch.skipped > 0 {
+        metrics::counter!("zonecast_evaluator_position_batches_skipped_total").increment(batch.skipped);
+        tracing::warn!(
+            partition = batch.partition,
+            batches = batch.skipped,
+            "stored positions skipped: they left the partition's stream (older than its window, or beyond its size) before this evaluator took them"
+        );
+    }
+}
+
 /// The fix of a position message: published in this process it comes decoded; from NATS it is
 /// parsed from the bytes.
 fn fix_of(message: &Message) -> Result<PositionFix, String> {
@@ -263,6 +342,8 @@ struct Shell {
     records: Vec<Record>,
     subjects: Subjects,
     collisions: mpsc::UnboundedSender<collisions::Change>,
+    /// Collision changes sent to the writer.
+    collision_changes: u64,
     http: mpsc::Sender<actions::Request>,
     publish_log: RateLimited,
     positions_total: metrics::Counter,
@@ -289,7 +370,7 @@ impl Shell {
                 // Lag: measurement to evaluation (includes ingestion and the bus).
                 let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
                 self.batch_lag = Some(self.batch_lag.map_or(lag, |l| l.max(lag)));
-                if !engine.on_position(&p.mac, p.position, p.timestamp, p.sequence, now, out) {
+                if !engine.on_fix(&p, now, out) {
                     self.out_of_order_total.increment(1);
                     if let Some(held_back) = self.out_of_order_log.allow() {
                         tracing::info!(
@@ -333,12 +414,8 @@ impl Shell {
             match output {
                 // Stored above.
                 Output::Publish(_) => {}
-                Output::Entered(c) => {
-                    let _ = self.collisions.send(collisions::Change::Entered(c));
-                }
-                Output::Exited { zone, mac } => {
-                    let _ = self.collisions.send(collisions::Change::Exited(zone, mac));
-                }
+                Output::Entered(c) => self.collision(collisions::Change::Entered(c)),
+                Output::Exited { zone, mac } => self.collision(collisions::Change::Exited(zone, mac)),
                 Output::Http { uri, method, headers, event, secret } => {
                     if self.http.try_send(actions::Request { uri, method, headers, event, secret }).is_err() {
                         metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
@@ -352,6 +429,13 @@ impl Shell {
                     }
                 }
             }
+        }
+    }
+
+    /// Sends a collision change to the writer.
+    fn collision(&mut self, change: collisions::Change) {
+        if self.collisions.send(change).is_ok() {
+            self.collision_changes += 1;
         }
     }
 

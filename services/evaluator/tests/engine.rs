@@ -655,6 +655,7 @@ fn a_new_mobile_zone_is_placed_at_its_source_last_position_by_its_owner_and_by_t
             position: [0.0, 0.0, 0.0],
             timestamp: t0() - ms(1),
             sequence: None,
+            event_id: None,
         }),
     };
     let mut out = Vec::new();

@@ -47,7 +47,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     reporter.report(follower.applied()).await;
     // Positions are most of the bus traffic and rarely forwarded: subscribed to only while some
     // chain can take them.
-    let mut positions = Positions::default();
+    let mut positions = Positions::new(deps.bus.as_ref());
     positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
     let status = StatusReporter::new(deps.store.clone(), deps.journal.clone(), deps.replica.clone()).spawn(
         table,
@@ -80,8 +80,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     None
                 }
                 Some(msg) = positions.next() => {
-                    route(&fleet, &msg, &counters, &mut bad_log);
-                    zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
+                    let batched = positions.batched;
+                    route(&fleet, &msg, batched, &counters, &mut bad_log);
+                    zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, batched, &counters, &mut bad_log));
                     None
                 }
                 else => break,
@@ -149,9 +150,20 @@ async fn reload(fleet: &mut Fleet, positions: &mut Positions, deps: &Deps) -> Re
     Ok(())
 }
 
+/// Routes the positions of a message (one, or over NATS a batch of them), counting them.
+fn route(fleet: &Fleet, msg: &Message, batched: bool, counters: &Counters, bad_log: &mut RateLimited) {
+    if batched {
+        for line in zonecast_bus::positions::lines(&msg.payload) {
+            route_one(fleet, &line, msg, counters, bad_log);
+        }
+    } else {
+        route_one(fleet, &msg.payload, msg, counters, bad_log);
+    }
+}
+
 /// Routes one position, counting it.
-fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
-    match fleet.route(&msg.payload) {
+fn route_one(fleet: &Fleet, payload: &bytes::Bytes, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
+    match fleet.route(payload) {
         Ok(routed) => {
             counters.taken.increment(1);
             counters.routed.increment(routed as u64);
@@ -165,20 +177,29 @@ fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLi
     }
 }
 
-/// The forwarder's subscription to every position, held only while it is wanted.
-#[derive(Default)]
-struct Positions(Option<Subscription>);
+/// The forwarder's subscription to every position, held only while it is wanted: over NATS
+/// to the partitions' batches, in one process to every position's subject.
+struct Positions {
+    subscription: Option<Subscription>,
+    batched: bool,
+}
 
 impl Positions {
+    fn new(bus: &dyn zonecast_bus::Bus) -> Self {
+        Self { subscription: None, batched: bus.stores_positions() }
+    }
+
     /// Subscribes when `wanted` and not subscribed; unsubscribes when not `wanted`.
     async fn follow(&mut self, deps: &Deps, wanted: bool) -> Result<(), zonecast_bus::BusError> {
-        match (&self.0, wanted) {
+        match (&self.subscription, wanted) {
             (None, true) => {
-                self.0 = Some(deps.bus.queue_subscribe(&deps.subjects.positions_all(), FORWARDERS).await?);
+                let subject =
+                    if self.batched { deps.subjects.position_batches() } else { deps.subjects.positions_all() };
+                self.subscription = Some(deps.bus.queue_subscribe(&subject, FORWARDERS).await?);
                 tracing::info!("a topic takes position updates: subscribed to positions");
             }
             (Some(_), false) => {
-                self.0 = None;
+                self.subscription = None;
                 tracing::info!("no topic takes position updates: unsubscribed from positions");
             }
             _ => {}
@@ -192,7 +213,7 @@ impl Stream for Positions {
 
     /// The next position; pending for ever while unsubscribed.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        match &mut self.0 {
+        match &mut self.subscription {
             Some(sub) => sub.as_mut().poll_next(cx),
             None => Poll::Pending,
         }

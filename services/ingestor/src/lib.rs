@@ -70,7 +70,8 @@ impl Deps {
         keys: Option<Arc<Keys>>,
     ) -> Result<Self, StartError> {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
-        let publisher = Publisher::new(bus.clone(), subjects.clone(), config.bus.partitions, config.site_id);
+        let publisher =
+            Publisher::new(bus.clone(), subjects.clone(), config.bus.partitions, config.site_id, config.bus.positions);
         let http = match (config.http, keys) {
             (Some(http), Some(keys)) => {
                 let auth = &config.auth;

@@ -23,7 +23,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// How positions are sent.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Input {
-    /// Normalised positions straight onto `<prefix>.positions.<P>.<MAC>` (bypasses the ingestor).
+    /// Normalised positions stored in the partitions' streams as an ingestor stores them
+    /// (bypasses the ingestor).
     Positions,
     /// Compact positions on `<prefix>.ingest` (through the ingestor), in arrays of `--batch`.
     Ingest,
@@ -138,11 +139,11 @@ async fn main() -> anyhow::Result<()> {
         });
     }
     if args.count_positions {
-        let mut sub = bus.subscribe(&subjects.positions_all()).await?;
+        let mut sub = bus.subscribe(&subjects.position_batches()).await?;
         let seen = positions_seen.clone();
         tokio::spawn(async move {
-            while sub.next().await.is_some() {
-                seen.fetch_add(1, Ordering::Relaxed);
+            while let Some(msg) = sub.next().await {
+                seen.fetch_add(zonecast_bus::positions::lines(&msg.payload).count() as u64, Ordering::Relaxed);
             }
         });
     }
@@ -165,7 +166,13 @@ async fn main() -> anyhow::Result<()> {
             input: args.input,
             bus: bus.clone(),
             subjects: subjects.clone(),
-            partitions: args.partitions,
+            publisher: zonecast_ingest::Publisher::new(
+                bus.clone(),
+                subjects.clone(),
+                args.partitions,
+                1,
+                zonecast_bus::PositionSettings::default(),
+            ),
             http: http.clone(),
             url: format!("{}/v3/positions", args.ingest_url.as_deref().unwrap_or(&args.api)),
             key: args.key.clone(),

@@ -119,7 +119,8 @@ pub struct Sender {
     pub input: Input,
     pub bus: Arc<dyn Bus>,
     pub subjects: Subjects,
-    pub partitions: u32,
+    /// Stores normalised positions as an ingestor does (`--input positions`).
+    pub publisher: zonecast_ingest::Publisher,
     pub http: reqwest::Client,
     pub url: String,
     pub key: String,
@@ -161,11 +162,7 @@ impl Sender {
             }
             match self.input {
                 Input::Positions => {
-                    for p in &batch {
-                        let subject = self.subjects.positions(p.mac.partition(self.partitions), p.mac.as_str());
-                        let payload = serde_json::to_vec(&p.to_event(1, zonecast_model::EventId::generate(now), now))?;
-                        self.bus.publish(subject, payload.into()).await?;
-                    }
+                    self.publisher.publish(batch.clone(), now).await?;
                 }
                 Input::Ingest => {
                     self.bus.publish(self.subjects.ingest(), compact(&batch).into()).await?;

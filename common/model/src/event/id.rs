@@ -55,6 +55,8 @@ pub struct IdSource {
     state: u64,
     last_millis: u64,
     counter: u16,
+    /// The time part is fixed ([`IdSource::derived`]).
+    pinned: bool,
 }
 
 /// The counter's 12 bits (the UUID's `rand_a`).
@@ -69,13 +71,26 @@ impl IdSource {
 
     /// A source that draws the same IDs for the same instants on every run.
     pub fn seeded(seed: u64) -> Self {
-        Self { state: seed, last_millis: 0, counter: 0 }
+        Self { state: seed, last_millis: 0, counter: 0, pinned: false }
+    }
+
+    /// A source whose IDs follow from `origin` alone: its time and seed come from `origin`,
+    /// whatever instant each ID is drawn at. What one input causes, drawn from a source
+    /// derived from the input's own ID, gets the same IDs each time the input is evaluated
+    /// again from the same state, so a repeat is recognisable (and the journal stores it once).
+    pub fn derived(origin: Uuid) -> Self {
+        let (hi, lo) = origin.as_u64_pair();
+        let millis = origin.get_timestamp().map_or(0, |t| {
+            let (secs, nanos) = t.to_unix();
+            secs * 1000 + u64::from(nanos / 1_000_000)
+        });
+        Self { state: hi ^ lo.rotate_left(29) ^ 0xA5A5_5A5A_F00D_D00D, last_millis: millis, counter: 0, pinned: true }
     }
 
     /// The next ID, timed `at` (an instant before the previous one's counts as that one).
     pub fn next(&mut self, at: DateTime<Utc>) -> Uuid {
         let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
-        if millis > self.last_millis {
+        if !self.pinned && millis > self.last_millis {
             self.last_millis = millis;
             self.counter = 0;
         } else if self.counter < COUNTER_MAX {
@@ -107,6 +122,22 @@ impl IdSource {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn derived_sources_draw_the_same_ids_from_the_same_origin_at_any_time() {
+        let origin = super::IdSource::seeded(11).next(chrono::Utc::now());
+        let draw = |at: chrono::DateTime<chrono::Utc>| {
+            let mut ids = super::IdSource::derived(origin);
+            [ids.next(at), ids.next(at + chrono::Duration::seconds(5))]
+        };
+        let first = draw(chrono::Utc::now());
+        assert_eq!(first, draw(chrono::Utc::now() + chrono::Duration::minutes(3)));
+        assert_ne!(first[0], first[1]);
+        assert_ne!(first[0], origin);
+        assert_eq!(first[0].get_timestamp(), origin.get_timestamp(), "the origin's time");
+        let other = super::IdSource::seeded(12).next(chrono::Utc::now());
+        assert_ne!(super::IdSource::derived(other).next(chrono::Utc::now()), first[0]);
+    }
 
     use super::*;
 

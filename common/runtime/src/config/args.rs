@@ -110,6 +110,19 @@ pub struct BusArgs {
     /// leave first, counted for consumers that lacked them.
     #[arg(long, env = "ZONECAST_EVENT_RETENTION_BYTES", value_name = "BYTES", default_value = "1073741824")]
     event_retention_bytes: String,
+    /// How long positions are stored for the evaluators over NATS, in seconds (10-3600): an
+    /// evaluator that restarts within it resumes where it left off; beyond, what it missed is
+    /// skipped, counted and logged.
+    #[arg(long, env = "ZONECAST_POSITION_RETENTION_SECS", value_name = "SECONDS", default_value = "60")]
+    position_retention_secs: String,
+    /// How many bytes of positions are stored at most over NATS, over all partitions
+    /// (1048576-1099511627776); the oldest leave first.
+    #[arg(long, env = "ZONECAST_POSITION_RETENTION_BYTES", value_name = "BYTES", default_value = "1073741824")]
+    position_retention_bytes: String,
+    /// Whether ingest also publishes every position on its own subject,
+    /// `<prefix>.positions.<partition>.<MAC>`, over NATS (true or false).
+    #[arg(long, env = "ZONECAST_POSITION_SUBJECTS", value_name = "BOOL", default_value = "false")]
+    position_subjects: String,
 }
 
 impl BusArgs {
@@ -130,6 +143,23 @@ impl BusArgs {
                     365 * 24 * 3600,
                 )),
                 max_bytes: c.within("event_retention_bytes", &self.event_retention_bytes, 1 << 20, 1 << 40),
+            },
+            positions: zonecast_bus::PositionSettings {
+                max_age: std::time::Duration::from_secs(c.within(
+                    "position_retention_secs",
+                    &self.position_retention_secs,
+                    10,
+                    3600,
+                )),
+                max_bytes: c.within("position_retention_bytes", &self.position_retention_bytes, 1 << 20, 1 << 40),
+                per_position_subjects: match self.position_subjects.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        c.bad("position_subjects", "must be true or false");
+                        false
+                    }
+                },
             },
         }
     }

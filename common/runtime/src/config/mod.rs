@@ -90,6 +90,9 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_NATS_URL",
     "ZONECAST_EVENT_RETENTION_SECS",
     "ZONECAST_EVENT_RETENTION_BYTES",
+    "ZONECAST_POSITION_RETENTION_SECS",
+    "ZONECAST_POSITION_RETENTION_BYTES",
+    "ZONECAST_POSITION_SUBJECTS",
     "ZONECAST_SUBJECT_PREFIX",
     "ZONECAST_PARTITIONS",
     "ZONECAST_EVALUATOR_PARTITIONS",
@@ -191,6 +194,10 @@ pub struct BusConfig {
     /// `ZONECAST_EVENT_RETENTION_SECS` and `ZONECAST_EVENT_RETENTION_BYTES`: what the event
     /// journal keeps.
     pub journal: zonecast_bus::JournalSettings,
+    /// `ZONECAST_POSITION_RETENTION_SECS`, `ZONECAST_POSITION_RETENTION_BYTES` and
+    /// `ZONECAST_POSITION_SUBJECTS`: what the position streams keep, and whether positions are
+    /// published one per subject too.
+    pub positions: zonecast_bus::PositionSettings,
 }
 
 impl Default for BusConfig {
@@ -200,6 +207,7 @@ impl Default for BusConfig {
             subject_prefix: "zonecast".into(),
             partitions: 16,
             journal: zonecast_bus::JournalSettings::default(),
+            positions: zonecast_bus::PositionSettings::default(),
         }
     }
 }

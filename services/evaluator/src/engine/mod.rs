@@ -239,6 +239,19 @@ impl Engine {
         true
     }
 
+    /// [`Engine::on_position`] of `fix`, with what it causes identified by the fix's EventID
+    /// when it has one: evaluated again from the same state (after an evaluator restart, a
+    /// stored position is delivered again), it causes events with the same EventIDs and
+    /// CollisionIDs.
+    pub fn on_fix(&mut self, fix: &PositionFix, now: DateTime<Utc>, out: &mut Vec<Output>) -> bool {
+        let own = fix.event_id.map(|id| std::mem::replace(&mut self.ids, IdSource::derived(id.uuid())));
+        let applied = self.on_position(&fix.mac, fix.position, fix.timestamp, fix.sequence, now, out);
+        if let Some(own) = own {
+            self.ids = own;
+        }
+        applied
+    }
+
     /// What the evaluator owning a mobile-zone source told about it when a change gave the
     /// device a mobile zone. A position is kept even when this engine does not have the zone yet
     /// (the change may reach it later), and applied like a position of the source when it does;
@@ -299,6 +312,7 @@ impl Engine {
                 position,
                 timestamp: order.ts,
                 sequence: order.sequence,
+                event_id: None,
             });
             out.push(Output::Source(SourceHint { mac, last }));
         }
