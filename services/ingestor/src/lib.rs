@@ -20,7 +20,16 @@ pub use crate::mqtt::{MqttInput, MqttInputError};
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the
 /// rejected elements counted and logged at a limited rate. Never fails the loop.
 async fn take(publisher: &Publisher, payload: &[u8], input: &'static str, log: &mut RateLimited) {
-    match publisher.accept(payload, input).await {
+    report(publisher.accept(payload, input).await, input, log);
+}
+
+/// Logs (rate-limited) and counts what became of a payload.
+fn report(
+    result: Result<zonecast_ingest::Outcome, zonecast_ingest::AcceptError>,
+    input: &'static str,
+    log: &mut RateLimited,
+) {
+    match result {
         Ok(outcome) => {
             if let Some((index, reason)) = outcome.rejected.first()
                 && let Some(held_back) = log.allow()

@@ -9,6 +9,10 @@ use zonecast_ingest::Publisher;
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::ratelog::RateLimited;
 
+/// Payloads taken at once: each waits for its positions to be stored while the next ones are
+/// read and sent to be stored behind them (in the order they came).
+const IN_FLIGHT: usize = 64;
+
 /// Subscribes, then takes what arrives until `shutdown`.
 pub(crate) async fn start(
     bus: Arc<dyn Bus>,
@@ -16,18 +20,19 @@ pub(crate) async fn start(
     publisher: Publisher,
     shutdown: Shutdown,
 ) -> Result<tokio::task::JoinHandle<()>, zonecast_bus::BusError> {
-    let mut sub = bus.queue_subscribe(&subjects.ingest(), INGESTORS).await?;
+    let sub = bus.queue_subscribe(&subjects.ingest(), INGESTORS).await?;
     Ok(tokio::spawn(async move {
         let mut log = RateLimited::new(crate::LOG_EVERY);
-        loop {
-            tokio::select! {
-                biased;
-                () = shutdown.cancelled() => break,
-                msg = sub.next() => match msg {
-                    Some(msg) => crate::take(&publisher, &msg.payload, "nats", &mut log).await,
-                    None => break,
-                },
-            }
+        let taken = sub
+            .take_until(shutdown.clone().cancelled_owned())
+            .map(|msg| {
+                let publisher = publisher.clone();
+                async move { publisher.accept(&msg.payload, "nats").await }
+            })
+            .buffered(IN_FLIGHT);
+        let mut taken = std::pin::pin!(taken);
+        while let Some(result) = taken.next().await {
+            crate::report(result, "nats", &mut log);
         }
     }))
 }

@@ -26,7 +26,7 @@ chmod 755 "$work"; chmod 644 "$work/mosquitto.conf"
 mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" & pids+=($!)
 export ZONECAST_SECRET_KEY=$(head -c 32 /dev/urandom | base64) ZONECAST_API_KEYS="$key:admin" \
   ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=warn
-# The run's JetStream streams stay small on the shared server (they are not removed).
+# The run's JetStream streams stay small on the shared server, and are removed at the end.
 export ZONECAST_EVENT_RETENTION_SECS=${ZONECAST_EVENT_RETENTION_SECS:-600} \
   ZONECAST_EVENT_RETENTION_BYTES=${ZONECAST_EVENT_RETENTION_BYTES:-268435456}
 wait_http() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
@@ -49,7 +49,7 @@ else
 fi
 curl -fs -H "X-API-Key: $key" "$api/v3/modules/mqtt/connections" --json \
   "{\"host\": \"127.0.0.1\", \"port\": $mqtt_port, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
-mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#")
+mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#" --remove-streams)
 events=(--events); [ "${MODE:-distributed}" = all-in-one ] && events=()
 if [ "${MODE:-distributed}" = all-in-one ]; then
   evaluated=(--evaluated-from $api/metrics)

@@ -87,9 +87,13 @@ struct Args {
     /// MQTT topic filter to subscribe for `--mqtt`.
     #[arg(long, default_value = "zonecast/#")]
     mqtt_topic: String,
-    /// Count normalised positions on `<prefix>.positions.>` (processing throughput of the ingestor).
+    /// Count normalised positions in the partitions' batches on `<prefix>.batches.*` (processing
+    /// throughput of the ingestor).
     #[arg(long)]
     count_positions: bool,
+    /// Remove the prefix's JetStream streams (stored positions, event journal) when the run ends.
+    #[arg(long)]
+    remove_streams: bool,
     /// Seconds to keep listening after sending stops.
     #[arg(long, default_value_t = 3)]
     drain: u64,
@@ -216,7 +220,7 @@ async fn main() -> anyhow::Result<()> {
     if args.count_positions {
         let seen = positions_seen.load(Ordering::Relaxed);
         println!(
-            "normalised      {seen} positions seen on positions.> ({:.1}% of sent)",
+            "normalised      {seen} positions seen on batches.* ({:.1}% of sent)",
             100.0 * seen as f64 / total.max(1) as f64
         );
     }
@@ -225,6 +229,14 @@ async fn main() -> anyhow::Result<()> {
     }
     if args.mqtt.is_some() {
         println!("mqtt            {}", mqtt.summary());
+    }
+    if args.remove_streams {
+        bus.journal(&args.prefix, zonecast_bus::JournalSettings::default()).remove_all().await?;
+        if let Some(streams) =
+            bus.position_streams(&args.prefix, args.partitions, zonecast_bus::PositionSettings::default())
+        {
+            streams.remove_all().await?;
+        }
     }
     Ok(())
 }
