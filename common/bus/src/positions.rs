@@ -35,11 +35,19 @@ pub struct PositionSettings {
     /// `ZONECAST_POSITION_SUBJECTS`: ingest publishes every position on its own subject,
     /// `<prefix>.positions.<P>.<MAC>`, as well, for subscribers that tap single devices.
     pub per_position_subjects: bool,
+    /// `ZONECAST_INGEST_MAX_LAG_MS`: how far behind an evaluator or forwarder may be before
+    /// ingest pushes back (zero: never), in both deployments.
+    pub max_lag: Duration,
 }
 
 impl Default for PositionSettings {
     fn default() -> Self {
-        Self { max_age: Duration::from_secs(60), max_bytes: 1 << 30, per_position_subjects: false }
+        Self {
+            max_age: Duration::from_secs(60),
+            max_bytes: 1 << 30,
+            per_position_subjects: false,
+            max_lag: Duration::from_millis(500),
+        }
     }
 }
 

@@ -121,6 +121,12 @@ impl Subjects {
         })
     }
 
+    /// How far behind each evaluator and forwarder replica is, reported four times a second;
+    /// ingest pushes back on it: `<prefix>.pipeline.lag`.
+    pub fn pipeline_lag(&self) -> String {
+        format!("{}.pipeline.lag", self.prefix)
+    }
+
     /// Configuration change announcements: `<prefix>.config.changed`.
     pub fn config_changed(&self) -> String {
         format!("{}.config.changed", self.prefix)

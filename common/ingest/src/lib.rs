@@ -3,10 +3,12 @@
 //! ([`Publisher`]).
 
 mod normalize;
+mod pressure;
 mod publish;
 mod rejection;
 
 pub use normalize::{Element, normalize, normalize_bytes};
+pub use pressure::{Behind, Pressure};
 pub use publish::{AcceptError, PublishError, Publisher};
 pub use rejection::{Malformed, Problem, Rejection};
 pub use zonecast_model::PositionUpdate;

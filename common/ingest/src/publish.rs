@@ -30,6 +30,10 @@ pub enum AcceptError {
     /// The positions could not be published (HTTP 503).
     #[error(transparent)]
     Publish(#[from] PublishError),
+    /// The pipeline is further behind than the bound: nothing was taken (HTTP 503 with
+    /// `Retry-After`).
+    #[error("{0}")]
+    Busy(crate::Behind),
 }
 
 /// Publishes positions: over NATS stored in their partitions' streams (the evaluators follow
@@ -45,6 +49,8 @@ pub struct Publisher {
     streams: Option<(Arc<PositionStreams>, Arc<Coalescer>)>,
     /// Over NATS: whether every position is published on its own subject too.
     per_position_subjects: bool,
+    /// How far behind the evaluators and forwarders are.
+    pressure: Arc<crate::Pressure>,
 }
 
 impl Publisher {
@@ -60,7 +66,27 @@ impl Publisher {
         let streams = bus
             .position_streams(subjects.prefix(), partitions, settings)
             .map(|streams| (streams, Arc::new(OnceLock::new())));
-        Self { bus, subjects, partitions, site_id, streams, per_position_subjects: settings.per_position_subjects }
+        Self {
+            bus,
+            subjects,
+            partitions,
+            site_id,
+            streams,
+            per_position_subjects: settings.per_position_subjects,
+            pressure: crate::Pressure::new(settings.max_lag),
+        }
+    }
+
+    /// Follows the lag the evaluators and forwarders report, to push back on (see
+    /// [`crate::Pressure`]); until called, nothing is pushed back on.
+    pub async fn follow_pressure(&self) -> Result<(), BusError> {
+        self.pressure.follow(self.bus.as_ref(), &self.subjects).await
+    }
+
+    /// Returns once the pipeline is within its lag bound: the NATS and MQTT inputs wait here
+    /// before they take the next payload, so that their brokers hold what is not taken yet.
+    pub async fn caught_up(&self, input: &'static str) {
+        self.pressure.caught_up(input).await;
     }
 
     /// Whether publishing can work now (the HTTP input answers 503 otherwise).
@@ -68,9 +94,30 @@ impl Publisher {
         self.bus.is_connected()
     }
 
-    /// Normalises `payload` (raw bytes) received now on `input` (`http`, `nats`, `mqtt`),
-    /// publishes what is valid and counts both outcomes.
+    /// Normalises `payload` (raw bytes) received now on `input` (`http`), publishes what is
+    /// valid and counts both outcomes; refuses it whole while the pipeline is further behind
+    /// than its bound.
     pub async fn accept(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
+        if let Some(behind) = self.pressure.behind() {
+            metrics::counter!("zonecast_ingest_refused_total", "input" => input).increment(1);
+            return Err(AcceptError::Busy(behind));
+        }
+        self.take(payload, input).await
+    }
+
+    /// Like [`Publisher::accept`] for an input that can be held (`nats`, `mqtt`): waits while
+    /// the pipeline is further behind than its bound, then takes `payload`.
+    pub async fn accept_when_caught_up(
+        &self,
+        payload: &[u8],
+        input: &'static str,
+    ) -> Result<crate::Outcome, AcceptError> {
+        self.caught_up(input).await;
+        self.take(payload, input).await
+    }
+
+    /// Normalises, publishes and counts.
+    async fn take(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
         let now = Utc::now();
         let results = match crate::normalize_bytes(payload, now) {
             Ok(r) => r,

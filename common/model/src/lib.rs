@@ -9,6 +9,7 @@ mod connection;
 mod event;
 mod fields;
 mod invalid;
+pub mod lag;
 mod limits;
 mod mac;
 mod position;

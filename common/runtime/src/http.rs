@@ -151,6 +151,10 @@ pub enum HttpError {
     /// 503: the store or bus cannot be reached; the cause is logged.
     #[error("service unavailable")]
     Unavailable(String),
+    /// 503 with `Retry-After`: the pipeline is further behind than it may be; nothing was
+    /// taken, and the same request is welcome again shortly.
+    #[error("{0}")]
+    Overloaded(String),
     /// 500: anything else; the cause is logged.
     #[error("internal error")]
     Internal(String),
@@ -202,9 +206,13 @@ impl From<AcceptError> for HttpError {
         match e {
             AcceptError::Malformed(_) => Self::Malformed(e.to_string()),
             AcceptError::Publish(p) => Self::Unavailable(p.to_string()),
+            AcceptError::Busy(behind) => Self::Overloaded(behind.to_string()),
         }
     }
 }
+
+/// What an overloaded answer asks a client to wait, in seconds (`Retry-After`).
+pub const RETRY_AFTER_SECS: &str = "1";
 
 impl HttpError {
     /// Every `error` kind of the body, in the order of [`HttpError::status_and_kind`].
@@ -231,7 +239,7 @@ impl HttpError {
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "not_found"),
             Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "precondition_failed"),
             Self::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_data"),
-            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Unavailable(_) | Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -253,6 +261,9 @@ impl HttpError {
         }
         if let Self::Unauthorized(_) = &self {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Self::Overloaded(_) = &self {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response
     }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod edge;
 pub mod http;
 pub mod keys;
+pub mod lag;
 pub mod metrics;
 pub mod ops;
 pub mod ratelog;

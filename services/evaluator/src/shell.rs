@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -12,6 +13,7 @@ use futures::stream::SelectAll;
 use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Message, Subjects, Subscription};
+use zonecast_model::lag::Stage;
 use zonecast_model::{Content, IdSource, Mac, PositionFix};
 use zonecast_runtime::applier::Reporter;
 use zonecast_runtime::applier::{Follower, REPORT_EVERY};
@@ -115,6 +117,18 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
     let mut applied =
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
+    // The largest age of the positions evaluated since the last lag report.
+    let lag_ms = Arc::new(AtomicU64::new(0));
+    let lag_reports = {
+        let lag_ms = lag_ms.clone();
+        zonecast_runtime::lag::spawn_reports(
+            deps.bus.clone(),
+            &deps.subjects,
+            Stage::Evaluator,
+            move || lag_ms.swap(0, Ordering::Relaxed),
+            shutdown.clone(),
+        )
+    };
     let mut shell = Shell {
         bus: deps.bus.clone(),
         journal: deps.journal.clone(),
@@ -129,6 +143,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         out_of_order_log: RateLimited::new(Duration::from_secs(10)),
         lag: metrics::histogram!("zonecast_evaluator_lag_seconds"),
         batch_lag: None,
+        accepted_lag_ms: lag_ms,
     };
     shell.emit(&mut out).await;
     applied.reporter.report(revision).await;
@@ -235,6 +250,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         drop(shell);
         let _ = collision_task.await;
         acks.finish();
+        let _ = lag_reports.await;
         let _ = http_task.await;
         tracing::info!("evaluator stopped");
     });
@@ -353,6 +369,9 @@ struct Shell {
     lag: metrics::Histogram,
     /// The largest lag among the positions taken from the bus together, not yet recorded.
     batch_lag: Option<f64>,
+    /// The largest time since acceptance among the positions evaluated since the last lag
+    /// report.
+    accepted_lag_ms: Arc<AtomicU64>,
 }
 
 impl Shell {
@@ -370,6 +389,10 @@ impl Shell {
                 // Lag: measurement to evaluation (includes ingestion and the bus).
                 let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
                 self.batch_lag = Some(self.batch_lag.map_or(lag, |l| l.max(lag)));
+                let now_ms = u64::try_from(now.timestamp_millis()).unwrap_or(0);
+                if let Some(age) = p.event_id.and_then(|id| zonecast_model::lag::age_ms(id, now_ms)) {
+                    self.accepted_lag_ms.fetch_max(age, Ordering::Relaxed);
+                }
                 if !engine.on_fix(&p, now, out) {
                     self.out_of_order_total.increment(1);
                     if let Some(held_back) = self.out_of_order_log.allow() {

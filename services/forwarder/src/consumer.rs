@@ -152,8 +152,8 @@ fn take(
     }
     counters.taken.increment(1);
     let routes = shared.routes();
-    let topics = match matching(&routes, &delivery.payload) {
-        Ok(topics) => topics,
+    let (topics, accepted_ms) = match matching(&routes, &delivery.payload) {
+        Ok(matched) => matched,
         Err(reason) => {
             counters.bad.increment(1);
             if let Some(held_back) = bad_log.allow() {
@@ -173,24 +173,32 @@ fn take(
         delivery.ack.ack();
         return;
     }
-    let receipt = Receipt::new(topics.len(), delivery.ack, permit);
+    let receipt = Receipt::new(topics.len(), delivery.ack, permit, accepted_ms);
     held.insert(delivery.sequence, Arc::downgrade(&receipt));
     for topic in topics {
         shared.push(Message { topic, payload: delivery.payload.clone(), receipt: Some(receipt.clone()) });
     }
 }
 
-/// The topics of `routes` whose chains `payload` matches, in order; the event's Category and
-/// Type are looked at first, so an event no chain can take is not walked.
-fn matching(routes: &[Route], payload: &[u8]) -> Result<Vec<Arc<str>>, BadEvent> {
+/// The topics of `routes` whose chains `payload` matches, in order, and when the position that
+/// caused the event was accepted (Unix milliseconds, the time of its `EventID`); the event's
+/// Category and Type are looked at first, so an event no chain can take is not walked.
+fn matching(routes: &[Route], payload: &[u8]) -> Result<(Vec<Arc<str>>, Option<u64>), BadEvent> {
     if routes.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let event = Envelope::parse(payload)?;
     let (category, kind) = event.kind();
-    Ok(routes
+    let topics = routes
         .iter()
         .filter(|r| r.chain.admits(category, kind) && r.chain.matches(event.tree()))
         .map(|r| r.topic.clone())
-        .collect())
+        .collect();
+    let accepted = event
+        .tree()
+        .get("EventID")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|id| id.parse().ok())
+        .and_then(|id| zonecast_model::lag::accepted_ms(zonecast_model::EventId(id)));
+    Ok((topics, accepted))
 }

@@ -49,6 +49,20 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     // chain can take them.
     let mut positions = Positions::new(deps.bus.as_ref());
     positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
+    // How far behind the connected connections are, for ingest to push back on.
+    let lag_reports = {
+        let table = table.clone();
+        zonecast_runtime::lag::spawn_reports(
+            deps.bus.clone(),
+            &deps.subjects,
+            zonecast_model::lag::Stage::Forwarder,
+            move || {
+                let now = zonecast_model::lag::now_ms();
+                table.borrow().iter().map(|(_, shared)| shared.lag_ms(now)).max().unwrap_or(0)
+            },
+            shutdown.clone(),
+        )
+    };
     let status = StatusReporter::new(deps.store.clone(), deps.journal.clone(), deps.replica.clone()).spawn(
         table,
         poke,
@@ -120,6 +134,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         reporter.leave(follower.applied()).await;
         drop((config_sub, roll_calls, positions));
         let status = status.await;
+        let _ = lag_reports.await;
         let table = fleet.finish().await;
         match status {
             Ok(mut reporter) => reporter.report(&table).await,

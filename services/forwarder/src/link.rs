@@ -51,6 +51,10 @@ struct Inner {
     last_error: Option<String>,
 }
 
+/// How long a connected broker may acknowledge nothing before its connection no longer counts
+/// towards the forwarder's lag.
+pub const STALLED: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The state of one connection that outlives its clients: the outbox, counters and last error.
 pub struct Shared {
     inner: Mutex<Inner>,
@@ -101,6 +105,19 @@ impl Shared {
     /// Counts a message that was never queued (too large to send).
     pub fn count_dropped(&self) {
         self.lock().outbox.count_dropped();
+    }
+
+    /// How far behind the connection is at `now_ms`: since the oldest event it holds was
+    /// accepted, while its broker keeps acknowledging. A broker that is away, or connected and
+    /// acknowledging nothing for [`STALLED`], is waited for (its events wait in the journal),
+    /// not pushed back on: one broker must not hold up the site.
+    pub fn lag_ms(&self, now_ms: u64) -> u64 {
+        let inner = self.lock();
+        let progressing = inner.outbox.stalled_for().is_some_and(|stalled| stalled < STALLED);
+        match inner.outbox.oldest_accepted_ms() {
+            Some(accepted) if progressing => now_ms.saturating_sub(accepted),
+            _ => 0,
+        }
     }
 
     /// The figures for the status row and metrics.

@@ -38,6 +38,8 @@ impl PartialEq for Message {
 /// each of them, the event is acknowledged. Whatever else the receipt holds (the consumer's
 /// permit for an event in hand) is released when the last copy lets go of it, delivered or not.
 pub struct Receipt {
+    /// When the position that caused the event was accepted (Unix milliseconds), if known.
+    accepted_ms: Option<u64>,
     copies: AtomicUsize,
     ack: Mutex<Option<Ack>>,
     _hold: Box<dyn std::any::Any + Send + Sync>,
@@ -51,9 +53,14 @@ impl std::fmt::Debug for Receipt {
 
 impl Receipt {
     /// A receipt for `copies` messages that acknowledges with `ack` and holds `hold` while it
-    /// lives.
-    pub fn new(copies: usize, ack: Ack, hold: impl std::any::Any + Send + Sync) -> Arc<Self> {
-        Arc::new(Self { copies: AtomicUsize::new(copies), ack: Mutex::new(Some(ack)), _hold: Box::new(hold) })
+    /// lives; `accepted_ms` is when the position that caused the event was accepted.
+    pub fn new(copies: usize, ack: Ack, hold: impl std::any::Any + Send + Sync, accepted_ms: Option<u64>) -> Arc<Self> {
+        Arc::new(Self {
+            accepted_ms,
+            copies: AtomicUsize::new(copies),
+            ack: Mutex::new(Some(ack)),
+            _hold: Box::new(hold),
+        })
     }
 
     /// The journal delivered the event again while its copies are still here: acknowledge
@@ -93,6 +100,8 @@ pub struct Outbox {
     journalled: usize,
     forwarded: u64,
     dropped: u64,
+    /// When the broker last acknowledged something, or the connection came up.
+    progress: Option<std::time::Instant>,
 }
 
 impl Outbox {
@@ -110,6 +119,7 @@ impl Outbox {
             journalled: 0,
             forwarded: 0,
             dropped: 0,
+            progress: None,
         }
     }
 
@@ -175,12 +185,14 @@ impl Outbox {
         }
         self.written -= 1;
         self.forwarded += 1;
+        self.progress = Some(std::time::Instant::now());
         true
     }
 
     /// A connection is up: messages may be handed out.
     pub fn on_connected(&mut self) {
         self.connected = true;
+        self.progress = Some(std::time::Instant::now());
     }
 
     /// The connection is gone (or the client replaced): everything not acknowledged waits
@@ -206,6 +218,19 @@ impl Outbox {
     /// Messages held that are not from the journal (positions): the journal counts the rest.
     pub fn held_unjournalled(&self) -> usize {
         self.held() - self.journalled
+    }
+
+    /// How long the broker has acknowledged nothing (since it did last, or since the
+    /// connection came up); `None` while not connected.
+    pub fn stalled_for(&self) -> Option<std::time::Duration> {
+        self.connected.then(|| self.progress.map_or(std::time::Duration::MAX, |at| at.elapsed()))
+    }
+
+    /// When the position behind the oldest journalled message held was accepted (Unix
+    /// milliseconds): how far behind the connection is.
+    pub fn oldest_accepted_ms(&self) -> Option<u64> {
+        let held = self.in_flight.iter().map(|e| &e.message).chain(&self.queue);
+        held.filter_map(|m| m.receipt.as_ref()?.accepted_ms).next()
     }
 
     /// Messages acknowledged by the broker.
@@ -285,13 +310,16 @@ mod tests {
                 counter.fetch_add(1, Ordering::SeqCst);
             }),
             (),
+            Some(1_000),
         );
         let mut o = Outbox::new(1, 5);
         o.push(msg(1));
+        assert_eq!(o.oldest_accepted_ms(), None, "positions do not count");
         for _ in 0..2 {
             o.push(Message { receipt: Some(receipt.clone()), ..msg(2) });
         }
         assert_eq!((o.dropped(), o.held()), (0, 3), "copies with a receipt are kept past the bound");
+        assert_eq!(o.oldest_accepted_ms(), Some(1_000));
         o.on_connected();
         let mut pkid = 0;
         assert_eq!(drain(&mut o, &mut pkid), vec![1, 2, 2]);

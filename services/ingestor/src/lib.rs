@@ -20,7 +20,7 @@ pub use crate::mqtt::{MqttInput, MqttInputError};
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the
 /// rejected elements counted and logged at a limited rate. Never fails the loop.
 async fn take(publisher: &Publisher, payload: &[u8], input: &'static str, log: &mut RateLimited) {
-    report(publisher.accept(payload, input).await, input, log);
+    report(publisher.accept_when_caught_up(payload, input).await, input, log);
 }
 
 /// Logs (rate-limited) and counts what became of a payload.
@@ -101,6 +101,7 @@ impl Deps {
 /// Starts the ingestor's inputs: the HTTP listener (if any), the NATS input and the MQTT
 /// input (if any). The task ends once every input has stopped after `shutdown`.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
+    deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;
     let mut tasks = Vec::new();
     let mut addr = None;
     if let Some(input) = deps.http {

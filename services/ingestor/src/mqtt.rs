@@ -129,6 +129,8 @@ impl MqttInput {
                             }
                         }
                         Ok(Event::Incoming(Packet::Publish(p))) => {
+                            // While the pipeline is behind, this waits and the broker holds
+                            // what comes next.
                             super::take(&publisher, &p.payload, "mqtt", &mut log).await;
                         }
                         Ok(_) => {}

@@ -25,9 +25,17 @@ pub(crate) async fn start(
         let mut log = RateLimited::new(crate::LOG_EVERY);
         let taken = sub
             .take_until(shutdown.clone().cancelled_owned())
+            // While the pipeline is behind, the next payload waits (and NATS holds the rest).
+            .then(|msg| {
+                let publisher = publisher.clone();
+                async move {
+                    publisher.caught_up("nats").await;
+                    msg
+                }
+            })
             .map(|msg| {
                 let publisher = publisher.clone();
-                async move { publisher.accept(&msg.payload, "nats").await }
+                async move { publisher.accept_when_caught_up(&msg.payload, "nats").await }
             })
             .buffered(IN_FLIGHT);
         let mut taken = std::pin::pin!(taken);

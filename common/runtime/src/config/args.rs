@@ -123,6 +123,10 @@ pub struct BusArgs {
     /// `<prefix>.positions.<partition>.<MAC>`, over NATS (true or false).
     #[arg(long, env = "ZONECAST_POSITION_SUBJECTS", value_name = "BOOL", default_value = "false")]
     position_subjects: String,
+    /// How far behind, in milliseconds, an evaluator or forwarder may be before ingest pushes
+    /// back: HTTP answers 503 with Retry-After, the NATS and MQTT inputs wait (0-60000; 0: never).
+    #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "500")]
+    ingest_max_lag_ms: String,
 }
 
 impl BusArgs {
@@ -152,6 +156,12 @@ impl BusArgs {
                     3600,
                 )),
                 max_bytes: c.within("position_retention_bytes", &self.position_retention_bytes, 1 << 20, 1 << 40),
+                max_lag: std::time::Duration::from_millis(c.within(
+                    "ingest_max_lag_ms",
+                    &self.ingest_max_lag_ms,
+                    0,
+                    60_000,
+                )),
                 per_position_subjects: match self.position_subjects.as_str() {
                     "true" => true,
                     "false" => false,

@@ -1,0 +1,43 @@
+//! Lag reports: each evaluator and forwarder replica says, four times a second, how far behind
+//! it is on `<prefix>.pipeline.lag`, and ingest pushes back once a replica is too far behind
+//! (`zonecast_ingest::Pressure`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zonecast_bus::{Bus, Subjects};
+use zonecast_model::lag::{LagReport, Stage};
+
+use crate::Shutdown;
+
+/// How often a replica reports its lag.
+pub const LAG_EVERY: Duration = Duration::from_millis(250);
+
+/// Publishes `measure()` (milliseconds) as the lag of a replica of `stage` every [`LAG_EVERY`]
+/// until `shutdown`. A report that cannot be published is skipped: the next one follows.
+pub fn spawn_reports(
+    bus: Arc<dyn Bus>,
+    subjects: &Subjects,
+    stage: Stage,
+    mut measure: impl FnMut() -> u64 + Send + 'static,
+    shutdown: Shutdown,
+) -> tokio::task::JoinHandle<()> {
+    let subject = subjects.pipeline_lag();
+    let replica = uuid::Uuid::new_v4();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(LAG_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let lag_ms = measure();
+            metrics::gauge!("zonecast_pipeline_lag_seconds", "stage" => stage.as_str()).set(lag_ms as f64 / 1e3);
+            let Ok(payload) = serde_json::to_vec(&LagReport { replica, stage, lag_ms }) else { continue };
+            if let Err(e) = bus.publish(subject.clone(), payload.into()).await {
+                tracing::debug!(error = %e, "lag not reported");
+            }
+        }
+    })
+}
