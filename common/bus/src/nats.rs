@@ -43,6 +43,13 @@ impl NatsBus {
         let client = async_nats::ConnectOptions::new()
             .name(client_name)
             .connection_timeout(CONNECT_TIMEOUT)
+            .event_callback(|event| async move {
+                // The client drops a message for a subscription whose queue is full and
+                // reports each drop it can: counted, as the loss it is.
+                if let async_nats::Event::SlowConsumer(_) = event {
+                    metrics::counter!("zonecast_bus_slow_consumer_total").increment(1);
+                }
+            })
             .connect(url)
             .await
             .map_err(|err| BusError::Connect {

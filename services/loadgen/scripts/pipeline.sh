@@ -9,6 +9,9 @@
 #     through the API (8 at a time) from second 5 of the run, while positions flow
 #   BURST_KIND=radii BURST=10000 ...                                    # device radius writes instead
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
+#   MQTT=1 MODE=all-in-one SENDERS=8 services/loadgen/scripts/pipeline.sh 0 30 http  # overload: every
+#     zone event to MQTT and measured there; the HTTP input pushes back, the sent rate is the
+#     sustainable one, and each process's peak memory is reported
 set -euo pipefail
 rate=${1:-20000}; secs=${2:-10}; input=${3:-ingest}
 root=$(cd "$(dirname "$0")/../../.." && pwd); bin=${BIN:-$root/target/release}
@@ -31,7 +34,7 @@ export ZONECAST_EVENT_RETENTION_SECS=${ZONECAST_EVENT_RETENTION_SECS:-600} \
   ZONECAST_EVENT_RETENTION_BYTES=${ZONECAST_EVENT_RETENTION_BYTES:-268435456}
 wait_http() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
 if [ "${MODE:-distributed}" = all-in-one ]; then
-  ZONECAST_DATA_DIR=$work/data ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast" 2>"$work/zonecast.log" & pids+=($!)
+  ZONECAST_DATA_DIR=$work/data ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast" 2>"$work/zonecast.log" & pids+=($!); measured=(--pid $!)
   api=http://127.0.0.1:18180; ingest=$api
   wait_http $api/healthz
 else
@@ -45,11 +48,13 @@ else
   ZONECAST_HTTP_ADDR=127.0.0.1:18183 ZONECAST_EVALUATOR_PARTITIONS=8-15 "$bin/zonecast-evaluator" 2>"$work/eval-b.log" & pids+=($!)
   ZONECAST_HTTP_ADDR=127.0.0.1:18184 "$bin/zonecast-forwarder" 2>"$work/forwarder.log" & pids+=($!)
   for p in 18181 18182 18183 18184; do wait_http http://127.0.0.1:$p/healthz; done
+  measured=(); for p in "${pids[@]:1}"; do measured+=(--pid "$p"); done
   api=http://127.0.0.1:18180; ingest=http://127.0.0.1:18181
 fi
 curl -fs -H "X-API-Key: $key" "$api/v3/modules/mqtt/connections" --json \
   "{\"host\": \"127.0.0.1\", \"port\": $mqtt_port, \"TLS\": false, \"topics\": [{\"topic\": \"$prefix/zones\", \"FilterChain\": [{\"FilterTemplate\": \"zone_events\"}]}]}" >/dev/null
 mqtt=(); [ "${MODE:-distributed}" = all-in-one ] || mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#" --remove-streams)
+[ -n "${MQTT:-}" ] && [ "${MODE:-distributed}" = all-in-one ] && mqtt=(--mqtt 127.0.0.1:$mqtt_port --mqtt-topic "$prefix/#")
 events=(--events); [ "${MODE:-distributed}" = all-in-one ] && events=()
 if [ "${MODE:-distributed}" = all-in-one ]; then
   evaluated=(--evaluated-from $api/metrics)
@@ -75,9 +80,9 @@ if [ -n "${BURST:-}" ]; then
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
-  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" --drain "${DRAIN:-5}"
+  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
 if [ "${MODE:-distributed}" = all-in-one ]; then
-  curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted)_total' || true
+  curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted|ingest_refused|forwarder_forwarded|forwarder_dropped)_total' || true
 else
   for p in 18182 18183; do curl -fs http://127.0.0.1:$p/metrics | grep -E '^zonecast_evaluator_positions_total' | sed "s/^/evaluator :$p /"; done
 fi

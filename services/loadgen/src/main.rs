@@ -94,6 +94,13 @@ struct Args {
     /// Remove the prefix's JetStream streams (stored positions, event journal) when the run ends.
     #[arg(long)]
     remove_streams: bool,
+    /// How long a sender pauses, in milliseconds, when the HTTP input pushes back (503 with
+    /// Retry-After) before it sends the same positions again.
+    #[arg(long, default_value_t = 100)]
+    retry_ms: u64,
+    /// A zonecast process whose peak resident memory (VmHWM) to report at the end (repeatable).
+    #[arg(long)]
+    pid: Vec<u32>,
     /// Seconds to keep listening after sending stops.
     #[arg(long, default_value_t = 3)]
     drain: u64,
@@ -158,6 +165,7 @@ async fn main() -> anyhow::Result<()> {
 
     let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
     let sent = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(args.duration);
     let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
     let started = Instant::now();
@@ -184,6 +192,8 @@ async fn main() -> anyhow::Result<()> {
             rate: per_sender_rate,
             site: args.site,
             sent: sent.clone(),
+            refused: refused.clone(),
+            retry: Duration::from_millis(args.retry_ms),
             deadline,
         };
         tasks.push(tokio::spawn(ctx.run(mine, sender as u64)));
@@ -210,6 +220,10 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep_until(drain_until.into()).await;
     println!("input           {:?}", args.input);
     println!("sent            {total} positions in {send_secs:.2} s = {:.0} positions/s", total as f64 / send_secs);
+    let refused = refused.load(Ordering::Relaxed);
+    if refused > 0 {
+        println!("pushed back     {refused} answers 503 with Retry-After: the sent rate above is the sustainable one");
+    }
     if let Some((done, secs)) = evaluation {
         println!(
             "evaluated       {done} positions ({:.2}% of sent) by {secs:.2} s = {:.0} positions/s",
@@ -230,6 +244,12 @@ async fn main() -> anyhow::Result<()> {
     if args.mqtt.is_some() {
         println!("mqtt            {}", mqtt.summary());
     }
+    for pid in &args.pid {
+        match peak_rss_mb(*pid) {
+            Some(mb) => println!("peak memory     process {pid}: {mb:.0} MB resident at most (VmHWM)"),
+            None => println!("peak memory     process {pid}: not readable"),
+        }
+    }
     if args.remove_streams {
         bus.journal(&args.prefix, zonecast_bus::JournalSettings::default()).remove_all().await?;
         if let Some(streams) =
@@ -239,4 +259,12 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The peak resident set of process `pid` in MB, from `/proc/<pid>/status`.
+fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }

@@ -129,6 +129,10 @@ pub struct Sender {
     pub rate: u64,
     pub site: f64,
     pub sent: Arc<AtomicU64>,
+    /// Answers 503 with `Retry-After` (the HTTP input pushed back).
+    pub refused: Arc<AtomicU64>,
+    /// How long a pushed-back sender pauses before it sends the same positions again.
+    pub retry: Duration,
     pub deadline: Instant,
 }
 
@@ -167,13 +171,27 @@ impl Sender {
                 Input::Ingest => {
                     self.bus.publish(self.subjects.ingest(), compact(&batch).into()).await?;
                 }
-                Input::Http => {
+                Input::Http => loop {
                     let r =
                         self.http.post(&self.url).header("X-API-Key", &self.key).body(compact(&batch)).send().await?;
-                    if !r.status().is_success() {
+                    if r.status().is_success() {
+                        break;
+                    }
+                    if r.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE
+                        || !r.headers().contains_key("retry-after")
+                    {
                         anyhow::bail!("POST /v3/positions: {}", r.status());
                     }
-                }
+                    // Pushed back: the same positions again after a pause, stamped anew, so that
+                    // latency counts from when they are accepted.
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                    if Instant::now() >= self.deadline {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(self.retry).await;
+                    let now = chrono::Utc::now();
+                    batch.iter_mut().for_each(|p| p.timestamp = now);
+                },
             }
             sent += batch.len() as u64;
             self.sent.fetch_add(batch.len() as u64, Ordering::Relaxed);
