@@ -463,7 +463,9 @@ impl Seen {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let hook = tokio::time::timeout(left, hooks.recv())
                 .await
-                .unwrap_or_else(|_| panic!("never {what}: {} keys seen, {} delivered", self.bodies.len(), self.delivered.len()))
+                .unwrap_or_else(|_| {
+                    panic!("never {what}: {} keys seen, {} delivered", self.bodies.len(), self.delivered.len())
+                })
                 .unwrap();
             let event: Value = serde_json::from_slice(&hook.body).unwrap();
             assert_eq!(event["EventID"].as_str(), Some(hook.key.as_str()), "the key is the event's EventID");

@@ -296,7 +296,11 @@ async fn a_request_waiting_in_the_journal_holds_the_secret_sealed(mode: Mode) {
     journal.create_consumer(Kind::Actions, "audit", 10).await.unwrap();
     let (url, mut requests) = receiver(&[(503, "")]).await;
     let zone = server
-        .create_zone(with_action("kept", [0.0, 0.0, 0.0], json!({"type": "http-request", "uri": url, "secret": SECRET})))
+        .create_zone(with_action(
+            "kept",
+            [0.0, 0.0, 0.0],
+            json!({"type": "http-request", "uri": url, "secret": SECRET}),
+        ))
         .await;
     server.position(&mac(6), [0.0, 0.0, 0.0], Utc::now()).await;
     let mut audit = journal.consume(Kind::Actions, "audit", 10).await.unwrap();

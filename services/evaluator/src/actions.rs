@@ -231,9 +231,10 @@ impl Delivery {
             Ok(p) => p,
             Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason),
         };
-        let window = self.backoff.retry_for.saturating_sub(
-            (chrono::Utc::now() - request.event.local_timestamp).to_std().unwrap_or(Duration::ZERO),
-        );
+        let window = self
+            .backoff
+            .retry_for
+            .saturating_sub((chrono::Utc::now() - request.event.local_timestamp).to_std().unwrap_or(Duration::ZERO));
         let deadline = Instant::now() + window;
         let mut retry = 0u32;
         loop {
@@ -476,8 +477,13 @@ mod tests {
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(60)));
         let mut event = event();
         event.local_timestamp = chrono::Utc::now() - chrono::Duration::seconds(61);
-        let request =
-            Request { uri: format!("http://{free}/hook"), method: "POST".into(), headers: Vec::new(), event, secret: None };
+        let request = Request {
+            uri: format!("http://{free}/hook"),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event,
+            secret: None,
+        };
         let outcome = tokio::time::timeout(Duration::from_secs(5), delivery.send(&request, &Shutdown::new()))
             .await
             .expect("no wait: the window closed a second ago");
@@ -490,8 +496,13 @@ mod tests {
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
         let mut event = event();
         event.local_timestamp = chrono::Utc::now();
-        let request =
-            Request { uri: format!("http://{free}/hook"), method: "POST".into(), headers: Vec::new(), event, secret: None };
+        let request = Request {
+            uri: format!("http://{free}/hook"),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event,
+            secret: None,
+        };
         let shutdown = Shutdown::new();
         shutdown.cancel();
         let outcome = delivery.send(&request, &shutdown).await;
@@ -517,7 +528,8 @@ mod tests {
         assert!(text.contains(&sealed) && !text.contains("a-receiver-secret-1"), "{text}");
         let back: Request = serde_json::from_slice(&record.payload).unwrap();
         assert_eq!(back, request);
-        let clear = Request { secret: Some(ActionSecret::Given(zonecast_model::Secret::new("x".repeat(16)))), ..request };
+        let clear =
+            Request { secret: Some(ActionSecret::Given(zonecast_model::Secret::new("x".repeat(16)))), ..request };
         assert!(clear.record(&Subjects::new("p"), &zone, 0).is_err(), "a secret in clear is never written");
     }
 
