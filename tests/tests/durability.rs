@@ -6,17 +6,22 @@
 //! events wait for a broker delivers them after its restart. Every event reaches the broker
 //! once it is back, and any copy carries the same `EventID`. An evaluator killed with SIGKILL
 //! and restarted within the position window, and a NATS server restarted while positions wait
-//! for an evaluator, lose no accepted position and repeat no event.
+//! for an evaluator, lose no accepted position and repeat no event. http-request actions waiting
+//! for a retry when the evaluator (or the all-in-one) is killed with SIGKILL reach their
+//! receiver after the restart, each with its event's Idempotency-Key.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Subjects, Subscription};
 use zonecast_model::PositionUpdate;
 use zonecast_tests::fresh_database;
@@ -378,4 +383,181 @@ async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
         database.rsplit('/').next().unwrap(),
     )
     .await;
+}
+
+/// One request as an http-request action's receiver got it, with the status it answered.
+struct Hook {
+    key: String,
+    body: Vec<u8>,
+    status: u16,
+}
+
+/// An HTTP receiver of the test's own on a free port: answers every request with the status
+/// held in the returned cell and hands each request to the channel.
+async fn hook_receiver() -> (String, Arc<AtomicU16>, mpsc::UnboundedReceiver<Hook>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let status = Arc::new(AtomicU16::new(503));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let answer = status.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let (answer, tx) = (answer.clone(), tx.clone());
+            tokio::spawn(async move {
+                let Some((head, body)) = read_request(&mut socket).await else { return };
+                let status = answer.load(Ordering::SeqCst);
+                let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                if socket.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = socket.shutdown().await;
+                let key = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(n, _)| n.trim().eq_ignore_ascii_case("idempotency-key"))
+                    .map(|(_, v)| v.trim().to_owned())
+                    .unwrap_or_default();
+                let _ = tx.send(Hook { key, body, status });
+            });
+        }
+    });
+    (url, status, rx)
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(split) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+            .unwrap_or(0);
+        if buf.len() >= split + 4 + length {
+            return Some((head, buf[split + 4..split + 4 + length].to_vec()));
+        }
+    }
+}
+
+/// What a receiver has seen: per Idempotency-Key, the bodies it got and whether one of them
+/// was answered 200.
+#[derive(Default)]
+struct Seen {
+    bodies: BTreeMap<String, Vec<u8>>,
+    delivered: BTreeSet<String>,
+}
+
+impl Seen {
+    /// Reads requests until `done` holds; every copy of a key carries the same body, and the
+    /// body is the event whose EventID is the key.
+    async fn until(&mut self, hooks: &mut mpsc::UnboundedReceiver<Hook>, what: &str, done: impl Fn(&Self) -> bool) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !done(self) {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let hook = tokio::time::timeout(left, hooks.recv())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("never {what}: {} keys seen, {} delivered", self.bodies.len(), self.delivered.len())
+                })
+                .unwrap();
+            let event: Value = serde_json::from_slice(&hook.body).unwrap();
+            assert_eq!(event["EventID"].as_str(), Some(hook.key.as_str()), "the key is the event's EventID");
+            assert_eq!(event["Type"], "ZONE_ENTER");
+            if let Some(first) = self.bodies.get(&hook.key) {
+                assert_eq!(first, &hook.body, "a copy carries the same key and the same body");
+            }
+            self.bodies.insert(hook.key.clone(), hook.body);
+            if hook.status == 200 {
+                self.delivered.insert(hook.key);
+            }
+        }
+    }
+
+    /// Checks that `devices` entered, one event each, and every event was delivered.
+    fn every_device_delivered(&self, devices: &[String]) {
+        let macs: BTreeSet<String> = self
+            .bodies
+            .values()
+            .map(|b| serde_json::from_slice::<Value>(b).unwrap()["Source"]["MAC"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(macs, devices.iter().cloned().collect(), "one entry per device");
+        assert_eq!(self.bodies.len(), devices.len(), "one event per device");
+        assert_eq!(self.delivered.len(), devices.len(), "every event delivered");
+    }
+}
+
+/// Devices of the http-request action tests.
+const HOOKED: usize = 20;
+
+/// The zone of the position tests with an http-request action to `url`.
+fn cell_with_action(url: &str) -> Value {
+    let mut zone = cell();
+    zone["ZoneActions"] = json!([{"type": "http-request", "uri": url}]);
+    zone
+}
+
+#[tokio::test]
+async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_delivered_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    let (url, status, mut hooks) = hook_receiver().await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell_with_action(&url))).await;
+    let macs: Vec<String> = devices().into_iter().take(HOOKED).collect();
+    site.positions(&macs, 1.0).await;
+    // Every request has been tried and refused: all of them wait for a retry.
+    let mut seen = Seen::default();
+    seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
+    site.evaluator.kill().await;
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    status.store(200, Ordering::SeqCst);
+    seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
+    seen.every_device_delivered(&macs);
+    let _ = zonecast_store::postgres::drop_database(
+        &zonecast_tests::database_admin_url(),
+        database.rsplit('/').next().unwrap(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_delivered_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let env: Vec<(String, String)> = [
+        ("ZONECAST_DATA_DIR", data.path().to_str().unwrap()),
+        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let http = reqwest::Client::new();
+    let mut zonecast = Service::start("zonecast", env, port);
+    zonecast.healthy(&http, WAIT).await;
+    let api = Api { http, base: format!("http://127.0.0.1:{port}") };
+    let (url, status, mut hooks) = hook_receiver().await;
+    api.call(Method::POST, "/v3/modules/zones", Some(cell_with_action(&url))).await;
+    let macs: Vec<String> = devices().into_iter().take(HOOKED).collect();
+    let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [1, 0, 0]})).collect();
+    let accepted = api.call(Method::POST, "/v3/positions", Some(Value::Array(body))).await;
+    assert_eq!(accepted["accepted"], HOOKED);
+    let mut seen = Seen::default();
+    seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
+    zonecast.kill().await;
+    zonecast.restart();
+    zonecast.healthy(&api.http, WAIT).await;
+    status.store(200, Ordering::SeqCst);
+    seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
+    seen.every_device_delivered(&macs);
 }

@@ -1,7 +1,7 @@
 //! http-request zone actions as a receiver sees them: a real HTTP server started by the test
 //! records every request. Each carries the event's EventID as Idempotency-Key, is signed with
 //! the action's secret when it has one, and is tried again on 503 but not on 400; the secret is
-//! never shown by the API and never stored in clear.
+//! never shown by the API and never stored in clear, neither in the store nor in the journal.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
@@ -284,6 +284,53 @@ async fn the_secret_is_never_shown_and_stored_only_sealed(mode: Mode) {
     server.stop().await;
 }
 
+async fn a_request_waiting_in_the_journal_holds_the_secret_sealed(mode: Mode) {
+    use futures::StreamExt;
+    use zonecast_bus::journal::Kind;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path());
+    let keys = zonecast_runtime::Keys::from_secret(config.secret_key.as_ref().unwrap()).unwrap();
+    let server = Server::start_with(mode, config, dir).await;
+    // A consumer of the test's own sees every request stored from now on.
+    let journal = server.journal();
+    journal.create_consumer(Kind::Actions, "audit", 10).await.unwrap();
+    let (url, mut requests) = receiver(&[(503, "")]).await;
+    let zone = server
+        .create_zone(with_action(
+            "kept",
+            [0.0, 0.0, 0.0],
+            json!({"type": "http-request", "uri": url, "secret": SECRET}),
+        ))
+        .await;
+    server.position(&mac(6), [0.0, 0.0, 0.0], Utc::now()).await;
+    let mut audit = journal.consume(Kind::Actions, "audit", 10).await.unwrap();
+    let stored = tokio::time::timeout(WAIT, audit.next()).await.expect("a stored request").unwrap();
+    assert_eq!(stored.subject, server.subjects.http_action(zone["ZoneID"].as_str().unwrap()));
+    let text = String::from_utf8(stored.payload.to_vec()).unwrap();
+    assert!(!text.contains(SECRET), "the secret is stored in clear: {text}");
+    let request: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(request["uri"], json!(url));
+    assert_eq!(request["method"], "POST");
+    let sealed = request["secret"].as_str().expect("the secret, sealed");
+    assert_eq!(keys.open_text(sealed).unwrap().expose(), SECRET, "sealed with the server's key");
+    // The receiver gets the event the request holds, signed with the secret in clear.
+    let first = next(&mut requests).await;
+    assert_eq!(first.json(), request["event"]);
+    let delivered = next(&mut requests).await;
+    assert_eq!(delivered.header("X-Zonecast-Signature"), Some(expected_signature(SECRET, &delivered.body)));
+    if mode == Mode::AllInOne {
+        let file = server.data_dir.path().join(zonecast::JOURNAL_FILE);
+        let mut bytes = std::fs::read(&file).unwrap();
+        if let Ok(wal) = std::fs::read(file.with_file_name(format!("{}-wal", zonecast::JOURNAL_FILE))) {
+            bytes.extend(wal);
+        }
+        assert!(contains(&bytes, sealed.as_bytes()), "the request is in the journal file");
+        assert!(!contains(&bytes, SECRET.as_bytes()), "the journal file holds the secret in clear");
+    }
+    journal.remove_consumer(Kind::Actions, "audit").await.unwrap();
+    server.stop().await;
+}
+
 async fn bad_secrets_are_refused_with_the_rule(mode: Mode) {
     let server = Server::start(mode).await;
     let action = |secret: Value| {
@@ -313,5 +360,6 @@ both_modes!(
     a_receiver_answering_503_twice_gets_the_same_request_a_third_time_and_it_is_delivered,
     a_receiver_answering_400_is_not_asked_again,
     the_secret_is_never_shown_and_stored_only_sealed,
+    a_request_waiting_in_the_journal_holds_the_secret_sealed,
     bad_secrets_are_refused_with_the_rule,
 );

@@ -31,7 +31,7 @@ struct Shared {
     capacity: usize,
     registry: Mutex<Registry>,
     /// The journal of each subject prefix, shared by every service of the process.
-    journals: Mutex<HashMap<String, Arc<crate::journal::memory::Inner>>>,
+    journals: Mutex<HashMap<String, crate::journal::memory::Logs>>,
 }
 
 #[derive(Default)]
@@ -337,15 +337,15 @@ impl Bus for InProcessBus {
 
     /// The first call for a prefix fixes its settings; later calls share that journal.
     fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
-        let inner = self
+        let logs = self
             .shared
             .journals
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(prefix.to_owned())
-            .or_insert_with(|| Arc::new(crate::journal::memory::Inner::new(prefix, settings)))
+            .or_insert_with(|| crate::journal::memory::Logs::new(prefix, settings))
             .clone();
-        Arc::new(crate::journal::MemoryJournal::new(Arc::new(self.clone()), inner))
+        Arc::new(crate::journal::MemoryJournal::new(Arc::new(self.clone()), logs))
     }
 
     fn is_connected(&self) -> bool {

@@ -127,6 +127,17 @@ impl Subjects {
         format!("{}.pipeline.lag", self.prefix)
     }
 
+    /// A stored http-request action request of one zone, for the evaluators' `http-actions`
+    /// journal consumer: `<prefix>.actions.http.<zone_id>`.
+    pub fn http_action(&self, zone_id: &str) -> String {
+        format!("{}.actions.http.{zone_id}", self.prefix)
+    }
+
+    /// Pattern for every stored action request: `<prefix>.actions.>`.
+    pub fn actions_all(&self) -> String {
+        format!("{}.actions.>", self.prefix)
+    }
+
     /// Configuration change announcements: `<prefix>.config.changed`.
     pub fn config_changed(&self) -> String {
         format!("{}.config.changed", self.prefix)
@@ -182,6 +193,8 @@ mod tests {
         assert_eq!(s.alarm(AlarmKind::Device, MAC), "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE");
         assert_eq!(s.events_all(), "zonecast.events.>");
         assert_eq!(s.device_alarm_command(MAC), "zonecast.devices.00:AA:BB:CC:DD:EE.alarm");
+        assert_eq!(s.http_action("42"), "zonecast.actions.http.42");
+        assert_eq!(s.actions_all(), "zonecast.actions.>");
         assert_eq!(s.config_changed(), "zonecast.config.changed");
         assert_eq!(s.config_applied(), "zonecast.config.applied");
         assert_eq!(s.config_roll(), "zonecast.config.roll");
@@ -208,15 +221,21 @@ mod tests {
             s.zone_event("7", Exit),
             s.alarm(AlarmKind::Site, MAC),
             s.device_alarm_command(MAC),
+            s.http_action("7"),
             s.config_changed(),
             s.config_applied(),
             s.source_position(MAC),
         ] {
             assert!(validate_subject(&subject).is_ok(), "{subject}");
         }
-        for pattern in
-            [s.positions_partition(0), s.positions_all(), s.zone_events("7"), s.events_all(), s.source_positions()]
-        {
+        for pattern in [
+            s.positions_partition(0),
+            s.positions_all(),
+            s.zone_events("7"),
+            s.events_all(),
+            s.source_positions(),
+            s.actions_all(),
+        ] {
             assert!(validate_pattern(&pattern).is_ok(), "{pattern}");
         }
     }
@@ -234,6 +253,9 @@ mod tests {
         assert!(!matches(&s.events_all(), &s.positions(1, MAC)));
         assert!(!matches(&s.events_all(), &s.device_alarm_command(MAC)));
         assert!(!matches(&s.events_all(), &s.config_changed()));
+        assert!(matches(&s.actions_all(), &s.http_action("7")));
+        assert!(!matches(&s.events_all(), &s.http_action("7")));
+        assert!(!matches(&s.actions_all(), &s.zone_event("7", Enter)));
         assert!(matches(&s.source_positions(), &s.source_position(MAC)));
         assert!(!matches(&s.positions_all(), &s.source_position(MAC)));
     }

@@ -1,7 +1,8 @@
 //! One contract suite for both journals: JetStream on the NATS server of the machine and the
-//! in-memory journal of the in-process bus. Records are delivered in order until acknowledged,
-//! copies are stored once, unacknowledged records come back, and what leaves the journal
-//! before a consumer acknowledged it is counted.
+//! in-memory journal of the in-process bus, for both kinds of record (events, action
+//! requests). Records are delivered in order until acknowledged, copies are stored once,
+//! unacknowledged records come back, what leaves the journal before a consumer acknowledged it
+//! is counted, and the two kinds are kept apart.
 //!
 //! The NATS half needs a server with JetStream at `ZONECAST_TEST_NATS_URL` (default
 //! `nats://127.0.0.1:4222`) and fails, never skips, when there is none.
@@ -12,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::time::timeout;
-use zonecast_bus::journal::{ConsumerState, Delivery, Record};
+use zonecast_bus::journal::{ConsumerState, Delivery, Kind, Record};
 use zonecast_bus::{Bus, InProcessBus, Journal, JournalSettings, NatsBus};
 
 const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
@@ -21,15 +22,25 @@ const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec
 /// again after its ack wait (10 s).
 const ARRIVES: Duration = Duration::from_secs(20);
 
-/// A bus, a journal under a fresh prefix on it, and the prefix.
+/// A bus, a journal under a fresh prefix on it, the prefix, and the kind of record used.
 struct Setup {
     bus: Arc<dyn Bus>,
     journal: Arc<dyn Journal>,
     prefix: String,
+    kind: Kind,
+}
+
+/// A subject of `kind` under `prefix`, as the evaluator appends them.
+fn subject_of(kind: Kind, prefix: &str) -> String {
+    let subjects = zonecast_bus::Subjects::new(prefix);
+    match kind {
+        Kind::Events => subjects.zone_event("z", zonecast_model::ZoneEventKind::Enter),
+        Kind::Actions => subjects.http_action("z"),
+    }
 }
 
 impl Setup {
-    async fn new(nats: bool, settings: JournalSettings) -> Self {
+    async fn new(nats: bool, kind: Kind, settings: JournalSettings) -> Self {
         let bus: Arc<dyn Bus> = if nats {
             let url = std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
             match NatsBus::connect(&url, "zonecast-journal-contract").await {
@@ -43,12 +54,12 @@ impl Setup {
         };
         let prefix = format!("jt{}", uuid::Uuid::new_v4().simple());
         let journal = bus.journal(&prefix, settings);
-        Self { bus, journal, prefix }
+        Self { bus, journal, prefix, kind }
     }
 
     fn record(&self, n: u32) -> Record {
         Record {
-            subject: format!("{}.events.zone.z.enter", self.prefix),
+            subject: subject_of(self.kind, &self.prefix),
             payload: Bytes::from(format!("event {n}")),
             id: format!("id-{n}"),
         }
@@ -65,7 +76,15 @@ impl Setup {
     }
 
     async fn state(&self, name: &str) -> ConsumerState {
-        self.journal.state(name).await.expect("state").expect("the consumer exists")
+        self.journal.state(self.kind, name).await.expect("state").expect("the consumer exists")
+    }
+
+    async fn create(&self, name: &str, in_hand: usize) {
+        self.journal.create_consumer(self.kind, name, in_hand).await.expect("create");
+    }
+
+    async fn consume(&self, name: &str, in_hand: usize) -> zonecast_bus::journal::Deliveries {
+        self.journal.consume(self.kind, name, in_hand).await.expect("consume")
     }
 }
 
@@ -77,12 +96,13 @@ fn text(delivery: &Delivery) -> String {
     String::from_utf8_lossy(&delivery.payload).into_owned()
 }
 
-async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    let mut tap = s.bus.subscribe(&format!("{}.events.>", s.prefix)).await.expect("subscribe");
-    s.journal.create_consumer("mqtt-1", 100).await.expect("create");
+async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let mut tap =
+        s.bus.subscribe(&kind.pattern(&zonecast_bus::Subjects::new(s.prefix.clone()))).await.expect("subscribe");
+    s.create("mqtt-1", 100).await;
     s.append(1..=3).await;
-    let mut deliveries = s.journal.consume("mqtt-1", 100).await.expect("consume");
+    let mut deliveries = s.consume("mqtt-1", 100).await;
     let got: Vec<Delivery> =
         vec![next(&mut deliveries).await, next(&mut deliveries).await, next(&mut deliveries).await];
     assert_eq!(got.iter().map(text).collect::<Vec<_>>(), ["event 1", "event 2", "event 3"]);
@@ -104,12 +124,12 @@ async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nat
     s.done().await;
 }
 
-async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c", 100).await.expect("create");
+async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    s.create("c", 100).await;
     s.append(1..=2).await;
     {
-        let mut deliveries = s.journal.consume("c", 100).await.expect("consume");
+        let mut deliveries = s.consume("c", 100).await;
         let first = next(&mut deliveries).await;
         let second = next(&mut deliveries).await;
         assert_eq!((text(&first), text(&second)), ("event 1".into(), "event 2".into()));
@@ -118,7 +138,7 @@ async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(na
         drop(second);
     }
     s.append([3]).await;
-    let mut deliveries = s.journal.consume("c", 100).await.expect("consume again");
+    let mut deliveries = s.consume("c", 100).await;
     let again = next(&mut deliveries).await;
     let after = next(&mut deliveries).await;
     let mut got = vec![text(&again), text(&after)];
@@ -127,62 +147,62 @@ async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(na
     s.done().await;
 }
 
-async fn a_copy_of_a_record_is_stored_once(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c", 100).await.expect("create");
+async fn a_copy_of_a_record_is_stored_once(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    s.create("c", 100).await;
     s.append([1]).await;
     s.append([1, 2]).await;
-    let mut deliveries = s.journal.consume("c", 100).await.expect("consume");
+    let mut deliveries = s.consume("c", 100).await;
     assert_eq!(text(&next(&mut deliveries).await), "event 1");
     assert_eq!(text(&next(&mut deliveries).await), "event 2", "the copy of event 1 is not delivered");
     assert_eq!(s.state("c").await.backlog, 2);
     s.done().await;
 }
 
-async fn consumers_are_independent_and_start_at_their_creation(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("a", 100).await.expect("create a");
+async fn consumers_are_independent_and_start_at_their_creation(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    s.create("a", 100).await;
     s.append([1]).await;
-    s.journal.create_consumer("b", 100).await.expect("create b");
+    s.create("b", 100).await;
     s.append([2]).await;
-    let mut a = s.journal.consume("a", 100).await.expect("consume a");
-    let mut b = s.journal.consume("b", 100).await.expect("consume b");
+    let mut a = s.consume("a", 100).await;
+    let mut b = s.consume("b", 100).await;
     let one = next(&mut a).await;
     assert_eq!(text(&one), "event 1");
     one.ack.ack();
     assert_eq!(text(&next(&mut b).await), "event 2", "b starts with what came after it was made");
     assert_eq!(text(&next(&mut a).await), "event 2");
-    s.journal.remove_consumer("b").await.expect("remove");
-    assert_eq!(s.journal.state("b").await.expect("state"), None);
-    s.journal.remove_consumer("b").await.expect("removing a missing consumer is no error");
+    s.journal.remove_consumer(kind, "b").await.expect("remove");
+    assert_eq!(s.journal.state(kind, "b").await.expect("state"), None);
+    s.journal.remove_consumer(kind, "b").await.expect("removing a missing consumer is no error");
     s.done().await;
 }
 
-async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them(nats: bool) {
+async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them(nats: bool, kind: Kind) {
     // Each record is about 7 bytes of payload (plus JetStream's own overhead per message).
-    let s = Setup::new(nats, JournalSettings { max_bytes: 2_000, ..JournalSettings::default() }).await;
-    s.journal.create_consumer("slow", 100).await.expect("create");
+    let s = Setup::new(nats, kind, JournalSettings { max_bytes: 2_000, ..JournalSettings::default() }).await;
+    s.create("slow", 100).await;
     s.append(1..=400).await;
     let state = s.state("slow").await;
     assert!(state.lost > 0, "records pushed out by the size bound count as lost: {state:?}");
     assert!(state.lost + state.backlog >= 400 - 1, "every record is either waiting or counted lost: {state:?}");
-    let mut deliveries = s.journal.consume("slow", 1000).await.expect("consume");
+    let mut deliveries = s.consume("slow", 1000).await;
     let first = next(&mut deliveries).await;
     assert_ne!(text(&first), "event 1", "the oldest records are the ones gone");
     s.done().await;
 }
 
-async fn a_large_append_is_stored_whole(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    s.journal.create_consumer("c", 100).await.expect("create");
+async fn a_large_append_is_stored_whole(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    s.create("c", 100).await;
     s.append(0..5_000).await;
     assert_eq!(s.state("c").await.backlog, 5_000);
     s.done().await;
 }
 
-async fn a_subject_outside_the_rules_is_refused(nats: bool) {
-    let s = Setup::new(nats, JournalSettings::default()).await;
-    let bad = Record { subject: format!("{}.events..x", s.prefix), payload: Bytes::new(), id: "x".into() };
+async fn a_subject_outside_the_rules_is_refused(nats: bool, kind: Kind) {
+    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let bad = Record { subject: format!("{}..x", subject_of(kind, &s.prefix)), payload: Bytes::new(), id: "x".into() };
     assert!(matches!(s.journal.append(vec![bad]).await, Err(zonecast_bus::BusError::InvalidSubject(_))));
     s.done().await;
 }
@@ -190,16 +210,32 @@ async fn a_subject_outside_the_rules_is_refused(nats: bool) {
 macro_rules! both {
     ($($name:ident),* $(,)?) => {
         mod in_process {
-            $(#[tokio::test]
-            async fn $name() {
-                super::$name(false).await;
-            })*
+            mod events {
+                $(#[tokio::test]
+                async fn $name() {
+                    super::super::$name(false, zonecast_bus::journal::Kind::Events).await;
+                })*
+            }
+            mod actions {
+                $(#[tokio::test]
+                async fn $name() {
+                    super::super::$name(false, zonecast_bus::journal::Kind::Actions).await;
+                })*
+            }
         }
         mod nats {
-            $(#[tokio::test]
-            async fn $name() {
-                super::$name(true).await;
-            })*
+            mod events {
+                $(#[tokio::test]
+                async fn $name() {
+                    super::super::$name(true, zonecast_bus::journal::Kind::Events).await;
+                })*
+            }
+            mod actions {
+                $(#[tokio::test]
+                async fn $name() {
+                    super::super::$name(true, zonecast_bus::journal::Kind::Actions).await;
+                })*
+            }
         }
     };
 }
@@ -230,9 +266,9 @@ async fn a_persistent_journal_keeps_what_consumers_lack_across_a_restart() {
     };
     let last_sequence = {
         let journal = MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("open");
-        journal.create_consumer("c", 100).await.expect("create");
+        journal.create_consumer(Kind::Events, "c", 100).await.expect("create");
         journal.append((1..=3).map(record).collect()).await.expect("append");
-        let mut deliveries = journal.consume("c", 100).await.expect("consume");
+        let mut deliveries = journal.consume(Kind::Events, "c", 100).await.expect("consume");
         let first = next(&mut deliveries).await;
         assert_eq!(text(&first), "event 1");
         first.ack.ack();
@@ -241,9 +277,9 @@ async fn a_persistent_journal_keeps_what_consumers_lack_across_a_restart() {
         // Dropped here with events 2 and 3 unacknowledged.
     };
     let journal = MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("reopen");
-    assert_eq!(journal.state("c").await.expect("state"), Some(ConsumerState { backlog: 2, lost: 0 }));
+    assert_eq!(journal.state(Kind::Events, "c").await.expect("state"), Some(ConsumerState { backlog: 2, lost: 0 }));
     journal.append(vec![record(4), record(2)]).await.expect("append after the restart");
-    let mut deliveries = journal.consume("c", 100).await.expect("consume");
+    let mut deliveries = journal.consume(Kind::Events, "c", 100).await.expect("consume");
     let got: Vec<Delivery> =
         vec![next(&mut deliveries).await, next(&mut deliveries).await, next(&mut deliveries).await];
     assert_eq!(
@@ -271,10 +307,10 @@ async fn a_journal_file_that_cannot_be_opened_is_refused() {
 /// new bound takes it.
 #[tokio::test]
 async fn jetstream_hands_out_no_more_than_the_consumer_may_hold() {
-    let s = Setup::new(true, JournalSettings::default()).await;
-    s.journal.create_consumer("c", 1).await.expect("create");
+    let s = Setup::new(true, Kind::Events, JournalSettings::default()).await;
+    s.create("c", 1).await;
     s.append(1..=10).await;
-    let mut deliveries = s.journal.consume("c", 3).await.expect("consume with a larger bound");
+    let mut deliveries = s.consume("c", 3).await;
     let first = next(&mut deliveries).await;
     next(&mut deliveries).await;
     next(&mut deliveries).await;
@@ -283,4 +319,130 @@ async fn jetstream_hands_out_no_more_than_the_consumer_may_hold() {
     first.ack.ack();
     assert_eq!(text(&next(&mut deliveries).await), "event 4", "one acknowledged makes room for one more");
     s.done().await;
+}
+
+/// Events and action requests appended together go each to the consumers of their own kind,
+/// with sequences of their own; a consumer name of one kind is not the other's, and removing
+/// one leaves the other.
+async fn the_two_kinds_are_kept_apart(nats: bool) {
+    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let record = |kind: Kind, n: u32| Record {
+        subject: subject_of(kind, &s.prefix),
+        payload: Bytes::from(format!("{kind:?} {n}")),
+        // The same id in both kinds: each kind recognises copies among its own records only.
+        id: format!("id-{n}"),
+    };
+    for kind in Kind::ALL {
+        s.journal.create_consumer(kind, "c", 100).await.expect("create");
+    }
+    let mixed =
+        vec![record(Kind::Events, 1), record(Kind::Actions, 1), record(Kind::Events, 2), record(Kind::Actions, 2)];
+    s.journal.append(mixed).await.expect("append");
+    let mut events = s.journal.consume(Kind::Events, "c", 100).await.expect("consume events");
+    let mut actions = s.journal.consume(Kind::Actions, "c", 100).await.expect("consume actions");
+    let (e1, e2) = (next(&mut events).await, next(&mut events).await);
+    let (a1, a2) = (next(&mut actions).await, next(&mut actions).await);
+    assert_eq!([text(&e1), text(&e2)], ["Events 1", "Events 2"]);
+    assert_eq!([text(&a1), text(&a2)], ["Actions 1", "Actions 2"]);
+    assert_eq!(a1.subject, subject_of(Kind::Actions, &s.prefix));
+    assert_eq!(a2.sequence, a1.sequence + 1, "action requests have sequences of their own");
+    a1.ack.ack();
+    a2.ack.ack();
+    let events_state = s.journal.state(Kind::Events, "c").await.expect("state").expect("exists");
+    assert_eq!(events_state.backlog, 2, "acknowledging action requests leaves the events waiting");
+    s.journal.remove_consumer(Kind::Events, "c").await.expect("remove");
+    assert_eq!(s.journal.state(Kind::Events, "c").await.expect("state"), None);
+    assert!(s.journal.state(Kind::Actions, "c").await.expect("state").is_some(), "the other kind's consumer stays");
+    s.done().await;
+}
+
+#[tokio::test]
+async fn in_process_the_two_kinds_are_kept_apart() {
+    the_two_kinds_are_kept_apart(false).await;
+}
+
+#[tokio::test]
+async fn nats_the_two_kinds_are_kept_apart() {
+    the_two_kinds_are_kept_apart(true).await;
+}
+
+/// JetStream hands a record out again after its ack wait (10 s) unless the consumer says it is
+/// still working on it: a request waiting a minute for its next try is not sent twice.
+#[tokio::test]
+async fn jetstream_waits_for_a_record_whose_consumer_reports_progress() {
+    let s = Setup::new(true, Kind::Actions, JournalSettings::default()).await;
+    s.create("c", 10).await;
+    s.append([1]).await;
+    let mut deliveries = s.consume("c", 10).await;
+    let held = next(&mut deliveries).await;
+    // Longer than the ack wait, reporting progress within it.
+    let until = tokio::time::Instant::now() + Duration::from_secs(14);
+    while tokio::time::Instant::now() < until {
+        held.ack.progress();
+        let again = timeout(Duration::from_secs(2), deliveries.next()).await;
+        assert!(again.is_err(), "delivered again while in progress: {again:?}");
+    }
+    // Without word it comes back, with the same sequence.
+    let again = next(&mut deliveries).await;
+    assert_eq!((text(&again), again.sequence), (text(&held), held.sequence));
+    s.done().await;
+}
+
+/// The all-in-one's file keeps action requests too, apart from the events: what the consumer
+/// had not acknowledged is delivered after a reopen, what it had is not.
+#[tokio::test]
+async fn a_persistent_journal_keeps_action_requests_across_a_restart() {
+    use zonecast_bus::journal::MemoryJournal;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.sqlite");
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+    let record = |kind: Kind, n: u32| Record {
+        subject: subject_of(kind, "p"),
+        payload: Bytes::from(format!("{kind:?} {n}")),
+        id: format!("{kind:?}-{n}"),
+    };
+    {
+        let journal = MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("open");
+        for kind in Kind::ALL {
+            journal.create_consumer(kind, "c", 100).await.expect("create");
+        }
+        let records = (1..=3).flat_map(|n| [record(Kind::Events, n), record(Kind::Actions, n)]).collect();
+        journal.append(records).await.expect("append");
+        let mut actions = journal.consume(Kind::Actions, "c", 100).await.expect("consume");
+        let first = next(&mut actions).await;
+        assert_eq!(text(&first), "Actions 1");
+        first.ack.ack();
+        // Let the acknowledgement reach the file (it is written every 100 ms), then drop the
+        // journal with requests 2 and 3 unacknowledged, as a crash would.
+        let file = rusqlite_floor(&path);
+        eventually(|| file() == Some(2)).await;
+    }
+    let journal = MemoryJournal::persistent(bus, "p", JournalSettings::default(), &path).expect("reopen");
+    assert_eq!(journal.state(Kind::Actions, "c").await.expect("state"), Some(ConsumerState { backlog: 2, lost: 0 }));
+    assert_eq!(journal.state(Kind::Events, "c").await.expect("state"), Some(ConsumerState { backlog: 3, lost: 0 }));
+    journal.append(vec![record(Kind::Actions, 2)]).await.expect("a copy after the restart");
+    let mut actions = journal.consume(Kind::Actions, "c", 100).await.expect("consume");
+    assert_eq!(text(&next(&mut actions).await), "Actions 2");
+    assert_eq!(text(&next(&mut actions).await), "Actions 3");
+    let more = timeout(Duration::from_millis(300), actions.next()).await;
+    assert!(more.is_err(), "the copy of request 2 is not stored again: {more:?}");
+    let mut events = journal.consume(Kind::Events, "c", 100).await.expect("consume events");
+    assert_eq!(text(&next(&mut events).await), "Events 1");
+}
+
+/// The floor of consumer `c` of action requests as the journal file holds it.
+fn rusqlite_floor(path: &std::path::Path) -> impl Fn() -> Option<i64> + '_ {
+    move || {
+        let connection = rusqlite::Connection::open(path).ok()?;
+        connection.query_row("SELECT floor FROM journal_actions_consumers WHERE name = 'c'", [], |r| r.get(0)).ok()
+    }
+}
+
+/// Polls `done` until it holds, for at most [`ARRIVES`].
+async fn eventually(done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + ARRIVES;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "never came to pass");
+        tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling interval of a bounded wait
+    }
 }

@@ -1,11 +1,11 @@
 //! http-request zone actions. Every request carries its event's `EventID` as
 //! `Idempotency-Key` and, when the action has a secret, an HMAC-SHA256 signature of its body
 //! in `X-Zonecast-Signature`; it is retried with exponential backoff and full jitter until it is
-//! delivered, refused, or its retry window closes. [`Delivery::send`] takes one request to its
-//! final outcome; [`spawn`] runs a pool of them off the evaluation path: a bounded queue (a full
-//! one drops the request and counts it), a bounded number of requests held, and a bounded
-//! number of tries in flight. A request waiting for its next try holds no worker, so a slow or
-//! failing receiver does not hold up the others.
+//! delivered, refused, or its retry window (counted from the event's `LocalTimestamp`) closes.
+//! [`Delivery::send`] takes one request to its final outcome, with a bounded number of tries in
+//! flight: a request waiting for its next try holds no worker, so a slow or failing receiver
+//! does not hold up the others. Requests reach it through the event journal
+//! (`actions_consumer.rs`), so they survive the evaluator.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,14 +13,16 @@ use std::time::Duration;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use zonecast_bus::Subjects;
+use zonecast_bus::journal::Record;
 use zonecast_model::{ActionSecret, Event};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Keys, Shutdown};
 
-/// One request to send.
-#[derive(Debug)]
+/// One request to send, as the journal stores it (JSON): the action's secret stays sealed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Request {
     /// Target URI.
     pub uri: String,
@@ -34,21 +36,31 @@ pub struct Request {
     pub secret: Option<ActionSecret>,
 }
 
+impl Request {
+    /// The journal record of this request, the `action`-th of `zone`'s actions: on the zone's
+    /// subject, its id `<EventID>:<action>`, so that appending it again stores it once. Fails
+    /// when the secret is not sealed (a secret in clear is never written).
+    pub fn record(&self, subjects: &Subjects, zone: &uuid::Uuid, action: usize) -> Result<Record, String> {
+        let payload = serde_json::to_vec(self).map_err(|e| format!("cannot encode the request: {e}"))?;
+        Ok(Record {
+            subject: subjects.http_action(&zonecast_model::format_id(zone)),
+            payload: payload.into(),
+            id: format!("{}:{action}", self.event.event_id),
+        })
+    }
+}
+
 /// The header that carries the event's `EventID`, the same on every try and every copy.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The header that carries `sha256=<hex HMAC-SHA256 of the body with the action's secret>`.
 pub const SIGNATURE: &str = "x-zonecast-signature";
 
-/// Requests waiting to be taken by the pool; beyond it they are dropped and counted.
-const QUEUE: usize = 10_000;
-/// Requests the pool holds at once, trying or waiting for their next try.
-const HELD: usize = 10_000;
 /// Tries in flight at once.
 const WORKERS: usize = 64;
 /// Time one try may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How a request ended.
+/// How a request ended, or that it has not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A 2xx answer.
@@ -60,6 +72,9 @@ pub enum Outcome {
         /// The last failure.
         reason: String,
     },
+    /// Waiting for its next try when the evaluator stopped: no outcome yet. It stays in the
+    /// journal and is sent again after the restart (or by another replica).
+    Interrupted,
 }
 
 /// Why a request is no longer tried.
@@ -70,8 +85,6 @@ pub enum GiveUp {
     Failed,
     /// Still failing when its retry window closed.
     Expired,
-    /// Waiting for its next try when the evaluator stopped.
-    Abandoned,
 }
 
 impl Outcome {
@@ -79,13 +92,14 @@ impl Outcome {
         Self::GaveUp { why, reason: reason.into() }
     }
 
-    /// The `outcome` label of `zonecast_evaluator_http_actions_total`.
-    pub fn label(&self) -> &'static str {
+    /// The `outcome` label of `zonecast_evaluator_http_actions_total`; `None` while the
+    /// request has no final outcome.
+    pub fn label(&self) -> Option<&'static str> {
         match self {
-            Self::Delivered => "success",
-            Self::GaveUp { why: GiveUp::Failed, .. } => "failed",
-            Self::GaveUp { why: GiveUp::Expired, .. } => "expired",
-            Self::GaveUp { why: GiveUp::Abandoned, .. } => "abandoned",
+            Self::Delivered => Some("success"),
+            Self::GaveUp { why: GiveUp::Failed, .. } => Some("failed"),
+            Self::GaveUp { why: GiveUp::Expired, .. } => Some("expired"),
+            Self::Interrupted => None,
         }
     }
 }
@@ -97,7 +111,7 @@ pub struct Backoff {
     pub first: Duration,
     /// The largest ceiling; waits double up to it.
     pub cap: Duration,
-    /// How long after the first try a request is still tried again.
+    /// How long after its event a request is still tried again.
     pub retry_for: Duration,
 }
 
@@ -204,8 +218,10 @@ impl Delivery {
         Self { client, keys, backoff, workers: Semaphore::new(WORKERS), rng: SystemRandom::new() }
     }
 
-    /// Sends `request` until it is delivered, refused, its retry window closes, or `shutdown`
-    /// comes while it waits for its next try. Each try takes a worker; waits take none.
+    /// Sends `request` until it is delivered, refused, its retry window (from the event's
+    /// `LocalTimestamp`, so a request taken again after a restart is not given a new one)
+    /// closes, or `shutdown` comes while it waits for its next try. It is tried at least once
+    /// each time it is taken. Each try takes a worker; waits take none.
     pub async fn send(&self, request: &Request, shutdown: &Shutdown) -> Outcome {
         let client = match &self.client {
             Ok(client) => client,
@@ -215,12 +231,17 @@ impl Delivery {
             Ok(p) => p,
             Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason),
         };
-        let deadline = Instant::now() + self.backoff.retry_for;
+        let window = self
+            .backoff
+            .retry_for
+            .saturating_sub((chrono::Utc::now() - request.event.local_timestamp).to_std().unwrap_or(Duration::ZERO));
+        let deadline = Instant::now() + window;
         let mut retry = 0u32;
         loop {
             let attempt = match self.workers.acquire().await {
                 Ok(_worker) => attempt(client, &prepared).await,
-                Err(_) => return Outcome::gave_up(GiveUp::Abandoned, "the pool closed"),
+                // The workers are never closed; should they be, the request stays in the journal.
+                Err(_) => return Outcome::Interrupted,
             };
             let (reason, after) = match attempt {
                 Attempt::Done => return Outcome::Delivered,
@@ -232,12 +253,12 @@ impl Delivery {
                 return Outcome::gave_up(GiveUp::Expired, reason);
             }
             if shutdown.is_cancelled() {
-                return Outcome::gave_up(GiveUp::Abandoned, reason);
+                return Outcome::Interrupted;
             }
             let wait = after.unwrap_or_else(|| self.backoff.delay(retry, self.unit())).min(left);
             metrics::counter!("zonecast_evaluator_http_action_retries_total").increment(1);
             tokio::select! {
-                () = shutdown.cancelled() => return Outcome::gave_up(GiveUp::Abandoned, reason),
+                () = shutdown.cancelled() => return Outcome::Interrupted,
                 () = tokio::time::sleep(wait) => {}
             }
             retry = retry.saturating_add(1);
@@ -317,41 +338,14 @@ fn origin(uri: &str) -> String {
 }
 
 /// Counts `outcome` and logs a failure (at a limited rate).
-fn record(uri: &str, outcome: &Outcome, log: &Mutex<RateLimited>) {
-    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => outcome.label()).increment(1);
+pub(crate) fn record(uri: &str, outcome: &Outcome, log: &Mutex<RateLimited>) {
+    let Some(label) = outcome.label() else { return };
+    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => label).increment(1);
     let Outcome::GaveUp { reason, .. } = outcome else { return };
     let allowed = log.lock().map_or(None, |mut l| l.allow());
     if let Some(held_back) = allowed {
-        tracing::warn!(target = %origin(uri), outcome = outcome.label(), %reason, held_back, "http-request action not delivered");
+        tracing::warn!(target = %origin(uri), outcome = label, %reason, held_back, "http-request action not delivered");
     }
-}
-
-/// Starts the pool on `delivery`; the sender is for `try_send`. The pool ends once the sender
-/// is dropped and every request it took has its outcome (after `shutdown`, requests waiting
-/// for a next try are abandoned).
-pub fn spawn(delivery: Delivery, shutdown: Shutdown) -> (mpsc::Sender<Request>, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::channel::<Request>(QUEUE);
-    let delivery = Arc::new(delivery);
-    let task = tokio::spawn(async move {
-        let held = Arc::new(Semaphore::new(HELD));
-        let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(10))));
-        let mut running = tokio::task::JoinSet::new();
-        loop {
-            // A place first: while every place is taken, requests wait in the queue, and a full
-            // queue drops them.
-            let Ok(place) = held.clone().acquire_owned().await else { break };
-            let Some(request) = rx.recv().await else { break };
-            let (delivery, shutdown, log) = (delivery.clone(), shutdown.clone(), log.clone());
-            running.spawn(async move {
-                let outcome = delivery.send(&request, &shutdown).await;
-                record(&request.uri, &outcome, &log);
-                drop(place);
-            });
-            while running.try_join_next().is_some() {}
-        }
-        while running.join_next().await.is_some() {}
-    });
-    (tx, task)
 }
 
 #[cfg(test)]
@@ -454,7 +448,7 @@ mod tests {
         let outcome = delivery.send(&request, &Shutdown::new()).await;
         let Outcome::GaveUp { why: GiveUp::Failed, reason } = &outcome else { panic!("{outcome:?}") };
         assert!(reason.contains("cannot be unsealed"), "{reason}");
-        assert_eq!(outcome.label(), "failed");
+        assert_eq!(outcome.label(), Some("failed"));
         // Nothing reached the receiver: the outcome came before any connection was made.
         let accepted = tokio::time::timeout(Duration::from_millis(1), listener.accept()).await;
         assert!(accepted.is_err(), "the unsigned request was sent");
@@ -474,7 +468,69 @@ mod tests {
             secret: None,
         };
         let outcome = delivery.send(&request, &Shutdown::new()).await;
-        assert_eq!(outcome.label(), "expired", "{outcome:?}");
+        assert_eq!(outcome.label(), Some("expired"), "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn a_request_taken_after_its_window_closed_is_tried_once_and_expires() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(60)));
+        let mut event = event();
+        event.local_timestamp = chrono::Utc::now() - chrono::Duration::seconds(61);
+        let request = Request {
+            uri: format!("http://{free}/hook"),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event,
+            secret: None,
+        };
+        let outcome = tokio::time::timeout(Duration::from_secs(5), delivery.send(&request, &Shutdown::new()))
+            .await
+            .expect("no wait: the window closed a second ago");
+        assert_eq!(outcome.label(), Some("expired"), "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_its_next_try_at_shutdown_has_no_outcome_yet() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
+        let mut event = event();
+        event.local_timestamp = chrono::Utc::now();
+        let request = Request {
+            uri: format!("http://{free}/hook"),
+            method: "POST".into(),
+            headers: Vec::new(),
+            event,
+            secret: None,
+        };
+        let shutdown = Shutdown::new();
+        shutdown.cancel();
+        let outcome = delivery.send(&request, &shutdown).await;
+        assert_eq!(outcome, Outcome::Interrupted);
+        assert_eq!(outcome.label(), None, "not counted as an outcome: it is sent again after the restart");
+    }
+
+    #[test]
+    fn a_request_is_stored_with_its_secret_sealed_under_the_id_of_its_event_and_action() {
+        let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
+        let request = Request {
+            uri: "https://hooks.example.com/z".into(),
+            method: "PUT".into(),
+            headers: vec![("X-Site".into(), "north".into())],
+            event: event(),
+            secret: Some(ActionSecret::Sealed(sealed.clone())),
+        };
+        let zone = uuid::Uuid::from_u128(0xab);
+        let record = request.record(&Subjects::new("p"), &zone, 2).unwrap();
+        assert_eq!(record.subject, "p.actions.http.00000000-0000-0000-0000-0000000000AB");
+        assert_eq!(record.id, "01900000-0000-7000-8000-000000000001:2");
+        let text = String::from_utf8(record.payload.to_vec()).unwrap();
+        assert!(text.contains(&sealed) && !text.contains("a-receiver-secret-1"), "{text}");
+        let back: Request = serde_json::from_slice(&record.payload).unwrap();
+        assert_eq!(back, request);
+        let clear =
+            Request { secret: Some(ActionSecret::Given(zonecast_model::Secret::new("x".repeat(16)))), ..request };
+        assert!(clear.record(&Subjects::new("p"), &zone, 0).is_err(), "a secret in clear is never written");
     }
 
     fn test_keys() -> Keys {

@@ -3,6 +3,7 @@
 //! the store. The engine is pure ([`engine`]); its I/O shell and loop are in `shell.rs`.
 
 mod actions;
+mod actions_consumer;
 pub mod catalog;
 mod collisions;
 mod config;
@@ -41,8 +42,12 @@ pub struct Deps {
     pub journal: Arc<dyn Journal>,
     /// The API's keys: they unseal the secrets that sign http-request actions.
     pub keys: Arc<Keys>,
-    /// How long an http-request action is retried after its first try failed.
+    /// How long an http-request action is retried after its event.
     pub http_action_retry_for: Duration,
+    /// Whether this evaluator sends the http-request actions stored in the journal (every
+    /// replica of the distributed deployment does; in one process, one evaluator does it for
+    /// all, as the in-process journal hands a consumer's records to one reader).
+    pub http_actions: bool,
 }
 
 /// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL, NATS and
@@ -89,6 +94,7 @@ impl Deps {
             bus,
             keys,
             http_action_retry_for: config.evaluator.http_action_retry_for,
+            http_actions: true,
         }
     }
 }

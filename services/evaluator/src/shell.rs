@@ -25,7 +25,7 @@ pub use crate::engine::{Engine, Output};
 
 use crate::config::{self, Update};
 use crate::engine::SourceHint;
-use crate::{Deps, actions, collisions, feed};
+use crate::{Deps, actions, actions_consumer, collisions, feed};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
 const TICK: Duration = Duration::from_millis(100);
@@ -110,8 +110,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let collision_task = collisions.task;
     let mut acks = feed::Acks::new(collisions.written);
     let mut evaluated: Vec<(u32, zonecast_bus::journal::Ack)> = Vec::new();
-    let delivery = actions::Delivery::new(deps.keys.clone(), actions::Backoff::within(deps.http_action_retry_for));
-    let (http_tx, http_task) = actions::spawn(delivery, shutdown.clone());
+    // The consumer of http-request actions exists before the first request is stored.
+    actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
+    let http_task = deps.http_actions.then(|| {
+        let delivery = actions::Delivery::new(deps.keys.clone(), actions::Backoff::within(deps.http_action_retry_for));
+        actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
+    });
     let mut out = Vec::new();
     engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
     let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
@@ -133,10 +137,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         bus: deps.bus.clone(),
         journal: deps.journal.clone(),
         records: Vec::new(),
+        requests: Vec::new(),
         subjects: deps.subjects.clone(),
         collisions: collisions.changes,
         collision_changes: 0,
-        http: http_tx,
         publish_log: RateLimited::new(Duration::from_secs(10)),
         positions_total: metrics::counter!("zonecast_evaluator_positions_total"),
         out_of_order_total: metrics::counter!("zonecast_evaluator_positions_out_of_order_total"),
@@ -251,7 +255,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         let _ = collision_task.await;
         acks.finish();
         let _ = lag_reports.await;
-        let _ = http_task.await;
+        if let Some(http_task) = http_task {
+            let _ = http_task.await;
+        }
         tracing::info!("evaluator stopped");
     });
     Ok(Running::new(task))
@@ -356,11 +362,12 @@ struct Shell {
     journal: Arc<dyn Journal>,
     /// The events of the outputs being emitted, appended together.
     records: Vec<Record>,
+    /// The http-request actions of the outputs being emitted, appended after their events.
+    requests: Vec<Record>,
     subjects: Subjects,
     collisions: mpsc::UnboundedSender<collisions::Change>,
     /// Collision changes sent to the writer.
     collision_changes: u64,
-    http: mpsc::Sender<actions::Request>,
     publish_log: RateLimited,
     positions_total: metrics::Counter,
     /// Positions older than the last one applied for their device, not applied.
@@ -422,28 +429,28 @@ impl Shell {
         }
     }
 
-    /// Stores the events among `out` in the journal first, then acts on the rest (collision
-    /// records, http-request actions, source hints): nothing acts on an event before it is
-    /// stored.
+    /// Stores the events among `out` in the journal first, with the requests of http-request
+    /// actions after them (sent from the journal by the actions' consumer), then acts on the
+    /// rest (collision records, source hints): nothing acts on an event before it is stored.
     async fn emit(&mut self, out: &mut Vec<Output>) {
-        let (events, acts): (Vec<Output>, Vec<Output>) = out.drain(..).partition(|o| matches!(o, Output::Publish(_)));
-        for output in events {
-            if let Output::Publish(event) = output {
-                self.record(&event);
+        let (stored, acts): (Vec<Output>, Vec<Output>) =
+            out.drain(..).partition(|o| matches!(o, Output::Publish(_) | Output::Http { .. }));
+        for output in stored {
+            match output {
+                Output::Publish(event) => self.record(&event),
+                Output::Http { zone, action, uri, method, headers, event, secret } => {
+                    self.request(&zone, action, &actions::Request { uri, method, headers, event, secret });
+                }
+                _ => {}
             }
         }
         self.store_events().await;
         for output in acts {
             match output {
                 // Stored above.
-                Output::Publish(_) => {}
+                Output::Publish(_) | Output::Http { .. } => {}
                 Output::Entered(c) => self.collision(collisions::Change::Entered(c)),
                 Output::Exited { zone, mac } => self.collision(collisions::Change::Exited(zone, mac)),
-                Output::Http { uri, method, headers, event, secret } => {
-                    if self.http.try_send(actions::Request { uri, method, headers, event, secret }).is_err() {
-                        metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "dropped").increment(1);
-                    }
-                }
                 Output::Source(hint) => {
                     let subject = self.subjects.source_position(hint.mac.as_str());
                     let Ok(payload) = serde_json::to_vec(&hint) else { continue };
@@ -479,15 +486,29 @@ impl Shell {
         }
     }
 
-    /// Appends the events gathered by [`Shell::emit`] to the journal, trying again for a while
-    /// when it cannot store them (NATS or JetStream away); what still cannot be stored is
-    /// counted in `zonecast_evaluator_publish_failures_total` and logged.
+    /// Adds the request of an http-request action to the records to store.
+    fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &actions::Request) {
+        match request.record(&self.subjects, zone, action) {
+            Ok(record) => self.requests.push(record),
+            Err(reason) => {
+                metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
+                tracing::error!(%reason, "http-request action not stored");
+            }
+        }
+    }
+
+    /// Appends the events gathered by [`Shell::emit`], then the action requests, to the
+    /// journal in one call, trying again for a while when it cannot store them (NATS or
+    /// JetStream away); what still cannot be stored is counted (events in
+    /// `zonecast_evaluator_publish_failures_total`, requests as `outcome="lost"`) and logged.
     async fn store_events(&mut self) {
-        if self.records.is_empty() {
+        if self.records.is_empty() && self.requests.is_empty() {
             return;
         }
-        let records = std::mem::take(&mut self.records);
+        let mut records = std::mem::take(&mut self.records);
         let count = records.len() as u64;
+        let requests = self.requests.len() as u64;
+        records.append(&mut self.requests);
         let mut delay = Duration::from_millis(50);
         let mut last_error = None;
         for _ in 0..STORE_TRIES {
@@ -499,8 +520,9 @@ impl Shell {
             delay *= 2;
         }
         metrics::counter!("zonecast_evaluator_publish_failures_total").increment(count);
+        metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "lost").increment(requests);
         if let (Some(held_back), Some(e)) = (self.publish_log.allow(), last_error) {
-            tracing::error!(error = %e, events = count, held_back, "events not stored: lost");
+            tracing::error!(error = %e, events = count, requests, held_back, "events not stored: lost");
         }
     }
 }

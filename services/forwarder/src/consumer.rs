@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use zonecast_bus::Journal;
 use zonecast_bus::journal::Delivery;
+use zonecast_bus::journal::Kind;
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::backoff::Backoff;
@@ -64,7 +65,7 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
         let opened = tokio::select! {
             biased;
             () = stop.cancelled() => break,
-            opened = journal.consume(&name, in_hand) => opened,
+            opened = journal.consume(Kind::Events, &name, in_hand) => opened,
         };
         let mut deliveries = match opened {
             Ok(deliveries) => {

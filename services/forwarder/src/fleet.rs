@@ -10,6 +10,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 use zonecast_bus::Journal;
+use zonecast_bus::journal::Kind;
 use zonecast_model::{EventType, format_id};
 use zonecast_runtime::{Keys, Shutdown};
 use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
@@ -147,7 +148,7 @@ impl Fleet {
             // The connection is gone: so is what the journal kept for it.
             let (journal, name) = (self.journal.clone(), consumer_name(*id));
             tokio::spawn(async move {
-                if let Err(e) = journal.remove_consumer(&name).await {
+                if let Err(e) = journal.remove_consumer(Kind::Events, &name).await {
                     tracing::warn!(consumer = %name, error = %e, "journal consumer of a removed connection not removed");
                 }
             });
@@ -167,7 +168,9 @@ impl Fleet {
                 None => {
                     // Made before the change is reported in force: every event appended after
                     // the API answered the connection's creation is the connection's.
-                    if let Err(e) = self.journal.create_consumer(&consumer_name(id), self.settings.queue).await {
+                    if let Err(e) =
+                        self.journal.create_consumer(Kind::Events, &consumer_name(id), self.settings.queue).await
+                    {
                         tracing::warn!(connection = %format_id(&id), error = %e, "journal consumer not made yet; the consumer task goes on trying");
                     }
                     let shared = Shared::new(&self.settings, self.poke.clone());

@@ -17,6 +17,7 @@ use zonecast_store::{ConnectionStatus, StatusWriter};
 use crate::consumer::consumer_name;
 use crate::link::Shared;
 use zonecast_bus::Journal;
+use zonecast_bus::journal::Kind;
 
 /// The connections being reported, replaced whenever the configuration is reloaded.
 pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
@@ -40,7 +41,7 @@ impl Reporter {
     pub async fn report(&mut self, table: &[(Uuid, Arc<Shared>)]) {
         for (id, shared) in table {
             let mut snapshot = shared.snapshot();
-            match self.journal.state(&consumer_name(*id)).await {
+            match self.journal.state(Kind::Events, &consumer_name(*id)).await {
                 Ok(Some(state)) => {
                     snapshot.queued = state.backlog + snapshot.positions_queued;
                     snapshot.dropped += state.lost;

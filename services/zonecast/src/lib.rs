@@ -127,11 +127,13 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     // One evaluator per core, each owning a partition range, as in the distributed deployment:
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();
-    for ownership in ranges {
+    for (n, ownership) in ranges.into_iter().enumerate() {
         let mut deps =
             zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone(), keys.clone());
         deps.ownership = ownership;
         deps.journal = journal.clone();
+        // The first sends every evaluator's http-request actions from the journal.
+        deps.http_actions = n == 0;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
     let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;

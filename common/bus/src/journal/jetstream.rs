@@ -1,23 +1,25 @@
-//! The journal on NATS JetStream: one stream for the events, one for device alarm commands,
-//! and a durable pull consumer per name on the events.
+//! The journal on NATS JetStream: one stream for the events, one for the requests of
+//! http-request actions, one for device alarm commands, and durable pull consumers on the
+//! first two.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 use tokio::sync::{OnceCell, mpsc};
 
-use super::{Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Record};
-use crate::BusError;
+use super::{Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Kind, Record};
+use crate::{BusError, Subjects};
 
 /// How long a delivered record may stay unacknowledged before JetStream hands it out again
 /// (to any replica pulling from the consumer). A consumer that holds a record longer (its
-/// broker is away) recognises the redelivery by its sequence.
+/// broker is away) recognises the redelivery by its sequence, or tells of its progress
+/// ([`Ack::progress`]).
 const ACK_WAIT: Duration = Duration::from_secs(10);
 
-/// How long the events stream's first sequence is taken as known (see `state`).
+/// How long a stream's first sequence is taken as known (see `state`).
 const FIRST_FRESH: Duration = Duration::from_millis(500);
 
 /// How often an idle pull is confirmed alive by the server.
@@ -38,19 +40,24 @@ async fn confirm(ack: jetstream::context::PublishAckFuture) -> Result<(), BusErr
     ack.await.map(|_| ()).map_err(|e| BusError::Journal(format!("not stored: {e}")))
 }
 
+/// Acknowledgements and progress reports, sent by a task of their own.
+type Acks = mpsc::UnboundedSender<(Arc<jetstream::message::Acker>, jetstream::AckKind)>;
+
 /// A [`Journal`] on JetStream. The streams are made (or their bounds brought in line with the
-/// settings) on first use: `<PREFIX>_EVENTS` on `<prefix>.events.>` and `<PREFIX>_COMMANDS`
-/// on `<prefix>.devices.*.alarm`, file storage, oldest records discarded first, copies
-/// recognised by their `Nats-Msg-Id` (the record id) within [`DUPLICATE_WINDOW`].
+/// settings) on first use: `<PREFIX>_EVENTS` on `<prefix>.events.>`, `<PREFIX>_ACTIONS` on
+/// `<prefix>.actions.>` and `<PREFIX>_COMMANDS` on `<prefix>.devices.*.alarm`, file storage,
+/// oldest records discarded first, copies recognised by their `Nats-Msg-Id` (the record id)
+/// within [`DUPLICATE_WINDOW`].
 pub struct JetStreamJournal {
     context: jetstream::Context,
     prefix: String,
+    subjects: Subjects,
     settings: JournalSettings,
     ready: OnceCell<()>,
-    /// The events stream's first sequence and when it was asked.
-    first: Mutex<Option<(Instant, u64)>>,
+    /// Per kind, the stream's first sequence and when it was asked.
+    first: Mutex<HashMap<Kind, (Instant, u64)>>,
     /// Per consumer, what has been counted as lost.
-    losses: Mutex<HashMap<String, Loss>>,
+    losses: Mutex<HashMap<(Kind, String), Loss>>,
 }
 
 impl JetStreamJournal {
@@ -59,9 +66,10 @@ impl JetStreamJournal {
         Self {
             context: jetstream::new(client),
             prefix: prefix.to_owned(),
+            subjects: Subjects::new(prefix),
             settings,
             ready: OnceCell::new(),
-            first: Mutex::new(None),
+            first: Mutex::new(HashMap::new()),
             losses: Mutex::new(HashMap::new()),
         }
     }
@@ -69,6 +77,18 @@ impl JetStreamJournal {
     /// The name of the events stream.
     pub fn events_stream(&self) -> String {
         format!("{}_EVENTS", self.prefix)
+    }
+
+    /// The name of the stream of `kind`.
+    pub fn stream_name(&self, kind: Kind) -> String {
+        match kind {
+            Kind::Events => self.events_stream(),
+            Kind::Actions => format!("{}_ACTIONS", self.prefix),
+        }
+    }
+
+    fn commands_stream(&self) -> String {
+        format!("{}_COMMANDS", self.prefix)
     }
 
     fn stream_config(&self, name: String, subject: String) -> stream::Config {
@@ -89,8 +109,9 @@ impl JetStreamJournal {
         self.ready
             .get_or_try_init(|| async {
                 let streams = [
-                    (self.events_stream(), format!("{}.events.>", self.prefix)),
-                    (format!("{}_COMMANDS", self.prefix), format!("{}.devices.*.alarm", self.prefix)),
+                    (self.stream_name(Kind::Events), Kind::Events.pattern(&self.subjects)),
+                    (self.stream_name(Kind::Actions), Kind::Actions.pattern(&self.subjects)),
+                    (self.commands_stream(), self.subjects.device_alarm_command("*")),
                 ];
                 for (name, subject) in streams {
                     self.context
@@ -104,21 +125,21 @@ impl JetStreamJournal {
             .copied()
     }
 
-    async fn events(&self) -> Result<stream::Stream, BusError> {
+    async fn stream(&self, kind: Kind) -> Result<stream::Stream, BusError> {
         self.ready().await?;
-        let name = self.events_stream();
+        let name = self.stream_name(kind);
         self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("JetStream stream {name}: {e}")))
     }
 
-    /// The durable consumer `name`, made or brought to the bound `in_hand`; an existing one
-    /// as it is when the server refuses the change.
-    async fn consumer(&self, name: &str, in_hand: usize) -> Result<consumer::PullConsumer, BusError> {
-        let events = self.events().await?;
-        match events.create_consumer(self.consumer_config(name, in_hand)).await {
+    /// The durable consumer `name` of `kind`, made or brought to the bound `in_hand`; an
+    /// existing one as it is when the server refuses the change.
+    async fn consumer(&self, kind: Kind, name: &str, in_hand: usize) -> Result<consumer::PullConsumer, BusError> {
+        let stream = self.stream(kind).await?;
+        match stream.create_consumer(self.consumer_config(kind, name, in_hand)).await {
             Ok(consumer) => Ok(consumer),
             Err(e) => {
                 tracing::debug!(consumer = name, error = %e, "consumer not made or updated; taking it as it is");
-                events
+                stream
                     .get_consumer(name)
                     .await
                     .map_err(|e| BusError::Journal(format!("cannot open consumer {name}: {e}")))
@@ -126,28 +147,29 @@ impl JetStreamJournal {
         }
     }
 
-    /// The events stream's first sequence, asked of the server at most once per
+    /// The first sequence of the stream of `kind`, asked of the server at most once per
     /// [`FIRST_FRESH`]: every connection's status round needs it.
-    async fn first_sequence(&self, events: &mut stream::Stream) -> Result<u64, BusError> {
-        if let Some((at, first)) = *self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    async fn first_sequence(&self, kind: Kind, stream: &mut stream::Stream) -> Result<u64, BusError> {
+        if let Some((at, first)) =
+            self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&kind).copied()
             && at.elapsed() < FIRST_FRESH
         {
             return Ok(first);
         }
-        let first = events
+        let first = stream
             .info()
             .await
-            .map_err(|e| BusError::Journal(format!("stream {}: {e}", self.events_stream())))?
+            .map_err(|e| BusError::Journal(format!("stream {}: {e}", self.stream_name(kind))))?
             .state
             .first_sequence;
-        *self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), first));
+        self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(kind, (Instant::now(), first));
         Ok(first)
     }
 
-    fn consumer_config(&self, name: &str, in_hand: usize) -> consumer::pull::Config {
+    fn consumer_config(&self, kind: Kind, name: &str, in_hand: usize) -> consumer::pull::Config {
         consumer::pull::Config {
             durable_name: Some(name.to_owned()),
-            filter_subject: format!("{}.events.>", self.prefix),
+            filter_subject: kind.pattern(&self.subjects),
             deliver_policy: consumer::DeliverPolicy::New,
             ack_policy: consumer::AckPolicy::Explicit,
             ack_wait: ACK_WAIT,
@@ -185,12 +207,12 @@ impl Journal for JetStreamJournal {
         Ok(())
     }
 
-    async fn create_consumer(&self, name: &str, in_hand: usize) -> Result<(), BusError> {
-        self.consumer(name, in_hand).await.map(|_| ())
+    async fn create_consumer(&self, kind: Kind, name: &str, in_hand: usize) -> Result<(), BusError> {
+        self.consumer(kind, name, in_hand).await.map(|_| ())
     }
 
-    async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
-        let consumer = self.consumer(name, in_hand).await?;
+    async fn consume(&self, kind: Kind, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
+        let consumer = self.consumer(kind, name, in_hand).await?;
         let messages = consumer
             .stream()
             .max_messages_per_batch(in_hand.clamp(1, 1000))
@@ -199,10 +221,10 @@ impl Journal for JetStreamJournal {
             .await
             .map_err(|e| BusError::Journal(format!("cannot pull from consumer {name}: {e}")))?;
         // Acknowledgements are sent by a task of their own, so that acknowledging never waits.
-        let (acks, mut to_send) = mpsc::unbounded_channel::<jetstream::message::Acker>();
+        let (acks, mut to_send): (Acks, _) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            while let Some(acker) = to_send.recv().await {
-                if let Err(e) = acker.ack().await {
+            while let Some((acker, kind)) = to_send.recv().await {
+                if let Err(e) = acker.ack_with(kind).await {
                     tracing::debug!(error = %e, "acknowledgement not sent; the record will be delivered again");
                 }
             }
@@ -213,15 +235,16 @@ impl Journal for JetStreamJournal {
                 Ok(message) => match message.info().map(|info| info.stream_sequence) {
                     Ok(sequence) => {
                         let (message, acker) = message.split();
-                        let acks = acks.clone();
-                        Some(Delivery {
-                            subject: message.subject.to_string(),
-                            payload: message.payload,
-                            sequence,
-                            ack: Ack::new(move || {
-                                let _ = acks.send(acker);
-                            }),
+                        let acker = Arc::new(acker);
+                        let (done, progress) = (acks.clone(), acks.clone());
+                        let in_progress = acker.clone();
+                        let ack = Ack::new(move || {
+                            let _ = done.send((acker, jetstream::AckKind::Ack));
                         })
+                        .with_progress(move || {
+                            let _ = progress.send((in_progress.clone(), jetstream::AckKind::Progress));
+                        });
+                        Some(Delivery { subject: message.subject.to_string(), payload: message.payload, sequence, ack })
                     }
                     Err(e) => {
                         tracing::warn!(consumer = %name, error = %e, "JetStream message without delivery information skipped");
@@ -237,20 +260,20 @@ impl Journal for JetStreamJournal {
         })))
     }
 
-    async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError> {
-        let mut events = self.events().await?;
-        let info = match events.consumer_info(name).await {
+    async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {
+        let mut stream = self.stream(kind).await?;
+        let info = match stream.consumer_info(name).await {
             Ok(info) => info,
             Err(e) if e.kind() == async_nats::jetstream::context::ConsumerInfoErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(BusError::Journal(format!("consumer {name}: {e}"))),
         };
-        let first = self.first_sequence(&mut events).await?;
+        let first = self.first_sequence(kind, &mut stream).await?;
         // Records before the stream's first that the consumer had not acknowledged left the
         // stream unseen: each counted once, when first seen gone.
         let floor = info.ack_floor.stream_sequence;
         let gone = first.saturating_sub(1);
         let mut losses = self.losses.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let loss = losses.entry(name.to_owned()).or_default();
+        let loss = losses.entry((kind, name.to_owned())).or_default();
         let accounted = loss.upto.max(floor);
         if gone > accounted {
             loss.lost += gone - accounted;
@@ -260,9 +283,9 @@ impl Journal for JetStreamJournal {
         Ok(Some(ConsumerState { backlog: info.num_pending + info.num_ack_pending as u64, lost }))
     }
 
-    async fn remove_consumer(&self, name: &str) -> Result<(), BusError> {
-        let events = self.events().await?;
-        match events.delete_consumer(name).await {
+    async fn remove_consumer(&self, kind: Kind, name: &str) -> Result<(), BusError> {
+        let stream = self.stream(kind).await?;
+        match stream.delete_consumer(name).await {
             Ok(_) => Ok(()),
             Err(e) if e.to_string().contains("not found") => Ok(()),
             Err(e) => Err(BusError::Journal(format!("cannot remove consumer {name}: {e}"))),
@@ -270,7 +293,7 @@ impl Journal for JetStreamJournal {
     }
 
     async fn remove_all(&self) -> Result<(), BusError> {
-        for name in [self.events_stream(), format!("{}_COMMANDS", self.prefix)] {
+        for name in [self.stream_name(Kind::Events), self.stream_name(Kind::Actions), self.commands_stream()] {
             match self.context.delete_stream(&name).await {
                 Ok(_) => {}
                 Err(e) if e.to_string().contains("not found") => {}

@@ -1,5 +1,6 @@
-//! The journal of one process: events kept in memory while a consumer still needs them,
-//! within the journal's age and size bounds, and in a file too when it is persistent.
+//! The journal of one process: events and action requests kept in memory while a consumer
+//! still needs them, within the journal's age and size bounds, and in a file too when it is
+//! persistent.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
@@ -11,28 +12,53 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::disk::{self, Disk, Row};
-use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Record};
-use crate::{Bus, BusError};
+use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Kind, Record};
+use crate::{Bus, BusError, Subjects};
 
 /// A [`Journal`] in memory, for the all-in-one: records are published on its bus, and events
-/// are kept until every consumer has acknowledged them (a record no consumer needs is not kept
-/// at all: a consumer created later starts with later records), or until they pass the age or
-/// size bound. [`MemoryJournal::persistent`] keeps them in an SQLite file as well, so that they
-/// survive a restart or a crash of the process; otherwise they do not.
+/// and action requests are kept until every consumer of their kind has acknowledged them (a
+/// record no consumer needs is not kept at all: a consumer created later starts with later
+/// records), or until they pass the age or size bound (per kind). [`MemoryJournal::persistent`]
+/// keeps them in an SQLite file as well, so that they survive a restart or a crash of the
+/// process; otherwise they do not.
 pub struct MemoryJournal {
     bus: Arc<dyn Bus>,
-    inner: Arc<Inner>,
+    logs: Logs,
 }
 
-/// The state behind every [`MemoryJournal`] of one bus and subject prefix.
+/// The state behind every [`MemoryJournal`] of one bus and subject prefix: a log per kind.
+#[derive(Clone)]
+pub(crate) struct Logs {
+    events: Arc<Inner>,
+    actions: Arc<Inner>,
+}
+
+impl Logs {
+    pub(crate) fn new(prefix: &str, settings: JournalSettings) -> Self {
+        Self {
+            events: Arc::new(Inner::new(Kind::Events, prefix, settings)),
+            actions: Arc::new(Inner::new(Kind::Actions, prefix, settings)),
+        }
+    }
+
+    fn of(&self, kind: Kind) -> &Arc<Inner> {
+        match kind {
+            Kind::Events => &self.events,
+            Kind::Actions => &self.actions,
+        }
+    }
+}
+
+/// The records of one kind.
 pub(crate) struct Inner {
-    /// `<prefix>.events.`: the subjects kept.
-    events: String,
+    kind: Kind,
+    /// `<prefix>.events.` or `<prefix>.actions.`: the subjects kept.
+    kept: String,
     settings: JournalSettings,
     state: Mutex<State>,
     appended: Notify,
-    /// The file, when persistent.
-    disk: Option<Mutex<Disk>>,
+    /// The file, when persistent (shared by both kinds).
+    disk: Option<Arc<Mutex<Disk>>>,
     /// Floors moved or records dropped since the file was last brought up to date.
     dirty: AtomicBool,
 }
@@ -70,9 +96,10 @@ struct State {
 }
 
 impl Inner {
-    pub(crate) fn new(prefix: &str, settings: JournalSettings) -> Self {
+    fn new(kind: Kind, prefix: &str, settings: JournalSettings) -> Self {
         Self {
-            events: format!("{prefix}.events."),
+            kind,
+            kept: kind.pattern(&Subjects::new(prefix)).trim_end_matches('>').to_owned(),
             settings,
             state: Mutex::new(State {
                 records: VecDeque::new(),
@@ -114,7 +141,7 @@ impl Inner {
         let first = state.records.front().map_or(state.next, |r| r.sequence);
         let mut file = disk.lock().unwrap_or_else(PoisonError::into_inner);
         drop(state);
-        if let Err(e) = file.flush(&consumers, first) {
+        if let Err(e) = file.flush(self.kind, &consumers, first) {
             self.dirty.store(true, Ordering::Release);
             tracing::warn!(error = %e, "journal file not brought up to date; will retry");
         }
@@ -231,26 +258,29 @@ impl Drop for Inner {
 }
 
 impl MemoryJournal {
-    pub(crate) fn new(bus: Arc<dyn Bus>, inner: Arc<Inner>) -> Self {
-        Self { bus, inner }
+    pub(crate) fn new(bus: Arc<dyn Bus>, logs: Logs) -> Self {
+        Self { bus, logs }
     }
 
-    /// A journal of the events under `prefix` kept in the SQLite file at `path` as well as in
-    /// memory (created if missing; what it holds is delivered again), publishing on `bus`.
-    /// Must be called within a Tokio runtime: a task brings acknowledgements to the file.
+    /// A journal of the events and action requests under `prefix` kept in the SQLite file at
+    /// `path` as well as in memory (created if missing; what it holds is delivered again),
+    /// publishing on `bus`. Must be called within a Tokio runtime: a task brings
+    /// acknowledgements to the file.
     pub fn persistent(
         bus: Arc<dyn Bus>,
         prefix: &str,
         settings: JournalSettings,
         path: &Path,
     ) -> Result<Self, BusError> {
-        let (file, loaded) = Disk::open(path)?;
-        let mut inner = Inner::new(prefix, settings);
-        {
+        let (file, mut loaded) = Disk::open(path)?;
+        let file = Arc::new(Mutex::new(file));
+        let (now, now_ms) = (Instant::now(), disk::now_ms());
+        let mut log = |kind: Kind| {
+            let loaded = loaded.remove(&kind).unwrap_or_default();
+            let mut inner = Inner::new(kind, prefix, settings);
             let state = inner.state.get_mut().unwrap_or_else(PoisonError::into_inner);
             state.next = loaded.next.max(loaded.rows.last().map_or(1, |r| r.sequence + 1));
-            let (now, now_ms) = (Instant::now(), disk::now_ms());
-            for row in loaded.rows.into_iter().filter(|r| r.subject.starts_with(&inner.events)) {
+            for row in loaded.rows.into_iter().filter(|r| r.subject.starts_with(&inner.kept)) {
                 let age = Duration::from_millis(now_ms.saturating_sub(row.at_ms));
                 state.bytes += row.payload.len() as u64;
                 state.ids.insert(row.id.clone());
@@ -266,22 +296,49 @@ impl MemoryJournal {
             for (name, floor, lost) in loaded.consumers {
                 state.consumers.insert(name, Consumer { floor, cursor: floor, lost, ..Consumer::default() });
             }
-        }
-        inner.disk = Some(Mutex::new(file));
-        let inner = Arc::new(inner);
-        inner.dirty.store(true, Ordering::Release);
-        let weak = Arc::downgrade(&inner);
+            inner.disk = Some(file.clone());
+            inner.dirty.store(true, Ordering::Release);
+            Arc::new(inner)
+        };
+        let logs = Logs { events: log(Kind::Events), actions: log(Kind::Actions) };
+        let weak = [Arc::downgrade(&logs.events), Arc::downgrade(&logs.actions)];
         tokio::spawn(async move {
             let mut every = tokio::time::interval(disk::FLUSH_EVERY);
             loop {
                 every.tick().await;
-                match weak.upgrade() {
-                    Some(inner) => inner.flush(),
-                    None => break,
+                let mut alive = false;
+                for inner in weak.iter().filter_map(std::sync::Weak::upgrade) {
+                    inner.flush();
+                    alive = true;
+                }
+                if !alive {
+                    break;
                 }
             }
         });
-        Ok(Self { bus, inner })
+        Ok(Self { bus, logs })
+    }
+}
+
+/// The records of one append that one kind's log stores.
+#[derive(Default)]
+struct Batch {
+    stored: Vec<Stored>,
+    next: u64,
+}
+
+impl Batch {
+    fn rows(&self) -> Vec<Row> {
+        self.stored
+            .iter()
+            .map(|s| Row {
+                sequence: s.sequence,
+                at_ms: s.at_ms,
+                subject: s.subject.clone(),
+                payload: s.payload.clone(),
+                id: s.id.clone(),
+            })
+            .collect()
     }
 }
 
@@ -293,81 +350,89 @@ impl Journal for MemoryJournal {
         }
         let mut published = Vec::with_capacity(records.len());
         {
-            let mut state = self.inner.lock();
+            // Both logs at once, events first (every append takes them in this order), so the
+            // records of one append reach the file in one transaction.
+            let mut events = self.logs.events.lock();
+            let mut actions = self.logs.actions.lock();
             let (at, at_ms) = (Instant::now(), disk::now_ms());
-            let mut stored: Vec<Stored> = Vec::new();
+            let mut batches =
+                [Batch { next: events.next, ..Batch::default() }, Batch { next: actions.next, ..Batch::default() }];
             let mut batch_ids = HashSet::new();
-            let mut next = state.next;
             for record in records {
-                if !record.subject.starts_with(&self.inner.events) {
+                let (index, state) = if record.subject.starts_with(&self.logs.events.kept) {
+                    (0, &events)
+                } else if record.subject.starts_with(&self.logs.actions.kept) {
+                    (1, &actions)
+                } else {
                     published.push(record);
                     continue;
-                }
-                if state.ids.contains(&record.id) || !batch_ids.insert(record.id.clone()) {
+                };
+                if state.ids.contains(&record.id) || !batch_ids.insert((index, record.id.clone())) {
                     continue;
                 }
-                stored.push(Stored {
-                    sequence: next,
+                let batch = &mut batches[index];
+                batch.stored.push(Stored {
+                    sequence: batch.next,
                     at,
                     at_ms,
                     subject: record.subject.clone(),
                     payload: record.payload.clone(),
                     id: record.id.clone(),
                 });
-                next += 1;
+                batch.next += 1;
                 published.push(record);
             }
             // In the file first: a record is appended once it is there.
-            if let Some(disk) = &self.inner.disk
-                && !stored.is_empty()
+            if let Some(disk) = &self.logs.events.disk
+                && batches.iter().any(|b| !b.stored.is_empty())
             {
-                let rows: Vec<Row> = stored
-                    .iter()
-                    .map(|s| Row {
-                        sequence: s.sequence,
-                        at_ms: s.at_ms,
-                        subject: s.subject.clone(),
-                        payload: s.payload.clone(),
-                        id: s.id.clone(),
-                    })
-                    .collect();
-                disk.lock().unwrap_or_else(PoisonError::into_inner).append(&rows, next)?;
+                let [e, a] = &batches;
+                disk.lock().unwrap_or_else(PoisonError::into_inner).append(&[
+                    (Kind::Events, e.rows().as_slice(), e.next),
+                    (Kind::Actions, a.rows().as_slice(), a.next),
+                ])?;
             }
-            state.next = next;
-            for record in stored {
-                state.bytes += record.payload.len() as u64;
-                state.ids.insert(record.id.clone());
-                state.records.push_back(record);
+            let [e, a] = batches;
+            for (state, batch, inner) in [(&mut events, e, &self.logs.events), (&mut actions, a, &self.logs.actions)] {
+                state.next = batch.next;
+                for record in batch.stored {
+                    state.bytes += record.payload.len() as u64;
+                    state.ids.insert(record.id.clone());
+                    state.records.push_back(record);
+                }
+                state.trim(&inner.settings);
             }
-            state.trim(&self.inner.settings);
         }
-        self.inner.dirty.store(true, Ordering::Release);
-        self.inner.appended.notify_waiters();
+        for inner in [&self.logs.events, &self.logs.actions] {
+            inner.dirty.store(true, Ordering::Release);
+            inner.appended.notify_waiters();
+        }
         for record in published {
             self.bus.publish(record.subject, record.payload).await?;
         }
         Ok(())
     }
 
-    /// The bound on events in hand is the consumer's business here.
-    async fn create_consumer(&self, name: &str, _in_hand: usize) -> Result<(), BusError> {
-        self.inner.lock().create(name);
-        self.inner.dirty.store(true, Ordering::Release);
-        self.inner.flush();
+    /// The bound on records in hand is the consumer's business here.
+    async fn create_consumer(&self, kind: Kind, name: &str, _in_hand: usize) -> Result<(), BusError> {
+        let inner = self.logs.of(kind);
+        inner.lock().create(name);
+        inner.dirty.store(true, Ordering::Release);
+        inner.flush();
         Ok(())
     }
 
-    async fn consume(&self, name: &str, _in_hand: usize) -> Result<Deliveries, BusError> {
+    async fn consume(&self, kind: Kind, name: &str, _in_hand: usize) -> Result<Deliveries, BusError> {
+        let inner = self.logs.of(kind).clone();
         let opening = {
-            let mut state = self.inner.lock();
+            let mut state = inner.lock();
             let consumer = state.create(name);
             consumer.opening += 1;
             consumer.cursor = consumer.floor;
             consumer.opening
         };
         // The previous stream of this consumer, if any, ends at its next look.
-        self.inner.appended.notify_waiters();
-        let inner = self.inner.clone();
+        inner.appended.notify_waiters();
         let name = name.to_owned();
         Ok(Box::pin(futures::stream::unfold((inner, name), move |(inner, name)| async move {
             loop {
@@ -391,10 +456,11 @@ impl Journal for MemoryJournal {
         })))
     }
 
-    async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError> {
-        let mut state = self.inner.lock();
-        if state.trim(&self.inner.settings) {
-            self.inner.dirty.store(true, Ordering::Release);
+    async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {
+        let inner = self.logs.of(kind);
+        let mut state = inner.lock();
+        if state.trim(&inner.settings) {
+            inner.dirty.store(true, Ordering::Release);
         }
         let next = state.next;
         Ok(state
@@ -403,15 +469,17 @@ impl Journal for MemoryJournal {
             .map(|c| ConsumerState { backlog: next - c.floor - c.acked.len() as u64, lost: c.lost }))
     }
 
-    async fn remove_consumer(&self, name: &str) -> Result<(), BusError> {
-        self.inner.forget(|consumers| {
+    async fn remove_consumer(&self, kind: Kind, name: &str) -> Result<(), BusError> {
+        self.logs.of(kind).forget(|consumers| {
             consumers.remove(name);
         });
         Ok(())
     }
 
     async fn remove_all(&self) -> Result<(), BusError> {
-        self.inner.forget(HashMap::clear);
+        for kind in Kind::ALL {
+            self.logs.of(kind).forget(HashMap::clear);
+        }
         Ok(())
     }
 }

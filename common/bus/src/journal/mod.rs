@@ -2,12 +2,14 @@
 //! acknowledged them, so a consumer that stops, crashes or falls behind resumes where it left
 //! off instead of losing what was published meanwhile.
 //!
-//! Over NATS the journal is JetStream ([`JetStreamJournal`]): a stream per kind of record
-//! (events under `<prefix>.events.>`, device alarm commands under `<prefix>.devices.*.alarm`),
-//! kept by age and size, deduplicated by record id, and a durable pull consumer per name. In one
-//! process it is [`MemoryJournal`], kept as long as a consumer still needs a record and within
-//! the same bounds. Appending publishes too: subscribers of the subjects on the bus see every
-//! record as before, whether or not they use the journal.
+//! Two kinds of record have consumers ([`Kind`]): the events (under `<prefix>.events.>`) and the
+//! requests of http-request zone actions (under `<prefix>.actions.>`), each with sequences of
+//! its own. Over NATS the journal is JetStream ([`JetStreamJournal`]): a stream per kind of
+//! record (plus device alarm commands under `<prefix>.devices.*.alarm`), kept by age and size,
+//! deduplicated by record id, and a durable pull consumer per name. In one process it is
+//! [`MemoryJournal`], kept as long as a consumer still needs a record and within the same
+//! bounds. Appending publishes too: subscribers of the subjects on the bus see every record as
+//! before, whether or not they use the journal.
 
 mod disk;
 mod jetstream;
@@ -44,10 +46,34 @@ impl Default for JournalSettings {
 /// How long a repeated record id is recognised as a copy and not stored again.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
+/// The records a consumer reads. Each kind is kept apart: its own stream, its own sequences,
+/// its own consumers (a name may be used by both kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Zone events and alarms: every record under `<prefix>.events.>`.
+    Events,
+    /// Requests of http-request zone actions: every record under `<prefix>.actions.>`.
+    Actions,
+}
+
+impl Kind {
+    /// The pattern of the subjects the records of this kind are appended on.
+    pub fn pattern(self, subjects: &crate::Subjects) -> String {
+        match self {
+            Self::Events => subjects.events_all(),
+            Self::Actions => subjects.actions_all(),
+        }
+    }
+
+    /// Both kinds.
+    pub const ALL: [Kind; 2] = [Kind::Events, Kind::Actions];
+}
+
 /// One record to append: published on `subject`, stored once per `id`.
 #[derive(Debug, Clone)]
 pub struct Record {
-    /// The concrete subject (an event's subject from [`crate::Subjects::of_event`]).
+    /// The concrete subject (an event's subject from [`crate::Subjects::of_event`], an action
+    /// request's from [`crate::Subjects::http_action`]); its prefix says the record's [`Kind`].
     pub subject: String,
     /// The bytes as subscribers get them.
     pub payload: Bytes,
@@ -57,18 +83,35 @@ pub struct Record {
 }
 
 /// Acknowledges one delivery: the consumer is done with it and it is not delivered again.
-pub struct Ack(Box<dyn FnOnce() + Send>);
+pub struct Ack {
+    done: Box<dyn FnOnce() + Send>,
+    progress: Option<Box<dyn Fn() + Send + Sync>>,
+}
 
 impl Ack {
     /// An acknowledgement that runs `f`.
     pub fn new(f: impl FnOnce() + Send + 'static) -> Self {
-        Self(Box::new(f))
+        Self { done: Box::new(f), progress: None }
+    }
+
+    /// The same acknowledgement, telling the journal of work in progress with `f`.
+    pub fn with_progress(self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        Self { progress: Some(Box::new(f)), ..self }
     }
 
     /// Acknowledges. Dropping an `Ack` without calling this leaves the record unacknowledged:
     /// it is delivered again (to this consumer's next opening, or after the journal's ack wait).
     pub fn ack(self) {
-        (self.0)();
+        (self.done)();
+    }
+
+    /// Tells the journal the record is still being worked on: JetStream then waits another ack
+    /// wait before it hands the record out again. The in-process journal never hands a record
+    /// out again while the stream that delivered it is open, and needs no word.
+    pub fn progress(&self) {
+        if let Some(progress) = &self.progress {
+            progress();
+        }
     }
 }
 
@@ -108,27 +151,31 @@ pub struct ConsumerState {
 }
 
 /// Stores records durably and hands them to named consumers until they acknowledge them.
+/// A consumer reads one [`Kind`] of record; its name is its own within that kind.
 #[async_trait::async_trait]
 pub trait Journal: Send + Sync + 'static {
     /// Stores `records` in order and publishes each on its subject; returns once all are
     /// stored. A record whose id was appended within [`DUPLICATE_WINDOW`] is not stored again.
+    /// Records of both kinds may be appended together.
     async fn append(&self, records: Vec<Record>) -> Result<(), BusError>;
 
-    /// Creates the durable consumer `name` of the events (every record under
-    /// `<prefix>.events.>`) if it does not exist: it gets every event appended from then on,
-    /// with at most `in_hand` delivered and unacknowledged at a time (JetStream holds back the
-    /// rest; an existing consumer takes the new bound).
-    async fn create_consumer(&self, name: &str, in_hand: usize) -> Result<(), BusError>;
+    /// Creates the durable consumer `name` of the records of `kind` if it does not exist: it
+    /// gets every such record appended from then on, with at most `in_hand` delivered and
+    /// unacknowledged at a time (JetStream holds back the rest; an existing consumer takes the
+    /// new bound).
+    async fn create_consumer(&self, kind: Kind, name: &str, in_hand: usize) -> Result<(), BusError>;
 
-    /// Opens consumer `name` (creating it like [`Journal::create_consumer`]): it delivers the
-    /// events it has not acknowledged, oldest first, then new ones as they are appended.
-    async fn consume(&self, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
+    /// Opens consumer `name` of `kind` (creating it like [`Journal::create_consumer`]): it
+    /// delivers the records it has not acknowledged, oldest first, then new ones as they are
+    /// appended.
+    async fn consume(&self, kind: Kind, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
 
-    /// Where consumer `name` stands; `None` when it does not exist.
-    async fn state(&self, name: &str) -> Result<Option<ConsumerState>, BusError>;
+    /// Where consumer `name` of `kind` stands; `None` when it does not exist.
+    async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError>;
 
-    /// Removes consumer `name` and what it had not acknowledged; nothing if it does not exist.
-    async fn remove_consumer(&self, name: &str) -> Result<(), BusError>;
+    /// Removes consumer `name` of `kind` and what it had not acknowledged; nothing if it does
+    /// not exist.
+    async fn remove_consumer(&self, kind: Kind, name: &str) -> Result<(), BusError>;
 
     /// Removes everything the journal holds under its prefix, consumers included (a site
     /// taken down; a test's own prefix).

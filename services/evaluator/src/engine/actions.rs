@@ -62,7 +62,7 @@ fn device_alarm(t: &Trigger<'_>, stamp: &mut Stamp<'_>, out: &mut Vec<Output>) {
 /// when the alarm kind already raised one for this entry.
 pub(super) fn run_actions(t: &Trigger<'_>, device_alarm_done: bool, stamp: &mut Stamp<'_>, out: &mut Vec<Output>) {
     let zone = &t.zone.spec;
-    for action in &zone.zone_actions {
+    for (index, action) in zone.zone_actions.iter().enumerate() {
         let fires = action.trigger() == ActionTrigger::Both || action.trigger() == t.when;
         if !fires {
             continue;
@@ -80,6 +80,8 @@ pub(super) fn run_actions(t: &Trigger<'_>, device_alarm_done: bool, stamp: &mut 
                 }
             }
             ZoneAction::HttpRequest { uri, method, headers, secret, .. } => out.push(Output::Http {
+                zone: zone.id,
+                action: index,
                 uri: uri.clone(),
                 method: method.clone(),
                 headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),

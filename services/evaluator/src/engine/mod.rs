@@ -50,6 +50,11 @@ pub enum Output {
     },
     /// Send an http-request action.
     Http {
+        /// The zone whose action it is.
+        zone: Uuid,
+        /// The action's place among the zone's actions: with the event's `EventID`, the
+        /// request's identity.
+        action: usize,
         /// Target.
         uri: String,
         /// Method.
