@@ -104,10 +104,19 @@ struct Site {
     _api: Service,
     bus: Arc<dyn Bus>,
     subjects: Subjects,
+    /// What the position streams keep, as the services are told.
+    positions: zonecast_bus::PositionSettings,
+    /// The evaluator's `/metrics`.
+    evaluator_metrics: String,
 }
 
 impl Site {
     async fn start(nats: &NatsServer, database: &str) -> Self {
+        Self::start_with(nats, database, zonecast_bus::PositionSettings::default()).await
+    }
+
+    /// A site whose position streams keep `positions.max_bytes` over all partitions.
+    async fn start_with(nats: &NatsServer, database: &str, positions: zonecast_bus::PositionSettings) -> Self {
         let prefix = format!("zd{}", uuid::Uuid::new_v4().simple());
         let secret = zonecast_runtime::keys::random_base64(32).unwrap();
         let env = |port: u16| -> Vec<(String, String)> {
@@ -119,6 +128,7 @@ impl Site {
                 ("ZONECAST_SUBJECT_PREFIX", prefix.as_str()),
                 ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
                 ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+                ("ZONECAST_POSITION_RETENTION_BYTES", &positions.max_bytes.to_string()),
             ]
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -130,6 +140,7 @@ impl Site {
         api.healthy(&http, WAIT).await;
         let port = free_port();
         let mut evaluator = Service::start("zonecast-evaluator", env(port), port);
+        let evaluator_metrics = format!("http://127.0.0.1:{port}/metrics");
         let port = free_port();
         let mut forwarder = Service::start("zonecast-forwarder", env(port), port);
         evaluator.healthy(&http, WAIT).await;
@@ -142,6 +153,8 @@ impl Site {
             _api: api,
             bus,
             subjects: Subjects::new(prefix),
+            positions,
+            evaluator_metrics,
         }
     }
 
@@ -157,23 +170,15 @@ impl Site {
                 extra: Default::default(),
             })
             .collect();
-        let publisher = zonecast_ingest::Publisher::new(
-            self.bus.clone(),
-            self.subjects.clone(),
-            PARTITIONS,
-            501,
-            zonecast_bus::PositionSettings::default(),
-        );
+        let publisher =
+            zonecast_ingest::Publisher::new(self.bus.clone(), self.subjects.clone(), PARTITIONS, 501, self.positions);
         assert_eq!(publisher.publish(updates, Utc::now()).await.unwrap(), macs.len());
     }
 
     /// Waits until the evaluator has acknowledged every stored position: every event they
     /// caused is stored, and so published.
     async fn positions_done(&self) {
-        let streams = self
-            .bus
-            .position_streams(self.subjects.prefix(), PARTITIONS, zonecast_bus::PositionSettings::default())
-            .unwrap();
+        let streams = self.bus.position_streams(self.subjects.prefix(), PARTITIONS, self.positions).unwrap();
         let streams = &streams;
         zonecast_tests::eventually(WAIT, || async move {
             for partition in 0..PARTITIONS {
@@ -560,4 +565,44 @@ async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_deli
     status.store(200, Ordering::SeqCst);
     seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
     seen.every_device_delivered(&macs);
+}
+
+/// Positions that leave their stream before a stopped evaluator comes back are skipped, and
+/// the skip is counted: the streams here keep 1 MiB per partition, and far more is stored while
+/// the evaluator is down. The newest positions are still evaluated.
+#[tokio::test]
+async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted_as_skipped() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let small = zonecast_bus::PositionSettings { max_bytes: 1 << 20, ..Default::default() };
+    let mut site = Site::start_with(&nats, &database, small).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let macs = devices();
+    site.evaluator.kill().await;
+    // About 3 MiB per partition, in batches of ~10 KiB: the oldest two thirds leave.
+    for round in 0..300 {
+        site.positions(&macs, if round % 2 == 0 { 100.0 } else { 1.0 }).await;
+    }
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    // The last round put every device inside: each enters.
+    let by_device = site.transitions(&mut events, &macs).await;
+    for (mac, events) in &by_device {
+        assert_eq!(events.last().map(|e| e["Type"].clone()), Some(json!("ZONE_ENTER")), "{mac}: {events:?}");
+    }
+    let metrics = site.api.http.get(&site.evaluator_metrics).send().await.unwrap().text().await.unwrap();
+    let skipped: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("zonecast_evaluator_position_batches_skipped_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no skipped batches counted:\n{metrics}"));
+    // Each partition kept at most ~110 of its 300 batches.
+    assert!(skipped >= f64::from(PARTITIONS) * 150.0, "{skipped} batches counted as skipped");
+    let _ = zonecast_store::postgres::drop_database(
+        &zonecast_tests::database_admin_url(),
+        database.rsplit('/').next().unwrap(),
+    )
+    .await;
 }

@@ -175,7 +175,7 @@ impl PositionStreams {
 
     /// Opens the durable consumer of `partition`, with at most `in_hand` batches delivered and
     /// not acknowledged. It starts at the first batch not acknowledged (at the oldest the stream
-    /// holds when it is new), past `had`, the last batch this process already took from an
+    /// holds when it is made for the first time), past `had`, the last batch this process already took from an
     /// earlier opening: batches delivered to an evaluator that stopped before acknowledging them
     /// come again at once, in order.
     pub async fn follow(&self, partition: u32, in_hand: usize, had: Option<u64>) -> Result<Batches, BusError> {
@@ -189,7 +189,7 @@ impl PositionStreams {
         let floor = match stream.get_consumer::<consumer::pull::Config>(CONSUMER).await {
             Ok(mut existing) => {
                 let info = existing.info().await.map_err(|e| BusError::Journal(format!("consumer of {name}: {e}")))?;
-                let floor = (info.delivered.stream_sequence > 0).then_some(info.ack_floor.stream_sequence);
+                let floor = Some(info.ack_floor.stream_sequence);
                 stream
                     .delete_consumer(CONSUMER)
                     .await
@@ -214,8 +214,8 @@ impl PositionStreams {
             .create_consumer(config)
             .await
             .map_err(|e| BusError::Journal(format!("cannot make the consumer of {name}: {e}")))?;
-        // A consumer that never delivered anything starts at the stream's oldest batch: what
-        // left before it existed was never its to skip.
+        // A consumer made for the first time starts at the stream's oldest batch: what left
+        // before it existed was never its to skip.
         let mut last = from;
         let messages = consumer
             .stream()
