@@ -11,6 +11,8 @@ use serde_json::Value;
 #[derive(Default)]
 pub struct Recorder {
     samples: Mutex<Vec<u64>>,
+    /// When the last message was recorded.
+    last: Mutex<Option<std::time::Instant>>,
 }
 
 impl Recorder {
@@ -30,6 +32,14 @@ impl Recorder {
         if let Ok(mut s) = self.samples.lock() {
             s.push(micros);
         }
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(std::time::Instant::now());
+        }
+    }
+
+    /// When the last message was recorded, if any was.
+    pub fn last_seen(&self) -> Option<std::time::Instant> {
+        self.last.lock().ok().and_then(|last| *last)
     }
 
     /// An event from the bus: only enters and position exits count (clock-driven exits carry

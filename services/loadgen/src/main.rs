@@ -66,6 +66,13 @@ struct Args {
     /// Site edge length in metres (square site, 20 m high).
     #[arg(long, default_value_t = 1000.0)]
     site: f64,
+    /// Zones are circles of this radius in metres (2D, through the site's height) instead of
+    /// mixed shapes of 2-20 m.
+    #[arg(long)]
+    circles: Option<f64>,
+    /// Metres a device walks between two of its positions.
+    #[arg(long, default_value_t = 0.5)]
+    step: f64,
     /// Target positions per second (0: as fast as possible).
     #[arg(long, default_value_t = 100_000)]
     rate: u64,
@@ -98,7 +105,8 @@ struct Args {
     /// Retry-After) before it sends the same positions again.
     #[arg(long, default_value_t = 100)]
     retry_ms: u64,
-    /// A zonecast process whose peak resident memory (VmHWM) to report at the end (repeatable).
+    /// A zonecast process to measure (repeatable): its CPU time while positions are sent and
+    /// drained (positions per CPU-second of all of them), and its peak resident memory (VmHWM).
     #[arg(long)]
     pid: Vec<u32>,
     /// Seconds to keep listening after sending stops.
@@ -131,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let subjects = Subjects::new(args.prefix.clone());
     let http = reqwest::Client::new();
-    let mut site = Site::new(args.site, args.devices, 42);
+    let mut site = Site::new(args.site, args.devices, 42, args.circles);
     if args.zones > 0 {
         let created = site.create_zones(&http, &args.api, &args.key, args.zones).await?;
         eprintln!("loadgen: created {created} zones");
@@ -166,6 +174,7 @@ async fn main() -> anyhow::Result<()> {
     let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
     let sent = Arc::new(AtomicU64::new(0));
     let refused = Arc::new(AtomicU64::new(0));
+    let cpu_before: Vec<Option<u64>> = args.pid.iter().map(|pid| cpu_ns(*pid)).collect();
     let deadline = Instant::now() + Duration::from_secs(args.duration);
     let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
     let started = Instant::now();
@@ -191,6 +200,7 @@ async fn main() -> anyhow::Result<()> {
             batch: args.batch,
             rate: per_sender_rate,
             site: args.site,
+            step: args.step,
             sent: sent.clone(),
             refused: refused.clone(),
             retry: Duration::from_millis(args.retry_ms),
@@ -203,6 +213,7 @@ async fn main() -> anyhow::Result<()> {
     }
     bus.flush().await?;
     let send_secs = started.elapsed().as_secs_f64();
+    let send_end = Instant::now();
     let total = sent.load(Ordering::Relaxed);
     let drain_until = Instant::now() + Duration::from_secs(args.drain);
     // The evaluation rate: wait (up to the drain time) until every position sent was evaluated.
@@ -244,6 +255,25 @@ async fn main() -> anyhow::Result<()> {
     if args.mqtt.is_some() {
         println!("mqtt            {}", mqtt.summary());
     }
+    if args.mqtt.is_some()
+        && let Some(last) = mqtt.last_seen()
+    {
+        let after = last.saturating_duration_since(send_end).as_secs_f64() * 1e3;
+        println!("drain           the last MQTT message came {after:.0} ms after sending stopped");
+    }
+    let cpu_ns_total: u64 = args
+        .pid
+        .iter()
+        .zip(&cpu_before)
+        .filter_map(|(pid, before)| Some(cpu_ns(*pid)?.saturating_sub((*before)?)))
+        .sum();
+    if cpu_ns_total > 0 {
+        let secs = cpu_ns_total as f64 / 1e9;
+        println!(
+            "cpu             {secs:.2} CPU-seconds of the measured processes = {:.0} positions per CPU-second",
+            total as f64 / secs
+        );
+    }
     for pid in &args.pid {
         match peak_rss_mb(*pid) {
             Some(mb) => println!("peak memory     process {pid}: {mb:.0} MB resident at most (VmHWM)"),
@@ -267,4 +297,15 @@ fn peak_rss_mb(pid: u32) -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// CPU time process `pid` (all its threads) has used so far, in nanoseconds: user plus system
+/// time from `/proc/<pid>/stat`, in clock ticks of 10 ms (Linux's `CLK_TCK` of 100).
+fn cpu_ns(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces: the
+    // process state first, then utime and stime as the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * 10_000_000)
 }

@@ -45,11 +45,14 @@ pub struct Site {
     size: f64,
     devices: Vec<Device>,
     rng: Rng,
+    /// Circles of this radius (m) instead of mixed shapes.
+    circles: Option<f64>,
 }
 
 impl Site {
-    /// `devices` devices at random places on a `size` × `size` m site.
-    pub fn new(size: f64, devices: u32, seed: u64) -> Self {
+    /// `devices` devices at random places on a `size` × `size` m site; zones are circles of
+    /// radius `circles` when given, mixed shapes otherwise.
+    pub fn new(size: f64, devices: u32, seed: u64, circles: Option<f64>) -> Self {
         let mut rng = Rng::new(seed);
         let devices = (0..devices)
             .map(|i| Device {
@@ -67,7 +70,7 @@ impl Site {
                 heading: rng.range(0.0, std::f64::consts::TAU),
             })
             .collect();
-        Self { size, devices, rng }
+        Self { size, devices, rng, circles }
     }
 
     /// The devices.
@@ -75,7 +78,8 @@ impl Site {
         self.devices.clone()
     }
 
-    /// Creates `n` zones of mixed shapes (2–20 m) through the API, 500 per batch request.
+    /// Creates `n` zones (mixed shapes of 2–20 m, or circles) through the API, 500 per batch
+    /// request.
     pub async fn create_zones(&mut self, http: &reqwest::Client, api: &str, key: &str, n: u32) -> anyhow::Result<u32> {
         let mut created = 0;
         while created < n {
@@ -95,6 +99,9 @@ impl Site {
         let (x, y) = (r.range(0.0, self.size), r.range(0.0, self.size));
         let s = r.range(2.0, 20.0);
         let name = format!("load-{i}");
+        if let Some(radius) = self.circles {
+            return json!({"Name": name, "GeometryType": "circle", "GeometryData": [[x, y, 0.0], [radius, 0, 0]]});
+        }
         match i % 4 {
             0 => json!({"Name": name, "GeometryType": "sphere", "GeometryData": [[x, y, 1.0], [s / 2.0, 0, 0]]}),
             1 => {
@@ -128,6 +135,8 @@ pub struct Sender {
     /// Positions per second for this sender (0: unlimited).
     pub rate: u64,
     pub site: f64,
+    /// Metres a device walks per position.
+    pub step: f64,
     pub sent: Arc<AtomicU64>,
     /// Answers 503 with `Retry-After` (the HTTP input pushed back).
     pub refused: Arc<AtomicU64>,
@@ -154,8 +163,8 @@ impl Sender {
                 let d = &mut devices[next];
                 next = (next + 1) % count;
                 d.heading += rng.range(-0.3, 0.3);
-                d.pos[0] = (d.pos[0] + 0.5 * d.heading.cos()).clamp(0.0, self.site);
-                d.pos[1] = (d.pos[1] + 0.5 * d.heading.sin()).clamp(0.0, self.site);
+                d.pos[0] = (d.pos[0] + self.step * d.heading.cos()).clamp(0.0, self.site);
+                d.pos[1] = (d.pos[1] + self.step * d.heading.sin()).clamp(0.0, self.site);
                 batch.push(PositionUpdate {
                     mac: d.mac.clone(),
                     position: d.pos,
