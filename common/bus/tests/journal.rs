@@ -253,7 +253,9 @@ both!(
 async fn read_all(reads: &mut zonecast_bus::journal::Reads, count: usize) -> Vec<zonecast_bus::journal::Read> {
     let mut out = Vec::new();
     while out.len() < count {
-        out.push(timeout(ARRIVES, reads.next()).await.expect("a record should arrive in time").expect("reading goes on"));
+        out.push(
+            timeout(ARRIVES, reads.next()).await.expect("a record should arrive in time").expect("reading goes on"),
+        );
     }
     out
 }

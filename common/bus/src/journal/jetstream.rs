@@ -268,7 +268,8 @@ impl Journal for JetStreamJournal {
     async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError> {
         let mut stream = self.stream(kind).await?;
         let name = self.stream_name(kind);
-        let last = stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
+        let last =
+            stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
         let start = from.unwrap_or(last + 1).min(last + 1).max(1);
         let consumer = stream
             .create_consumer(consumer::pull::OrderedConfig {

@@ -253,8 +253,7 @@ impl State {
         while let Some(front) = self.records.front() {
             let sequence = front.sequence;
             let done = self.consumers.values().all(|c| c.floor > sequence);
-            let for_readers =
-                tail && self.records.len() <= READER_TAIL_RECORDS && self.bytes <= READER_TAIL_BYTES;
+            let for_readers = tail && self.records.len() <= READER_TAIL_RECORDS && self.bytes <= READER_TAIL_BYTES;
             let expired = self.bytes > settings.max_bytes || now.duration_since(front.at) > settings.max_age;
             if (!done || for_readers) && !expired {
                 break;
