@@ -139,6 +139,9 @@ async fn request(server: &Server, query: &str, headers: &[(&str, &str)]) -> reqw
 
 const READER: (&str, &str) = ("X-API-Key", READ_KEY);
 
+/// Which events a narrowed stream must return.
+type Wanted<'a> = Box<dyn Fn(&Value) -> bool + 'a>;
+
 fn url_encoded(value: &str) -> String {
     value
         .bytes()
@@ -253,7 +256,7 @@ async fn narrowing_by_type_zone_mac_and_filter_returns_exactly_the_matching_even
         everything.extend(streams[0].events(1).await);
     }
     let zone_of = |e: &Value| e["Content"]["ZoneID"].as_str().unwrap_or_default().to_owned();
-    let wanted: [Box<dyn Fn(&Value) -> bool>; 5] = [
+    let wanted: [Wanted<'_>; 5] = [
         Box::new(|e| e["Type"] == "ZONE_EXIT"),
         Box::new(|e| zone_of(e) == high),
         Box::new(|e| e["Source"]["MAC"] == d2.as_str()),
