@@ -432,6 +432,28 @@ async fn bad_parameters_are_refused_before_the_stream_starts(mode: Mode) {
     server.stop().await;
 }
 
+async fn an_idle_stream_gets_keep_alive_comments_and_open_streams_end_when_the_server_stops(mode: Mode) {
+    let server = Server::start_configured(mode, |config| {
+        config.api.stream_heartbeat = Duration::from_millis(200);
+    })
+    .await;
+    let mut stream = Sse::open(&server, "", &[READER]).await;
+    let mut comments = 0;
+    while comments < 2 {
+        let frame = stream.frame(WAIT).await.expect("the stream stays open");
+        assert!(frame.comment, "nothing happens, so only comments come: {frame:?}");
+        comments += 1;
+    }
+    // The server does not wait for its clients to hang up.
+    tokio::time::timeout(WAIT, server.stop()).await.expect("the server stops with a stream open");
+    loop {
+        match stream.frame(WAIT).await {
+            None => break,
+            Some(frame) => assert!(frame.comment, "{frame:?}"),
+        }
+    }
+}
+
 both_modes!(
     a_stream_sees_enter_and_exit_after_a_position,
     a_stream_reopened_with_last_event_id_misses_nothing_and_repeats_nothing,
@@ -440,4 +462,5 @@ both_modes!(
     access_tokens_open_a_stream_and_wrong_missing_or_expired_ones_are_refused,
     cors_preflight_and_answers_allow_configured_origins_only,
     bad_parameters_are_refused_before_the_stream_starts,
+    an_idle_stream_gets_keep_alive_comments_and_open_streams_end_when_the_server_stops,
 );

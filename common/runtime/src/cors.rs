@@ -29,7 +29,7 @@ impl Cors {
     }
 
     /// The `Origin` of a request when it is allowed.
-    fn allowed<'a>(&self, headers: &'a HeaderMap) -> Option<&'a HeaderValue> {
+    pub fn allowed<'a>(&self, headers: &'a HeaderMap) -> Option<&'a HeaderValue> {
         let origin = headers.get(header::ORIGIN)?;
         let text = origin.to_str().ok()?.trim_end_matches('/').to_ascii_lowercase();
         self.origins.iter().any(|o| o == "*" || *o == text).then_some(origin)
@@ -55,11 +55,47 @@ impl Cors {
         response
     }
 
-    /// Lets the browser hand `response` to a page of an allowed origin.
-    pub fn decorate(&self, headers: &HeaderMap, response: &mut Response) {
+    /// Lets the browser hand `response` to a page of `origin`, an allowed one
+    /// ([`Cors::allowed`]); without one, it only says the answer depends on the origin.
+    pub fn decorate(response: &mut Response, origin: Option<HeaderValue>) {
         response.headers_mut().insert(header::VARY, HeaderValue::from_static("Origin"));
-        if let Some(origin) = self.allowed(headers) {
-            response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        if let Some(origin) = origin {
+            response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn from(origin: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ORIGIN, HeaderValue::from_str(origin).unwrap());
+        headers
+    }
+
+    #[test]
+    fn only_listed_origins_are_allowed_in_any_case_and_without_a_trailing_slash() {
+        let cors = Cors::new(["https://Dash.example/".to_owned(), " ".to_owned()]);
+        assert!(cors.allowed(&from("https://dash.example")).is_some());
+        assert!(cors.allowed(&from("https://dash.example:8443")).is_none());
+        assert!(cors.allowed(&from("http://dash.example")).is_none());
+        assert!(cors.allowed(&HeaderMap::new()).is_none());
+        assert!(Cors::default().allowed(&from("https://dash.example")).is_none(), "none by default");
+        assert!(Cors::new(["*".to_owned()]).allowed(&from("https://any.example")).is_some());
+    }
+
+    #[test]
+    fn a_preflight_carries_the_cors_headers_for_an_allowed_origin_only() {
+        let cors = Cors::new(["https://dash.example".to_owned()]);
+        let allowed = cors.preflight(&from("https://dash.example"));
+        assert_eq!(allowed.status(), StatusCode::NO_CONTENT);
+        assert_eq!(allowed.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "https://dash.example");
+        let refused = cors.preflight(&from("https://evil.example"));
+        assert_eq!(refused.status(), StatusCode::NO_CONTENT);
+        assert!(refused.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+        assert_eq!(refused.headers()[header::VARY], "Origin");
     }
 }

@@ -107,9 +107,12 @@ where
         listener.answered(route.id, &response, started);
         return response;
     }
-    let (operation, op, result) = match find(listener.routes(), &method, path) {
-        Err(e) => ("unmatched", None, Err(e)),
+    // For a route open to other origins: whether this request's origin is one of them.
+    let mut cors: Option<Option<warp::http::HeaderValue>> = None;
+    let (operation, result) = match find(listener.routes(), &method, path) {
+        Err(e) => ("unmatched", Err(e)),
         Ok((route, params)) => {
+            cors = listener.cors(route.op).map(|c| c.allowed(&headers).cloned());
             let outcome = async {
                 if let (Some(needed), Some(auth)) = (route.authority, listener.auth()) {
                     match query_token(&query) {
@@ -127,15 +130,15 @@ where
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.parse::<u64>().ok());
                 let body = read_body(body, length, limits.max_body_bytes, limits.body_timeout).await?;
-                listener.dispatch(route.op, params, query, headers.clone(), body).await
+                listener.dispatch(route.op, params, query, headers, body).await
             }
             .await;
-            (route.id, Some(route.op), outcome)
+            (route.id, outcome)
         }
     };
     let mut response = result.unwrap_or_else(HttpError::into_response);
-    if let Some(cors) = op.and_then(|op| listener.cors(op)) {
-        cors.decorate(&headers, &mut response);
+    if let Some(origin) = cors {
+        Cors::decorate(&mut response, origin);
     }
     listener.answered(operation, &response, started);
     response
