@@ -266,8 +266,13 @@ impl Journal for JetStreamJournal {
     /// the stream's last): no acknowledgements, no durable state, removed by the server once
     /// the reader is gone, so no durable consumer notices it.
     async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError> {
-        let mut stream = self.stream(kind).await?;
         let name = self.stream_name(kind);
+        // A reader takes the stream as the evaluators and forwarders made it, and makes it only
+        // when none exists yet: its bounds are theirs to set.
+        let mut stream = match self.context.get_stream(&name).await {
+            Ok(stream) => stream,
+            Err(_) => self.stream(kind).await?,
+        };
         let last =
             stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
         let start = from.unwrap_or(last + 1).min(last + 1).max(1);
