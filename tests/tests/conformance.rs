@@ -70,6 +70,9 @@ async fn schemathesis_finds_no_difference_between_the_document_and_the_server() 
         .args(["run", "--no-color", "--checks", "all", "--max-examples", "25"])
         .args(["--max-time", &BUDGET_SECONDS.to_string(), "--request-timeout", "10"])
         .args(["--generation-database", "none"])
+        // A live stream never ends, so no answer to it is complete within the request timeout;
+        // tests/tests/event_stream.rs holds it to its document instead.
+        .args(["--exclude-operation-id", "streamEvents"])
         .args(["--header", &format!("X-API-Key: {ADMIN_KEY}"), "--url", &server.base])
         .arg(&schema)
         .kill_on_drop(true)

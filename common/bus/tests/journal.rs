@@ -250,6 +250,104 @@ both!(
     a_subject_outside_the_rules_is_refused,
 );
 
+async fn read_all(reads: &mut zonecast_bus::journal::Reads, count: usize) -> Vec<zonecast_bus::journal::Read> {
+    let mut out = Vec::new();
+    while out.len() < count {
+        out.push(
+            timeout(ARRIVES, reads.next()).await.expect("a record should arrive in time").expect("reading goes on"),
+        );
+    }
+    out
+}
+
+fn read_text(read: &zonecast_bus::journal::Read) -> String {
+    String::from_utf8_lossy(&read.payload).into_owned()
+}
+
+/// A reader (a live stream's) starts at the sequence asked for, goes on with new records, tells
+/// how far behind the newest each one is, and leaves every consumer as it was.
+async fn a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer(nats: bool) {
+    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    s.create("c", 100).await;
+    s.append(1..=5).await;
+    let mut deliveries = s.consume("c", 100).await;
+    let mut sequences = Vec::new();
+    for _ in 0..5 {
+        sequences.push(next(&mut deliveries).await.sequence);
+    }
+    let (start, mut reads) = s.journal.read(Kind::Events, Some(sequences[2])).await.expect("read");
+    assert_eq!(start, sequences[2]);
+    let got = read_all(&mut reads, 3).await;
+    assert_eq!(got.iter().map(read_text).collect::<Vec<_>>(), ["event 3", "event 4", "event 5"]);
+    assert_eq!(got.iter().map(|r| r.sequence).collect::<Vec<_>>(), sequences[2..]);
+    assert_eq!(got.iter().map(|r| r.behind).collect::<Vec<_>>(), [2, 1, 0]);
+    s.append([6]).await;
+    let got = read_all(&mut reads, 1).await;
+    assert_eq!((read_text(&got[0]).as_str(), got[0].sequence, got[0].behind), ("event 6", sequences[4] + 1, 0));
+    let delivered = next(&mut deliveries).await;
+    assert_eq!(text(&delivered), "event 6", "the consumer goes on as before");
+    assert_eq!(s.state("c").await.backlog, 6, "reading acknowledged nothing");
+    drop(reads);
+    s.done().await;
+}
+
+/// A reader without a start sees only what is appended after it opened; one opened again from
+/// a later sequence misses nothing and repeats nothing, even with no consumer at all.
+async fn a_reader_without_a_start_sees_new_records_and_one_reopened_resumes(nats: bool) {
+    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    s.append(1..=3).await;
+    let (start, mut reads) = s.journal.read(Kind::Events, None).await.expect("read");
+    s.append(4..=6).await;
+    let got = read_all(&mut reads, 2).await;
+    assert_eq!(got.iter().map(read_text).collect::<Vec<_>>(), ["event 4", "event 5"]);
+    assert_eq!(got[0].sequence, start);
+    drop(reads);
+    s.append(7..=8).await;
+    let (_, mut reads) = s.journal.read(Kind::Events, Some(got[1].sequence + 1)).await.expect("read again");
+    let again = read_all(&mut reads, 3).await;
+    assert_eq!(again.iter().map(read_text).collect::<Vec<_>>(), ["event 6", "event 7", "event 8"]);
+    // A start beyond the newest record is the next one to come.
+    let (beyond, _) = s.journal.read(Kind::Events, Some(1_000_000)).await.expect("read beyond");
+    assert_eq!(beyond, again[2].sequence + 1);
+    s.done().await;
+}
+
+#[tokio::test]
+async fn in_process_a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer() {
+    a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer(false).await;
+}
+
+#[tokio::test]
+async fn nats_a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer() {
+    a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer(true).await;
+}
+
+#[tokio::test]
+async fn in_process_a_reader_without_a_start_sees_new_records_and_one_reopened_resumes() {
+    a_reader_without_a_start_sees_new_records_and_one_reopened_resumes(false).await;
+}
+
+#[tokio::test]
+async fn nats_a_reader_without_a_start_sees_new_records_and_one_reopened_resumes() {
+    a_reader_without_a_start_sees_new_records_and_one_reopened_resumes(true).await;
+}
+
+/// In one process the newest events stay for readers when no consumer needs them, within a
+/// bound; older ones go, and a reader from before them starts at the first kept.
+#[tokio::test]
+async fn in_process_the_newest_events_stay_for_readers_within_a_bound() {
+    use zonecast_bus::journal::READER_TAIL_RECORDS;
+    let s = Setup::new(false, Kind::Events, JournalSettings::default()).await;
+    let total = READER_TAIL_RECORDS as u32 + 10;
+    s.append(1..=total).await;
+    let (_, mut reads) = s.journal.read(Kind::Events, Some(1)).await.expect("read");
+    let first = read_all(&mut reads, 1).await.remove(0);
+    assert_eq!(read_text(&first), "event 11", "the oldest ten left; the reader sees the gap by the sequence");
+    assert_eq!(first.sequence, 11);
+    assert_eq!(first.behind, u64::from(total) - 11);
+    s.done().await;
+}
+
 /// The all-in-one's journal file: what a consumer had not acknowledged when the journal went
 /// away (a restart, a crash) is delivered when it is opened again; what it acknowledged is not;
 /// sequences go on where they were.

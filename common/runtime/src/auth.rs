@@ -106,6 +106,30 @@ impl Auth {
         ))
     }
 
+    /// The caller of a request that sent no credential header but a token in its
+    /// `access_token` query parameter (a browser's `EventSource` cannot set headers): only
+    /// tokens from `POST /v3/auth/token` are taken there, never API keys, which would stay in
+    /// logs and histories for good. It must hold `needed`.
+    pub fn require_query_token(&self, token: &str, needed: Authority) -> Result<Principal, AuthError> {
+        let principal = if token.starts_with(TOKEN_PREFIX) {
+            self.verify_token(token).map_err(|e| match e {
+                AuthError::Unauthorized(m) => AuthError::Unauthorized(m.replacen("bearer token", "access_token", 1)),
+                other => other,
+            })?
+        } else {
+            return Err(AuthError::Unauthorized(
+                "access_token is not valid: it takes a token from POST /v3/auth/token".into(),
+            ));
+        };
+        Self::authorize(&principal, needed)?;
+        Ok(principal)
+    }
+
+    /// Whether a request carries a credential header (`X-API-Key` or `Authorization`).
+    pub fn has_credential_header(headers: &HeaderMap) -> bool {
+        headers.contains_key("x-api-key") || headers.contains_key(warp::http::header::AUTHORIZATION)
+    }
+
     /// The caller, who must hold `needed`: 401 or 403 otherwise.
     pub fn require(&self, headers: &HeaderMap, needed: Authority) -> Result<Principal, AuthError> {
         let principal = self.authenticate(headers)?;

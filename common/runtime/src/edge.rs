@@ -15,6 +15,7 @@ use warp::http::{HeaderMap, Method};
 use warp::reply::Response;
 use warp::{Buf, Filter};
 
+use crate::cors::Cors;
 use crate::http::{HttpError, read_body};
 use crate::routes::{Lookup, Route, lookup};
 use crate::{Auth, HttpLimits, Shutdown};
@@ -33,14 +34,28 @@ pub trait Listener: Send + Sync + 'static {
     /// Body size and time limits.
     fn limits(&self) -> &HttpLimits;
 
-    /// Runs `op` with its path parameters, headers and body (already read).
+    /// Runs `op` with its path parameters, query string (empty when none), headers and body
+    /// (already read).
     fn dispatch(
         &self,
         op: Self::Op,
         params: Vec<String>,
+        query: String,
         headers: HeaderMap,
         body: Bytes,
     ) -> impl Future<Output = Result<Response, HttpError>> + Send;
+
+    /// Whether `op` takes a token in the `access_token` query parameter when no credential
+    /// header is sent ([`crate::Auth::require_query_token`]). No route does by default.
+    fn takes_query_token(&self, _op: Self::Op) -> bool {
+        false
+    }
+
+    /// The cross-origin rules of `op`, when a browser page of another origin may call it (its
+    /// preflight `OPTIONS` is then answered too). None by default.
+    fn cors(&self, _op: Self::Op) -> Option<&Cors> {
+        None
+    }
 
     /// Told of every answer: the operation id (`unmatched` without a route), the response and
     /// when the request came in. Nothing by default.
@@ -62,20 +77,52 @@ fn find<'a, Op>(
     }
 }
 
+/// The `access_token` query parameter, when there is one.
+fn query_token(query: &str) -> Option<String> {
+    url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "access_token").map(|(_, v)| v.into_owned())
+}
+
 /// Answers one request on `listener`.
-pub async fn answer<L, S, B>(listener: &L, method: Method, path: &str, headers: HeaderMap, body: S) -> Response
+pub async fn answer<L, S, B>(
+    listener: &L,
+    method: Method,
+    path: &str,
+    query: String,
+    headers: HeaderMap,
+    body: S,
+) -> Response
 where
     L: Listener,
     S: Stream<Item = Result<B, warp::Error>> + Send,
     B: Buf,
 {
     let started = Instant::now();
+    // A browser's preflight for a route open to other origins; any other OPTIONS is a method
+    // the path does not take.
+    if method == Method::OPTIONS
+        && let Lookup::Found(route, _) = lookup(listener.routes(), &Method::GET, path)
+        && let Some(cors) = listener.cors(route.op)
+    {
+        let response = cors.preflight(&headers);
+        listener.answered(route.id, &response, started);
+        return response;
+    }
+    // For a route open to other origins: whether this request's origin is one of them.
+    let mut cors: Option<Option<warp::http::HeaderValue>> = None;
     let (operation, result) = match find(listener.routes(), &method, path) {
         Err(e) => ("unmatched", Err(e)),
         Ok((route, params)) => {
+            cors = listener.cors(route.op).map(|c| c.allowed(&headers).cloned());
             let outcome = async {
                 if let (Some(needed), Some(auth)) = (route.authority, listener.auth()) {
-                    auth.require(&headers, needed)?;
+                    match query_token(&query) {
+                        Some(token)
+                            if listener.takes_query_token(route.op) && !Auth::has_credential_header(&headers) =>
+                        {
+                            auth.require_query_token(&token, needed)?
+                        }
+                        _ => auth.require(&headers, needed)?,
+                    };
                 }
                 let limits = listener.limits();
                 let length = headers
@@ -83,13 +130,16 @@ where
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.parse::<u64>().ok());
                 let body = read_body(body, length, limits.max_body_bytes, limits.body_timeout).await?;
-                listener.dispatch(route.op, params, headers, body).await
+                listener.dispatch(route.op, params, query, headers, body).await
             }
             .await;
             (route.id, outcome)
         }
     };
-    let response = result.unwrap_or_else(HttpError::into_response);
+    let mut response = result.unwrap_or_else(HttpError::into_response);
+    if let Some(origin) = cors {
+        Cors::decorate(&mut response, origin);
+    }
     listener.answered(operation, &response, started);
     response
 }
@@ -99,12 +149,16 @@ where
 pub fn filter<L: Listener>(
     listener: Arc<L>,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone + Send + Sync + 'static {
-    warp::method().and(warp::path::full()).and(warp::header::headers_cloned()).and(warp::body::stream()).then(
-        move |method: Method, path: warp::path::FullPath, headers: HeaderMap, body| {
+    let query = warp::query::raw().or(warp::any().map(String::new)).unify();
+    warp::method()
+        .and(warp::path::full())
+        .and(query)
+        .and(warp::header::headers_cloned())
+        .and(warp::body::stream())
+        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
             let listener = listener.clone();
-            async move { answer(listener.as_ref(), method, path.as_str(), headers, body).await }
-        },
-    )
+            async move { answer(listener.as_ref(), method, path.as_str(), query, headers, body).await }
+        })
 }
 
 /// Binds `addr`, reporting the address in the error.

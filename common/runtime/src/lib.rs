@@ -6,6 +6,7 @@
 pub mod applier;
 pub mod auth;
 pub mod config;
+pub mod cors;
 pub mod edge;
 pub mod http;
 pub mod keys;

@@ -216,7 +216,7 @@ impl Listener for Operations {
         &self.limits
     }
 
-    async fn dispatch(&self, op: Op, _: Vec<String>, _: HeaderMap, _: Bytes) -> Result<Response, HttpError> {
+    async fn dispatch(&self, op: Op, _: Vec<String>, _: String, _: HeaderMap, _: Bytes) -> Result<Response, HttpError> {
         Ok(match op {
             Op::Live => Health::live(),
             Op::Ready => self.health.ready().await,

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use zonecast_bus::{Bus, Subjects};
+use zonecast_bus::{Bus, Journal, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
+use zonecast_runtime::cors::Cors;
 use zonecast_runtime::ops::Health;
-use zonecast_runtime::{ApiConfig, Auth, Keys, StartError};
+use zonecast_runtime::{ApiConfig, Auth, Keys, Shutdown, StartError};
 use zonecast_store::ApiStore;
 
 use crate::applied::{Applied, Appliers};
@@ -34,11 +35,28 @@ pub struct Context {
     pub health: Health,
     /// Position input on this listener (the all-in-one); `None` leaves `POST /v3/positions` out.
     pub positions: Option<zonecast_ingest::Publisher>,
+    /// The event journal the live streams read.
+    pub journal: Arc<dyn Journal>,
+    /// How live streams behave.
+    pub streams: StreamSettings,
+    /// Cancelled when the API stops: open streams end then.
+    pub shutdown: Shutdown,
     /// The evaluator and forwarder replicas and the revision each has in force.
     appliers: Arc<Appliers>,
     /// How long a write waits, at most, for every replica to have it in force.
     apply_wait: std::time::Duration,
     routes: Vec<crate::routes::Route>,
+}
+
+/// How live streams behave (from [`zonecast_runtime::config::ApiSettings`]).
+#[derive(Debug, Clone)]
+pub struct StreamSettings {
+    /// How many events a client may fall behind the newest before it lags.
+    pub buffer: usize,
+    /// Longest silence before a keep-alive comment.
+    pub heartbeat: std::time::Duration,
+    /// Other origins whose pages may open a stream.
+    pub cors: Cors,
 }
 
 impl Context {
@@ -60,6 +78,7 @@ impl Context {
         Ok(Self {
             auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
             health: Health::new(Some(store.clone()), bus.clone()),
+            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
             store,
             bus,
             subjects,
@@ -69,6 +88,12 @@ impl Context {
             limits: config.limits,
             max_connections: config.api.max_connections,
             positions: None,
+            streams: StreamSettings {
+                buffer: config.api.stream_buffer,
+                heartbeat: config.api.stream_heartbeat,
+                cors: config.api.cors.clone(),
+            },
+            shutdown: Shutdown::new(),
             appliers,
             apply_wait: config.api.apply_wait,
             routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),
@@ -79,6 +104,13 @@ impl Context {
     pub fn with_positions(mut self, publisher: zonecast_ingest::Publisher) -> Self {
         self.positions = Some(publisher);
         self.routes = crate::routes::ROUTES.to_vec();
+        self
+    }
+
+    /// This context reading live streams from `journal` (the all-in-one's, which keeps its
+    /// events in a file of the data directory).
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = journal;
         self
     }
 

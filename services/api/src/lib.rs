@@ -24,7 +24,7 @@ use zonecast_runtime::http::HttpError;
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{ApiConfig, Auth, HttpConfig, HttpLimits, Running, Shutdown, StartError};
 
-pub use context::Context;
+pub use context::{Context, StreamSettings};
 pub use error::ApiError;
 
 use crate::routes::{Op, Route};
@@ -48,10 +48,19 @@ impl Listener for Context {
         &self,
         op: Op,
         params: Vec<String>,
+        query: String,
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<Response, HttpError> {
-        handlers::dispatch(self, op, &params, &headers, body).await
+        handlers::dispatch(self, op, &params, &query, &headers, body).await
+    }
+
+    fn takes_query_token(&self, op: Op) -> bool {
+        op == Op::EventStream
+    }
+
+    fn cors(&self, op: Op) -> Option<&zonecast_runtime::cors::Cors> {
+        (op == Op::EventStream).then_some(&self.streams.cors)
     }
 
     fn answered(&self, operation: &'static str, response: &Response, started: Instant) {
@@ -75,7 +84,9 @@ pub struct Deps {
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let socket = edge::bind(deps.addr).await?;
     let addr = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", deps.addr)))?;
-    let context = Arc::new(deps.context);
+    let mut context = deps.context;
+    context.shutdown = shutdown.clone();
+    let context = Arc::new(context);
     tracing::info!(%addr, "config API listening");
     let task = tokio::spawn(async move {
         edge::serve(socket, context, shutdown).await;

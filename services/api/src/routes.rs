@@ -12,6 +12,7 @@ use zonecast_runtime::ops::{MetricsText, Readiness};
 use zonecast_runtime::routes::schema_of;
 
 use crate::handlers::connections::ConnectionStatus;
+use crate::handlers::stream::StreamedEvent;
 use crate::handlers::system::{OpenApiDocument, TokenAnswer, TokenRequest};
 use crate::handlers::zones::{Macs, NewZones, ZoneIds, ZoneUpdates};
 use crate::reply::Ack;
@@ -49,6 +50,7 @@ pub enum Op {
     UpdateCertificate,
     DeleteCertificate,
     Positions,
+    EventStream,
     Token,
     OpenApi,
     Live,
@@ -98,6 +100,7 @@ pub static ROUTES: &[Route] = &[
     route!(PUT "/v3/modules/mqtt/certificates/{ID}" UpdateCertificate A, "updateCertificateProfile", "Update a certificate profile", Some(schema_of::<CertificateProfileInput>), schema_of::<CertificateProfileSummary>),
     route!(DELETE "/v3/modules/mqtt/certificates/{ID}" DeleteCertificate A, "deleteCertificateProfile", "Delete an unused certificate profile", None, schema_of::<Ack>),
     route!(POST "/v3/positions" Positions W, "postPositions", "Position input (all-in-one): an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
+    route!(GET "/v3/events/stream" EventStream R, "streamEvents", "Live zone events and alarms as Server-Sent Events (text/event-stream), resumable with Last-Event-ID", None, schema_of::<StreamedEvent>),
     route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some(schema_of::<TokenRequest>), schema_of::<TokenAnswer>),
     route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, schema_of::<OpenApiDocument>),
     route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),

@@ -60,7 +60,14 @@ impl Listener for Positions {
         &self.limits
     }
 
-    async fn dispatch(&self, op: Op, _: Vec<String>, _: HeaderMap, body: Bytes) -> Result<Response, HttpError> {
+    async fn dispatch(
+        &self,
+        op: Op,
+        _: Vec<String>,
+        _: String,
+        _: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
         Ok(match op {
             Op::Positions => {
                 let outcome = self.publisher.accept(&body, "http").await?;

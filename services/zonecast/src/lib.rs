@@ -123,7 +123,8 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     // write is answered once all of them (one forwarder, one evaluator per range) have it.
     let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
         .await?
-        .with_positions(ingestor.publisher.clone());
+        .with_positions(ingestor.publisher.clone())
+        .with_journal(journal.clone());
     // One evaluator per core, each owning a partition range, as in the distributed deployment:
     // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
     let mut evaluators = Vec::new();

@@ -10,7 +10,9 @@ use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 use tokio::sync::{OnceCell, mpsc};
 
-use super::{Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Kind, Record};
+use super::{
+    Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Kind, Read, Reads, Record,
+};
 use crate::{BusError, Subjects};
 
 /// How long a delivered record may stay unacknowledged before JetStream hands it out again
@@ -258,6 +260,54 @@ impl Journal for JetStreamJournal {
             };
             std::future::ready(delivery)
         })))
+    }
+
+    /// An ephemeral ordered consumer from the sequence asked for (for `None`, the one after
+    /// the stream's last): no acknowledgements, no durable state, removed by the server once
+    /// the reader is gone, so no durable consumer notices it.
+    async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError> {
+        let name = self.stream_name(kind);
+        // A reader takes the stream as the evaluators and forwarders made it, and makes it only
+        // when none exists yet: its bounds are theirs to set.
+        let mut stream = match self.context.get_stream(&name).await {
+            Ok(stream) => stream,
+            Err(_) => self.stream(kind).await?,
+        };
+        let last =
+            stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
+        let start = from.unwrap_or(last + 1).min(last + 1).max(1);
+        let consumer = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                filter_subject: kind.pattern(&self.subjects),
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence { start_sequence: start },
+                ..consumer::pull::OrderedConfig::default()
+            })
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot read stream {name}: {e}")))?;
+        let messages =
+            consumer.messages().await.map_err(|e| BusError::Journal(format!("cannot read stream {name}: {e}")))?;
+        let reads = messages.filter_map(move |message| {
+            let read = match message {
+                Ok(message) => match message.info().map(|info| (info.stream_sequence, info.pending)) {
+                    Ok((sequence, behind)) => Some(Read {
+                        subject: message.subject.to_string(),
+                        payload: message.payload.clone(),
+                        sequence,
+                        behind,
+                    }),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "JetStream message without delivery information skipped");
+                        None
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "JetStream read interrupted; it goes on");
+                    None
+                }
+            };
+            std::future::ready(read)
+        });
+        Ok((start, Box::pin(reads)))
     }
 
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {

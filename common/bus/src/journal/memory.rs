@@ -12,8 +12,16 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::disk::{self, Disk, Row};
-use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Kind, Record};
+use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Kind, Read, Reads, Record};
 use crate::{Bus, BusError, Subjects};
+
+/// The newest events kept for readers ([`Journal::read`]) whether or not a consumer needs
+/// them, so that a live stream dropped and opened again resumes where it was: at most this many
+/// records and [`READER_TAIL_BYTES`] of payload (within the journal's age and size bounds).
+pub const READER_TAIL_RECORDS: usize = 10_000;
+
+/// The payload bound of the readers' tail ([`READER_TAIL_RECORDS`]).
+pub const READER_TAIL_BYTES: u64 = 16 << 20;
 
 /// A [`Journal`] in memory, for the all-in-one: records are published on its bus, and events
 /// and action requests are kept until every consumer of their kind has acknowledged them (a
@@ -57,6 +65,8 @@ pub(crate) struct Inner {
     settings: JournalSettings,
     state: Mutex<State>,
     appended: Notify,
+    /// Whether the newest records stay for readers (events) or go once no consumer needs them.
+    tail: bool,
     /// The file, when persistent (shared by both kinds).
     disk: Option<Arc<Mutex<Disk>>>,
     /// Floors moved or records dropped since the file was last brought up to date.
@@ -109,6 +119,7 @@ impl Inner {
                 consumers: HashMap::new(),
             }),
             appended: Notify::new(),
+            tail: kind == Kind::Events,
             disk: None,
             dirty: AtomicBool::new(false),
         }
@@ -120,7 +131,7 @@ impl Inner {
         {
             let mut state = self.lock();
             forget(&mut state.consumers);
-            state.trim(&self.settings);
+            state.trim(&self.settings, self.tail);
         }
         self.dirty.store(true, Ordering::Release);
         self.flush();
@@ -162,7 +173,7 @@ impl Inner {
                 consumer.floor += 1;
             }
         }
-        state.trim(&self.settings);
+        state.trim(&self.settings, self.tail);
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -206,6 +217,24 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// The record at `cursor` for a reader (or the first kept after it, when it is gone), and
+    /// the cursor after it; `None` when the reader has read everything appended.
+    fn read_at(&self, cursor: u64) -> Option<(Read, u64)> {
+        let state = self.lock();
+        let first = state.records.front().map_or(state.next, |r| r.sequence);
+        let cursor = cursor.max(first);
+        let record = state.records.get(usize::try_from(cursor - first).ok()?)?;
+        let read = Read {
+            subject: record.subject.clone(),
+            payload: record.payload.clone(),
+            sequence: record.sequence,
+            behind: state.next - 1 - record.sequence,
+        };
+        Some((read, record.sequence + 1))
+    }
+}
+
 enum Next {
     Record(Delivery),
     Wait,
@@ -216,14 +245,17 @@ impl State {
     /// Drops records every consumer is done with, and those past the bounds (counted as lost
     /// for each consumer that had not acknowledged them).
     /// Whether it dropped any.
-    fn trim(&mut self, settings: &JournalSettings) -> bool {
+    /// With `tail`, the newest records stay for readers within [`READER_TAIL_RECORDS`] and
+    /// [`READER_TAIL_BYTES`].
+    fn trim(&mut self, settings: &JournalSettings, tail: bool) -> bool {
         let now = Instant::now();
         let mut dropped = false;
         while let Some(front) = self.records.front() {
             let sequence = front.sequence;
             let done = self.consumers.values().all(|c| c.floor > sequence);
+            let for_readers = tail && self.records.len() <= READER_TAIL_RECORDS && self.bytes <= READER_TAIL_BYTES;
             let expired = self.bytes > settings.max_bytes || now.duration_since(front.at) > settings.max_age;
-            if !done && !expired {
+            if (!done || for_readers) && !expired {
                 break;
             }
             for consumer in self.consumers.values_mut().filter(|c| c.floor <= sequence) {
@@ -400,7 +432,7 @@ impl Journal for MemoryJournal {
                     state.ids.insert(record.id.clone());
                     state.records.push_back(record);
                 }
-                state.trim(&inner.settings);
+                state.trim(&inner.settings, inner.tail);
             }
         }
         for inner in [&self.logs.events, &self.logs.actions] {
@@ -459,7 +491,7 @@ impl Journal for MemoryJournal {
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {
         let inner = self.logs.of(kind);
         let mut state = inner.lock();
-        if state.trim(&inner.settings) {
+        if state.trim(&inner.settings, inner.tail) {
             inner.dirty.store(true, Ordering::Release);
         }
         let next = state.next;
@@ -467,6 +499,32 @@ impl Journal for MemoryJournal {
             .consumers
             .get(name)
             .map(|c| ConsumerState { backlog: next - c.floor - c.acked.len() as u64, lost: c.lost }))
+    }
+
+    /// A cursor over the records kept: it takes no lock an append waits on for longer than one
+    /// record's copy, and pins nothing (what it has not read may be trimmed, and it skips it).
+    async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError> {
+        let inner = self.logs.of(kind).clone();
+        let start = {
+            let state = inner.lock();
+            from.unwrap_or(state.next).min(state.next).max(1)
+        };
+        let reads = futures::stream::unfold((inner, start), |(inner, cursor)| async move {
+            loop {
+                {
+                    let appended = inner.appended.notified();
+                    tokio::pin!(appended);
+                    appended.as_mut().enable();
+                    if inner.read_at(cursor).is_none() {
+                        appended.await;
+                        continue;
+                    }
+                }
+                let (read, cursor) = inner.read_at(cursor)?;
+                return Some((read, (inner, cursor)));
+            }
+        });
+        Ok((start, Box::pin(reads)))
     }
 
     async fn remove_consumer(&self, kind: Kind, name: &str) -> Result<(), BusError> {
@@ -478,7 +536,13 @@ impl Journal for MemoryJournal {
 
     async fn remove_all(&self) -> Result<(), BusError> {
         for kind in Kind::ALL {
-            self.logs.of(kind).forget(HashMap::clear);
+            self.logs.of(kind).forget(|consumers| consumers.clear());
+            // The readers' tail too.
+            let inner = self.logs.of(kind);
+            let mut state = inner.lock();
+            state.records.clear();
+            state.ids.clear();
+            state.bytes = 0;
         }
         Ok(())
     }

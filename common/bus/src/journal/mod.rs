@@ -21,7 +21,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 pub use jetstream::JetStreamJournal;
-pub use memory::MemoryJournal;
+pub use memory::{MemoryJournal, READER_TAIL_BYTES, READER_TAIL_RECORDS};
 
 use crate::BusError;
 
@@ -140,6 +140,23 @@ pub struct Delivery {
 /// is gone; open it again to go on.
 pub type Deliveries = Pin<Box<dyn futures::Stream<Item = Delivery> + Send>>;
 
+/// One record as a reader ([`Journal::read`]) sees it.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// The subject it was appended on.
+    pub subject: String,
+    /// Its bytes.
+    pub payload: Bytes,
+    /// Its place in the journal (the sequence a consumer would see).
+    pub sequence: u64,
+    /// How many records of its kind were appended after it, as far as the journal knew when it
+    /// was read: how far behind the newest record the reader is.
+    pub behind: u64,
+}
+
+/// The records of one reader, in journal order, each once. Dropping it ends the reading.
+pub type Reads = Pin<Box<dyn futures::Stream<Item = Read> + Send>>;
+
 /// Where a consumer stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConsumerState {
@@ -172,6 +189,15 @@ pub trait Journal: Send + Sync + 'static {
 
     /// Where consumer `name` of `kind` stands; `None` when it does not exist.
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError>;
+
+    /// Reads the records of `kind` from sequence `from` on (the first one still kept when
+    /// `from` is older; `None`: only those appended from now on), then new ones as they are
+    /// appended. A reader is no consumer: it acknowledges nothing, holds nothing back, and
+    /// neither delays appends nor affects any consumer (over JetStream an ephemeral ordered
+    /// consumer of its own; in-process a cursor over the records kept). A reader that falls
+    /// behind what the journal keeps skips what left it: the next record's sequence shows the
+    /// gap. Returns the sequence the reader starts at (the next to be appended, for `None`).
+    async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError>;
 
     /// Removes consumer `name` of `kind` and what it had not acknowledged; nothing if it does
     /// not exist.

@@ -461,6 +461,17 @@ pub struct ApiArgs {
     /// have it in force before the API answers (0-60000 ms; 0 answers at once).
     #[arg(long, env = "ZONECAST_APPLY_WAIT_MS", value_name = "MS", default_value = "2000")]
     apply_wait_ms: String,
+    /// How many events a live stream's client (`GET /v3/events/stream`) may fall behind the
+    /// newest (1-1000000); past it the client gets `event: lagged` and the stream ends.
+    #[arg(long, env = "ZONECAST_STREAM_BUFFER", value_name = "N", default_value = "5000")]
+    stream_buffer: String,
+    /// Longest silence of a live stream before a `: keep-alive` comment (100-3600000 ms).
+    #[arg(long, env = "ZONECAST_STREAM_HEARTBEAT_MS", value_name = "MS", default_value = "15000")]
+    stream_heartbeat_ms: String,
+    /// Origins (`https://host[:port]`, comma-separated, or `*`) whose pages may open the live
+    /// streams from a browser; none by default (same origin only).
+    #[arg(long, env = "ZONECAST_CORS_ORIGINS", value_name = "ORIGINS", default_value = "")]
+    cors_origins: String,
 }
 
 impl ApiArgs {
@@ -468,6 +479,14 @@ impl ApiArgs {
         ApiSettings {
             max_connections: c.within("max_connections", &self.max_connections, 1, 10_000),
             apply_wait: std::time::Duration::from_millis(c.within("apply_wait_ms", &self.apply_wait_ms, 0, 60_000)),
+            stream_buffer: c.within("stream_buffer", &self.stream_buffer, 1, 1_000_000),
+            stream_heartbeat: std::time::Duration::from_millis(c.within(
+                "stream_heartbeat_ms",
+                &self.stream_heartbeat_ms,
+                100,
+                3_600_000,
+            )),
+            cors: crate::cors::Cors::new(self.cors_origins.split(',').map(str::to_owned)),
         }
     }
 }

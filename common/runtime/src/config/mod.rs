@@ -106,6 +106,9 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_MAX_BODY_BYTES",
     "ZONECAST_MAX_CONNECTIONS",
     "ZONECAST_APPLY_WAIT_MS",
+    "ZONECAST_STREAM_BUFFER",
+    "ZONECAST_STREAM_HEARTBEAT_MS",
+    "ZONECAST_CORS_ORIGINS",
     "ZONECAST_HTTP_MAX_CONNECTIONS",
     "ZONECAST_HTTP_HEADER_TIMEOUT_MS",
     "ZONECAST_HTTP_BODY_TIMEOUT_MS",
@@ -271,7 +274,7 @@ impl Default for AuthConfig {
 }
 
 /// The API's own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiSettings {
     /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
     /// and a queue in every forwarder, so their number bounds the forwarders' memory.
@@ -279,11 +282,25 @@ pub struct ApiSettings {
     /// `ZONECAST_APPLY_WAIT_MS`: how long a configuration write waits, at most, for every live
     /// evaluator and forwarder to have it in force before the API answers; zero answers at once.
     pub apply_wait: std::time::Duration,
+    /// `ZONECAST_STREAM_BUFFER`: how many events a live stream's client may fall behind the
+    /// newest; past it the client is told it lagged and the stream ends.
+    pub stream_buffer: usize,
+    /// `ZONECAST_STREAM_HEARTBEAT_MS`: how long a live stream stays silent at most before a
+    /// `: keep-alive` comment, so proxies do not close it.
+    pub stream_heartbeat: std::time::Duration,
+    /// `ZONECAST_CORS_ORIGINS`: the other origins whose pages may open the live streams.
+    pub cors: crate::cors::Cors,
 }
 
 impl Default for ApiSettings {
     fn default() -> Self {
-        Self { max_connections: 100, apply_wait: std::time::Duration::from_secs(2) }
+        Self {
+            max_connections: 100,
+            apply_wait: std::time::Duration::from_secs(2),
+            stream_buffer: 5000,
+            stream_heartbeat: std::time::Duration::from_secs(15),
+            cors: crate::cors::Cors::default(),
+        }
     }
 }
 
@@ -476,7 +493,7 @@ impl Config {
             secret_key: self.secret_key.clone(),
             auth: self.auth.clone(),
             site_id: self.site_id,
-            api: self.api,
+            api: self.api.clone(),
             limits: self.limits,
         }
     }

@@ -3,6 +3,7 @@
 mod certificates;
 pub(crate) mod connections;
 mod settings;
+pub(crate) mod stream;
 pub(crate) mod system;
 mod versions;
 pub(crate) mod zones;
@@ -21,6 +22,7 @@ pub async fn dispatch(
     ctx: &Context,
     op: Op,
     params: &[String],
+    query: &str,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -55,6 +57,7 @@ pub async fn dispatch(
         Op::UpdateCertificate => certificates::update(ctx, id("certificate profile")?, &body).await,
         Op::DeleteCertificate => certificates::delete(ctx, id("certificate profile")?).await,
         Op::Positions => system::positions(ctx, &body).await,
+        Op::EventStream => stream::open(ctx, query, headers).await,
         Op::Token => system::token(ctx, headers, &body),
         Op::OpenApi => Ok(system::openapi(ctx)),
         Op::Live => Ok(zonecast_runtime::ops::Health::live()),

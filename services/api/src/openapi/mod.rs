@@ -110,6 +110,9 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     if route.body.is_some() {
         out.push((400, "malformed: the body is not JSON, or not the JSON type the operation takes".into()));
     }
+    if route.op == Op::EventStream {
+        out.push((400, "malformed: filter is not JSON, or Last-Event-ID is not an event's id".into()));
+    }
     match route.authority {
         Some(authority) => {
             out.push((401, "missing or bad credentials".into()));
@@ -141,13 +144,30 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
         413,
         "the body is larger than the configured limit, or holds longer lists than any operation takes".into(),
     ));
-    if route.body.is_some() || matches!(route.authority, Some(Authority::Write | Authority::Admin)) {
+    if route.body.is_some()
+        || route.op == Op::EventStream
+        || matches!(route.authority, Some(Authority::Write | Authority::Admin))
+    {
         out.push((422, "invalid data: types, ranges, references, geometry".into()));
     }
     if !matches!(route.op, Op::Live | Op::Health | Op::OpenApi | Op::Metrics | Op::Token) {
         out.push((503, "the store or the bus cannot be reached".into()));
     }
     out
+}
+
+/// The query and header parameters of the live event stream.
+fn stream_parameters() -> Vec<Value> {
+    let list = |name: &str, description: &str| json!({"name": name, "in": "query", "required": false, "schema": {"type": "string"}, "description": description});
+    vec![
+        list("type", "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, SITE_ALARM, DEVICE_ALARM)"),
+        list("zone", "ZoneIDs, comma-separated"),
+        list("mac", "MACs, comma-separated, `:` or `-` in any case"),
+        list("filter", "a FilterChain as JSON (as in MQTT connection topics), URL-encoded"),
+        list("access_token", "a token from POST /v3/auth/token, for clients that cannot send headers (EventSource)"),
+        json!({"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "string", "pattern": "^[0-9]+$"},
+               "description": "the id of the last event received: the stream resumes after it"}),
+    ]
 }
 
 /// The OpenAPI operation of `route`.
@@ -160,6 +180,8 @@ fn operation(
     let answer = body_schema(route.response, responses, limits);
     let mut ok = match route.op {
         Op::Metrics => json!({"description": "OK", "content": {"text/plain": {"schema": answer}}}),
+        Op::EventStream => json!({"description": "OK: the stream, open until the client or the server ends it",
+            "content": {"text/event-stream": {"schema": answer}}}),
         _ => json!({"description": "OK", "content": json_content(answer)}),
     };
     if with_etag(route.op) {
@@ -200,6 +222,9 @@ fn operation(
     if versioned(route.op) {
         parameters.push(json!({"name": "If-Match", "in": "header", "required": false, "schema": {"type": "string"},
             "description": "the zone's ETag as read (or *); a zone at another version is 412 and nothing changes"}));
+    }
+    if route.op == Op::EventStream {
+        parameters.extend(stream_parameters());
     }
     if !parameters.is_empty() {
         op["parameters"] = Value::Array(parameters);
