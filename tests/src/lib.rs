@@ -39,6 +39,37 @@ pub async fn fresh_database() -> String {
     })
 }
 
+/// Drops the database of `url` (made by [`fresh_database`]); a test that gets there passed.
+pub async fn drop_fresh_database(url: &str) {
+    if let Some(name) = url.rsplit('/').next() {
+        let _ = zonecast_store::postgres::drop_database(&database_admin_url(), name).await;
+    }
+}
+
+/// Reads one HTTP/1.1 request from `socket`: its head and its body (by `Content-Length`);
+/// `None` when the peer closes first. For receivers of the test's own.
+pub async fn read_http_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(split) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+            .unwrap_or(0);
+        if buf.len() >= split + 4 + length {
+            return Some((head, buf[split + 4..split + 4 + length].to_vec()));
+        }
+    }
+}
+
 /// A NATS connection of the test's own; panics with the start command when the server is down.
 pub async fn nats_bus() -> Arc<dyn Bus> {
     zonecast_bus::connect(Some(&nats_url()), "zonecast-tests")

@@ -20,7 +20,7 @@ use chrono::Utc;
 use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use zonecast_bus::{Bus, Subjects, Subscription};
 use zonecast_model::PositionUpdate;
@@ -94,6 +94,23 @@ fn devices() -> Vec<String> {
 /// The zone every position test moves devices in and out of: a sphere of 5 m at the origin.
 fn cell() -> Value {
     json!({"Name": "cell", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [5, 0, 0]]})
+}
+
+/// The `zonecast` binary on its data directory `data`, healthy, and its API.
+async fn all_in_one(data: &std::path::Path) -> (Service, Api) {
+    let port = free_port();
+    let env: Vec<(String, String)> = [
+        ("ZONECAST_DATA_DIR", data.to_str().unwrap()),
+        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let http = reqwest::Client::new();
+    let mut zonecast = Service::start("zonecast", env, port);
+    zonecast.healthy(&http, WAIT).await;
+    (zonecast, Api { http, base: format!("http://127.0.0.1:{port}") })
 }
 
 /// The services of one site and a bus connection of the test's own.
@@ -290,30 +307,14 @@ async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing
     site.forwarder.healthy(&site.api.http, WAIT).await;
     every_device_gets(&mut sub, "ZONE_EXIT", &macs).await;
     site.api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
-    let _ = zonecast_store::postgres::drop_database(
-        &zonecast_tests::database_admin_url(),
-        database.rsplit('/').next().unwrap(),
-    )
-    .await;
+    zonecast_tests::drop_fresh_database(&database).await;
 }
 
 #[tokio::test]
 async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_restart() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let data = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("ZONECAST_DATA_DIR", data.path().to_str().unwrap()),
-        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
-    ]
-    .iter()
-    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-    .collect();
-    let http = reqwest::Client::new();
-    let mut zonecast = Service::start("zonecast", env, port);
-    zonecast.healthy(&http, WAIT).await;
-    let api = Api { http, base: format!("http://127.0.0.1:{port}") };
+    let (mut zonecast, api) = all_in_one(data.path()).await;
     let mut broker = Broker::plain().await;
     let mut sub = Subscriber::new(&broker, "zc/#").await;
     let connection = api.zone_and_connection(&broker).await;
@@ -357,11 +358,7 @@ async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_a
         site.positions(&macs, if round % 2 == 0 { 1.0 } else { 100.0 }).await;
     }
     alternate(&site.transitions(&mut events, &macs).await, ROUNDS);
-    let _ = zonecast_store::postgres::drop_database(
-        &zonecast_tests::database_admin_url(),
-        database.rsplit('/').next().unwrap(),
-    )
-    .await;
+    zonecast_tests::drop_fresh_database(&database).await;
 }
 
 #[tokio::test]
@@ -383,11 +380,7 @@ async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
     site.evaluator.healthy(&site.api.http, WAIT).await;
     site.positions(&macs, 100.0).await;
     alternate(&site.transitions(&mut events, &macs).await, 2);
-    let _ = zonecast_store::postgres::drop_database(
-        &zonecast_tests::database_admin_url(),
-        database.rsplit('/').next().unwrap(),
-    )
-    .await;
+    zonecast_tests::drop_fresh_database(&database).await;
 }
 
 /// One request as an http-request action's receiver got it, with the status it answered.
@@ -410,7 +403,7 @@ async fn hook_receiver() -> (String, Arc<AtomicU16>, mpsc::UnboundedReceiver<Hoo
             let Ok((mut socket, _)) = listener.accept().await else { return };
             let (answer, tx) = (answer.clone(), tx.clone());
             tokio::spawn(async move {
-                let Some((head, body)) = read_request(&mut socket).await else { return };
+                let Some((head, body)) = zonecast_tests::read_http_request(&mut socket).await else { return };
                 let status = answer.load(Ordering::SeqCst);
                 let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
                 if socket.write_all(reply.as_bytes()).await.is_err() {
@@ -428,27 +421,6 @@ async fn hook_receiver() -> (String, Arc<AtomicU16>, mpsc::UnboundedReceiver<Hoo
         }
     });
     (url, status, rx)
-}
-
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let Some(split) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-            .unwrap_or(0);
-        if buf.len() >= split + 4 + length {
-            return Some((head, buf[split + 4..split + 4 + length].to_vec()));
-        }
-    }
 }
 
 /// What a receiver has seen: per Idempotency-Key, the bodies it got and whether one of them
@@ -527,30 +499,14 @@ async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_deliv
     status.store(200, Ordering::SeqCst);
     seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
     seen.every_device_delivered(&macs);
-    let _ = zonecast_store::postgres::drop_database(
-        &zonecast_tests::database_admin_url(),
-        database.rsplit('/').next().unwrap(),
-    )
-    .await;
+    zonecast_tests::drop_fresh_database(&database).await;
 }
 
 #[tokio::test]
 async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_delivered_after_its_restart() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let data = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("ZONECAST_DATA_DIR", data.path().to_str().unwrap()),
-        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
-    ]
-    .iter()
-    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-    .collect();
-    let http = reqwest::Client::new();
-    let mut zonecast = Service::start("zonecast", env, port);
-    zonecast.healthy(&http, WAIT).await;
-    let api = Api { http, base: format!("http://127.0.0.1:{port}") };
+    let (mut zonecast, api) = all_in_one(data.path()).await;
     let (url, status, mut hooks) = hook_receiver().await;
     api.call(Method::POST, "/v3/modules/zones", Some(cell_with_action(&url))).await;
     let macs: Vec<String> = devices().into_iter().take(HOOKED).collect();
@@ -600,9 +556,5 @@ async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted
         .unwrap_or_else(|| panic!("no skipped batches counted:\n{metrics}"));
     // Each partition kept at most ~110 of its 300 batches.
     assert!(skipped >= f64::from(PARTITIONS) * 150.0, "{skipped} batches counted as skipped");
-    let _ = zonecast_store::postgres::drop_database(
-        &zonecast_tests::database_admin_url(),
-        database.rsplit('/').next().unwrap(),
-    )
-    .await;
+    zonecast_tests::drop_fresh_database(&database).await;
 }

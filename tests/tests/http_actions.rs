@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::Method;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use zonecast_tests::{Mode, Server, both_modes, sphere, test_config};
 
@@ -59,7 +59,8 @@ async fn receiver(script: &[(u16, &str)]) -> (String, mpsc::UnboundedReceiver<Re
             let Ok((mut socket, _)) = listener.accept().await else { return };
             let (script, tx) = (script.clone(), tx.clone());
             tokio::spawn(async move {
-                let Some(received) = read_request(&mut socket).await else { return };
+                let Some((head, body)) = zonecast_tests::read_http_request(&mut socket).await else { return };
+                let received = Received { head, body };
                 let (status, extra) = script.lock().unwrap().pop_front().unwrap_or((200, String::new()));
                 let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n{extra}\r\n");
                 socket.write_all(answer.as_bytes()).await.unwrap();
@@ -69,27 +70,6 @@ async fn receiver(script: &[(u16, &str)]) -> (String, mpsc::UnboundedReceiver<Re
         }
     });
     (url, rx)
-}
-
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let Some(split) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-            .unwrap_or(0);
-        if buf.len() >= split + 4 + length {
-            return Some(Received { head, body: buf[split + 4..split + 4 + length].to_vec() });
-        }
-    }
 }
 
 async fn next(requests: &mut mpsc::UnboundedReceiver<Received>) -> Received {
