@@ -433,18 +433,18 @@ mod tests {
         .unwrap()
     }
 
+    /// An unsigned POST of `event` to `/hook` at `addr`.
+    fn post_to(addr: impl std::fmt::Display, event: Event) -> Request {
+        Request { uri: format!("http://{addr}/hook"), method: "POST".into(), headers: Vec::new(), event, secret: None }
+    }
+
     #[tokio::test]
     async fn a_secret_sealed_with_another_key_is_not_sent_and_fails_at_once() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
-        let request = Request {
-            uri: format!("http://{}/hook", listener.local_addr().unwrap()),
-            method: "POST".into(),
-            headers: Vec::new(),
-            event: event(),
-            secret: Some(ActionSecret::Sealed(sealed)),
-        };
+        let request =
+            Request { secret: Some(ActionSecret::Sealed(sealed)), ..post_to(listener.local_addr().unwrap(), event()) };
         let outcome = delivery.send(&request, &Shutdown::new()).await;
         let Outcome::GaveUp { why: GiveUp::Failed, reason } = &outcome else { panic!("{outcome:?}") };
         assert!(reason.contains("cannot be unsealed"), "{reason}");
@@ -460,13 +460,7 @@ mod tests {
         // window (zero here) closes.
         let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::ZERO));
-        let request = Request {
-            uri: format!("http://{free}/hook"),
-            method: "POST".into(),
-            headers: Vec::new(),
-            event: event(),
-            secret: None,
-        };
+        let request = post_to(free, event());
         let outcome = delivery.send(&request, &Shutdown::new()).await;
         assert_eq!(outcome.label(), Some("expired"), "{outcome:?}");
     }
@@ -477,13 +471,7 @@ mod tests {
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(60)));
         let mut event = event();
         event.local_timestamp = chrono::Utc::now() - chrono::Duration::seconds(61);
-        let request = Request {
-            uri: format!("http://{free}/hook"),
-            method: "POST".into(),
-            headers: Vec::new(),
-            event,
-            secret: None,
-        };
+        let request = post_to(free, event);
         let outcome = tokio::time::timeout(Duration::from_secs(5), delivery.send(&request, &Shutdown::new()))
             .await
             .expect("no wait: the window closed a second ago");
@@ -496,13 +484,7 @@ mod tests {
         let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
         let mut event = event();
         event.local_timestamp = chrono::Utc::now();
-        let request = Request {
-            uri: format!("http://{free}/hook"),
-            method: "POST".into(),
-            headers: Vec::new(),
-            event,
-            secret: None,
-        };
+        let request = post_to(free, event);
         let shutdown = Shutdown::new();
         shutdown.cancel();
         let outcome = delivery.send(&request, &shutdown).await;
