@@ -148,6 +148,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         lag: metrics::histogram!("zonecast_evaluator_lag_seconds"),
         batch_lag: None,
         accepted_lag_ms: lag_ms,
+        batch_accepted_ms: None,
     };
     shell.emit(&mut out).await;
     applied.reporter.report(revision).await;
@@ -379,6 +380,9 @@ struct Shell {
     /// The largest time since acceptance among the positions evaluated since the last lag
     /// report.
     accepted_lag_ms: Arc<AtomicU64>,
+    /// When the oldest of the positions taken together was accepted (Unix ms), not yet
+    /// recorded.
+    batch_accepted_ms: Option<u64>,
 }
 
 impl Shell {
@@ -396,9 +400,8 @@ impl Shell {
                 // Lag: measurement to evaluation (includes ingestion and the bus).
                 let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
                 self.batch_lag = Some(self.batch_lag.map_or(lag, |l| l.max(lag)));
-                let now_ms = u64::try_from(now.timestamp_millis()).unwrap_or(0);
-                if let Some(age) = p.event_id.and_then(|id| zonecast_model::lag::age_ms(id, now_ms)) {
-                    self.accepted_lag_ms.fetch_max(age, Ordering::Relaxed);
+                if let Some(accepted) = p.event_id.and_then(zonecast_model::lag::accepted_ms) {
+                    self.batch_accepted_ms = Some(self.batch_accepted_ms.map_or(accepted, |a| a.min(accepted)));
                 }
                 if !engine.on_fix(&p, now, out) {
                     self.out_of_order_total.increment(1);
@@ -422,10 +425,15 @@ impl Shell {
     }
 
     /// Records the lag of the positions taken together (up to [`DRAIN`]) as one sample, their
-    /// largest: one histogram update per batch instead of per position.
+    /// largest, and their age since acceptance for the lag reports: once per batch instead of
+    /// per position.
     fn record_lag(&mut self) {
         if let Some(lag) = self.batch_lag.take() {
             self.lag.record(lag.max(0.0));
+        }
+        if let Some(accepted) = self.batch_accepted_ms.take() {
+            let age = zonecast_model::lag::now_ms().saturating_sub(accepted);
+            self.accepted_lag_ms.fetch_max(age, Ordering::Relaxed);
         }
     }
 
