@@ -1,7 +1,7 @@
 //! Every subject name and queue group of the system, built from one prefix and the typed
 //! event kinds of the model.
 
-use zonecast_model::{AlarmKind, Content, Event, ZoneEventKind};
+use zonecast_model::{AlarmKind, Content, Event, EventType, ZoneEventKind};
 
 /// The prefix used when none is configured (`ZONECAST_SUBJECT_PREFIX`).
 pub const DEFAULT_PREFIX: &str = "zonecast";
@@ -97,6 +97,46 @@ impl Subjects {
         format!("{}.events.>", self.prefix)
     }
 
+    /// The patterns of the zone and alarm events of `types` (empty: every type of the events
+    /// journal) in `zones` (upper-case IDs; empty: every zone): an event of those types and
+    /// zones is on a subject that one of them matches. Alarms name no zone in their subject, so
+    /// their zones are for the payload to tell. Types outside the events journal add nothing.
+    pub fn events_narrowed(&self, types: &[EventType], zones: &[String]) -> Vec<String> {
+        let all = [
+            EventType::ZoneEnter,
+            EventType::ZoneExit,
+            EventType::ZoneInfo,
+            EventType::SiteAlarm,
+            EventType::DeviceAlarm,
+        ];
+        let types: Vec<EventType> = if types.is_empty() { all.to_vec() } else { types.to_vec() };
+        if zones.is_empty() && all.iter().all(|t| types.contains(t)) {
+            return vec![self.events_all()];
+        }
+        let zone_tokens: Vec<&str> =
+            if zones.is_empty() { vec!["*"] } else { zones.iter().map(String::as_str).collect() };
+        let mut patterns = Vec::new();
+        let zone_kinds = [
+            (EventType::ZoneEnter, ZoneEventKind::Enter),
+            (EventType::ZoneExit, ZoneEventKind::Exit),
+            (EventType::ZoneInfo, ZoneEventKind::Info),
+        ];
+        let kinds: Vec<ZoneEventKind> = zone_kinds.iter().filter(|(t, _)| types.contains(t)).map(|(_, k)| *k).collect();
+        for zone in &zone_tokens {
+            if kinds.len() == zone_kinds.len() {
+                patterns.push(self.zone_events(zone));
+            } else {
+                patterns.extend(kinds.iter().map(|kind| format!("{}.events.zone.{zone}.{kind}", self.prefix)));
+            }
+        }
+        for (kind, alarm) in [(EventType::SiteAlarm, AlarmKind::Site), (EventType::DeviceAlarm, AlarmKind::Device)] {
+            if types.contains(&kind) {
+                patterns.push(self.alarm(alarm, "*"));
+            }
+        }
+        patterns
+    }
+
     /// Alarm command for one device, for a device gateway: `<prefix>.devices.<mac>.alarm`.
     pub fn device_alarm_command(&self, mac: &str) -> String {
         format!("{}.devices.{mac}.alarm", self.prefix)
@@ -178,6 +218,32 @@ mod tests {
     fn matches(pattern: &str, subject: &str) -> bool {
         let tokens: Vec<&str> = subject.split('.').collect();
         Pattern::parse(pattern).expect("subject patterns are valid").matches(&tokens)
+    }
+
+    #[test]
+    fn narrowed_event_patterns_match_exactly_the_subjects_of_their_types_and_zones() {
+        let s = Subjects::new("p");
+        let zone = "6F1C4C0E-2B1E-4C55-9E59-0A3E1A2B3C4D".to_owned();
+        assert_eq!(s.events_narrowed(&[], &[]), ["p.events.>"]);
+        assert_eq!(
+            s.events_narrowed(&[], std::slice::from_ref(&zone)),
+            [
+                format!("p.events.zone.{zone}.>"),
+                "p.events.alarm.site.*".to_owned(),
+                "p.events.alarm.device.*".to_owned()
+            ]
+        );
+        let enter_exit = s.events_narrowed(&[EventType::ZoneEnter, EventType::ZoneExit], std::slice::from_ref(&zone));
+        assert_eq!(enter_exit, [format!("p.events.zone.{zone}.enter"), format!("p.events.zone.{zone}.exit")]);
+        let alarms = s.events_narrowed(&[EventType::SiteAlarm], &[]);
+        assert_eq!(alarms, ["p.events.alarm.site.*"]);
+        let of_any_zone = s.events_narrowed(&[EventType::ZoneEnter], &[]);
+        assert!(matches(&of_any_zone[0], &s.zone_event(&zone, Enter)));
+        assert!(!matches(&of_any_zone[0], &s.zone_event(&zone, Exit)));
+        assert!(matches(&alarms[0], &s.alarm(AlarmKind::Site, MAC)));
+        for pattern in s.events_narrowed(&[EventType::ZoneInfo, EventType::DeviceAlarm], &[zone.clone(), "Z2".into()]) {
+            validate_pattern(&pattern).expect("a valid pattern");
+        }
     }
 
     #[test]

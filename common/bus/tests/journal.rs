@@ -8,12 +8,12 @@
 //! `nats://127.0.0.1:4222`) and fails, never skips, when there is none.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::time::timeout;
-use zonecast_bus::journal::{ConsumerState, Delivery, Kind, Record};
+use zonecast_bus::journal::{ConsumerState, Delivery, HistoryPage, HistoryQuery, HistoryStart, Kind, Record};
 use zonecast_bus::{Bus, InProcessBus, Journal, JournalSettings, NatsBus};
 
 const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
@@ -542,5 +542,216 @@ async fn eventually(done: impl Fn() -> bool) {
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "never came to pass");
         tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling interval of a bounded wait
+    }
+}
+
+/// An event of `zone` (`enter` or `exit`) numbered `n`, as the evaluator appends them.
+fn zone_record(prefix: &str, zone: &str, kind: zonecast_model::ZoneEventKind, n: u32) -> Record {
+    Record {
+        subject: zonecast_bus::Subjects::new(prefix).zone_event(zone, kind),
+        payload: Bytes::from(format!("{zone} {kind} {n}")),
+        id: format!("id-{n}"),
+    }
+}
+
+fn history_text(page: &HistoryPage) -> Vec<String> {
+    page.records.iter().map(|r| String::from_utf8_lossy(&r.payload).into_owned()).collect()
+}
+
+/// Lets the clock pass the current millisecond, so that what is appended next is stored later
+/// than what was appended before.
+async fn clock_moves_on() -> SystemTime {
+    let start = SystemTime::now();
+    while SystemTime::now() < start + Duration::from_millis(3) {
+        tokio::task::yield_now().await;
+    }
+    SystemTime::now()
+}
+
+async fn page(journal: &dyn Journal, query: &HistoryQuery) -> HistoryPage {
+    timeout(ARRIVES, journal.history(query)).await.expect("history answers at once").expect("history")
+}
+
+/// Pages of a small limit, followed by their `next`, give every event once and in order, also
+/// those appended between pages; the last page says there is no more.
+async fn history_pages_through_every_event_once_in_order(nats: bool) {
+    use zonecast_model::ZoneEventKind::Enter;
+    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let empty = page(s.journal.as_ref(), &HistoryQuery::new(HistoryStart::Oldest, 3, 1000)).await;
+    assert!(empty.records.is_empty() && empty.next.is_none(), "an empty journal answers at once: {empty:?}");
+    s.journal.append((1..=7).map(|n| zone_record(&s.prefix, "a", Enter, n)).collect()).await.expect("append");
+    let mut seen = Vec::new();
+    let mut start = HistoryStart::Oldest;
+    let mut pages = 0;
+    loop {
+        let got = page(s.journal.as_ref(), &HistoryQuery::new(start, 3, 1000)).await;
+        assert!(got.records.len() <= 3);
+        assert!(got.records.windows(2).all(|w| w[0].sequence < w[1].sequence));
+        seen.extend(history_text(&got));
+        pages += 1;
+        if pages == 1 {
+            // More arrive while the client pages.
+            s.journal.append((8..=9).map(|n| zone_record(&s.prefix, "a", Enter, n)).collect()).await.expect("append");
+        }
+        match got.next {
+            Some(next) => start = HistoryStart::Sequence(next),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (1..=9).map(|n| format!("a enter {n}")).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(pages, 3, "three pages of three");
+    // A consumer reading the journal is not needed for history, and history is no consumer.
+    assert_eq!(s.journal.state(Kind::Events, "nobody").await.expect("state"), None);
+    s.done().await;
+}
+
+/// History narrows by subject pattern, by payload and by the time the events were stored.
+async fn history_narrows_by_subject_payload_and_time(nats: bool) {
+    use zonecast_model::ZoneEventKind::{Enter, Exit};
+    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let subjects = zonecast_bus::Subjects::new(s.prefix.clone());
+    s.journal
+        .append(vec![
+            zone_record(&s.prefix, "a", Enter, 1),
+            zone_record(&s.prefix, "b", Enter, 2),
+            zone_record(&s.prefix, "a", Exit, 3),
+        ])
+        .await
+        .expect("append");
+    let between = clock_moves_on().await;
+    s.journal
+        .append(vec![zone_record(&s.prefix, "a", Enter, 4), zone_record(&s.prefix, "b", Exit, 5)])
+        .await
+        .expect("append");
+    let after = clock_moves_on().await;
+    s.journal.append(vec![zone_record(&s.prefix, "a", Enter, 6)]).await.expect("append");
+
+    let mut of_a = HistoryQuery::new(HistoryStart::Oldest, 100, 1000);
+    of_a.subjects = vec![subjects.zone_events("a")];
+    assert_eq!(
+        history_text(&page(s.journal.as_ref(), &of_a).await),
+        ["a enter 1", "a exit 3", "a enter 4", "a enter 6"]
+    );
+
+    let mut exits = HistoryQuery::new(HistoryStart::Oldest, 100, 1000);
+    exits.subjects = vec![subjects.zone_event("a", Exit), subjects.zone_event("b", Exit)];
+    assert_eq!(history_text(&page(s.journal.as_ref(), &exits).await), ["a exit 3", "b exit 5"]);
+
+    let mut odd: HistoryQuery = HistoryQuery::new(HistoryStart::Oldest, 100, 1000);
+    odd.admits = Some(Arc::new(|payload: &[u8]| payload.last().is_some_and(|d| (d - b'0') % 2 == 1)));
+    assert_eq!(history_text(&page(s.journal.as_ref(), &odd).await), ["a enter 1", "a exit 3", "b exit 5"]);
+
+    let mut window = HistoryQuery::new(HistoryStart::At(between), 100, 1000);
+    window.until = Some(after);
+    let got = page(s.journal.as_ref(), &window).await;
+    assert_eq!(history_text(&got), ["a enter 4", "b exit 5"]);
+    assert_eq!(got.next, None, "the window is read to its end");
+    // Storing times are kept to the millisecond in one process.
+    let ms = Duration::from_millis(1);
+    assert!(got.records.iter().all(|r| r.stored + ms > between && r.stored < after), "{got:?}");
+
+    let later = page(s.journal.as_ref(), &HistoryQuery::new(HistoryStart::At(clock_moves_on().await), 100, 1000)).await;
+    assert!(later.records.is_empty() && later.next.is_none(), "nothing stored after now: {later:?}");
+
+    // A page that looks at its whole budget without filling ends early and says where to go on.
+    let mut sparse = HistoryQuery::new(HistoryStart::Oldest, 100, 1);
+    sparse.subjects = vec![subjects.zone_events("b")];
+    sparse.admits = Some(Arc::new(|payload: &[u8]| payload.ends_with(b"5")));
+    let (mut found, mut pages) = (Vec::new(), 0);
+    loop {
+        let got = page(s.journal.as_ref(), &sparse).await;
+        found.extend(history_text(&got));
+        pages += 1;
+        match got.next {
+            Some(next) => sparse.start = HistoryStart::Sequence(next),
+            None => break,
+        }
+    }
+    assert_eq!(found, ["b exit 5"]);
+    assert!(pages >= 2, "a budget of one event a page ends the first page early");
+    s.done().await;
+}
+
+#[tokio::test]
+async fn in_process_history_pages_through_every_event_once_in_order() {
+    history_pages_through_every_event_once_in_order(false).await;
+}
+
+#[tokio::test]
+async fn nats_history_pages_through_every_event_once_in_order() {
+    history_pages_through_every_event_once_in_order(true).await;
+}
+
+#[tokio::test]
+async fn in_process_history_narrows_by_subject_payload_and_time() {
+    history_narrows_by_subject_payload_and_time(false).await;
+}
+
+#[tokio::test]
+async fn nats_history_narrows_by_subject_payload_and_time() {
+    history_narrows_by_subject_payload_and_time(true).await;
+}
+
+/// The all-in-one's file keeps the events every consumer is done with, for history, across a
+/// restart; memory loads only the readers' tail, and action requests leave as before.
+#[tokio::test]
+async fn a_persistent_journal_keeps_the_event_history_across_a_restart() {
+    use zonecast_bus::journal::{MemoryJournal, READER_TAIL_RECORDS};
+    use zonecast_model::ZoneEventKind::Enter;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.sqlite");
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+    let total = READER_TAIL_RECORDS as u32 + 10;
+    {
+        let journal = MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("open");
+        journal.create_consumer(Kind::Events, "c", 100).await.expect("create");
+        journal.append((1..=total).map(|n| zone_record("p", "a", Enter, n)).collect()).await.expect("append");
+        let mut deliveries = journal.consume(Kind::Events, "c", 100_000).await.expect("consume");
+        for _ in 0..total {
+            next(&mut deliveries).await.ack.ack();
+        }
+        let floor = rusqlite_events_floor(&path);
+        eventually(|| floor() == Some(i64::from(total) + 1)).await;
+        let got = page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 2, 1000)).await;
+        assert_eq!(history_text(&got), ["a enter 1", "a enter 2"], "acknowledged events stay for history");
+    }
+    let journal = MemoryJournal::persistent(bus, "p", JournalSettings::default(), &path).expect("reopen");
+    let got = page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 2, 1000)).await;
+    assert_eq!(history_text(&got), ["a enter 1", "a enter 2"], "the history survives the restart");
+    let (_, mut reads) = journal.read(Kind::Events, Some(1)).await.expect("read");
+    let first = read_all(&mut reads, 1).await.remove(0);
+    assert_eq!(first.sequence, 11, "memory loaded only the readers' tail");
+    let mut last = HistoryQuery::new(HistoryStart::Sequence(u64::from(total)), 10, 1000);
+    last.subjects = vec![zonecast_bus::Subjects::new("p").zone_events("a")];
+    let got = page(&journal, &last).await;
+    assert_eq!((history_text(&got), got.next), (vec![format!("a enter {total}")], None));
+}
+
+/// Events leave the file at the end of the retention, consumers or not.
+#[tokio::test]
+async fn a_persistent_journal_lets_history_go_at_the_retention() {
+    use zonecast_bus::journal::MemoryJournal;
+    use zonecast_model::ZoneEventKind::Enter;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.sqlite");
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+    let settings = JournalSettings { max_age: Duration::from_secs(1), ..JournalSettings::default() };
+    let journal = MemoryJournal::persistent(bus, "p", settings, &path).expect("open");
+    journal.append(vec![zone_record("p", "a", Enter, 1)]).await.expect("append");
+    assert_eq!(page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 10, 10)).await.records.len(), 1);
+    let count = || {
+        let connection = rusqlite::Connection::open(&path).ok()?;
+        connection.query_row("SELECT COUNT(*) FROM journal_records", [], |r| r.get::<_, i64>(0)).ok()
+    };
+    eventually(|| count() == Some(0)).await;
+    assert!(page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 10, 10)).await.records.is_empty());
+}
+
+/// The floor of consumer `c` of events as the journal file holds it.
+fn rusqlite_events_floor(path: &std::path::Path) -> impl Fn() -> Option<i64> + '_ {
+    move || {
+        let connection = rusqlite::Connection::open(path).ok()?;
+        connection.query_row("SELECT floor FROM journal_consumers WHERE name = 'c'", [], |r| r.get(0)).ok()
     }
 }

@@ -1,12 +1,14 @@
 //! The file behind a persistent in-process journal: an SQLite database holding, per kind of
 //! record (events in the `journal_*` tables, action requests in the `journal_actions_*`
-//! tables), the records still needed, each consumer's floor (every record before it is
-//! acknowledged or counted lost) and the next sequence.
+//! tables), the records, each consumer's floor (every record before it is acknowledged or
+//! counted lost) and the next sequence.
 //!
 //! Records are written when they are appended, before the append returns. Floors are written
 //! in the background (every [`FLUSH_EVERY`]): a crash can lose the last acknowledgements, and
 //! those records are delivered again after the restart (at least once; the copies carry the
-//! same id). Records every consumer is done with are deleted in the same flush.
+//! same id). Action requests every consumer is done with are deleted in the same flush; events
+//! stay for the journal's whole retention, oldest deleted first, since they are the event
+//! history ([`history`]), read on a connection of its own so that it holds up no append.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,11 +17,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rusqlite::{Connection, params};
 
-use super::Kind;
+use super::history::{Pager, from_ms, to_ms};
+use super::{HistoryPage, HistoryQuery, HistoryRecord, HistoryStart, JournalSettings, Kind};
 use crate::BusError;
 
 /// How often acknowledgements reach the file.
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+/// How often events past the retention leave the file.
+pub(crate) const EXPIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// One record as stored.
 pub(crate) struct Row {
@@ -41,7 +47,13 @@ pub(crate) struct Loaded {
 
 pub(crate) struct Disk {
     connection: Connection,
+    settings: JournalSettings,
+    /// The payload bytes of the events in the file.
+    event_bytes: u64,
 }
+
+/// Records read at a time by a history reading or a load.
+const CHUNK: i64 = 512;
 
 /// The tables of one kind: records, consumers, next sequence.
 fn tables(kind: Kind) -> (&'static str, &'static str, &'static str) {
@@ -61,8 +73,15 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl Disk {
-    /// Opens (or creates) the journal file at `path`.
-    pub(crate) fn open(path: &Path) -> Result<(Self, HashMap<Kind, Loaded>), BusError> {
+    /// Opens (or creates) the journal file at `path`; what it loads of the events is what
+    /// consumers still need and the readers' tail (the newest `tail` records within
+    /// `tail_bytes`), not the whole history.
+    pub(crate) fn open(
+        path: &Path,
+        settings: JournalSettings,
+        tail: usize,
+        tail_bytes: u64,
+    ) -> Result<(Self, HashMap<Kind, Loaded>), BusError> {
         let connection = Connection::open(path).map_err(error)?;
         connection.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").map_err(error)?;
         let mut loaded = HashMap::new();
@@ -80,14 +99,60 @@ impl Disk {
                      INSERT OR IGNORE INTO {next} (only, next) VALUES (1, 1);"
                 ))
                 .map_err(error)?;
-            loaded.insert(kind, Self::load(&connection, kind)?);
         }
-        Ok((Self { connection }, loaded))
+        // History reads events by the time they were stored.
+        connection
+            .execute_batch("CREATE INDEX IF NOT EXISTS journal_records_at ON journal_records (at_ms, sequence);")
+            .map_err(error)?;
+        let event_bytes: i64 = connection
+            .query_row("SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM journal_records", [], |r| r.get(0))
+            .map_err(error)?;
+        let mut disk = Self { connection, settings, event_bytes: event_bytes as u64 };
+        disk.expire()?;
+        for kind in Kind::ALL {
+            let from = match kind {
+                Kind::Events => disk.events_needed(tail, tail_bytes)?,
+                Kind::Actions => 0,
+            };
+            loaded.insert(kind, Self::load(&disk.connection, kind, from)?);
+        }
+        Ok((disk, loaded))
     }
 
-    fn load(connection: &Connection, kind: Kind) -> Result<Loaded, BusError> {
+    /// The first event memory needs: the lowest consumer floor or the start of the readers'
+    /// tail, whichever is older.
+    fn events_needed(&self, tail: usize, tail_bytes: u64) -> Result<u64, BusError> {
+        let floor: Option<i64> =
+            self.connection.query_row("SELECT MIN(floor) FROM journal_consumers", [], |r| r.get(0)).map_err(error)?;
+        let mut statement = self
+            .connection
+            .prepare("SELECT sequence, LENGTH(payload) FROM journal_records ORDER BY sequence DESC LIMIT ?1")
+            .map_err(error)?;
+        let newest = statement
+            .query_map([tail as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(error)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(error)?;
+        let (mut bytes, mut tail_start) = (0u64, i64::MAX);
+        for (sequence, length) in newest {
+            bytes += length as u64;
+            if bytes > tail_bytes {
+                break;
+            }
+            tail_start = sequence;
+        }
+        Ok(floor.map_or(tail_start, |floor| floor.min(tail_start)).max(0) as u64)
+    }
+
+    fn load(connection: &Connection, kind: Kind, from: u64) -> Result<Loaded, BusError> {
         let (records, consumers, next) = tables(kind);
-        let next: i64 = connection.query_row(&format!("SELECT next FROM {next}"), [], |r| r.get(0)).map_err(error)?;
+        let next: i64 = connection
+            .query_row(
+                &format!("SELECT MAX(next, COALESCE((SELECT MAX(sequence) + 1 FROM {records}), 1)) FROM {next}"),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(error)?;
         let consumers = {
             let mut statement =
                 connection.prepare(&format!("SELECT name, floor, lost FROM {consumers}")).map_err(error)?;
@@ -99,10 +164,12 @@ impl Disk {
         };
         let rows = {
             let mut statement = connection
-                .prepare(&format!("SELECT sequence, at_ms, subject, payload, id FROM {records} ORDER BY sequence"))
+                .prepare(&format!(
+                    "SELECT sequence, at_ms, subject, payload, id FROM {records} WHERE sequence >= ?1 ORDER BY sequence"
+                ))
                 .map_err(error)?;
             statement
-                .query_map([], |r| {
+                .query_map([from as i64], |r| {
                     Ok(Row {
                         sequence: r.get::<_, i64>(0)? as u64,
                         at_ms: r.get::<_, i64>(1)? as u64,
@@ -133,6 +200,9 @@ impl Disk {
                 ))
                 .map_err(error)?;
             for row in *rows {
+                if *kind == Kind::Events {
+                    self.event_bytes += row.payload.len() as u64;
+                }
                 insert
                     .execute(params![row.sequence as i64, row.at_ms as i64, row.subject, &row.payload[..], row.id])
                     .map_err(error)?;
@@ -142,8 +212,9 @@ impl Disk {
         tx.commit().map_err(error)
     }
 
-    /// Writes every consumer's floor and lost count of `kind`, forgets removed consumers, and
-    /// deletes the records before `first` (the first one still kept).
+    /// Writes every consumer's floor and lost count of `kind` and forgets removed consumers;
+    /// deletes the action requests before `first` (the first one still kept). Events leave by
+    /// the retention only ([`Disk::expire`]).
     pub(crate) fn flush(&mut self, kind: Kind, consumers: &[(String, u64, u64)], first: u64) -> Result<(), BusError> {
         let (records, consumer_table, _) = tables(kind);
         let tx = self.connection.transaction().map_err(error)?;
@@ -156,7 +227,119 @@ impl Disk {
                 insert.execute(params![name, *floor as i64, *lost as i64]).map_err(error)?;
             }
         }
-        tx.execute(&format!("DELETE FROM {records} WHERE sequence < ?1"), [first as i64]).map_err(error)?;
+        if kind == Kind::Actions {
+            tx.execute(&format!("DELETE FROM {records} WHERE sequence < ?1"), [first as i64]).map_err(error)?;
+        }
         tx.commit().map_err(error)
     }
+
+    /// Deletes the events older than the retention, then the oldest ones while the file holds
+    /// more payload than it may.
+    pub(crate) fn expire(&mut self) -> Result<(), BusError> {
+        let max_age = u64::try_from(self.settings.max_age.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = now_ms().saturating_sub(max_age);
+        let tx = self.connection.transaction().map_err(error)?;
+        let aged: i64 = {
+            let mut delete = tx
+                .prepare_cached("DELETE FROM journal_records WHERE at_ms < ?1 RETURNING LENGTH(payload)")
+                .map_err(error)?;
+            delete
+                .query_map([cutoff as i64], |r| r.get::<_, i64>(0))
+                .map_err(error)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(error)?
+                .into_iter()
+                .sum()
+        };
+        self.event_bytes = self.event_bytes.saturating_sub(aged as u64);
+        while self.event_bytes > self.settings.max_bytes {
+            let oldest = {
+                let mut select = tx
+                    .prepare_cached("SELECT sequence, LENGTH(payload) FROM journal_records ORDER BY sequence LIMIT ?1")
+                    .map_err(error)?;
+                select
+                    .query_map([CHUNK], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                    .map_err(error)?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(error)?
+            };
+            if oldest.is_empty() {
+                self.event_bytes = 0;
+                break;
+            }
+            let mut upto = 0;
+            for (sequence, length) in oldest {
+                upto = sequence;
+                self.event_bytes = self.event_bytes.saturating_sub(length as u64);
+                if self.event_bytes <= self.settings.max_bytes {
+                    break;
+                }
+            }
+            tx.execute("DELETE FROM journal_records WHERE sequence <= ?1", [upto]).map_err(error)?;
+        }
+        tx.commit().map_err(error)
+    }
+
+    /// Deletes every record of `kind` (the journal removed).
+    pub(crate) fn clear(&mut self, kind: Kind) -> Result<(), BusError> {
+        let (records, _, _) = tables(kind);
+        self.connection.execute(&format!("DELETE FROM {records}"), []).map_err(error)?;
+        if kind == Kind::Events {
+            self.event_bytes = 0;
+        }
+        Ok(())
+    }
+}
+
+/// One page of the event history in the file at `path`, read on a connection of its own.
+pub(crate) fn history(path: &Path, query: &HistoryQuery) -> Result<HistoryPage, BusError> {
+    let connection = Connection::open(path).map_err(error)?;
+    // One snapshot for the whole page: a page never sees half of an append.
+    let tx = connection.unchecked_transaction().map_err(error)?;
+    let last: i64 =
+        tx.query_row("SELECT COALESCE(MAX(sequence), 0) FROM journal_records", [], |r| r.get(0)).map_err(error)?;
+    let mut pager = Pager::new(query, last as u64, true)?;
+    let mut cursor: i64 = match query.start {
+        HistoryStart::Oldest => 0,
+        HistoryStart::Sequence(sequence) => i64::try_from(sequence).unwrap_or(i64::MAX),
+        HistoryStart::At(at) => {
+            let first = tx.query_row(
+                "SELECT sequence FROM journal_records WHERE at_ms >= ?1 ORDER BY at_ms, sequence LIMIT 1",
+                [to_ms(at) as i64],
+                |r| r.get::<_, i64>(0),
+            );
+            match first {
+                Ok(sequence) => sequence,
+                Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(pager.finish()),
+                Err(e) => return Err(error(e)),
+            }
+        }
+    };
+    let mut select = tx
+        .prepare("SELECT sequence, at_ms, subject, payload FROM journal_records WHERE sequence >= ?1 ORDER BY sequence LIMIT ?2")
+        .map_err(error)?;
+    loop {
+        let chunk = select
+            .query_map([cursor, CHUNK], |r| {
+                Ok(HistoryRecord {
+                    sequence: r.get::<_, i64>(0)? as u64,
+                    stored: from_ms(r.get::<_, i64>(1)? as u64),
+                    subject: r.get(2)?,
+                    payload: Bytes::from(r.get::<_, Vec<u8>>(3)?),
+                })
+            })
+            .map_err(error)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(error)?;
+        if chunk.is_empty() {
+            break;
+        }
+        for record in chunk {
+            cursor = record.sequence as i64 + 1;
+            if !pager.take(record, true) {
+                return Ok(pager.finish());
+            }
+        }
+    }
+    Ok(pager.finish())
 }

@@ -10,8 +10,10 @@ use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 use tokio::sync::{OnceCell, mpsc};
 
+use super::history::Pager;
 use super::{
-    Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, Journal, JournalSettings, Kind, Read, Reads, Record,
+    Ack, ConsumerState, DUPLICATE_WINDOW, Deliveries, Delivery, HistoryPage, HistoryQuery, HistoryRecord, HistoryStart,
+    Journal, JournalSettings, Kind, Read, Reads, Record,
 };
 use crate::{BusError, Subjects};
 
@@ -33,6 +35,10 @@ struct Loss {
     upto: u64,
     lost: u64,
 }
+
+/// Longest wait for the next message of a history reading: the server has it stored, so a
+/// longer silence is a server in trouble, and the request fails rather than hangs.
+const HISTORY_WAIT: Duration = Duration::from_secs(10);
 
 /// Records of one append sent ahead of their stores' confirmations.
 const IN_FLIGHT: usize = 256;
@@ -308,6 +314,70 @@ impl Journal for JetStreamJournal {
             std::future::ready(read)
         });
         Ok((start, Box::pin(reads)))
+    }
+
+    /// An ephemeral ordered consumer from the start asked for (by time, by sequence, or the
+    /// first kept), filtered on the server by the query's subject when it has one; it stops at
+    /// the page's end, at `until`, or at the newest event stored when it began (the pending
+    /// count of each message tells), so it never waits for new events.
+    async fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, BusError> {
+        let name = self.stream_name(Kind::Events);
+        let mut stream = match self.context.get_stream(&name).await {
+            Ok(stream) => stream,
+            Err(_) => self.stream(Kind::Events).await?,
+        };
+        let state = stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.clone();
+        if state.messages == 0 || query.limit == 0 {
+            return Ok(HistoryPage::default());
+        }
+        let deliver_policy = match query.start {
+            HistoryStart::Oldest => consumer::DeliverPolicy::All,
+            HistoryStart::Sequence(sequence) if sequence > state.last_sequence => return Ok(HistoryPage::default()),
+            HistoryStart::Sequence(sequence) => {
+                consumer::DeliverPolicy::ByStartSequence { start_sequence: sequence.max(state.first_sequence) }
+            }
+            HistoryStart::At(at) => {
+                let nanos = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+                let start_time = async_nats::datetime::from_nanos(nanos)
+                    .map_err(|e| BusError::Journal(format!("history start time: {e}")))?;
+                consumer::DeliverPolicy::ByStartTime { start_time }
+            }
+        };
+        let mut pager = Pager::new(query, state.last_sequence, false)?;
+        let consumer = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                filter_subject: Pager::server_filter(query, Kind::Events.pattern(&self.subjects)),
+                deliver_policy,
+                ..consumer::pull::OrderedConfig::default()
+            })
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot read stream {name}: {e}")))?;
+        if consumer.cached_info().num_pending == 0 {
+            return Ok(pager.finish());
+        }
+        let mut messages =
+            consumer.messages().await.map_err(|e| BusError::Journal(format!("cannot read stream {name}: {e}")))?;
+        loop {
+            let message = match tokio::time::timeout(HISTORY_WAIT, messages.next()).await {
+                Ok(Some(Ok(message))) => message,
+                Ok(Some(Err(e))) => return Err(BusError::Journal(format!("reading stream {name}: {e}"))),
+                Ok(None) => break,
+                Err(_) => return Err(BusError::Journal(format!("reading stream {name}: no answer"))),
+            };
+            let info = message.info().map_err(|e| BusError::Journal(format!("reading stream {name}: {e}")))?;
+            let (sequence, pending, stored) =
+                (info.stream_sequence, info.pending, std::time::SystemTime::from(info.published));
+            let record = HistoryRecord {
+                subject: message.subject.to_string(),
+                payload: message.payload.clone(),
+                sequence,
+                stored,
+            };
+            if !pager.take(record, pending > 0) {
+                break;
+            }
+        }
+        Ok(pager.finish())
     }
 
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {

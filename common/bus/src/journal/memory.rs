@@ -3,7 +3,7 @@
 //! persistent.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -12,13 +12,20 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::disk::{self, Disk, Row};
-use super::{Ack, ConsumerState, Deliveries, Delivery, Journal, JournalSettings, Kind, Read, Reads, Record};
+use super::history::{Pager, from_ms, to_ms};
+use super::{
+    Ack, ConsumerState, Deliveries, Delivery, HistoryPage, HistoryQuery, HistoryRecord, HistoryStart, Journal,
+    JournalSettings, Kind, Read, Reads, Record,
+};
 use crate::{Bus, BusError, Subjects};
 
 /// The newest events kept for readers ([`Journal::read`]) whether or not a consumer needs
 /// them, so that a live stream dropped and opened again resumes where it was: at most this many
 /// records and [`READER_TAIL_BYTES`] of payload (within the journal's age and size bounds).
 pub const READER_TAIL_RECORDS: usize = 10_000;
+
+/// Records a reader takes from the journal at once.
+const READ_AT_ONCE: usize = 256;
 
 /// The payload bound of the readers' tail ([`READER_TAIL_RECORDS`]).
 pub const READER_TAIL_BYTES: u64 = 16 << 20;
@@ -28,7 +35,8 @@ pub const READER_TAIL_BYTES: u64 = 16 << 20;
 /// record no consumer needs is not kept at all: a consumer created later starts with later
 /// records), or until they pass the age or size bound (per kind). [`MemoryJournal::persistent`]
 /// keeps them in an SQLite file as well, so that they survive a restart or a crash of the
-/// process; otherwise they do not.
+/// process; otherwise they do not. The file keeps the events for the whole retention, as the
+/// event history; memory holds only what consumers and readers need.
 pub struct MemoryJournal {
     bus: Arc<dyn Bus>,
     logs: Logs,
@@ -39,6 +47,8 @@ pub struct MemoryJournal {
 pub(crate) struct Logs {
     events: Arc<Inner>,
     actions: Arc<Inner>,
+    /// The journal file, when persistent: history reads it.
+    file: Option<PathBuf>,
 }
 
 impl Logs {
@@ -46,6 +56,7 @@ impl Logs {
         Self {
             events: Arc::new(Inner::new(Kind::Events, prefix, settings)),
             actions: Arc::new(Inner::new(Kind::Actions, prefix, settings)),
+            file: None,
         }
     }
 
@@ -218,20 +229,49 @@ impl Inner {
 }
 
 impl Inner {
+    /// Up to `count` records from sequence `cursor` on (from the first kept, when it is gone),
+    /// copied out so that the lock is held no longer.
+    fn history_chunk(&self, cursor: u64, count: usize) -> Vec<HistoryRecord> {
+        let state = self.lock();
+        let first = state.records.front().map_or(state.next, |r| r.sequence);
+        let skip = usize::try_from(cursor.saturating_sub(first)).unwrap_or(usize::MAX);
+        state
+            .records
+            .iter()
+            .skip(skip)
+            .take(count)
+            .map(|r| HistoryRecord {
+                subject: r.subject.clone(),
+                payload: r.payload.clone(),
+                sequence: r.sequence,
+                stored: from_ms(r.at_ms),
+            })
+            .collect()
+    }
+
     /// The record at `cursor` for a reader (or the first kept after it, when it is gone), and
     /// the cursor after it; `None` when the reader has read everything appended.
-    fn read_at(&self, cursor: u64) -> Option<(Read, u64)> {
+    /// Up to `max` records from `cursor` on (from the first one kept when it is older), and the
+    /// cursor after them: a reader takes what is there under one lock.
+    fn read_from(&self, cursor: u64, max: usize) -> (Vec<Read>, u64) {
         let state = self.lock();
         let first = state.records.front().map_or(state.next, |r| r.sequence);
         let cursor = cursor.max(first);
-        let record = state.records.get(usize::try_from(cursor - first).ok()?)?;
-        let read = Read {
-            subject: record.subject.clone(),
-            payload: record.payload.clone(),
-            sequence: record.sequence,
-            behind: state.next - 1 - record.sequence,
-        };
-        Some((read, record.sequence + 1))
+        let skip = usize::try_from(cursor - first).unwrap_or(usize::MAX);
+        let reads: Vec<Read> = state
+            .records
+            .iter()
+            .skip(skip)
+            .take(max)
+            .map(|record| Read {
+                subject: record.subject.clone(),
+                payload: record.payload.clone(),
+                sequence: record.sequence,
+                behind: state.next - 1 - record.sequence,
+            })
+            .collect();
+        let next = reads.last().map_or(cursor, |read| read.sequence + 1);
+        (reads, next)
     }
 }
 
@@ -304,7 +344,7 @@ impl MemoryJournal {
         settings: JournalSettings,
         path: &Path,
     ) -> Result<Self, BusError> {
-        let (file, mut loaded) = Disk::open(path)?;
+        let (file, mut loaded) = Disk::open(path, settings, READER_TAIL_RECORDS, READER_TAIL_BYTES)?;
         let file = Arc::new(Mutex::new(file));
         let (now, now_ms) = (Instant::now(), disk::now_ms());
         let mut log = |kind: Kind| {
@@ -332,10 +372,11 @@ impl MemoryJournal {
             inner.dirty.store(true, Ordering::Release);
             Arc::new(inner)
         };
-        let logs = Logs { events: log(Kind::Events), actions: log(Kind::Actions) };
+        let logs = Logs { events: log(Kind::Events), actions: log(Kind::Actions), file: Some(path.to_owned()) };
         let weak = [Arc::downgrade(&logs.events), Arc::downgrade(&logs.actions)];
         tokio::spawn(async move {
             let mut every = tokio::time::interval(disk::FLUSH_EVERY);
+            let mut expired = Instant::now();
             loop {
                 every.tick().await;
                 let mut alive = false;
@@ -345,6 +386,12 @@ impl MemoryJournal {
                 }
                 if !alive {
                     break;
+                }
+                if expired.elapsed() >= disk::EXPIRE_EVERY {
+                    expired = Instant::now();
+                    if let Err(e) = file.lock().unwrap_or_else(PoisonError::into_inner).expire() {
+                        tracing::warn!(error = %e, "events past the retention not deleted from the journal file; will retry");
+                    }
                 }
             }
         });
@@ -509,22 +556,65 @@ impl Journal for MemoryJournal {
             let state = inner.lock();
             from.unwrap_or(state.next).min(state.next).max(1)
         };
-        let reads = futures::stream::unfold((inner, start), |(inner, cursor)| async move {
-            loop {
-                {
+        let reads = futures::stream::unfold(
+            (inner, start, VecDeque::new()),
+            |(inner, mut cursor, mut taken): (Arc<Inner>, u64, VecDeque<Read>)| async move {
+                loop {
+                    if let Some(read) = taken.pop_front() {
+                        return Some((read, (inner, cursor, taken)));
+                    }
                     let appended = inner.appended.notified();
                     tokio::pin!(appended);
                     appended.as_mut().enable();
-                    if inner.read_at(cursor).is_none() {
+                    let (reads, next) = inner.read_from(cursor, READ_AT_ONCE);
+                    if reads.is_empty() {
                         appended.await;
                         continue;
                     }
+                    cursor = next;
+                    taken.extend(reads);
                 }
-                let (read, cursor) = inner.read_at(cursor)?;
-                return Some((read, (inner, cursor)));
-            }
-        });
+            },
+        );
         Ok((start, Box::pin(reads)))
+    }
+
+    /// The journal file when there is one (it keeps the events for the whole retention), read
+    /// on a blocking thread; otherwise the events memory holds.
+    async fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, BusError> {
+        if let Some(file) = &self.logs.file {
+            let (file, query) = (file.clone(), query.clone());
+            return tokio::task::spawn_blocking(move || disk::history(&file, &query))
+                .await
+                .map_err(|e| BusError::Journal(format!("history reading failed: {e}")))?;
+        }
+        let inner = &self.logs.events;
+        let (last, mut cursor) = {
+            let state = inner.lock();
+            let cursor = match query.start {
+                HistoryStart::Oldest => 0,
+                HistoryStart::Sequence(sequence) => sequence,
+                HistoryStart::At(at) => {
+                    let at = to_ms(at);
+                    let index = state.records.partition_point(|r| r.at_ms < at);
+                    state.records.get(index).map_or(state.next, |r| r.sequence)
+                }
+            };
+            (state.next - 1, cursor)
+        };
+        let mut pager = Pager::new(query, last, true)?;
+        loop {
+            let chunk = inner.history_chunk(cursor, 256);
+            if chunk.is_empty() {
+                return Ok(pager.finish());
+            }
+            for record in chunk {
+                cursor = record.sequence + 1;
+                if !pager.take(record, true) {
+                    return Ok(pager.finish());
+                }
+            }
+        }
     }
 
     async fn remove_consumer(&self, kind: Kind, name: &str) -> Result<(), BusError> {
@@ -543,6 +633,9 @@ impl Journal for MemoryJournal {
             state.records.clear();
             state.ids.clear();
             state.bytes = 0;
+            if let Some(disk) = &inner.disk {
+                disk.lock().unwrap_or_else(PoisonError::into_inner).clear(kind)?;
+            }
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! before, whether or not they use the journal.
 
 mod disk;
+mod history;
 mod jetstream;
 pub(crate) mod memory;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+pub use history::{Admits, HistoryPage, HistoryQuery, HistoryRecord, HistoryStart};
 pub use jetstream::JetStreamJournal;
 pub use memory::{MemoryJournal, READER_TAIL_BYTES, READER_TAIL_RECORDS};
 
@@ -28,10 +30,11 @@ use crate::BusError;
 /// How much the journal keeps: a record leaves once it is older than `max_age` or once the
 /// journal holds more than `max_bytes` of payload (oldest first), whether or not every consumer
 /// has it. A consumer that had not acknowledged it has lost it, and the loss is counted
-/// ([`ConsumerState::lost`]).
+/// ([`ConsumerState::lost`]). The events stay for the whole of these bounds even when every
+/// consumer has them: they are the event history ([`Journal::history`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JournalSettings {
-    /// `ZONECAST_EVENT_RETENTION_SECS`, default 24 h.
+    /// `ZONECAST_EVENT_RETENTION_SECS`, default 7 days.
     pub max_age: Duration,
     /// `ZONECAST_EVENT_RETENTION_BYTES`, default 1 GiB.
     pub max_bytes: u64,
@@ -39,7 +42,7 @@ pub struct JournalSettings {
 
 impl Default for JournalSettings {
     fn default() -> Self {
-        Self { max_age: Duration::from_secs(24 * 3600), max_bytes: 1 << 30 }
+        Self { max_age: Duration::from_secs(7 * 24 * 3600), max_bytes: 1 << 30 }
     }
 }
 
@@ -198,6 +201,13 @@ pub trait Journal: Send + Sync + 'static {
     /// behind what the journal keeps skips what left it: the next record's sequence shows the
     /// gap. Returns the sequence the reader starts at (the next to be appended, for `None`).
     async fn read(&self, kind: Kind, from: Option<u64>) -> Result<(u64, Reads), BusError>;
+
+    /// One page of the events kept (zone events and alarms, [`Kind::Events`]) in journal order:
+    /// those from `query.start` that pass its bounds and narrowing, at most `query.limit`.
+    /// Answers at once: it never waits for events to be appended, and what is appended while
+    /// it reads belongs to a later page. Over JetStream an ephemeral ordered consumer of the
+    /// events stream; in one process the journal file (or, without one, what memory holds).
+    async fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, BusError>;
 
     /// Removes consumer `name` of `kind` and what it had not acknowledged; nothing if it does
     /// not exist.

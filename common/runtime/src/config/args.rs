@@ -102,9 +102,9 @@ pub struct BusArgs {
     /// Number of position partitions (1-4096).
     #[arg(long, env = "ZONECAST_PARTITIONS", value_name = "N", default_value = "16")]
     partitions: String,
-    /// How long the event journal keeps an event, in seconds (60-31536000): a consumer away
-    /// longer loses the older ones, counted.
-    #[arg(long, env = "ZONECAST_EVENT_RETENTION_SECS", value_name = "SECONDS", default_value = "86400")]
+    /// How long the event journal keeps an event, in seconds (60-31536000): the event history
+    /// reaches this far back, and a consumer away longer loses the older ones, counted.
+    #[arg(long, env = "ZONECAST_EVENT_RETENTION_SECS", value_name = "SECONDS", default_value = "604800")]
     event_retention_secs: String,
     /// How many bytes of events the journal keeps at most (1048576-1099511627776); the oldest
     /// leave first, counted for consumers that lacked them.
@@ -468,6 +468,10 @@ pub struct ApiArgs {
     /// Longest silence of a live stream before a `: keep-alive` comment (100-3600000 ms).
     #[arg(long, env = "ZONECAST_STREAM_HEARTBEAT_MS", value_name = "MS", default_value = "15000")]
     stream_heartbeat_ms: String,
+    /// Most positions per second a position stream (`GET /v3/positions/stream`) sends of one
+    /// device (1-50); the newest of each device is sent at the next tick.
+    #[arg(long, env = "ZONECAST_STREAM_POSITION_HZ", value_name = "HZ", default_value = "5")]
+    stream_position_hz: String,
     /// Origins (`https://host[:port]`, comma-separated, or `*`) whose pages may open the live
     /// streams from a browser; none by default (same origin only).
     #[arg(long, env = "ZONECAST_CORS_ORIGINS", value_name = "ORIGINS", default_value = "")]
@@ -486,6 +490,7 @@ impl ApiArgs {
                 100,
                 3_600_000,
             )),
+            stream_position_hz: c.within("stream_position_hz", &self.stream_position_hz, 1, 50),
             cors: crate::cors::Cors::new(self.cors_origins.split(',').map(str::to_owned)),
         }
     }

@@ -108,6 +108,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_APPLY_WAIT_MS",
     "ZONECAST_STREAM_BUFFER",
     "ZONECAST_STREAM_HEARTBEAT_MS",
+    "ZONECAST_STREAM_POSITION_HZ",
     "ZONECAST_CORS_ORIGINS",
     "ZONECAST_HTTP_MAX_CONNECTIONS",
     "ZONECAST_HTTP_HEADER_TIMEOUT_MS",
@@ -288,6 +289,9 @@ pub struct ApiSettings {
     /// `ZONECAST_STREAM_HEARTBEAT_MS`: how long a live stream stays silent at most before a
     /// `: keep-alive` comment, so proxies do not close it.
     pub stream_heartbeat: std::time::Duration,
+    /// `ZONECAST_STREAM_POSITION_HZ`: most positions per second a position stream sends of one
+    /// device; the newest of each device goes out at the next tick.
+    pub stream_position_hz: u32,
     /// `ZONECAST_CORS_ORIGINS`: the other origins whose pages may open the live streams.
     pub cors: crate::cors::Cors,
 }
@@ -299,6 +303,7 @@ impl Default for ApiSettings {
             apply_wait: std::time::Duration::from_secs(2),
             stream_buffer: 5000,
             stream_heartbeat: std::time::Duration::from_secs(15),
+            stream_position_hz: 5,
             cors: crate::cors::Cors::default(),
         }
     }
