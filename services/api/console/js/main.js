@@ -1,0 +1,291 @@
+// The console's wiring: sign-in, the zone list kept current, the event and position streams,
+// occupancy from ZONE_ENTER/ZONE_EXIT, and the test hook `window.zonecastConsole`.
+
+import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
+import { openStream } from "./sse.js";
+import { SiteView, alarmKind } from "./scene.js";
+import { CreateForm, Timeline, ZoneList, notice } from "./panels.js";
+
+const $ = (id) => document.getElementById(id);
+const ZONE_REFRESH_MS = 5000;
+// After an event changed a zone's occupants, a zone list read this soon may predate it.
+const EVENT_WINS_MS = 3000;
+
+const state = {
+  api: null,
+  zones: [],
+  occupants: new Map(), // ZoneID → Set(MAC)
+  touched: new Map(), // ZoneID → when an event last changed its occupants
+  thresholds: { site: 8, device: 4 },
+  streams: { events: "closed", positions: "closed" },
+  events: 0,
+  positions: 0,
+  abort: null,
+  refreshTimer: null,
+  fitted: false,
+  zonesLoaded: 0,
+};
+
+const view = new SiteView($("view"), $("tooltip"));
+const timeline = new Timeline();
+const zoneName = (id) => state.zones.find((z) => z.ZoneID === id)?.Name;
+
+async function act(what, call) {
+  try {
+    await call();
+    notice(what, "ok");
+  } catch (e) {
+    notice(e.status ? `${e.status} ${e.kind}: ${e.message}` : e.message);
+  }
+  await refreshZones();
+}
+
+const zoneList = new ZoneList({
+  activate: (id, on) => act(on ? "Zone activated." : "Zone deactivated.", () => state.api.setActive(id, on)),
+  lock: (id, on) => act(on ? "Geometry locked." : "Geometry unlocked.", () => state.api.setLocked(id, on)),
+  remove: (zone) => {
+    if (confirm(`Delete zone ${zone.Name || zone.ZoneID}?`)) act("Zone deleted.", () => state.api.deleteZone(zone.ZoneID));
+  },
+  focus: (id) => {
+    const entry = view.zones.get(id);
+    if (!entry || !view.webgl) return;
+    const centre = entry.box.getCenter(entry.box.min.clone()).add(entry.group.position);
+    view.controls.target.copy(centre);
+  },
+});
+
+new CreateForm(async (input) => {
+  const zone = await state.api.createZone(input);
+  await refreshZones();
+  return zone;
+});
+
+function renderZones() {
+  const kinds = new Map(state.zones.map((z) => [z.ZoneID, z.Active ? alarmKind(z.AlertLevel, state.thresholds) : "inactive"]));
+  zoneList.update(state.zones, state.occupants, kinds);
+}
+
+/** Reads the zone list; occupants come from CollidingDevices except where an event is newer. */
+async function refreshZones() {
+  if (!state.api) return;
+  try {
+    const zones = await state.api.zones();
+    const now = Date.now();
+    const occupants = new Map();
+    for (const zone of zones) {
+      const touched = state.touched.get(zone.ZoneID) || 0;
+      occupants.set(
+        zone.ZoneID,
+        now - touched < EVENT_WINS_MS && state.occupants.has(zone.ZoneID)
+          ? state.occupants.get(zone.ZoneID)
+          : new Set((zone.CollidingDevices || []).map((d) => d.MAC)),
+      );
+    }
+    state.zones = zones;
+    state.occupants = occupants;
+    state.zonesLoaded += 1;
+    view.setZones(zones);
+    view.setOccupants(occupants);
+    renderZones();
+    if (!state.fitted) {
+      view.fit();
+      state.fitted = true;
+    }
+    setStatus("zones", `${zones.length} zones`);
+  } catch (e) {
+    if (e.status !== 401) setStatus("zones", `zones: ${e.message}`, "bad");
+  }
+}
+
+function onEvent(event) {
+  state.events += 1;
+  const c = event.Content || {};
+  if (c.ZoneID && (event.Type === "ZONE_ENTER" || event.Type === "ZONE_EXIT")) {
+    let macs = state.occupants.get(c.ZoneID);
+    if (!macs) {
+      macs = new Set();
+      state.occupants.set(c.ZoneID, macs);
+    }
+    if (event.Type === "ZONE_ENTER") macs.add(event.Source.MAC);
+    else macs.delete(event.Source.MAC);
+    state.touched.set(c.ZoneID, Date.now());
+    view.occupantsChanged(c.ZoneID);
+    if (!state.zones.some((z) => z.ZoneID === c.ZoneID)) refreshZones();
+    else renderZones();
+  }
+  timeline.add(event, zoneName);
+}
+
+function setStatus(which, text, kind = "") {
+  const node = $(`status-${which}`);
+  node.textContent = text;
+  node.className = `status ${kind}`;
+}
+
+function streamState(which) {
+  return (s, detail) => {
+    if (s === "refused" && /expired|not valid/.test(detail || "")) {
+      signOut(`The server refused the credential (${detail}); sign in again.`);
+      return;
+    }
+    state.streams[which] = s;
+    const kind = s === "open" ? "good" : s === "refused" || s === "retrying" ? "bad" : "";
+    setStatus(which, `${which}: ${s}${detail ? ` (${detail})` : ""}`, kind);
+  };
+}
+
+async function startStreams(signal) {
+  // The live stream opens first and holds what it gets until the recent history is shown, so
+  // nothing falls between the two (an event in both is shown once: the timeline knows EventIDs).
+  const held = [];
+  let live = false;
+  openStream({
+    url: "/v3/events/stream",
+    headers: () => state.api.headers(),
+    resume: true,
+    signal,
+    onState: streamState("events"),
+    onFrame: (frame) => {
+      if (frame.event === "lagged") {
+        notice("The event stream fell behind; some events were skipped.", "warn");
+        return;
+      }
+      if (frame.event !== "message") return;
+      let event;
+      try {
+        event = JSON.parse(frame.data);
+      } catch {
+        return;
+      }
+      if (live) onEvent(event);
+      else held.push(event);
+    },
+  });
+  openStream({
+    url: "/v3/positions/stream",
+    headers: () => state.api.headers(),
+    signal,
+    onState: streamState("positions"),
+    onFrame: (frame) => {
+      if (frame.event !== "message") return;
+      let positions;
+      try {
+        positions = JSON.parse(frame.data);
+      } catch {
+        return;
+      }
+      for (const p of positions) {
+        state.positions += 1;
+        view.moveDevice(p.MAC, p.Position);
+      }
+    },
+  });
+  try {
+    for (const event of await state.api.recentEvents(timeline.limit)) timeline.add(event, zoneName);
+  } catch (e) {
+    notice(`Recent events could not be read: ${e.message}`, "warn");
+  }
+  live = true;
+  held.splice(0).forEach(onEvent);
+}
+
+async function signedIn(credential) {
+  state.api = new Api(credential, () => signOut("The server refused the credential; sign in again."));
+  $("signin").hidden = true;
+  document.body.classList.add("signed-in");
+  $("who").textContent = credential.kind === "key" ? "API key" : `client ${credential.authId}`;
+  state.abort = new AbortController();
+  try {
+    const settings = await state.api.settings();
+    const value = (name, fallback) => {
+      const s = settings.find((x) => x.SettingName === name);
+      const n = Number(s?.SettingValue);
+      return Number.isFinite(n) ? n : fallback;
+    };
+    state.thresholds = { site: value("SiteAlarmMinLevel", 8), device: value("DeviceAlarmMinLevel", 4) };
+    view.setThresholds(state.thresholds);
+  } catch {
+    // Default thresholds colour the zones until the settings can be read.
+  }
+  await refreshZones();
+  state.refreshTimer = setInterval(refreshZones, ZONE_REFRESH_MS);
+  startStreams(state.abort.signal);
+}
+
+function signOut(message) {
+  forgetCredential();
+  state.abort?.abort();
+  clearInterval(state.refreshTimer);
+  state.api = null;
+  document.body.classList.remove("signed-in");
+  $("signin").hidden = false;
+  $("signin-message").textContent = message || "";
+}
+
+function setupSignIn() {
+  const tabs = document.querySelectorAll("[data-signin-tab]");
+  for (const tab of tabs) {
+    tab.addEventListener("click", () => {
+      for (const t of tabs) t.setAttribute("aria-selected", String(t === tab));
+      $("signin-key").hidden = tab.dataset.signinTab !== "key";
+      $("signin-client").hidden = tab.dataset.signinTab !== "client";
+    });
+  }
+  $("signin-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const message = $("signin-message");
+    message.textContent = "";
+    try {
+      let credential;
+      if (!$("signin-key").hidden) {
+        const key = $("api-key").value.trim();
+        if (!key) throw new ApiError(0, "input", "Enter an API key.");
+        credential = { kind: "key", value: key };
+        // Checked before it is kept: a key the server refuses is not stored.
+        await new Api(credential).zones();
+      } else {
+        credential = await signInWithClient($("auth-id").value.trim(), $("auth-secret").value);
+      }
+      storeCredential(credential);
+      $("api-key").value = "";
+      $("auth-secret").value = "";
+      await signedIn(credential);
+    } catch (error) {
+      message.textContent = error.message;
+    }
+  });
+  $("sign-out").addEventListener("click", () => signOut());
+  $("top-view").addEventListener("click", () => view.topView());
+  $("fit").addEventListener("click", () => view.fit());
+}
+
+window.zonecastConsole = {
+  /** Scene and stream counters: zones, devices, frames, fps, events, streams, … */
+  stats() {
+    return {
+      signedIn: Boolean(state.api),
+      zones: state.zones.length,
+      zonesLoaded: state.zonesLoaded,
+      events: state.events,
+      positions: state.positions,
+      timeline: timeline.size(),
+      streams: { ...state.streams },
+      occupied: [...state.occupants.values()].filter((s) => s.size > 0).length,
+      ...view.stats(),
+    };
+  },
+  /** Who is in zone `id` now, as the console sees it. */
+  occupants(id) {
+    return [...(state.occupants.get(id) || [])];
+  },
+  /** Where device `mac` is drawn ({x, y} in the page's CSS pixels), or null. */
+  devicePixel: (mac) => view.screenOf(mac),
+  refresh: () => refreshZones(),
+  topView: () => view.topView(),
+  fit: () => view.fit(),
+};
+
+setupSignIn();
+const credential = storedCredential();
+if (credential) signedIn(credential);
+else $("signin").hidden = false;

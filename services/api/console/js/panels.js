@@ -1,0 +1,250 @@
+// The side panels: the zone list (search, occupancy, active and locked state, actions), the live
+// event timeline, and the form that creates a zone from typed GeometryType and GeometryData.
+// Elements carry stable ids and data attributes (zone-<ZoneID>, event-<EventID>) for tests.
+
+const $ = (id) => document.getElementById(id);
+
+function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+const time = (iso) => {
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? "" : t.toLocaleTimeString([], { hour12: false }) + `.${String(t.getMilliseconds()).padStart(3, "0")}`;
+};
+
+/** The zone list. `actions` has activate(id, bool), lock(id, bool), remove(id), focus(id). */
+export class ZoneList {
+  constructor(actions) {
+    this.actions = actions;
+    this.list = $("zone-list");
+    this.search = $("zone-search");
+    this.count = $("zone-count");
+    this.zones = [];
+    this.occupants = new Map();
+    this.kinds = new Map();
+    this.selected = null;
+    this.search.addEventListener("input", () => this.render());
+  }
+
+  update(zones, occupants, kinds) {
+    this.zones = zones;
+    this.occupants = occupants;
+    this.kinds = kinds;
+    this.render();
+  }
+
+  render() {
+    const needle = this.search.value.trim().toLowerCase();
+    const shown = this.zones
+      .filter((z) => !needle || `${z.Name} ${z.ZoneID} ${z.GeometryType}`.toLowerCase().includes(needle))
+      .sort((a, b) => (a.Name || "").localeCompare(b.Name || "") || a.ZoneID.localeCompare(b.ZoneID));
+    this.count.textContent = needle ? `${shown.length} of ${this.zones.length}` : `${this.zones.length}`;
+    const items = shown.map((zone) => this.item(zone));
+    this.list.replaceChildren(...items);
+    if (!items.length) this.list.append(element("li", { class: "empty" }, this.zones.length ? "No zone matches." : "No zones yet."));
+  }
+
+  item(zone) {
+    const inside = this.occupants.get(zone.ZoneID)?.size || 0;
+    const kind = this.kinds.get(zone.ZoneID) || "log";
+    const button = (text, title, onclick, cls) =>
+      element("button", { type: "button", title, class: cls, onclick: (e) => { e.stopPropagation(); onclick(); } }, text);
+    return element(
+      "li",
+      {
+        id: `zone-${zone.ZoneID}`,
+        class: `zone kind-${kind}${inside ? " occupied" : ""}${this.selected === zone.ZoneID ? " selected" : ""}`,
+        "data-zone-id": zone.ZoneID,
+        "data-active": String(zone.Active),
+        "data-locked": String(zone.IsGeometryLocked),
+        "data-occupants": String(inside),
+        onclick: () => {
+          this.selected = zone.ZoneID;
+          this.render();
+          this.actions.focus(zone.ZoneID);
+        },
+      },
+      element(
+        "div",
+        { class: "zone-head" },
+        element("span", { class: "swatch" }),
+        element("span", { class: "zone-name" }, zone.Name || "(no name)"),
+        element("span", { class: "zone-occupants", title: "devices inside" }, inside ? `● ${inside}` : ""),
+      ),
+      element(
+        "div",
+        { class: "zone-meta" },
+        `${zone.GeometryType} · level ${zone.AlertLevel}`,
+        zone.Active ? null : element("span", { class: "tag" }, "inactive"),
+        zone.IsGeometryLocked ? element("span", { class: "tag" }, "locked") : null,
+        zone.MobileOriginSource ? element("span", { class: "tag" }, `follows ${zone.MobileOriginSource}`) : null,
+      ),
+      element(
+        "div",
+        { class: "zone-actions" },
+        button(zone.Active ? "Deactivate" : "Activate", "POST activate/deactivate", () => this.actions.activate(zone.ZoneID, !zone.Active), "act-active"),
+        button(zone.IsGeometryLocked ? "Unlock" : "Lock", "lock or unlock the geometry", () => this.actions.lock(zone.ZoneID, !zone.IsGeometryLocked), "act-lock"),
+        button("Delete", "delete the zone", () => this.actions.remove(zone), "act-delete danger"),
+      ),
+    );
+  }
+}
+
+/** The live event timeline, newest first, at most `limit` entries. */
+export class Timeline {
+  constructor(limit = 300) {
+    this.limit = limit;
+    this.list = $("timeline");
+    this.seen = new Set();
+    this.entries = [];
+    this.paused = false;
+  }
+
+  /** Adds an event envelope, unless one with its EventID is shown already. */
+  add(event, zoneName) {
+    const id = event.EventID || `${event.Type}-${event.LocalTimestamp}-${Math.random()}`;
+    if (this.seen.has(id)) return false;
+    this.seen.add(id);
+    const c = event.Content || {};
+    const mac = event.Source?.MAC || "";
+    const name = c.ZoneName || zoneName(c.ZoneID) || (c.ZoneID || "").slice(0, 8);
+    let what;
+    switch (event.Type) {
+      case "ZONE_ENTER":
+        what = `entered ${name}`;
+        break;
+      case "ZONE_EXIT":
+        what = `left ${name} (${c.Reason || "position"})`;
+        break;
+      case "ZONE_INFO":
+        what = `${name}: ${c.Message || "info"}`;
+        break;
+      case "SITE_ALARM":
+        what = `SITE ALARM in ${name} (level ${c.AlertLevel})`;
+        break;
+      case "DEVICE_ALARM":
+        what = `device alarm in ${name} (level ${c.AlertLevel})`;
+        break;
+      default:
+        what = event.Type;
+    }
+    const alarm = event.Type === "ZONE_ENTER" && c.Alarm && c.Alarm !== "log" ? element("span", { class: `tag alarm-${c.Alarm}` }, c.Alarm) : null;
+    const li = element(
+      "li",
+      {
+        id: `event-${id}`,
+        class: `event type-${event.Type}`,
+        "data-type": event.Type,
+        "data-mac": mac,
+        "data-zone-id": c.ZoneID || "",
+        "data-reason": c.Reason || "",
+      },
+      element("time", { datetime: event.Timestamp }, time(event.Timestamp)),
+      element("span", { class: "event-mac" }, mac),
+      element("span", { class: "event-what" }, what),
+      alarm,
+    );
+    this.entries.unshift(li);
+    this.list.prepend(li);
+    $("timeline-empty").hidden = true;
+    while (this.entries.length > this.limit) this.entries.pop().remove();
+    return true;
+  }
+
+  size() {
+    return this.entries.length;
+  }
+}
+
+/** Example GeometryData for each GeometryType, for the create form. */
+export const EXAMPLES = {
+  sphere: [[5, 5, 1.5], [2, 0, 0]],
+  circle: [[0, 8, 0], [1.5, 0, 0]],
+  cuboid: [[-8, -4, 0], [4, 3, 2.5], [1, 0.3, 0], [-0.3, 1, 0], [0, 0, 1]],
+  square: [[8, -6, 0], [5, 3, 0], [1, 0, 0], [0, 1, 0]],
+  cylinder: [[-4, 6, 0], [0, 0, 1], [3, 1.2, 0]],
+  polygon: [[0, -8, 0], [4, -8, 0], [5, -4, 0], [1, -3, 0], [2.5, 0, 0], [0, 0, 1]],
+};
+
+/** The create-a-zone form: Name, GeometryType, GeometryData (JSON), AlertLevel, Active. */
+export class CreateForm {
+  constructor(create) {
+    this.form = $("create-form");
+    this.type = $("create-type");
+    this.data = $("create-data");
+    this.message = $("create-message");
+    this.type.addEventListener("change", () => this.example());
+    $("create-example").addEventListener("click", () => this.example(true));
+    this.form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      this.say("", "");
+      let input;
+      try {
+        input = this.input();
+      } catch (error) {
+        this.say(error.message, "error");
+        return;
+      }
+      const button = this.form.querySelector("button[type=submit]");
+      button.disabled = true;
+      try {
+        const zone = await create(input);
+        this.say(`Created ${zone.Name || "zone"} (${zone.ZoneID}).`, "ok");
+        this.form.dataset.created = zone.ZoneID;
+      } catch (error) {
+        this.say(error.status ? `${error.status} ${error.kind}: ${error.message}` : error.message, "error");
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  example(force = false) {
+    if (force || !this.data.value.trim() || this.data.dataset.example === "true") {
+      this.data.value = JSON.stringify(EXAMPLES[this.type.value] || []);
+      this.data.dataset.example = "true";
+    }
+  }
+
+  /** The ZoneInput the form describes; throws when GeometryData is not JSON. */
+  input() {
+    let data;
+    try {
+      data = JSON.parse(this.data.value);
+    } catch (e) {
+      throw new Error(`GeometryData is not JSON: ${e.message}`);
+    }
+    const input = { Name: $("create-name").value, GeometryType: this.type.value, GeometryData: data };
+    const level = $("create-level").value.trim();
+    // Sent as typed (a number when it reads as one), so the server's rules and messages apply.
+    if (level !== "") input.AlertLevel = Number.isNaN(Number(level)) ? level : Number(level);
+    input.Active = $("create-active").checked;
+    return input;
+  }
+
+  say(text, kind) {
+    this.message.textContent = text;
+    this.message.className = `message ${kind}`;
+    this.message.dataset.kind = kind;
+  }
+}
+
+/** Shows a transient notice (an action's outcome or error) at the top of the page. */
+export function notice(text, kind = "error") {
+  const box = $("notice");
+  box.textContent = text;
+  box.className = `notice ${kind}`;
+  box.hidden = false;
+  box.dataset.kind = kind;
+  clearTimeout(notice.timer);
+  notice.timer = setTimeout(() => (box.hidden = true), kind === "error" ? 8000 : 3000);
+}

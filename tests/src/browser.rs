@@ -1,0 +1,227 @@
+//! A headless Chromium driven over W3C WebDriver (chromedriver), for the console's tests: the
+//! test starts chromedriver on a free port and ends it (with the browser) when the `Browser` is
+//! dropped. A few WebDriver commands over plain HTTP are all the tests need, so this speaks the
+//! protocol with the test's own HTTP client instead of pulling in a WebDriver crate.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::process::free_port;
+
+/// Where Debian's packages put the browser and its driver.
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+/// Where Debian's packages put chromedriver.
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const INSTALL: &str = "apt-get install -y chromium chromium-driver";
+
+/// The W3C name of the key of a WebDriver element reference.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A browser session: chromedriver (its own process group, with the browser it starts) and one
+/// headless Chromium window.
+pub struct Browser {
+    driver: std::process::Child,
+    http: reqwest::Client,
+    /// `http://127.0.0.1:<port>/session/<id>`
+    session: String,
+    screenshots: PathBuf,
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium of `width`×`height`; screenshots go to
+    /// `<target>/console-screenshots/`. Panics with the install command when either is missing.
+    pub async fn start(width: u32, height: u32) -> Self {
+        for program in [CHROMIUM, CHROMEDRIVER] {
+            assert!(
+                Path::new(program).exists(),
+                "{program} is missing: the console's tests need it; install it with: {INSTALL}"
+            );
+        }
+        let port = free_port();
+        let mut command = std::process::Command::new(CHROMEDRIVER);
+        command.arg(format!("--port={port}")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        // A group of its own, so that ending it ends the browser too (see Drop).
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let driver = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("{CHROMEDRIVER} does not start ({e}); install it with: {INSTALL}"));
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut browser = Self { driver, http, session: String::new(), screenshots: screenshot_dir() };
+        crate::eventually(Duration::from_secs(20), || async {
+            let ready = browser.http.get(format!("{base}/status")).send().await.ok()?.json::<Value>().await.ok()?;
+            (ready["value"]["ready"] == json!(true)).then_some(())
+        })
+        .await;
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                    // WebGL in software: the machines that run the tests have no GPU.
+                    "--enable-unsafe-swiftshader", "--use-angle=swiftshader",
+                    format!("--window-size={width},{height}"),
+                ],
+            },
+        }}});
+        let answer = browser.command(reqwest::Method::POST, &format!("{base}/session"), Some(capabilities)).await;
+        let id = answer["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}"));
+        browser.session = format!("{base}/session/{id}");
+        browser
+    }
+
+    async fn command(&self, method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
+        let mut request = self.http.request(method.clone(), url);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap_or_else(|e| panic!("WebDriver {method} {url}: {e}"));
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or_else(|e| panic!("WebDriver {method} {url}: {e}"));
+        assert!(status.is_success(), "WebDriver {method} {url} answered {status}: {}", body["value"]);
+        body["value"].clone()
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        self.command(reqwest::Method::POST, &format!("{}{path}", self.session), Some(body)).await
+    }
+
+    /// Opens `url` and waits until the page has loaded.
+    pub async fn goto(&self, url: &str) {
+        self.post("/url", json!({"url": url})).await;
+    }
+
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page; answers what it
+    /// returns.
+    pub async fn execute(&self, script: &str, args: Value) -> Value {
+        self.post("/execute/sync", json!({"script": script, "args": args})).await
+    }
+
+    /// Runs `script` as an async function body in the page (`arguments` holds `args`); answers
+    /// what its promise resolves to.
+    pub async fn execute_async(&self, script: &str, args: Value) -> Value {
+        let wrapped = format!(
+            "const done = arguments[arguments.length - 1]; \
+             (async (...arguments) => {{ {script} }})(...Array.from(arguments).slice(0, -1)) \
+             .then(done, (e) => done({{error: String(e && e.stack || e)}}));"
+        );
+        self.post("/execute/async", json!({"script": wrapped, "args": args})).await
+    }
+
+    /// Runs the expression `script` until it is truthy, polling for at most `wait`; answers its
+    /// value and the time it took. Panics with `what` and the last value when the time is up.
+    pub async fn until(&self, what: &str, wait: Duration, script: &str) -> (Value, Duration) {
+        let started = tokio::time::Instant::now();
+        loop {
+            let value =
+                self.execute(&format!("try {{ return ({script}); }} catch (e) {{ return null; }}"), json!([])).await;
+            let truthy = match &value {
+                Value::Null => false,
+                Value::Bool(b) => *b,
+                Value::Number(n) => n.as_f64() != Some(0.0),
+                Value::String(s) => !s.is_empty(),
+                _ => true,
+            };
+            if truthy {
+                return (value, started.elapsed());
+            }
+            assert!(started.elapsed() < wait, "{what}: not within {wait:?} (last: {value})");
+            tokio::time::sleep(Duration::from_millis(25)).await; // sleep-ok: polling interval of a bounded wait
+        }
+    }
+
+    /// The element `css` selects (the first); panics when there is none.
+    async fn element(&self, css: &str) -> String {
+        let found = self.post("/element", json!({"using": "css selector", "value": css})).await;
+        found[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}: {found}")).to_owned()
+    }
+
+    /// Clears the field `css` and types `text` into it, as a user would.
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.post(&format!("/element/{id}/clear"), json!({})).await;
+        self.post(&format!("/element/{id}/value"), json!({"text": text})).await;
+    }
+
+    /// Clicks the element `css`.
+    pub async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.post(&format!("/element/{id}/click"), json!({})).await;
+    }
+
+    /// Chooses the option labelled `label` in the select `css`.
+    pub async fn select(&self, css: &str, label: &str) {
+        let script = "const s = document.querySelector(arguments[0]); s.value = arguments[1]; \
+                      s.dispatchEvent(new Event('change', {bubbles: true})); return s.value;";
+        let chosen = self.execute(script, json!([css, label])).await;
+        assert_eq!(chosen, json!(label), "{css} has no option {label}");
+    }
+
+    /// Moves the mouse pointer to (`x`, `y`) of the window's viewport, in CSS pixels.
+    pub async fn point_at(&self, x: f64, y: f64) {
+        let mouse = json!({"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [{"type": "pointerMove", "duration": 0, "origin": "viewport", "x": x.round() as i64, "y": y.round() as i64}]});
+        self.post("/actions", json!({"actions": [mouse]})).await;
+    }
+
+    /// Accepts the open `confirm()` or `alert()` dialog, waiting for it at most `wait`.
+    pub async fn accept_dialog(&self, wait: Duration) {
+        let url = format!("{}/alert/accept", self.session);
+        let started = tokio::time::Instant::now();
+        loop {
+            let response = self.http.post(&url).json(&json!({})).send().await.unwrap();
+            if response.status().is_success() {
+                return;
+            }
+            assert!(
+                started.elapsed() < wait,
+                "no dialog within {wait:?}: {}",
+                response.text().await.unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await; // sleep-ok: polling interval of a bounded wait
+        }
+    }
+
+    /// The text of the element `css`.
+    pub async fn text(&self, css: &str) -> String {
+        let id = self.element(css).await;
+        let text = self.command(reqwest::Method::GET, &format!("{}/element/{id}/text", self.session), None).await;
+        text.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Saves a screenshot of the window as `<target>/console-screenshots/<name>.png`.
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.command(reqwest::Method::GET, &format!("{}/screenshot", self.session), None).await;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap()).unwrap();
+        std::fs::create_dir_all(&self.screenshots).unwrap();
+        let path = self.screenshots.join(format!("{name}.png"));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// Ends the session (the browser closes) and chromedriver.
+    pub async fn close(self) {
+        let _ = self.http.delete(&self.session).send().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // The whole group: chromedriver and the browser it started, also after a failed test.
+        let group = format!("-{}", self.driver.id());
+        let _ = std::process::Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.driver.wait();
+    }
+}
+
+/// `<target>/console-screenshots`, beside the test executables' profile directory.
+fn screenshot_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // <target>/<profile>/deps/<test executable>
+    let target = exe.ancestors().nth(3).expect("target directory");
+    target.join("console-screenshots")
+}

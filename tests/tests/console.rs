@@ -1,0 +1,446 @@
+//! The console at `/`: its files are served without credentials with their content types, and in
+//! a headless Chromium a user signs in, sees every zone drawn, watches a device enter a zone
+//! within a second, and creates a zone by typing its geometry. Screenshots of each step go to
+//! `target/console-screenshots/`.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use zonecast_tests::browser::Browser;
+use zonecast_tests::{CLIENT_ID, CLIENT_SECRET, Mode, READ_KEY, Server, WRITE_KEY, assert_error, both_modes, sphere};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// One zone of every shape, the cuboid with oblique axes and the polygon's ring closed.
+fn every_shape() -> Vec<Value> {
+    vec![
+        sphere("Dock", [5.0, 5.0, 1.5], 2.0),
+        json!({"Name": "Gate", "GeometryType": "circle", "GeometryData": [[0, 8, 0], [1.5, 0, 0]], "AlertLevel": 5}),
+        json!({"Name": "Oblique cage", "GeometryType": "cuboid", "AlertLevel": 9,
+               "GeometryData": [[-8, -4, 0], [4, 3, 2.5], [1, 0.3, 0], [-0.3, 1, 0.2], [0, 0, 1]]}),
+        json!({"Name": "Yard", "GeometryType": "square", "GeometryData": [[8, -6, 0], [5, 3, 0], [1, 0, 0], [0, 1, 0]], "Active": false}),
+        json!({"Name": "Tank", "GeometryType": "cylinder", "GeometryData": [[-4, 6, 0], [0.3, 0, 1], [3, 1.2, 0]]}),
+        json!({"Name": "Bay", "GeometryType": "polygon",
+               "GeometryData": [[0, -8, 0], [4, -8, 0], [5, -4, 0], [1, -3, 0], [0, -8, 0], [2.5, 0, 0], [0, 0, 1]]}),
+    ]
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::AllInOne => "all-in-one",
+        Mode::Distributed => "distributed",
+    }
+}
+
+/// Opens the console and signs in with `key` through the sign-in form.
+async fn signed_in(server: &Server, key: &str) -> Browser {
+    let browser = Browser::start(1280, 800).await;
+    browser.goto(&format!("{}/", server.base)).await;
+    browser.until("the sign-in form", WAIT, "!document.getElementById('signin').hidden").await;
+    browser.type_into("#api-key", key).await;
+    browser.click("#signin-submit").await;
+    browser.until("signed in", WAIT, "window.zonecastConsole.stats().signedIn").await;
+    browser
+}
+
+/// Posts one position of `mac` to the position input (the ingestor's listener in distributed
+/// mode), as an RTLS would.
+async fn post_position(server: &Server, mac: &str, position: [f64; 3]) {
+    let response = server
+        .http
+        .post(format!("{}/v3/positions", server.ingest_base))
+        .header("X-API-Key", WRITE_KEY)
+        .json(&json!({"MAC": mac, "Position": position}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["accepted"], 1, "{answer}");
+}
+
+async fn the_console_is_served_without_credentials_with_its_content_types(mode: Mode) {
+    let server = Server::start(mode).await;
+    let get = |path: &str| server.http.get(format!("{}{path}", server.base)).send();
+    let page = get("/").await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'self'"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<script type=\"importmap\">"), "{html}");
+    for (path, kind) in [
+        ("/console/js/main.js", "text/javascript; charset=utf-8"),
+        ("/console/js/scene.js", "text/javascript; charset=utf-8"),
+        ("/console/console.css", "text/css; charset=utf-8"),
+        ("/console/vendor/three/build/three.module.js", "text/javascript; charset=utf-8"),
+        ("/console/vendor/three/examples/jsm/controls/OrbitControls.js", "text/javascript; charset=utf-8"),
+        ("/console/vendor/three/LICENSE", "text/plain; charset=utf-8"),
+    ] {
+        let response = get(path).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(response.headers()["content-type"], kind, "{path}");
+        // Revalidation with the ETag answers 304 without the body.
+        let etag = response.headers()["etag"].clone();
+        let again =
+            server.http.get(format!("{}{path}", server.base)).header("If-None-Match", etag).send().await.unwrap();
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{path}");
+    }
+    let license = get("/console/vendor/three/LICENSE").await.unwrap().text().await.unwrap();
+    assert!(license.contains("three.js authors"), "three.js keeps its licence: {license}");
+    for path in ["/console/nope.js", "/console/", "/console/js/", "/console/js", "/console/index.htm"] {
+        let response = get(path).await.unwrap();
+        let answer = (response.status(), response.json::<Value>().await.unwrap());
+        let message = assert_error(&answer, 404, "not_found");
+        assert!(message.starts_with("no route"), "{path}: {message}");
+    }
+    let post = server.http.post(format!("{}/", server.base)).send().await.unwrap();
+    assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(post.headers()["allow"], "GET, HEAD");
+    // The page is open to all; the data it shows is not.
+    server.refused(Method::GET, "/v3/modules/zones", None, None, 401, "unauthorized").await;
+    // Its answers are counted with the API's (the recorder is process-wide: look for ours).
+    let metrics = server.http.get(format!("{}/metrics", server.base)).header("X-API-Key", READ_KEY).send().await;
+    let text = metrics.unwrap().text().await.unwrap();
+    for status in ["200", "304", "404", "405"] {
+        let counted = text.lines().any(|l| {
+            l.starts_with("zonecast_api_requests_total{")
+                && l.contains("operation=\"console\"")
+                && l.contains(&format!("status=\"{status}\""))
+        });
+        assert!(counted, "no console answer with status {status} counted in:\n{text}");
+    }
+    server.stop().await;
+}
+
+async fn a_user_signs_in_sees_every_zone_and_watches_a_device_enter_one(mode: Mode) {
+    let server = Server::start(mode).await;
+    let mut ids = Vec::new();
+    for zone in every_shape() {
+        ids.push(server.create_zone(zone).await["ZoneID"].as_str().unwrap().to_owned());
+    }
+    let browser = Browser::start(1280, 800).await;
+    browser.goto(&format!("{}/", server.base)).await;
+    // A key the server refuses is not kept, and its message is shown.
+    browser.type_into("#api-key", "not-a-key").await;
+    browser.click("#signin-submit").await;
+    let (message, _) =
+        browser.until("the refusal", WAIT, "document.getElementById('signin-message').textContent").await;
+    assert_eq!(message, json!("X-API-Key is not valid"));
+    assert_eq!(browser.execute("return sessionStorage.length", json!([])).await, json!(0));
+    browser.type_into("#api-key", READ_KEY).await;
+    browser.click("#signin-submit").await;
+
+    let ready = "(() => { const s = window.zonecastConsole.stats(); return s.zonesDrawn === 6 && s.frames > 2 \
+                 && s.streams.events === 'open' && s.streams.positions === 'open' && s; })()";
+    let (seen, _) = browser.until("six zones drawn and both streams open", WAIT, ready).await;
+    assert_eq!(seen["zones"], json!(6), "{seen}");
+    assert_eq!(seen["webgl"], json!(true), "{seen}");
+    assert_eq!(seen["devices"], json!(0), "{seen}");
+    for id in &ids {
+        let item = format!("document.getElementById('zone-{id}')");
+        let (active, _) = browser.until("the zone's list item", WAIT, &format!("{item}?.dataset.active")).await;
+        assert_eq!(active, json!(if id == &ids[3] { "false" } else { "true" }));
+    }
+    let credential =
+        browser.execute("return JSON.parse(sessionStorage.getItem('zonecast.credential'))", json!([])).await;
+    assert_eq!(credential, json!({"kind": "key", "value": READ_KEY}), "the key is kept in sessionStorage");
+    assert_eq!(browser.execute("return localStorage.length + document.cookie.length", json!([])).await, json!(0));
+    browser.screenshot(&format!("{}-zones", mode_name(mode))).await;
+
+    // A device walks into the sphere: its entry is in the timeline within a second.
+    let mac = "00:C0:FF:EE:00:01";
+    post_position(&server, mac, [5.5, 5.0, 1.5]).await;
+    let posted = std::time::Instant::now();
+    let entry = format!(
+        "document.querySelector('#timeline li.event[data-type=ZONE_ENTER][data-mac=\"{mac}\"]')?.dataset.zoneId"
+    );
+    let (zone, _) = browser.until("the device's ZONE_ENTER in the timeline", WAIT, &entry).await;
+    let took = posted.elapsed();
+    assert_eq!(zone, json!(ids[0]));
+    assert!(took < Duration::from_secs(1), "the ZONE_ENTER showed after {took:?}");
+    let text = browser.text("#timeline li.event[data-type=ZONE_ENTER]").await;
+    assert!(text.contains("entered Dock"), "{text}");
+    let lit =
+        "(() => { const s = window.zonecastConsole.stats(); return s.devices === 1 && s.litZones === 1 && s; })()";
+    browser.until("the device drawn and the sphere lit", WAIT, lit).await;
+    let occupants = browser.execute("return window.zonecastConsole.occupants(arguments[0])", json!([ids[0]])).await;
+    assert_eq!(occupants, json!([mac]));
+    let count = format!("document.getElementById('zone-{}').dataset.occupants", ids[0]);
+    assert_eq!(browser.until("the occupancy in the list", WAIT, &count).await.0, json!("1"));
+    // Pointing at the device shows its MAC and the zone it is in.
+    let (at, _) =
+        browser.until("the device on screen", WAIT, &format!("window.zonecastConsole.devicePixel('{mac}')")).await;
+    browser.point_at(at["x"].as_f64().unwrap(), at["y"].as_f64().unwrap()).await;
+    let tooltip = "!document.getElementById('tooltip').hidden && document.getElementById('tooltip').textContent";
+    let (shown, _) = browser.until("the device's tooltip", WAIT, tooltip).await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.starts_with(mac) && shown.ends_with("in Dock"), "{shown}");
+    browser.screenshot(&format!("{}-entered", mode_name(mode))).await;
+
+    // It walks out: the exit and its reason follow.
+    post_position(&server, mac, [20.0, 5.0, 1.5]).await;
+    let exit = format!(
+        "document.querySelector('#timeline li.event[data-type=ZONE_EXIT][data-mac=\"{mac}\"]')?.dataset.reason"
+    );
+    assert_eq!(browser.until("the device's ZONE_EXIT", WAIT, &exit).await.0, json!("position"));
+    browser.until("the sphere unlit", WAIT, "window.zonecastConsole.stats().litZones === 0").await;
+    browser.execute("window.zonecastConsole.topView()", json!([])).await;
+    browser.screenshot(&format!("{}-top-view", mode_name(mode))).await;
+    browser.close().await;
+    server.stop().await;
+}
+
+async fn a_zone_typed_into_the_form_is_created_and_refusals_show_the_servers_message(mode: Mode) {
+    let server = Server::start(mode).await;
+    let browser = signed_in(&server, WRITE_KEY).await;
+    browser.until("the empty zone list", WAIT, "window.zonecastConsole.stats().zonesLoaded > 0").await;
+
+    browser.type_into("#create-name", "Typed tank").await;
+    browser.select("#create-type", "cylinder").await;
+    browser.type_into("#create-data", "[[2, -3, 0], [0, 0.2, 1], [2.5, 1.5, 0]]").await;
+    browser.type_into("#create-level", "7").await;
+    browser.click("#create-submit").await;
+    let created = "document.getElementById('create-form').dataset.created";
+    let (id, _) = browser.until("the zone created", WAIT, created).await;
+    let id = id.as_str().unwrap();
+    let zone = server.ok(Method::GET, &format!("/v3/modules/zones/{id}"), None).await;
+    assert_eq!(zone["Name"], "Typed tank");
+    assert_eq!(zone["GeometryType"], "cylinder");
+    assert_eq!(zone["GeometryData"], json!([[2.0, -3.0, 0.0], [0.0, 0.2, 1.0], [2.5, 1.5, 0.0]]));
+    assert_eq!(zone["AlertLevel"], 7);
+    browser.until("the new zone drawn", WAIT, "window.zonecastConsole.stats().zonesDrawn === 1").await;
+    browser.until("the new zone listed", WAIT, &format!("document.getElementById('zone-{id}')")).await;
+    browser.screenshot(&format!("{}-created", mode_name(mode))).await;
+
+    // Geometry the server refuses: its status and message are shown, and nothing is created.
+    browser.type_into("#create-data", "[[0, 0, 0], [0, 0, 1], [0, 1, 0]]").await;
+    browser.click("#create-submit").await;
+    let error = "document.getElementById('create-message').dataset.kind === 'error' \
+                 && document.getElementById('create-message').textContent";
+    let (message, _) = browser.until("the server's refusal", WAIT, error).await;
+    assert_eq!(message, json!("422 invalid_data: GeometryData[2]: height must be > 0"));
+    // A negative AlertLevel is the server's to refuse, with the field named.
+    browser.type_into("#create-data", "[[0, 0, 0], [0, 0, 1], [1, 1, 0]]").await;
+    browser.type_into("#create-level", "-1").await;
+    browser.click("#create-submit").await;
+    let refused = "document.getElementById('create-message').textContent.includes('AlertLevel') \
+                   && document.getElementById('create-message').textContent";
+    let (message, _) = browser.until("the AlertLevel refusal", WAIT, refused).await;
+    assert_eq!(message, json!("422 invalid_data: AlertLevel: must be 0 or more, got -1"));
+    // Text that is not JSON never leaves the page.
+    browser.type_into("#create-data", "[[0, 0, 0], [1, 0").await;
+    browser.click("#create-submit").await;
+    let local = "document.getElementById('create-message').textContent.startsWith('GeometryData is not JSON')";
+    browser.until("the JSON complaint", WAIT, local).await;
+    assert_eq!(server.ok(Method::GET, "/v3/modules/zones", None).await.as_array().unwrap().len(), 1);
+    browser.screenshot(&format!("{}-refused", mode_name(mode))).await;
+    browser.close().await;
+
+    // A read key may look but not write: the form shows the 403.
+    let reader = signed_in(&server, READ_KEY).await;
+    reader.type_into("#create-data", "[[0, 0, 0], [1, 0, 0]]").await;
+    reader.click("#create-submit").await;
+    let forbidden = "document.getElementById('create-message').textContent.startsWith('403 forbidden')";
+    reader.until("the 403", WAIT, forbidden).await;
+    reader.close().await;
+    server.stop().await;
+}
+
+async fn the_zone_buttons_deactivate_lock_and_delete_the_zone(mode: Mode) {
+    let server = Server::start(mode).await;
+    let id = server.create_zone(sphere("Cell", [0.0, 0.0, 1.0], 2.0)).await["ZoneID"].as_str().unwrap().to_owned();
+    let browser = signed_in(&server, WRITE_KEY).await;
+    let ready =
+        "window.zonecastConsole.stats().zonesDrawn === 1 && window.zonecastConsole.stats().streams.events === 'open'";
+    browser.until("the zone drawn", WAIT, ready).await;
+    let mac = "00:C0:FF:EE:00:02";
+    post_position(&server, mac, [0.5, 0.0, 1.0]).await;
+    browser.until("the zone lit", WAIT, "window.zonecastConsole.stats().litZones === 1").await;
+    let item = format!("#zone-{id}");
+    let data = |field: &str| format!("document.getElementById('zone-{id}')?.dataset.{field}");
+
+    // Deactivating empties the zone: the exit says why, and the zone is greyed.
+    browser.click(&item).await;
+    browser.click(&format!("{item} .act-active")).await;
+    let exit = format!(
+        "document.querySelector('#timeline li.event[data-type=ZONE_EXIT][data-mac=\"{mac}\"]')?.dataset.reason"
+    );
+    assert_eq!(browser.until("the exit", WAIT, &exit).await.0, json!("deactivated"));
+    assert_eq!(
+        browser.until("inactive in the list", WAIT, &format!("{} === 'false'", data("active"))).await.0,
+        json!(true)
+    );
+    browser.until("the zone unlit", WAIT, "window.zonecastConsole.stats().litZones === 0").await;
+    let zone = server.ok(Method::GET, &format!("/v3/modules/zones/{id}"), None).await;
+    assert_eq!(zone["Active"], false);
+
+    browser.click(&format!("{item} .act-lock")).await;
+    browser.until("locked in the list", WAIT, &format!("{} === 'true'", data("locked"))).await;
+    let zone = server.ok(Method::GET, &format!("/v3/modules/zones/{id}"), None).await;
+    assert_eq!(zone["IsGeometryLocked"], true);
+    browser.screenshot(&format!("{}-locked", mode_name(mode))).await;
+
+    browser.click(&format!("{item} .act-delete")).await;
+    browser.accept_dialog(WAIT).await;
+    browser.until("the zone gone", WAIT, "window.zonecastConsole.stats().zonesDrawn === 0").await;
+    assert_eq!(browser.execute(&format!("return {}", data("active")), json!([])).await, Value::Null);
+    server.refused(Method::GET, &format!("/v3/modules/zones/{id}"), Some(READ_KEY), None, 404, "not_found").await;
+    browser.close().await;
+    server.stop().await;
+}
+
+async fn client_credentials_sign_in_with_a_token_kept_for_the_tab_only(mode: Mode) {
+    let server = Server::start(mode).await;
+    let browser = Browser::start(1280, 800).await;
+    browser.goto(&format!("{}/", server.base)).await;
+    browser.click("[data-signin-tab=client]").await;
+    browser.type_into("#auth-id", CLIENT_ID).await;
+    browser.type_into("#auth-secret", "wrong").await;
+    browser.click("#signin-submit").await;
+    let (message, _) =
+        browser.until("the refusal", WAIT, "document.getElementById('signin-message').textContent").await;
+    assert_eq!(message, json!("auth_id or auth_secret is not valid"));
+    browser.type_into("#auth-secret", CLIENT_SECRET).await;
+    browser.click("#signin-submit").await;
+    let open = "window.zonecastConsole.stats().streams.events === 'open'";
+    browser.until("the event stream open with the token", WAIT, open).await;
+    let credential =
+        browser.execute("return JSON.parse(sessionStorage.getItem('zonecast.credential'))", json!([])).await;
+    assert_eq!(credential["kind"], "token");
+    assert!(credential["value"].as_str().unwrap().len() > 20, "{credential}");
+    assert_eq!(browser.execute("return localStorage.length + document.cookie.length", json!([])).await, json!(0));
+    // A reload keeps the tab signed in; signing out forgets the token.
+    browser.goto(&format!("{}/", server.base)).await;
+    browser.until("signed in after a reload", WAIT, "window.zonecastConsole.stats().signedIn").await;
+    browser.click("#sign-out").await;
+    assert_eq!(browser.execute("return sessionStorage.length", json!([])).await, json!(0));
+    assert_eq!(browser.execute("return window.zonecastConsole.stats().signedIn", json!([])).await, json!(false));
+    browser.close().await;
+    server.stop().await;
+}
+
+/// The page's own modules, checked in the browser that runs them: the event-stream parser
+/// against the format's rules, the stream's resumption with Last-Event-ID, and the zone
+/// shapes against their GeometryData.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_modules_parse_streams_resume_them_and_draw_exact_shapes() {
+    let server = Server::start(Mode::AllInOne).await;
+    let browser = Browser::start(800, 600).await;
+    browser.goto(&format!("{}/", server.base)).await;
+    let parsed = browser
+        .execute_async(
+            r#"const { SseParser } = await import("/console/js/sse.js");
+            const p = new SseParser();
+            const frames = [];
+            // Split anywhere, CRLF and CR line ends, comments, ids, named events, multi-line data.
+            const text = ": keep-alive\r\n\r\nid: 7\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: lagged\nid: 9\ndata:{\"skipped\": 2}\n\ndata: x\r\rdata";
+            for (let i = 0; i < text.length; i += 3) frames.push(...p.push(text.slice(i, i + 3)));
+            return { frames, lastEventId: p.lastEventId, pending: p.buffer };"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        parsed,
+        json!({
+            "frames": [
+                {"event": "message", "data": "{\"a\":\n1}", "id": "7"},
+                {"event": "lagged", "data": "{\"skipped\": 2}", "id": "9"},
+                {"event": "message", "data": "x", "id": "9"},
+            ],
+            "lastEventId": "9",
+            "pending": "data",
+        })
+    );
+    // A stream that ends is opened again with the last id it saw; a refusal is not retried.
+    let resumed = browser
+        .execute_async(
+            r#"const { openStream } = await import("/console/js/sse.js");
+            const real = window.fetch;
+            const sent = [];
+            window.fetch = async (url, init) => {
+              sent.push([init.headers["X-API-Key"], init.headers["Last-Event-ID"] || null]);
+              if (sent.length === 4) return new Response('{"message": "X-API-Key is not valid"}', { status: 401 });
+              const text = `id: ${sent.length * 10}
+data: {"n": ${sent.length}}
+
+`;
+              return new Response(new Blob([text]).stream(), { status: 200, headers: { "Content-Type": "text/event-stream" } });
+            };
+            const frames = [];
+            const states = [];
+            await new Promise((resolve) => openStream({
+              url: "/v3/events/stream", headers: () => ({ "X-API-Key": "k" }), resume: true,
+              signal: new AbortController().signal,
+              onFrame: (f) => frames.push([f.id, f.data]),
+              onState: (s, detail) => { states.push(detail ? `${s}: ${detail}` : s); if (s === "refused") resolve(); },
+            }));
+            window.fetch = real;
+            return { sent, frames, last: states[states.length - 1] };"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        resumed,
+        json!({
+            "sent": [["k", null], ["k", "10"], ["k", "20"], ["k", "30"]],
+            "frames": [["10", "{\"n\": 1}"], ["20", "{\"n\": 2}"], ["30", "{\"n\": 3}"]],
+            "last": "refused: X-API-Key is not valid",
+        })
+    );
+    let boxes = browser
+        .execute_async(
+            r#"const { zoneGeometry } = await import("/console/js/shapes.js");
+            const box = (type, data) => {
+              const g = zoneGeometry({ GeometryType: type, GeometryData: data }, [0, 4]);
+              g.computeBoundingBox();
+              return [g.boundingBox.min.toArray(), g.boundingBox.max.toArray()];
+            };
+            return {
+              sphere: box("sphere", [[1, 2, 3], [2, 0, 0]]),
+              circle: box("circle", [[1, 2, 99], [1, 0, 0]]),
+              oblique: box("cuboid", [[0, 0, 0], [2, 1, 1], [1, 1, 0], [0, 1, 0], [0, 0, 3]]),
+              square: box("square", [[1, 1, 7], [2, 3, 0], [0, 5, 0], [-1, 0, 0]]),
+              cylinder: box("cylinder", [[0, 0, 1], [1, 0, 0], [4, 0.5, 0]]),
+              polygon: box("POLYGON", [[0, 0, 0], [3, 0, 0], [0, 2, 0], [0, 0, 0], [1, 0, 0], [0, 0, -2]]),
+            };"#,
+            json!([]),
+        )
+        .await;
+    let root2 = std::f64::consts::SQRT_2;
+    let expected: [(&str, [[f64; 3]; 2]); 6] = [
+        ("sphere", [[-1.0, 0.0, 1.0], [3.0, 4.0, 5.0]]),
+        // 2D shapes ignore z and span the site's height.
+        ("circle", [[0.0, 1.0, 0.0], [2.0, 3.0, 4.0]]),
+        // Oblique axes: l runs along (1, 1, 0) normalised, w along y.
+        ("oblique", [[0.0, 0.0, 0.0], [root2, root2 + 1.0, 1.0]]),
+        ("square", [[-2.0, 1.0, 0.0], [1.0, 3.0, 4.0]]),
+        ("cylinder", [[0.0, -0.5, 0.5], [4.0, 0.5, 1.5]]),
+        // The closing vertex is dropped; swept 1 m along -z.
+        ("polygon", [[0.0, 0.0, -1.0], [3.0, 2.0, 0.0]]),
+    ];
+    for (shape, corners) in expected {
+        let got: Vec<f64> = boxes[shape]
+            .as_array()
+            .unwrap_or_else(|| panic!("{shape}: {boxes}"))
+            .iter()
+            .flat_map(|corner| corner.as_array().unwrap().iter().map(|c| c.as_f64().unwrap()))
+            .collect();
+        let want: Vec<f64> = corners.iter().flatten().copied().collect();
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 2e-3),
+            "{shape}: bounding box {got:?}, expected {want:?}"
+        );
+    }
+    browser.close().await;
+    server.stop().await;
+}
+
+both_modes!(
+    the_console_is_served_without_credentials_with_its_content_types,
+    a_user_signs_in_sees_every_zone_and_watches_a_device_enter_one,
+    a_zone_typed_into_the_form_is_created_and_refusals_show_the_servers_message,
+    the_zone_buttons_deactivate_lock_and_delete_the_zone,
+    client_credentials_sign_in_with_a_token_kept_for_the_tab_only,
+);
