@@ -13,10 +13,12 @@ use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret, Shutdown};
 
 pub use serde_json::json;
 
+pub mod browser;
 pub mod mosquitto;
 pub mod nats;
 pub mod pki;
 pub mod process;
+pub mod sse;
 
 /// PostgreSQL server whose `postgres` role may create databases.
 pub fn database_admin_url() -> String {
@@ -338,6 +340,30 @@ impl Server {
         let subject =
             if self.bus.stores_positions() { self.subjects.position_batches() } else { self.subjects.positions_all() };
         PublishedPositions { subscription: self.bus.subscribe(&subject).await.unwrap(), lines: Default::default() }
+    }
+
+    /// Posts positions (`body`, any form `POST /v3/positions` takes) to the HTTP input with the
+    /// write key, as a gateway does; the answer is the caller's to check.
+    pub async fn post_positions(&self, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}/v3/positions", self.ingest_base))
+            .header("X-API-Key", WRITE_KEY)
+            .json(body)
+            .send()
+            .await
+            .expect("the request reaches the server")
+    }
+
+    /// A token for the test client (`CLIENT_ID`) from `POST /v3/auth/token`.
+    pub async fn client_token(&self) -> String {
+        let issued = self
+            .ok(
+                Method::POST,
+                "/v3/auth/token",
+                Some(serde_json::json!({"grant_type": "client_credentials", "auth_id": CLIENT_ID, "auth_secret": CLIENT_SECRET})),
+            )
+            .await;
+        issued["access_token"].as_str().expect("a token is issued").to_owned()
     }
 
     /// Subscribes to every zone and alarm event.

@@ -47,11 +47,6 @@ pub struct Broker {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("bound address").port()
-}
-
 /// Hands `path` to the `mosquitto` user when we are root (Mosquitto then runs as that user);
 /// otherwise Mosquitto runs as us and can read our files anyway.
 fn give_to_mosquitto(path: &Path) {
@@ -85,7 +80,7 @@ impl Broker {
 
     async fn start_new(access: Access) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory for Mosquitto");
-        let (port, observer_port) = (free_port(), free_port());
+        let (port, observer_port) = (crate::process::free_port(), crate::process::free_port());
         let d = dir.path();
         let mut conf = format!(
             "per_listener_settings false\npersistence true\npersistence_location {}/\nlog_dest file {}\n\

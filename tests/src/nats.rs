@@ -17,7 +17,7 @@ const BINARY: &str = "/usr/sbin/nats-server";
 impl NatsServer {
     /// Starts one on a free port and waits until it accepts connections.
     pub async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+        let port = crate::process::free_port();
         let store = tempfile::tempdir().expect("a JetStream directory");
         let mut server = Self { child: None, port, store };
         server.resume().await;

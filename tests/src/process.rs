@@ -44,7 +44,18 @@ pub fn binary(name: &str) -> PathBuf {
 
 /// A free TCP port on 127.0.0.1 (bound and released; the caller binds it next).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port()
+    // A port handed out is free only until its service binds it: a second call before then,
+    // from the same test or another one running beside it, would get the same port from the
+    // system. Each port is handed out once per test process.
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// A running service process.

@@ -603,7 +603,9 @@ async fn an_unknown_route_is_not_found_with_the_error_body(mode: Mode) {
     let paths = [
         (Method::GET, "/v3/modules/zonez".to_owned()),
         (Method::GET, "/v3/nothing".to_owned()),
-        (Method::GET, "/".to_owned()),
+        (Method::GET, "/index.html".to_owned()),
+        (Method::GET, "/console/nope.js".to_owned()),
+        (Method::POST, "/console/js/nope.js".to_owned()),
         (Method::GET, "/v2/modules/zones".to_owned()),
         (Method::POST, format!("/v3/modules/zones/{z}/explode")),
         (Method::GET, format!("/v3/modules/zones/{z}/devices/extra")),

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use zonecast_model::PositionUpdate;
 use zonecast_runtime::cors::Cors;
 use zonecast_runtime::{Auth, Client, Keys, Secret};
+use zonecast_tests::sse::{Sse, request, url_encoded};
 use zonecast_tests::{CLIENT_ID, CLIENT_SECRET, Mode, READ_KEY, Server, assert_error, both_modes, sphere};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -31,138 +32,27 @@ fn update(device: &str, position: [f64; 3], at: chrono::DateTime<Utc>) -> Positi
     }
 }
 
-/// One SSE frame as a browser's `EventSource` parses it.
-#[derive(Debug, Default, Clone)]
-struct Frame {
-    event: Option<String>,
-    id: Option<u64>,
-    data: String,
-    comment: bool,
-}
-
-impl Frame {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("frame data is not JSON ({e}): {self:?}"))
-    }
-}
-
-/// An open stream: the response and the bytes read but not yet parsed.
-struct Sse {
-    response: reqwest::Response,
-    buffer: Vec<u8>,
-}
-
-impl Sse {
-    /// Opens the stream with `query` and `headers`; it must answer 200 `text/event-stream`.
-    async fn open(server: &Server, query: &str, headers: &[(&str, &str)]) -> Self {
-        let response = request(server, query, headers).await;
-        assert_eq!(response.status(), StatusCode::OK, "stream {query} answered {}", response.status());
-        assert_eq!(response.headers()["content-type"], "text/event-stream");
-        assert_eq!(response.headers()["cache-control"], "no-cache");
-        Self { response, buffer: Vec::new() }
-    }
-
-    /// The next frame, comments included; `None` once the server ended the stream.
-    async fn frame(&mut self, wait: Duration) -> Option<Frame> {
-        let until = tokio::time::Instant::now() + wait;
-        loop {
-            if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                return Some(parse(&String::from_utf8(block).unwrap()));
-            }
-            let chunk = tokio::time::timeout_at(until, self.response.chunk())
-                .await
-                .unwrap_or_else(|_| {
-                    panic!("no frame within {wait:?}; unparsed: {:?}", String::from_utf8_lossy(&self.buffer))
-                })
-                .expect("the stream reads");
-            match chunk {
-                Some(bytes) => self.buffer.extend_from_slice(&bytes),
-                None => {
-                    assert!(self.buffer.is_empty(), "stream ended inside a frame: {:?}", self.buffer);
-                    return None;
-                }
-            }
-        }
-    }
-
-    /// The next frame that is not a comment; panics at the end of the stream.
-    async fn event(&mut self, wait: Duration) -> Frame {
-        loop {
-            let frame = self.frame(wait).await.expect("the stream goes on");
-            if !frame.comment {
-                return frame;
-            }
-        }
-    }
-
-    /// The next `count` events (frames without an `event:` name), each with its id.
-    async fn events(&mut self, count: usize) -> Vec<(u64, Value)> {
-        let mut out = Vec::new();
-        while out.len() < count {
-            let frame = self.event(WAIT).await;
-            assert_eq!(frame.event, None, "an event frame, not {frame:?}");
-            out.push((frame.id.expect("every event has an id"), frame.json()));
-        }
-        out
-    }
-}
-
-fn parse(block: &str) -> Frame {
-    let mut frame = Frame::default();
-    let mut data = Vec::new();
-    for line in block.lines() {
-        if line.starts_with(':') {
-            frame.comment = true;
-        } else if let Some(value) = line.strip_prefix("id: ") {
-            frame.id = Some(value.parse().unwrap());
-        } else if let Some(value) = line.strip_prefix("event: ") {
-            frame.event = Some(value.to_owned());
-        } else if let Some(value) = line.strip_prefix("data: ") {
-            data.push(value);
-        } else {
-            assert!(line.is_empty(), "unexpected line {line:?}");
-        }
-    }
-    frame.data = data.join("\n");
-    frame
-}
-
-/// `GET /v3/events/stream?<query>` with `headers`, answered as it comes (the body unread).
-async fn request(server: &Server, query: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut request = server.http.get(format!("{}/v3/events/stream?{query}", server.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.send().await.expect("the request reaches the server")
-}
+const EVENTS: &str = "/v3/events/stream";
 
 const READER: (&str, &str) = ("X-API-Key", READ_KEY);
 
 /// Which events a narrowed stream must return.
 type Wanted<'a> = Box<dyn Fn(&Value) -> bool + 'a>;
 
-fn url_encoded(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
-        .collect()
-}
-
 async fn a_stream_sees_enter_and_exit_after_a_position(mode: Mode) {
     let server = Server::start(mode).await;
     let zone = server.create_zone(sphere("dock", [10.0, 10.0, 1.0], 2.0)).await["ZoneID"].as_str().unwrap().to_owned();
-    let mut stream = Sse::open(&server, "", &[READER]).await;
+    let mut stream = Sse::open(&server, EVENTS, "", &[READER]).await;
     let device = mac(1);
     let t = Utc::now();
     server.position(&device, [10.0, 10.0, 1.0], t).await;
-    let enter = stream.events(1).await.remove(0);
+    let enter = stream.events(1, WAIT).await.remove(0);
     assert_eq!(enter.1["Type"], "ZONE_ENTER", "{enter:?}");
     assert_eq!(enter.1["Source"]["MAC"], device.as_str());
     assert_eq!(enter.1["Content"]["ZoneID"], zone.as_str());
     assert!(enter.1["EventID"].is_string());
     server.position(&device, [30.0, 10.0, 1.0], t + chrono::Duration::milliseconds(10)).await;
-    let exit = stream.events(1).await.remove(0);
+    let exit = stream.events(1, WAIT).await.remove(0);
     assert_eq!(exit.1["Type"], "ZONE_EXIT", "{exit:?}");
     assert_eq!(exit.1["Content"]["CollisionID"], enter.1["Content"]["CollisionID"]);
     assert!(exit.0 > enter.0, "ids follow the journal: {} then {}", enter.0, exit.0);
@@ -196,21 +86,21 @@ async fn a_stream_reopened_with_last_event_id_misses_nothing_and_repeats_nothing
     let server = Arc::new(Server::start(mode).await);
     server.create_zone(sphere("yard", [0.0, 0.0, 0.0], 5.0)).await;
     let mut tap = server.events().await;
-    let mut first = Sse::open(&server, "", &[READER]).await;
+    let mut first = Sse::open(&server, EVENTS, "", &[READER]).await;
     let (devices, rounds) = (10, 12);
     let producer = tokio::spawn({
         let server = server.clone();
         async move { toggle(&server, devices, rounds).await }
     });
-    let mut seen = first.events(15).await;
+    let mut seen = first.events(15, WAIT).await;
     drop(first);
     let last = seen.last().unwrap().0.to_string();
     // Events go on coming while the client is away; it comes back with the last id it had.
-    let mut second = Sse::open(&server, "", &[READER, ("Last-Event-ID", &last)]).await;
+    let mut second = Sse::open(&server, EVENTS, "", &[READER, ("Last-Event-ID", &last)]).await;
     producer.await.unwrap();
     let total = (devices * rounds) as usize;
     let all = tapped(&mut tap, total).await;
-    seen.extend(second.events(total - seen.len()).await);
+    seen.extend(second.events(total - seen.len(), WAIT).await);
     let ids: Vec<u64> = seen.iter().map(|(id, _)| *id).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids rise without repeats: {ids:?}");
     let streamed: Vec<String> = seen.iter().map(|(_, e)| e["EventID"].as_str().unwrap().to_owned()).collect();
@@ -239,7 +129,7 @@ async fn narrowing_by_type_zone_mac_and_filter_returns_exactly_the_matching_even
     ];
     let mut streams = Vec::new();
     for query in &queries {
-        streams.push(Sse::open(&server, query, &[READER]).await);
+        streams.push(Sse::open(&server, EVENTS, query, &[READER]).await);
     }
     let t = Utc::now();
     let at = |n: i64| t + chrono::Duration::milliseconds(n * 10);
@@ -253,7 +143,7 @@ async fn narrowing_by_type_zone_mac_and_filter_returns_exactly_the_matching_even
     // Devices of other partitions are evaluated side by side: their events are in the journal
     // in the order they were stored, whatever order the positions were sent in.
     while zone_events(&everything) < 4 {
-        everything.extend(streams[0].events(1).await);
+        everything.extend(streams[0].events(1, WAIT).await);
     }
     let zone_of = |e: &Value| e["Content"]["ZoneID"].as_str().unwrap_or_default().to_owned();
     let wanted: [Wanted<'_>; 5] = [
@@ -266,7 +156,7 @@ async fn narrowing_by_type_zone_mac_and_filter_returns_exactly_the_matching_even
     for ((query, stream), wanted) in queries.iter().zip(&mut streams).skip(1).zip(&wanted) {
         let expected: Vec<(u64, Value)> = everything.iter().filter(|(_, e)| wanted(e)).cloned().collect();
         assert!(!expected.is_empty(), "{query}: the scenario gives it something");
-        let got = stream.events(expected.len()).await;
+        let got = stream.events(expected.len(), WAIT).await;
         assert_eq!(got, expected, "{query} returns exactly the matching events");
     }
     drop(streams);
@@ -281,8 +171,8 @@ async fn a_slow_reader_lags_while_other_streams_and_the_pipeline_go_on(mode: Mod
     server.create_zone(sphere("hall", [0.0, 0.0, 0.0], 5.0)).await;
     let mut tap = server.events().await;
     // The slow one reads nothing until the end; the kernel's socket buffers take a few MB first.
-    let mut slow = Sse::open(&server, "", &[READER]).await;
-    let mut fast = Sse::open(&server, "", &[READER]).await;
+    let mut slow = Sse::open(&server, EVENTS, "", &[READER]).await;
+    let mut fast = Sse::open(&server, EVENTS, "", &[READER]).await;
     let (devices, rounds) = (100, 160);
     let total = (devices * rounds) as usize;
     let t = Utc::now();
@@ -292,7 +182,7 @@ async fn a_slow_reader_lags_while_other_streams_and_the_pipeline_go_on(mode: Mod
         server.publish_positions((0..devices).map(|n| update(&mac(n), [x, 0.0, 0.0], at)).collect()).await;
         // The pipeline goes on, and so does the stream whose client keeps up.
         let all: HashSet<String> = tapped(&mut tap, devices as usize).await.into_iter().collect();
-        let streamed = fast.events(devices as usize).await;
+        let streamed = fast.events(devices as usize, WAIT).await;
         let streamed: HashSet<String> =
             streamed.iter().map(|(_, e)| e["EventID"].as_str().unwrap().to_owned()).collect();
         assert_eq!(streamed, all, "round {round}: the fast stream saw every event the pipeline produced");
@@ -333,16 +223,9 @@ fn token(server: &Server, ttl: u64) -> String {
 
 async fn access_tokens_open_a_stream_and_wrong_missing_or_expired_ones_are_refused(mode: Mode) {
     let server = Server::start(mode).await;
-    let issued = server
-        .ok(
-            Method::POST,
-            "/v3/auth/token",
-            Some(json!({"grant_type": "client_credentials", "auth_id": CLIENT_ID, "auth_secret": CLIENT_SECRET})),
-        )
-        .await;
-    let good = issued["access_token"].as_str().unwrap();
-    drop(Sse::open(&server, &format!("access_token={}", url_encoded(good)), &[]).await);
-    drop(Sse::open(&server, &format!("type=ZONE_ENTER&access_token={}", url_encoded(good)), &[]).await);
+    let good = &server.client_token().await;
+    drop(Sse::open(&server, EVENTS, &format!("access_token={}", url_encoded(good)), &[]).await);
+    drop(Sse::open(&server, EVENTS, &format!("type=ZONE_ENTER&access_token={}", url_encoded(good)), &[]).await);
     let expired = token(&server, 0);
     for (query, message) in [
         (String::new(), "credentials required"),
@@ -351,14 +234,15 @@ async fn access_tokens_open_a_stream_and_wrong_missing_or_expired_ones_are_refus
         (format!("access_token={READ_KEY}"), "access_token is not valid"),
         (format!("access_token={}", url_encoded(&expired)), "access_token has expired"),
     ] {
-        let response = request(&server, &query, &[]).await;
+        let response = request(&server, EVENTS, &query, &[]).await;
         let status = response.status();
         let body: Value = response.json().await.unwrap();
         let got = assert_error(&(status, body), 401, "unauthorized");
         assert!(got.starts_with(message), "{query}: {got}");
     }
     // A credential header, when sent, is the one checked.
-    let response = request(&server, &format!("access_token={}", url_encoded(good)), &[("X-API-Key", "nope")]).await;
+    let response =
+        request(&server, EVENTS, &format!("access_token={}", url_encoded(good)), &[("X-API-Key", "nope")]).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     server.stop().await;
 }
@@ -385,10 +269,10 @@ async fn cors_preflight_and_answers_allow_configured_origins_only(mode: Mode) {
     let other = preflight("https://evil.example").await.unwrap();
     assert_eq!(other.status(), StatusCode::NO_CONTENT);
     assert!(other.headers().get("access-control-allow-origin").is_none(), "{:?}", other.headers());
-    let stream = Sse::open(&server, "", &[READER, ("Origin", "https://dash.example")]).await;
+    let stream = Sse::open(&server, EVENTS, "", &[READER, ("Origin", "https://dash.example")]).await;
     assert_eq!(stream.response.headers()["access-control-allow-origin"], "https://dash.example");
     drop(stream);
-    let stream = Sse::open(&server, "", &[READER, ("Origin", "https://evil.example")]).await;
+    let stream = Sse::open(&server, EVENTS, "", &[READER, ("Origin", "https://evil.example")]).await;
     assert!(stream.response.headers().get("access-control-allow-origin").is_none());
     drop(stream);
     // Other routes take no preflight.
@@ -423,7 +307,7 @@ async fn bad_parameters_are_refused_before_the_stream_starts(mode: Mode) {
     ] {
         let mut all = vec![READER];
         all.extend(headers);
-        let response = request(&server, query, &all).await;
+        let response = request(&server, EVENTS, query, &all).await;
         let got = response.status();
         let body: Value = response.json().await.unwrap();
         let text = assert_error(&(got, body), status, kind);
@@ -437,7 +321,7 @@ async fn an_idle_stream_gets_keep_alive_comments_and_open_streams_end_when_the_s
         config.api.stream_heartbeat = Duration::from_millis(200);
     })
     .await;
-    let mut stream = Sse::open(&server, "", &[READER]).await;
+    let mut stream = Sse::open(&server, EVENTS, "", &[READER]).await;
     let mut comments = 0;
     while comments < 2 {
         let frame = stream.frame(WAIT).await.expect("the stream stays open");

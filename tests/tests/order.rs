@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use zonecast_tests::{Gateway, Mode, Server, WRITE_KEY, both_modes, eventually, next_matching, sphere};
+use zonecast_tests::{Gateway, Mode, Server, both_modes, eventually, next_matching, sphere};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -24,14 +24,7 @@ impl Input {
     async fn send(&self, server: &Server, body: Value) {
         match self {
             Self::Http => {
-                let r = server
-                    .http
-                    .post(format!("{}/v3/positions", server.ingest_base))
-                    .header("X-API-Key", WRITE_KEY)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap();
+                let r = server.post_positions(&body).await;
                 assert_eq!(r.status(), StatusCode::OK);
             }
             Self::IngestSubject => {

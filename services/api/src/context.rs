@@ -39,6 +39,8 @@ pub struct Context {
     pub journal: Arc<dyn Journal>,
     /// How live streams behave.
     pub streams: StreamSettings,
+    /// The positions the position streams follow, read while one is open.
+    pub position_feed: Arc<crate::handlers::stream::positions::PositionFeed>,
     /// Cancelled when the API stops: open streams end then.
     pub shutdown: Shutdown,
     /// The evaluator and forwarder replicas and the revision each has in force.
@@ -75,6 +77,11 @@ impl Context {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let appliers =
             Appliers::follow(bus.as_ref(), &subjects, appliers).await.map_err(|e| StartError::new("bus", e))?;
+        let position_feed = crate::handlers::stream::positions::PositionFeed::new(
+            bus.clone(),
+            subjects.clone(),
+            config.api.stream_position_hz,
+        );
         Ok(Self {
             auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
             health: Health::new(Some(store.clone()), bus.clone()),
@@ -88,6 +95,7 @@ impl Context {
             limits: config.limits,
             max_connections: config.api.max_connections,
             positions: None,
+            position_feed,
             streams: StreamSettings {
                 buffer: config.api.stream_buffer,
                 heartbeat: config.api.stream_heartbeat,

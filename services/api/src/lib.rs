@@ -1,9 +1,10 @@
 //! zonecast config API: the 22 zone and MQTT operations of the specification plus lock/unlock, deletes,
-//! connection status, tokens, OpenAPI, health and metrics, over warp. Stateless: it writes the
-//! store and announces every change on `<prefix>.config.changed`.
+//! connection status, tokens, OpenAPI, health and metrics, over warp, and the browser console at
+//! `/`. Stateless: it writes the store and announces every change on `<prefix>.config.changed`.
 
 mod applied;
 mod body;
+pub mod console;
 mod context;
 pub mod error;
 mod handlers;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use warp::Filter;
 use warp::http::HeaderMap;
 use warp::reply::Response;
 use zonecast_runtime::edge::{self, Listener};
@@ -56,11 +58,11 @@ impl Listener for Context {
     }
 
     fn takes_query_token(&self, op: Op) -> bool {
-        op == Op::EventStream
+        matches!(op, Op::EventStream | Op::PositionStream)
     }
 
     fn cors(&self, op: Op) -> Option<&zonecast_runtime::cors::Cors> {
-        (op == Op::EventStream).then_some(&self.streams.cors)
+        matches!(op, Op::EventStream | Op::PositionStream).then_some(&self.streams.cors)
     }
 
     fn answered(&self, operation: &'static str, response: &Response, started: Instant) {
@@ -79,17 +81,20 @@ pub struct Deps {
     pub addr: SocketAddr,
 }
 
-/// Starts the API: binds its listener and serves until `shutdown`; the task ends when
-/// in-flight requests are done.
+/// Starts the API: binds its listener and serves until `shutdown` (the console's files at `/`
+/// and `/console/`, every other path through the route table); the task ends when in-flight
+/// requests are done.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let socket = edge::bind(deps.addr).await?;
     let addr = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", deps.addr)))?;
     let mut context = deps.context;
     context.shutdown = shutdown.clone();
     let context = Arc::new(context);
-    tracing::info!(%addr, "config API listening");
+    tracing::info!(%addr, console = %format_args!("http://{addr}/"), "config API listening");
+    let limits = context.http_limits;
     let task = tokio::spawn(async move {
-        edge::serve(socket, context, shutdown).await;
+        let routes = console::filter().or(edge::filter(context)).unify();
+        zonecast_runtime::serve::run(socket, routes, limits, shutdown).await;
         tracing::info!("config API stopped");
     });
     Ok(Running::new(task).listening(addr))

@@ -12,8 +12,11 @@ use zonecast_runtime::ops::{MetricsText, Readiness};
 use zonecast_runtime::routes::schema_of;
 
 use crate::handlers::connections::ConnectionStatus;
+use crate::handlers::history::EventPage;
 use crate::handlers::stream::StreamedEvent;
+use crate::handlers::stream::positions::StreamedPositions;
 use crate::handlers::system::{OpenApiDocument, TokenAnswer, TokenRequest};
+use crate::handlers::visits::{OccupancyView, VisitView};
 use crate::handlers::zones::{Macs, NewZones, ZoneIds, ZoneUpdates};
 use crate::reply::Ack;
 
@@ -51,6 +54,10 @@ pub enum Op {
     DeleteCertificate,
     Positions,
     EventStream,
+    PositionStream,
+    EventHistory,
+    ZoneVisits,
+    ZoneOccupancy,
     Token,
     OpenApi,
     Live,
@@ -87,6 +94,8 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v3/modules/zones/{ZoneID}/devices" AddDevices W, "addZoneDevices", "Add devices to a zone's DeviceList", Some(schema_of::<Macs>), schema_of::<Ack>),
     route!(DELETE "/v3/modules/zones/{ZoneID}/devices" RemoveDevices W, "removeZoneDevices", "Remove devices from a zone's DeviceList", Some(schema_of::<Macs>), schema_of::<Ack>),
     route!(POST "/v3/modules/zones/{ZoneID}/reset" ResetZone W, "resetZone", "Reset a zone's collisions", None, schema_of::<Ack>),
+    route!(GET "/v3/modules/zones/{ZoneID}/visits" ZoneVisits R, "listZoneVisits", "Visits of devices to a zone overlapping [from, to), from the event history (JSON, or CSV with Accept: text/csv)", None, schema_of::<Vec<VisitView>>),
+    route!(GET "/v3/modules/zones/{ZoneID}/occupancy" ZoneOccupancy R, "getZoneOccupancy", "Occupancy of a zone per step of [from, to), from the event history (JSON, or CSV with Accept: text/csv)", None, schema_of::<Vec<OccupancyView>>),
     route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, schema_of::<Ack>),
     route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, schema_of::<Ack>),
     route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, schema_of::<Vec<ConnectionView>>),
@@ -100,7 +109,9 @@ pub static ROUTES: &[Route] = &[
     route!(PUT "/v3/modules/mqtt/certificates/{ID}" UpdateCertificate A, "updateCertificateProfile", "Update a certificate profile", Some(schema_of::<CertificateProfileInput>), schema_of::<CertificateProfileSummary>),
     route!(DELETE "/v3/modules/mqtt/certificates/{ID}" DeleteCertificate A, "deleteCertificateProfile", "Delete an unused certificate profile", None, schema_of::<Ack>),
     route!(POST "/v3/positions" Positions W, "postPositions", "Position input (all-in-one): an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
+    route!(GET "/v3/events" EventHistory R, "listEvents", "Stored zone events and alarms in the order they were stored, a page at a time", None, schema_of::<EventPage>),
     route!(GET "/v3/events/stream" EventStream R, "streamEvents", "Live zone events and alarms as Server-Sent Events (text/event-stream), resumable with Last-Event-ID", None, schema_of::<StreamedEvent>),
+    route!(GET "/v3/positions/stream" PositionStream R, "streamPositions", "Live device positions as Server-Sent Events (text/event-stream), at most ZONECAST_STREAM_POSITION_HZ per device", None, schema_of::<StreamedPositions>),
     route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some(schema_of::<TokenRequest>), schema_of::<TokenAnswer>),
     route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, schema_of::<OpenApiDocument>),
     route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),

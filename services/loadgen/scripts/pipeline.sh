@@ -12,6 +12,9 @@
 #   MQTT=1 MODE=all-in-one CIRCLES=30 STEP=1 SENDERS=3 services/loadgen/scripts/pipeline.sh 0 30 http
 #     # the fenced workload: 1,000 circles of 30 m, devices walking 1 m per position, every zone
 #     # event to MQTT; reports positions per CPU-second of zonecast, peak memory and the drain
+#   STREAMS=100 MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 20 http  # with 100 live
+#     streams open on the API (50 event streams, 50 position streams), read as fast as they come;
+#     STREAM_KIND=events or positions opens only one kind
 #   MQTT=1 MODE=all-in-one SENDERS=8 services/loadgen/scripts/pipeline.sh 0 30 http  # overload: every
 #     zone event to MQTT and measured there; the HTTP input pushes back, the sent rate is the
 #     sustainable one, and each process's peak memory is reported
@@ -84,7 +87,7 @@ fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
   ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" \
-  --senders "${SENDERS:-2}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
+  --senders "${SENDERS:-2}" --streams "${STREAMS:-0}" --stream-kind "${STREAM_KIND:-both}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
 if [ "${MODE:-distributed}" = all-in-one ]; then
   curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted|ingest_refused|forwarder_forwarded|forwarder_dropped)_total' || true
 else

@@ -4,6 +4,7 @@
 
 mod latency;
 mod site;
+mod streams;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -117,6 +118,13 @@ struct Args {
     /// the last one sent was evaluated (what was queued when sending stopped counts as late).
     #[arg(long)]
     evaluated_from: Vec<String>,
+    /// Live streams to keep open on the API while positions are sent, half of them
+    /// `GET /v3/events/stream`, half `GET /v3/positions/stream`, read as fast as they come.
+    #[arg(long, default_value_t = 0)]
+    streams: usize,
+    /// Which live streams `--streams` opens.
+    #[arg(long, value_enum, default_value = "both")]
+    stream_kind: streams::Kind,
 }
 
 /// Sum of `zonecast_evaluator_positions_total` over the given `/metrics` URLs.
@@ -170,6 +178,10 @@ async fn main() -> anyhow::Result<()> {
         latency::subscribe_mqtt(broker, &args.mqtt_topic, mqtt.clone()).await?;
     }
     bus.flush().await?;
+    let streams = match args.streams {
+        0 => None,
+        n => Some(streams::open(&reqwest::Client::new(), &args.api, &args.key, n, args.stream_kind).await?),
+    };
 
     let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
     let sent = Arc::new(AtomicU64::new(0));
@@ -260,6 +272,9 @@ async fn main() -> anyhow::Result<()> {
     {
         let after = last.saturating_duration_since(send_end).as_secs_f64() * 1e3;
         println!("drain           the last MQTT message came {after:.0} ms after sending stopped");
+    }
+    if let Some(received) = &streams {
+        println!("streams         {}", received.summary(args.streams));
     }
     let cpu_ns_total: u64 = args
         .pid

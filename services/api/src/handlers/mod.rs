@@ -2,10 +2,12 @@
 
 mod certificates;
 pub(crate) mod connections;
+pub(crate) mod history;
 mod settings;
 pub(crate) mod stream;
 pub(crate) mod system;
 mod versions;
+pub(crate) mod visits;
 pub(crate) mod zones;
 
 use bytes::Bytes;
@@ -58,6 +60,10 @@ pub async fn dispatch(
         Op::DeleteCertificate => certificates::delete(ctx, id("certificate profile")?).await,
         Op::Positions => system::positions(ctx, &body).await,
         Op::EventStream => stream::open(ctx, query, headers).await,
+        Op::PositionStream => stream::positions::open(ctx, query, headers).await,
+        Op::EventHistory => history::list(ctx, query).await,
+        Op::ZoneVisits => visits::list(ctx, id("zone")?, query, headers).await,
+        Op::ZoneOccupancy => visits::occupancy(ctx, id("zone")?, query, headers).await,
         Op::Token => system::token(ctx, headers, &body),
         Op::OpenApi => Ok(system::openapi(ctx)),
         Op::Live => Ok(zonecast_runtime::ops::Health::live()),

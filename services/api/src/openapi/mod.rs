@@ -113,6 +113,9 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     if route.op == Op::EventStream {
         out.push((400, "malformed: filter is not JSON, or Last-Event-ID is not an event's id".into()));
     }
+    if route.op == Op::EventHistory {
+        out.push((400, "malformed: filter is not JSON, or cursor is not a NextCursor of this route".into()));
+    }
     match route.authority {
         Some(authority) => {
             out.push((401, "missing or bad credentials".into()));
@@ -145,7 +148,10 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
         "the body is larger than the configured limit, or holds longer lists than any operation takes".into(),
     ));
     if route.body.is_some()
-        || route.op == Op::EventStream
+        || matches!(
+            route.op,
+            Op::EventStream | Op::PositionStream | Op::EventHistory | Op::ZoneVisits | Op::ZoneOccupancy
+        )
         || matches!(route.authority, Some(Authority::Write | Authority::Admin))
     {
         out.push((422, "invalid data: types, ranges, references, geometry".into()));
@@ -170,6 +176,67 @@ fn stream_parameters() -> Vec<Value> {
     ]
 }
 
+/// The query parameters of the live position stream.
+fn position_stream_parameters() -> Vec<Value> {
+    vec![
+        json!({"name": "mac", "in": "query", "required": false, "schema": {"type": "string"},
+               "description": "MACs, comma-separated, `:` or `-` in any case: only these devices"}),
+        json!({"name": "access_token", "in": "query", "required": false, "schema": {"type": "string"},
+               "description": "a token from POST /v3/auth/token, for clients that cannot send headers (EventSource)"}),
+    ]
+}
+
+/// The query parameters of the event history.
+fn history_parameters() -> Vec<Value> {
+    let text = |name: &str, description: &str| json!({"name": name, "in": "query", "required": false, "schema": {"type": "string"}, "description": description});
+    vec![
+        time_parameter(
+            "from",
+            false,
+            "RFC 3339: events stored at or after it (default: the oldest kept); not used with cursor",
+        ),
+        time_parameter("to", false, "RFC 3339: events stored before it (default: now)"),
+        text("type", "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, SITE_ALARM, DEVICE_ALARM)"),
+        text("zone", "ZoneIDs, comma-separated"),
+        text("mac", "MACs, comma-separated, `:` or `-` in any case"),
+        json!({"name": "filter", "in": "query", "required": false,
+               "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object"}}}},
+               "description": "a FilterChain as JSON (as in MQTT connection topics), URL-encoded"}),
+        json!({"name": "limit", "in": "query", "required": false,
+               "schema": {"type": "integer", "minimum": 1, "maximum": crate::handlers::history::MAX_LIMIT, "default": crate::handlers::history::DEFAULT_LIMIT},
+               "description": "most events in the page"}),
+        json!({"name": "cursor", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{16}$"},
+               "description": "the NextCursor of the previous page"}),
+    ]
+}
+
+/// A query parameter holding an RFC 3339 time.
+fn time_parameter(name: &str, required: bool, description: &str) -> Value {
+    json!({"name": name, "in": "query", "required": required, "schema": {"type": "string", "format": "date-time"}, "description": description})
+}
+
+/// The query parameters of a zone's visits, and with `step` of its occupancy.
+fn report_parameters(step: bool) -> Vec<Value> {
+    let mut out = vec![
+        time_parameter(
+            "from",
+            step,
+            if step {
+                "RFC 3339: the first step's start"
+            } else {
+                "RFC 3339: the window's start (default: the oldest event kept)"
+            },
+        ),
+        time_parameter("to", false, "RFC 3339: the window's end, excluded (default: now)"),
+    ];
+    if step {
+        let (min, max) = crate::handlers::visits::STEP_SECONDS;
+        out.push(json!({"name": "step", "in": "query", "required": true, "schema": {"type": "integer", "minimum": min, "maximum": max},
+            "description": format!("seconds per step; at most {} steps per answer", crate::handlers::visits::MAX_STEPS)}));
+    }
+    out
+}
+
 /// The OpenAPI operation of `route`.
 fn operation(
     route: &Route,
@@ -180,8 +247,14 @@ fn operation(
     let answer = body_schema(route.response, responses, limits);
     let mut ok = match route.op {
         Op::Metrics => json!({"description": "OK", "content": {"text/plain": {"schema": answer}}}),
-        Op::EventStream => json!({"description": "OK: the stream, open until the client or the server ends it",
-            "content": {"text/event-stream": {"schema": answer}}}),
+        Op::EventStream | Op::PositionStream => {
+            json!({"description": "OK: the stream, open until the client or the server ends it",
+            "content": {"text/event-stream": {"schema": answer}}})
+        }
+        Op::ZoneVisits | Op::ZoneOccupancy => {
+            json!({"description": "OK: JSON, or CSV (header row, RFC 4180) with Accept: text/csv",
+            "content": {"application/json": {"schema": answer}, "text/csv": {"schema": {"type": "string"}}}})
+        }
         _ => json!({"description": "OK", "content": json_content(answer)}),
     };
     if with_etag(route.op) {
@@ -223,8 +296,15 @@ fn operation(
         parameters.push(json!({"name": "If-Match", "in": "header", "required": false, "schema": {"type": "string"},
             "description": "the zone's ETag as read (or *); a zone at another version is 412 and nothing changes"}));
     }
-    if route.op == Op::EventStream {
-        parameters.extend(stream_parameters());
+    match route.op {
+        Op::EventStream => parameters.extend(stream_parameters()),
+        Op::EventHistory => parameters.extend(history_parameters()),
+        Op::ZoneVisits => parameters.extend(report_parameters(false)),
+        Op::ZoneOccupancy => parameters.extend(report_parameters(true)),
+        _ => {}
+    }
+    if route.op == Op::PositionStream {
+        parameters.extend(position_stream_parameters());
     }
     if !parameters.is_empty() {
         op["parameters"] = Value::Array(parameters);

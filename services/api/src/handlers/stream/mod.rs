@@ -13,12 +13,13 @@
 mod narrowing;
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use warp::Reply;
 use warp::http::{HeaderMap, HeaderValue, header};
@@ -31,32 +32,51 @@ pub use narrowing::Narrowing;
 use crate::context::Context;
 use crate::error::ApiError;
 
-/// What `GET /v3/events/stream` answers, for the OpenAPI document: `text/event-stream`, one
-/// frame per event (`id: <place in the journal>`, `data: <the event's JSON envelope>`), an
-/// `event: lagged` frame (`data: {"skipped": n}`) before a stream that fell behind ends, and
-/// `: keep-alive` comments while nothing happens.
-#[derive(Debug)]
-pub struct StreamedEvent;
+/// A stream's answer for the OpenAPI document: a `text/event-stream` body, described in words
+/// (JSON Schema cannot describe the frames).
+macro_rules! stream_answer {
+    ($(#[$doc:meta])* $name:ident, $description:literal) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name;
 
-impl schemars::JsonSchema for StreamedEvent {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "StreamedEvent".into()
-    }
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
 
-    fn inline_schema() -> bool {
-        true
-    }
+            fn inline_schema() -> bool {
+                true
+            }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "Server-Sent Events: `id: <place in the event journal>` and `data: <event envelope as JSON>` per event; `event: lagged` with `data: {\"skipped\": n}` before a stream that fell behind ends; `: keep-alive` comments while idle."
-        })
-    }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "description": $description})
+            }
+        }
+    };
 }
 
-/// Frames a stream hands its response ahead of the client: the socket's buffers hold more.
+stream_answer!(
+    /// What `GET /v3/events/stream` answers: one frame per event (`id: <place in the journal>`,
+    /// `data: <the event's JSON envelope>`), an `event: lagged` frame (`data: {"skipped": n}`)
+    /// before a stream that fell behind ends, and `: keep-alive` comments while nothing happens.
+    StreamedEvent,
+    "Server-Sent Events: `id: <place in the event journal>` and `data: <event envelope as JSON>` per event; `event: lagged` with `data: {\"skipped\": n}` before a stream that fell behind ends; `: keep-alive` comments while idle."
+);
+
+// After `stream_answer!`, which it uses.
+pub(crate) mod positions;
+
+/// Chunks of frames a stream hands its response ahead of the client: the socket's buffers hold
+/// more.
 const FRAMES_IN_HAND: usize = 64;
+
+/// Most bytes of events a stream gathers into one chunk of its answer.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// How long a stream waits, after an event, for more to write with it: a write per event and
+/// stream would cost the process more than the events.
+const GATHER: Duration = Duration::from_millis(25);
 
 /// How long a lagged client has to take the `lagged` message before the stream ends without it.
 const LAGGED_WAIT: Duration = Duration::from_secs(30);
@@ -82,13 +102,18 @@ pub async fn open(ctx: &Context, query: &str, headers: &HeaderMap) -> Result<Res
         shutdown: ctx.shutdown.clone(),
     };
     tokio::spawn(stream.run());
+    Ok(response(body))
+}
+
+/// The answer of a stream whose frames come from `body`.
+fn response(body: mpsc::Receiver<Bytes>) -> Response {
     let mut response = warp::reply::stream(Frames(body)).into_response();
     let out = response.headers_mut();
     out.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Proxies that buffer answers (nginx) would hold the events back.
     out.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    response
 }
 
 /// The `Last-Event-ID` header: the id of the last event the client has.
@@ -114,18 +139,23 @@ impl futures::Stream for Frames {
     }
 }
 
-/// One event as an SSE frame: `id: <sequence>` and its JSON as `data:` (a line each, should
-/// the JSON ever hold line breaks).
-fn frame(read: &Read) -> Bytes {
-    let mut out = BytesMut::with_capacity(read.payload.len() + 32);
-    out.put_slice(format!("id: {}\n", read.sequence).as_bytes());
-    for line in read.payload.split(|&b| b == b'\n') {
+/// Appends one event as an SSE frame to `out`: `id: <sequence>` and its JSON as `data:` (a
+/// line each, should the JSON ever hold line breaks).
+fn push_frame(out: &mut BytesMut, read: &Read) {
+    out.reserve(read.payload.len() + 32);
+    let _ = writeln!(out, "id: {}", read.sequence);
+    if memchr::memchr(b'\n', &read.payload).is_none() {
         out.put_slice(b"data: ");
-        out.put_slice(line);
+        out.put_slice(&read.payload);
         out.put_u8(b'\n');
+    } else {
+        for line in read.payload.split(|&b| b == b'\n') {
+            out.put_slice(b"data: ");
+            out.put_slice(line);
+            out.put_u8(b'\n');
+        }
     }
     out.put_u8(b'\n');
-    out.freeze()
 }
 
 /// The message of a lagged stream: the events it skips end at `last`, whose id it carries, so
@@ -208,30 +238,79 @@ impl Stream {
                     None => return End::Closed,
                 },
             };
-            let newest = read.sequence + read.behind;
-            if read.sequence > self.next {
-                // Events left the journal before this stream read them.
-                return End::Lagged { last: newest, skipped: newest + 1 - self.next };
-            }
-            self.next = read.sequence + 1;
-            if self.caught_up && read.behind > self.lag_after {
-                return End::Lagged { last: newest, skipped: read.behind + 1 };
-            }
-            if !self.admits(&read) {
-                if read.behind == 0 {
-                    self.caught_up = true;
+            // Events go out in chunks: those already read, and those that come within
+            // `GATHER` of the first, are one write instead of one each.
+            let mut chunk = BytesMut::new();
+            let mut end = None;
+            let mut next = Some(read);
+            let until = tokio::time::Instant::now() + GATHER;
+            loop {
+                while let Some(read) = next.take() {
+                    if let Err(lagged) = self.take(&read, &mut chunk) {
+                        end = Some(lagged);
+                        break;
+                    }
+                    if chunk.len() >= CHUNK_BYTES {
+                        break;
+                    }
+                    next = match self.reads.next().now_or_never() {
+                        Some(Some(read)) => Some(read),
+                        Some(None) => {
+                            end = Some(End::Closed);
+                            None
+                        }
+                        None => None,
+                    };
                 }
-                continue;
+                // A stream whose narrowing let nothing through has nothing to wait with.
+                if end.is_some() || chunk.is_empty() || chunk.len() >= CHUNK_BYTES {
+                    break;
+                }
+                tokio::select! {
+                    biased;
+                    () = self.shutdown.cancelled() => return End::Closed,
+                    () = tokio::time::sleep_until(until) => break,
+                    read = self.reads.next() => match read {
+                        Some(read) => next = Some(read),
+                        None => {
+                            end = Some(End::Closed);
+                            break;
+                        }
+                    },
+                }
             }
-            tokio::select! {
-                () = self.shutdown.cancelled() => return End::Closed,
-                sent = self.frames.send(frame(&read)) => if sent.is_err() { return End::Closed },
+            if !chunk.is_empty() {
+                tokio::select! {
+                    () = self.shutdown.cancelled() => return End::Closed,
+                    sent = self.frames.send(chunk.freeze()) => if sent.is_err() { return End::Closed },
+                }
+                heartbeat.reset();
             }
-            heartbeat.reset();
-            if read.behind == 0 {
-                self.caught_up = true;
+            if let Some(end) = end {
+                return end;
             }
         }
+    }
+
+    /// Takes the next event read: its frame goes into `chunk` when the narrowing lets it pass.
+    /// Fails when the stream has fallen behind.
+    fn take(&mut self, read: &Read, chunk: &mut BytesMut) -> Result<(), End> {
+        let newest = read.sequence + read.behind;
+        if read.sequence > self.next {
+            // Events left the journal before this stream read them.
+            return Err(End::Lagged { last: newest, skipped: newest + 1 - self.next });
+        }
+        self.next = read.sequence + 1;
+        if self.caught_up && read.behind > self.lag_after {
+            return Err(End::Lagged { last: newest, skipped: read.behind + 1 });
+        }
+        if self.admits(read) {
+            push_frame(chunk, read);
+        }
+        if read.behind == 0 {
+            self.caught_up = true;
+        }
+        Ok(())
     }
 
     fn admits(&self, read: &Read) -> bool {

@@ -21,6 +21,12 @@ pub struct Narrowing {
     chain: Option<Chain>,
 }
 
+/// The MACs of a `mac` parameter (comma-separated, `:` or `-`, any case); one that is not a MAC
+/// is 422.
+pub(super) fn macs(value: &str) -> Result<Vec<Mac>, ApiError> {
+    items(value).map(|item| item.parse::<Mac>().map_err(|e| ApiError::Invalid(format!("mac: {e}")))).collect()
+}
+
 /// The values of a comma-separated parameter, blanks dropped.
 fn items(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|v| !v.is_empty())
@@ -35,57 +41,72 @@ impl Narrowing {
         let mut narrowing = Self::default();
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
             match key.as_ref() {
-                "type" => {
-                    for item in items(&value) {
-                        let kind = item
-                            .to_ascii_uppercase()
-                            .parse::<EventType>()
-                            .ok()
-                            .filter(|kind| STREAMED.contains(kind))
-                            .ok_or_else(|| {
-                                let known: Vec<&str> = STREAMED.iter().map(|t| t.as_str()).collect();
-                                ApiError::Invalid(format!(
-                                    "type: '{item}' is not an event type of this stream (expected {})",
-                                    known.join(", ")
-                                ))
-                            })?;
-                        narrowing.types.push(kind);
-                    }
-                }
-                "zone" => {
-                    for item in items(&value) {
-                        let id = item
-                            .parse::<Uuid>()
-                            .map_err(|_| ApiError::Invalid(format!("zone: '{item}' is not a UUID")))?;
-                        narrowing.zones.push(id.hyphenated().to_string().to_ascii_uppercase());
-                    }
-                }
-                "mac" => {
-                    for item in items(&value) {
-                        let mac = item.parse::<Mac>().map_err(|e| ApiError::Invalid(format!("mac: {e}")))?;
-                        narrowing.macs.push(mac.as_str().to_owned());
-                    }
-                }
-                "filter" => {
-                    if narrowing.chain.is_some() {
-                        return Err(ApiError::Invalid("filter: give one filter chain".into()));
-                    }
-                    let chain: Value = serde_json::from_str(&value)
-                        .map_err(|e| ApiError::Malformed(format!("filter: not JSON: {e}")))?;
-                    let mut budget = Budget::new(limits.filter_bounds());
-                    let chain = zonecast_filter::compile_in(&chain, &mut budget)
-                        .map_err(|e| ApiError::Invalid(format!("filter{}: {}", e.path, e.message)))?;
-                    narrowing.chain = Some(chain);
-                }
                 "access_token" => {}
                 other => {
-                    return Err(ApiError::Invalid(format!(
-                        "{other}: unknown query parameter (expected type, zone, mac, filter or access_token)"
-                    )));
+                    if !narrowing.accept(other, &value, limits)? {
+                        return Err(ApiError::Invalid(format!(
+                            "{other}: unknown query parameter (expected type, zone, mac, filter or access_token)"
+                        )));
+                    }
                 }
             }
         }
         Ok(narrowing)
+    }
+
+    /// Takes one query parameter if it is `type`, `zone`, `mac` or `filter` (the event history
+    /// narrows with the same ones); returns whether it was one of them.
+    pub fn accept(&mut self, key: &str, value: &str, limits: &Limits) -> Result<bool, ApiError> {
+        match key {
+            "type" => {
+                for item in items(value) {
+                    let kind = item
+                        .to_ascii_uppercase()
+                        .parse::<EventType>()
+                        .ok()
+                        .filter(|kind| STREAMED.contains(kind))
+                        .ok_or_else(|| {
+                            let known: Vec<&str> = STREAMED.iter().map(|t| t.as_str()).collect();
+                            ApiError::Invalid(format!(
+                                "type: '{item}' is not an event type of this stream (expected {})",
+                                known.join(", ")
+                            ))
+                        })?;
+                    self.types.push(kind);
+                }
+            }
+            "zone" => {
+                for item in items(value) {
+                    let id =
+                        item.parse::<Uuid>().map_err(|_| ApiError::Invalid(format!("zone: '{item}' is not a UUID")))?;
+                    self.zones.push(id.hyphenated().to_string().to_ascii_uppercase());
+                }
+            }
+            "mac" => self.macs.extend(macs(value)?.iter().map(|mac| mac.as_str().to_owned())),
+            "filter" => {
+                if self.chain.is_some() {
+                    return Err(ApiError::Invalid("filter: give one filter chain".into()));
+                }
+                let chain: Value =
+                    serde_json::from_str(value).map_err(|e| ApiError::Malformed(format!("filter: not JSON: {e}")))?;
+                let mut budget = Budget::new(limits.filter_bounds());
+                let chain = zonecast_filter::compile_in(&chain, &mut budget)
+                    .map_err(|e| ApiError::Invalid(format!("filter{}: {}", e.path, e.message)))?;
+                self.chain = Some(chain);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The event types asked for (empty: every type).
+    pub fn types(&self) -> &[EventType] {
+        &self.types
+    }
+
+    /// The zones asked for, as upper-case IDs (empty: every zone).
+    pub fn zones(&self) -> &[String] {
+        &self.zones
     }
 
     /// Whether every event passes: its payload need not be read.
