@@ -168,6 +168,21 @@ impl PublishedPositions {
     }
 }
 
+/// The byte bound of each JetStream stream a test makes on the shared NATS server (its events,
+/// its actions, its positions over all partitions). JetStream reserves a stream's bound from the
+/// server's storage when the stream is made, so tests running side by side, or streams left by
+/// a killed run, would otherwise exhaust it with the services' default of 1 GiB each.
+pub const STREAM_BYTES: u64 = 64 << 20;
+
+/// The environment that gives a spawned zonecast binary's JetStream streams the bound of
+/// [`STREAM_BYTES`].
+pub fn small_stream_env() -> [(String, String); 2] {
+    [
+        ("ZONECAST_EVENT_RETENTION_BYTES".to_owned(), STREAM_BYTES.to_string()),
+        ("ZONECAST_POSITION_RETENTION_BYTES".to_owned(), STREAM_BYTES.to_string()),
+    ]
+}
+
 /// A configuration with the test credentials, port 0 and a random subject prefix.
 pub fn test_config(data_dir: &std::path::Path) -> Config {
     let mut config = Config {
@@ -181,7 +196,8 @@ pub fn test_config(data_dir: &std::path::Path) -> Config {
     config.bus.subject_prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
     // The test's JetStream streams stay small on the shared server (and are removed by `stop`).
     config.bus.journal =
-        zonecast_bus::JournalSettings { max_age: std::time::Duration::from_secs(600), max_bytes: 64 << 20 };
+        zonecast_bus::JournalSettings { max_age: std::time::Duration::from_secs(600), max_bytes: STREAM_BYTES };
+    config.bus.positions.max_bytes = STREAM_BYTES;
     config.auth.api_keys = vec![
         ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },
         ApiKey { key: Secret::new(WRITE_KEY), authority: Authority::Write },

@@ -302,10 +302,11 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
         for item in container["env"].as_array().into_iter().flatten() {
             env.insert(item["name"].as_str().unwrap().to_owned(), item["value"].as_str().unwrap().to_owned());
         }
-        // This machine's NATS, a subject prefix of the test's own, and every listener moved from
-        // its manifest port to a free local one.
+        // This machine's NATS, a subject prefix of the test's own, small streams, and every
+        // listener moved from its manifest port to a free local one.
         env.insert("ZONECAST_NATS_URL".into(), zonecast_tests::nats_url());
         env.insert("ZONECAST_SUBJECT_PREFIX".into(), format!("zt{}", uuid::Uuid::new_v4().simple()));
+        env.extend(zonecast_tests::small_stream_env());
         let mut local: BTreeMap<u16, u16> = BTreeMap::new();
         for (key, value) in env.iter_mut().filter(|(k, _)| k.ends_with("_ADDR")) {
             let manifest_port: u16 =

@@ -355,6 +355,7 @@ impl Process {
                 let url = fresh_database().await;
                 vars.push(("ZONECAST_DATABASE_URL".into(), url.clone()));
                 vars.push(("ZONECAST_NATS_URL".into(), nats_url()));
+                vars.extend(zonecast_tests::small_stream_env());
                 database = Some(url);
                 "zonecast-api"
             }

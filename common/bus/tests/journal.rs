@@ -22,6 +22,12 @@ const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec
 /// again after its ack wait (10 s).
 const ARRIVES: Duration = Duration::from_secs(20);
 
+/// Settings with a small byte bound: JetStream reserves a stream's bound from the shared
+/// server's storage when it is made, and the default (1 GiB) per test would exhaust it.
+fn small() -> JournalSettings {
+    JournalSettings { max_bytes: 64 << 20, ..JournalSettings::default() }
+}
+
 /// A bus, a journal under a fresh prefix on it, the prefix, and the kind of record used.
 struct Setup {
     bus: Arc<dyn Bus>,
@@ -97,7 +103,7 @@ fn text(delivery: &Delivery) -> String {
 }
 
 async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     let mut tap =
         s.bus.subscribe(&kind.pattern(&zonecast_bus::Subjects::new(s.prefix.clone()))).await.expect("subscribe");
     s.create("mqtt-1", 100).await;
@@ -125,7 +131,7 @@ async fn records_are_delivered_in_order_until_acknowledged_and_published_too(nat
 }
 
 async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     s.create("c", 100).await;
     s.append(1..=2).await;
     {
@@ -148,7 +154,7 @@ async fn an_unacknowledged_record_comes_back_and_an_acknowledged_one_does_not(na
 }
 
 async fn a_copy_of_a_record_is_stored_once(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     s.create("c", 100).await;
     s.append([1]).await;
     s.append([1, 2]).await;
@@ -160,7 +166,7 @@ async fn a_copy_of_a_record_is_stored_once(nats: bool, kind: Kind) {
 }
 
 async fn consumers_are_independent_and_start_at_their_creation(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     s.create("a", 100).await;
     s.append([1]).await;
     s.create("b", 100).await;
@@ -180,7 +186,7 @@ async fn consumers_are_independent_and_start_at_their_creation(nats: bool, kind:
 
 async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them(nats: bool, kind: Kind) {
     // Each record is about 7 bytes of payload (plus JetStream's own overhead per message).
-    let s = Setup::new(nats, kind, JournalSettings { max_bytes: 2_000, ..JournalSettings::default() }).await;
+    let s = Setup::new(nats, kind, JournalSettings { max_bytes: 2_000, ..small() }).await;
     s.create("slow", 100).await;
     s.append(1..=400).await;
     let state = s.state("slow").await;
@@ -193,7 +199,7 @@ async fn records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_t
 }
 
 async fn a_large_append_is_stored_whole(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     s.create("c", 100).await;
     s.append(0..5_000).await;
     assert_eq!(s.state("c").await.backlog, 5_000);
@@ -201,7 +207,7 @@ async fn a_large_append_is_stored_whole(nats: bool, kind: Kind) {
 }
 
 async fn a_subject_outside_the_rules_is_refused(nats: bool, kind: Kind) {
-    let s = Setup::new(nats, kind, JournalSettings::default()).await;
+    let s = Setup::new(nats, kind, small()).await;
     let bad = Record { subject: format!("{}..x", subject_of(kind, &s.prefix)), payload: Bytes::new(), id: "x".into() };
     assert!(matches!(s.journal.append(vec![bad]).await, Err(zonecast_bus::BusError::InvalidSubject(_))));
     s.done().await;
@@ -267,7 +273,7 @@ fn read_text(read: &zonecast_bus::journal::Read) -> String {
 /// A reader (a live stream's) starts at the sequence asked for, goes on with new records, tells
 /// how far behind the newest each one is, and leaves every consumer as it was.
 async fn a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer(nats: bool) {
-    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(nats, Kind::Events, small()).await;
     s.create("c", 100).await;
     s.append(1..=5).await;
     let mut deliveries = s.consume("c", 100).await;
@@ -294,7 +300,7 @@ async fn a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer
 /// A reader without a start sees only what is appended after it opened; one opened again from
 /// a later sequence misses nothing and repeats nothing, even with no consumer at all.
 async fn a_reader_without_a_start_sees_new_records_and_one_reopened_resumes(nats: bool) {
-    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(nats, Kind::Events, small()).await;
     s.append(1..=3).await;
     let (start, mut reads) = s.journal.read(Kind::Events, None).await.expect("read");
     s.append(4..=6).await;
@@ -337,7 +343,7 @@ async fn nats_a_reader_without_a_start_sees_new_records_and_one_reopened_resumes
 #[tokio::test]
 async fn in_process_the_newest_events_stay_for_readers_within_a_bound() {
     use zonecast_bus::journal::READER_TAIL_RECORDS;
-    let s = Setup::new(false, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(false, Kind::Events, small()).await;
     let total = READER_TAIL_RECORDS as u32 + 10;
     s.append(1..=total).await;
     let (_, mut reads) = s.journal.read(Kind::Events, Some(1)).await.expect("read");
@@ -405,7 +411,7 @@ async fn a_journal_file_that_cannot_be_opened_is_refused() {
 /// new bound takes it.
 #[tokio::test]
 async fn jetstream_hands_out_no_more_than_the_consumer_may_hold() {
-    let s = Setup::new(true, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(true, Kind::Events, small()).await;
     s.create("c", 1).await;
     s.append(1..=10).await;
     let mut deliveries = s.consume("c", 3).await;
@@ -423,7 +429,7 @@ async fn jetstream_hands_out_no_more_than_the_consumer_may_hold() {
 /// with sequences of their own; a consumer name of one kind is not the other's, and removing
 /// one leaves the other.
 async fn the_two_kinds_are_kept_apart(nats: bool) {
-    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(nats, Kind::Events, small()).await;
     let record = |kind: Kind, n: u32| Record {
         subject: subject_of(kind, &s.prefix),
         payload: Bytes::from(format!("{kind:?} {n}")),
@@ -468,7 +474,7 @@ async fn nats_the_two_kinds_are_kept_apart() {
 /// still working on it: a request waiting a minute for its next try is not sent twice.
 #[tokio::test]
 async fn jetstream_waits_for_a_record_whose_consumer_reports_progress() {
-    let s = Setup::new(true, Kind::Actions, JournalSettings::default()).await;
+    let s = Setup::new(true, Kind::Actions, small()).await;
     s.create("c", 10).await;
     s.append([1]).await;
     let mut deliveries = s.consume("c", 10).await;
@@ -576,7 +582,7 @@ async fn page(journal: &dyn Journal, query: &HistoryQuery) -> HistoryPage {
 /// those appended between pages; the last page says there is no more.
 async fn history_pages_through_every_event_once_in_order(nats: bool) {
     use zonecast_model::ZoneEventKind::Enter;
-    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(nats, Kind::Events, small()).await;
     let empty = page(s.journal.as_ref(), &HistoryQuery::new(HistoryStart::Oldest, 3, 1000)).await;
     assert!(empty.records.is_empty() && empty.next.is_none(), "an empty journal answers at once: {empty:?}");
     s.journal.append((1..=7).map(|n| zone_record(&s.prefix, "a", Enter, n)).collect()).await.expect("append");
@@ -609,7 +615,7 @@ async fn history_pages_through_every_event_once_in_order(nats: bool) {
 /// History narrows by subject pattern, by payload and by the time the events were stored.
 async fn history_narrows_by_subject_payload_and_time(nats: bool) {
     use zonecast_model::ZoneEventKind::{Enter, Exit};
-    let s = Setup::new(nats, Kind::Events, JournalSettings::default()).await;
+    let s = Setup::new(nats, Kind::Events, small()).await;
     let subjects = zonecast_bus::Subjects::new(s.prefix.clone());
     s.journal
         .append(vec![
