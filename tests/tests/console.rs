@@ -484,6 +484,14 @@ async fn zones_drawn_on_the_floor_with_the_mouse_fill_the_form_and_are_created()
     server.stop().await;
 }
 
+/// Clicks Reload in the zone's form and waits until the form is filled again.
+async fn reload_form(browser: &Browser) {
+    let filled = browser.execute("return document.getElementById('edit-form').dataset.filled", json!([])).await;
+    browser.click("#edit-reload").await;
+    let again = format!("document.getElementById('edit-form').dataset.filled !== '{}'", filled.as_str().unwrap());
+    browser.until("the form read again", WAIT, &again).await;
+}
+
 /// Clicks zone `id` in the list and waits until its form holds it.
 async fn open_zone(browser: &Browser, id: &str) {
     browser.click(&format!("#zone-{id} .zone-name")).await;
@@ -535,10 +543,8 @@ async fn a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_mes
     browser.type_into("#edit-actions", "[{").await;
     browser.click("#edit-save").await;
     message(&browser, "edit-message", "error", "ZoneActions is not JSON").await;
-    browser.click("#edit-reload").await;
-    browser
-        .until("the form read again", WAIT, "document.getElementById('edit-actions').value.includes('welcome')")
-        .await;
+    reload_form(&browser).await;
+    assert!(value(&browser, "edit-actions").await.contains("welcome"));
     // A negative height is the server's to refuse, with the row named.
     let negative = "[[0, 0, 0], [2, 2, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]]";
     browser.type_into("#edit-data", negative).await;
@@ -549,13 +555,18 @@ async fn a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_mes
 
     // Locked from the list while the form holds a change: the form says the zone changed
     // elsewhere, and Save is refused by its version instead of overwriting.
+    reload_form(&browser).await;
+    browser.type_into("#edit-name", "Cell 8").await;
     browser.click(&format!("#zone-{id} .act-lock")).await;
     browser.until("the changed-elsewhere warning", WAIT, "!document.getElementById('edit-stale').hidden").await;
     browser.click("#edit-save").await;
     message(&browser, "edit-message", "error", "412 precondition_failed").await;
     // Read again, its geometry cannot change while locked: the server says so.
-    browser.click("#edit-reload").await;
-    browser.until("the form locked", WAIT, "document.getElementById('edit-form').dataset.locked === 'true'").await;
+    reload_form(&browser).await;
+    assert_eq!(
+        browser.execute("return document.getElementById('edit-form').dataset.locked", json!([])).await,
+        json!("true")
+    );
     assert_eq!(browser.execute("return document.getElementById('edit-locked').hidden", json!([])).await, json!(false));
     browser.type_into("#edit-data", "[[0, 0, 0], [3, 2, 2], [1, 0, 0], [0, 1, 0], [0, 0, 1]]").await;
     browser.click("#edit-save").await;
@@ -563,8 +574,15 @@ async fn a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_mes
     assert_eq!(locked, "422 invalid_data: GeometryData: cannot change while the zone's geometry is locked");
     let zone = server.ok(Method::GET, &path, None).await;
     assert_eq!(zone["IsGeometryLocked"], true);
+    assert_eq!(zone["Name"], "Cell 7");
     assert_eq!(zone["GeometryData"][1], json!([2.0, 2.0, 2.0]));
     browser.screenshot(&format!("{}-edit-refused", mode_name(mode))).await;
+    // Its other fields still change.
+    reload_form(&browser).await;
+    browser.type_into("#edit-name", "Cell 8").await;
+    browser.click("#edit-save").await;
+    assert_eq!(message(&browser, "edit-message", "ok", "Saved").await, "Saved Name.");
+    assert_eq!(server.ok(Method::GET, &path, None).await["Name"], "Cell 8");
     browser.close().await;
     server.stop().await;
 }

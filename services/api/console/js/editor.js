@@ -56,6 +56,7 @@ export class ZoneEditor {
     this.zone = null; // the zone as the form was filled from it
     this.etag = null;
     this.filledAt = 0; // when the form was filled (Date.now())
+    this.fills = 0; // how often it was filled (data-filled, for tests)
     this.initial = {}; // field id → its value when filled
     this.loading = 0;
     this.fields = {
@@ -117,6 +118,7 @@ export class ZoneEditor {
     this.form.querySelector("fieldset").disabled = false;
     this.form.dataset.zoneId = zone.ZoneID;
     this.form.dataset.locked = String(zone.IsGeometryLocked);
+    this.form.dataset.filled = String(++this.fills);
     $("edit-locked").hidden = !zone.IsGeometryLocked;
     const tags = [zone.GeometryType, zone.IsGeometryLocked ? "locked" : null, zone.Active ? null : "inactive"];
     $("zone-title").replaceChildren(
