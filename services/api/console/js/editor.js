@@ -111,7 +111,8 @@ export class ZoneEditor {
     f.StartTime.value = localInput(zone.StartTime);
     f.StopTime.value = localInput(zone.StopTime);
     f.MobileOriginSource.value = zone.MobileOriginSource || "";
-    f.ZoneActions.value = zone.ZoneActions.length ? JSON.stringify(zone.ZoneActions, null, 1) : "[]";
+    // One action a line: short enough to read, easy to copy one.
+    f.ZoneActions.value = zone.ZoneActions.length ? `[\n${zone.ZoneActions.map((a) => `  ${JSON.stringify(a)}`).join(",\n")}\n]` : "[]";
     f.GeometryType.value = zone.GeometryType;
     f.GeometryData.value = JSON.stringify(zone.GeometryData);
     this.initial = Object.fromEntries(Object.entries(f).map(([name, input]) => [name, this.value(input)]));
@@ -225,5 +226,7 @@ export class ZoneEditor {
     this.message.textContent = text;
     this.message.className = `message ${kind}`;
     this.message.dataset.kind = kind;
+    // The form is taller than the pane: the outcome of Save is brought into view.
+    if (text) this.message.scrollIntoView({ block: "nearest" });
   }
 }

@@ -6,7 +6,7 @@
 import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
 import { openStream } from "./sse.js";
 import { SiteView, alarmKind } from "./scene.js";
-import { CreateForm, DetailPane, Timeline, ZoneList, notice } from "./panels.js";
+import { CreateForm, DetailPane, Timeline, ZoneList, describe, notice } from "./panels.js";
 import { DrawTool } from "./draw.js";
 import { ZoneEditor } from "./editor.js";
 import { VisitReport } from "./visits.js";
@@ -47,7 +47,7 @@ async function act(what, call) {
     await call();
     notice(what, "ok");
   } catch (e) {
-    notice(e.status ? `${e.status} ${e.kind}: ${e.message}` : e.message);
+    notice(describe(e));
   }
   await refreshZones();
 }
@@ -186,7 +186,7 @@ async function refreshZones() {
     }
     setStatus("zones", `${zones.length} zones`);
   } catch (e) {
-    if (e.status !== 401) setStatus("zones", `zones: ${e.message}`, "bad");
+    if (e.status !== 401) setStatus("zones", `zones: ${describe(e)}`, "bad");
   }
 }
 
