@@ -11,10 +11,42 @@ const $ = (id) => document.getElementById(id);
 const EVENTS = 50;
 /** Known MACs offered while typing one. */
 const SUGGESTIONS = 500;
+/** A click picks the device drawn nearest to it, if one is this close (CSS pixels). */
+const PICK_PIXELS = 12;
+/** How far the pointer may move between press and release for a click (CSS pixels). */
+const CLICK_SLOP = 4;
 
 /** A MAC as the API returns it: upper-case with `:` (the server checks that it is one). */
 export function normalMac(text) {
   return text.trim().toUpperCase().replaceAll("-", ":");
+}
+
+/**
+ * A click on the view (not a drag, nor while `busy()`, e.g. drawing) picks the device of
+ * `macs()` drawn nearest to it and tells `picked(mac)`.
+ */
+export function pickDevices(view, macs, busy, picked) {
+  if (!view.webgl) return;
+  const canvas = view.renderer.domElement;
+  let pressed = null;
+  canvas.addEventListener("pointerdown", (e) => {
+    pressed = busy() || e.button !== 0 ? null : { x: e.clientX, y: e.clientY };
+  });
+  canvas.addEventListener("pointerup", (e) => {
+    if (!pressed || Math.hypot(e.clientX - pressed.x, e.clientY - pressed.y) > CLICK_SLOP) return;
+    pressed = null;
+    let best = null;
+    let bestDistance = PICK_PIXELS;
+    for (const mac of macs()) {
+      const at = view.screenOf(mac);
+      const distance = at ? Math.hypot(at.x - e.clientX, at.y - e.clientY) : Infinity;
+      if (distance <= bestDistance) {
+        best = mac;
+        bestDistance = distance;
+      }
+    }
+    if (best) picked(best);
+  });
 }
 
 /**

@@ -10,15 +10,13 @@ import { CreateForm, DetailPane, Timeline, ZoneList, describe, notice } from "./
 import { DrawTool } from "./draw.js";
 import { ZoneEditor } from "./editor.js";
 import { VisitReport } from "./visits.js";
-import { Inspector } from "./inspector.js";
+import { Inspector, pickDevices } from "./inspector.js";
 import { Connections } from "./connections.js";
 
 const $ = (id) => document.getElementById(id);
 const ZONE_REFRESH_MS = 5000;
 // After an event changed a zone's occupants, a zone list read this soon may predate it.
 const EVENT_WINS_MS = 3000;
-// A click picks the device drawn nearest to it, if one is this close (CSS pixels).
-const PICK_PIXELS = 12;
 
 const state = {
   api: null,
@@ -119,31 +117,6 @@ function openZone(id) {
 function inspectDevice(mac) {
   detail.show("device");
   inspector.inspect(mac);
-}
-
-/** A click on the view (not a drag, not while drawing) inspects the device drawn nearest to it. */
-function setupPicking() {
-  if (!view.webgl) return;
-  const canvas = view.renderer.domElement;
-  let pressed = null;
-  canvas.addEventListener("pointerdown", (e) => {
-    pressed = draw.active || e.button !== 0 ? null : { x: e.clientX, y: e.clientY };
-  });
-  canvas.addEventListener("pointerup", (e) => {
-    if (!pressed || Math.hypot(e.clientX - pressed.x, e.clientY - pressed.y) > 4) return;
-    pressed = null;
-    let best = null;
-    let bestDistance = PICK_PIXELS;
-    for (const mac of state.devices.keys()) {
-      const at = view.screenOf(mac);
-      const distance = at ? Math.hypot(at.x - e.clientX, at.y - e.clientY) : Infinity;
-      if (distance <= bestDistance) {
-        best = mac;
-        bestDistance = distance;
-      }
-    }
-    if (best) inspectDevice(best);
-  });
 }
 
 function renderZones() {
@@ -399,7 +372,7 @@ window.zonecastConsole = {
 };
 
 setupSignIn();
-setupPicking();
+pickDevices(view, () => state.devices.keys(), () => draw.active, inspectDevice);
 const credential = storedCredential();
 if (credential) signedIn(credential);
 else $("signin").hidden = false;
