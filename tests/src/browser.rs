@@ -17,6 +17,11 @@ pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const INSTALL: &str = "apt-get install -y chromium chromium-driver";
 
+/// The Enter key, for [`Browser::press`].
+pub const ENTER: &str = "\u{E007}";
+/// The Escape key, for [`Browser::press`].
+pub const ESCAPE: &str = "\u{E00C}";
+
 /// The W3C name of the key of a WebDriver element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -166,6 +171,40 @@ impl Browser {
         let mouse = json!({"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
             "actions": [{"type": "pointerMove", "duration": 0, "origin": "viewport", "x": x.round() as i64, "y": y.round() as i64}]});
         self.post("/actions", json!({"actions": [mouse]})).await;
+    }
+
+    /// Presses the left mouse button at `from`, moves to `to` over a few frames and releases
+    /// it there, as a user drags (viewport CSS pixels).
+    pub async fn drag(&self, from: (f64, f64), to: (f64, f64)) {
+        let at = |(x, y): (f64, f64), duration: u64| json!({"type": "pointerMove", "duration": duration, "origin": "viewport", "x": x.round() as i64, "y": y.round() as i64});
+        let mouse = json!({"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"}, "actions": [
+            at(from, 0), {"type": "pointerDown", "button": 0}, at(to, 150), {"type": "pointerUp", "button": 0},
+        ]});
+        self.post("/actions", json!({"actions": [mouse]})).await;
+    }
+
+    /// Clicks the left mouse button at (`x`, `y`) of the viewport `times` times in a row (2 is
+    /// a double-click).
+    pub async fn click_at(&self, x: f64, y: f64, times: usize) {
+        let mut actions = vec![
+            json!({"type": "pointerMove", "duration": 0, "origin": "viewport", "x": x.round() as i64, "y": y.round() as i64}),
+        ];
+        for _ in 0..times {
+            actions.push(json!({"type": "pointerDown", "button": 0}));
+            actions.push(json!({"type": "pointerUp", "button": 0}));
+        }
+        let mouse =
+            json!({"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"}, "actions": actions});
+        self.post("/actions", json!({"actions": [mouse]})).await;
+    }
+
+    /// Presses and releases `key` on the keyboard: a character, or a WebDriver key such as
+    /// [`ENTER`] or [`ESCAPE`].
+    pub async fn press(&self, key: &str) {
+        let keyboard = json!({"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
+        ]});
+        self.post("/actions", json!({"actions": [keyboard]})).await;
     }
 
     /// Accepts the open `confirm()` or `alert()` dialog, waiting for it at most `wait`.

@@ -1,14 +1,16 @@
 //! The console at `/`: its files are served without credentials with their content types, and in
 //! a headless Chromium a user signs in, sees every zone drawn, watches a device enter a zone
-//! within a second, and creates a zone by typing its geometry. Screenshots of each step go to
-//! `target/console-screenshots/`.
+//! within a second, creates a zone by typing its geometry or drawing it with the mouse, edits a
+//! zone's fields, inspects a device, reads a zone's visits and the MQTT connections' status.
+//! Screenshots of each step go to `target/console-screenshots/`.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use zonecast_tests::browser::Browser;
+use zonecast_tests::browser::{Browser, ENTER, ESCAPE};
+use zonecast_tests::mosquitto::Broker;
 use zonecast_tests::{CLIENT_ID, CLIENT_SECRET, Mode, READ_KEY, Server, WRITE_KEY, assert_error, both_modes, sphere};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -321,6 +323,400 @@ async fn client_credentials_sign_in_with_a_token_kept_for_the_tab_only(mode: Mod
     server.stop().await;
 }
 
+/// The value of the form field `#id`.
+async fn value(browser: &Browser, id: &str) -> String {
+    let value = browser.execute("return document.getElementById(arguments[0]).value", json!([id])).await;
+    value.as_str().unwrap_or_else(|| panic!("#{id} has no value: {value}")).to_owned()
+}
+
+/// The text of the message `#id` once it is of `kind` (`ok`, `error` or empty) and holds
+/// `containing`.
+async fn message(browser: &Browser, id: &str, kind: &str, containing: &str) -> String {
+    let script = format!(
+        "(() => {{ const m = document.getElementById('{id}'); \
+         return (m.dataset.kind || '') === '{kind}' && m.textContent.includes({containing:?}) && m.textContent; }})()"
+    );
+    let what = format!("#{id} saying {containing:?}");
+    browser.until(&what, WAIT, &script).await.0.as_str().unwrap().to_owned()
+}
+
+/// Looks straight down on the site and waits until the view has settled.
+async fn look_down(browser: &Browser) {
+    browser.execute("window.zonecastConsole.topView()", json!([])).await;
+    // Settled: the same pixel for the origin in two readings a few frames apart.
+    let settled = "(() => { const c = window.zonecastConsole; const now = { at: JSON.stringify(c.floorPixel(0, 0)), \
+                   frames: c.stats().frames }; const last = window.lastReading; \
+                   const settled = last && last.at === now.at && now.frames - last.frames >= 3; \
+                   if (!last || now.at !== last.at) window.lastReading = now; return settled; })()";
+    browser.until("the view settled", WAIT, settled).await;
+}
+
+/// Where the floor point (`x`, `y`, 0) is on screen.
+async fn floor_pixel(browser: &Browser, x: f64, y: f64) -> (f64, f64) {
+    let script = format!("window.zonecastConsole.floorPixel({x}, {y})");
+    let (at, _) = browser.until(&format!("the floor point ({x}, {y}) in view"), WAIT, &script).await;
+    (at["x"].as_f64().unwrap(), at["y"].as_f64().unwrap())
+}
+
+/// The create form's GeometryType and GeometryData once a `kind` was drawn into it.
+async fn drawn(browser: &Browser, kind: &str) -> Value {
+    let script = format!(
+        "document.getElementById('create-type').value === '{kind}' \
+         && document.getElementById('draw-hint').dataset.kind === 'ok' \
+         && document.getElementById('create-data').value"
+    );
+    let (data, _) = browser.until(&format!("a {kind} drawn into the form"), WAIT, &script).await;
+    serde_json::from_str(data.as_str().unwrap()).unwrap()
+}
+
+/// Asserts that `got` holds the numbers of `want`, each within one step of the drawing grid
+/// (a pointer lands on a whole pixel).
+#[track_caller]
+fn assert_near(got: &Value, want: &Value) {
+    let numbers = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not rows: {v}"))
+            .iter()
+            .flat_map(|row| row.as_array().unwrap().iter().map(|n| n.as_f64().unwrap()))
+            .collect()
+    };
+    let (g, w) = (numbers(got), numbers(want));
+    assert!(g.len() == w.len() && g.iter().zip(&w).all(|(a, b)| (a - b).abs() <= 0.1 + 1e-9), "{got} is not {want}");
+}
+
+/// The ZoneID of the zone the create form made, once it differs from `before`.
+async fn created(browser: &Browser, before: &str) -> String {
+    let script = format!(
+        "document.getElementById('create-form').dataset.created !== '{before}' \
+         && document.getElementById('create-form').dataset.created"
+    );
+    browser.until("the zone created", WAIT, &script).await.0.as_str().unwrap().to_owned()
+}
+
+/// A box, a cylinder, a sphere and a polygon drawn on the floor with the mouse fill the create
+/// form; the box and the polygon are created as drawn. A click without a drag, a polygon closed
+/// too soon and Esc leave the form as it was, and a drawn shape the server refuses (a negative
+/// height) shows its message. Drawing is the page's alone (Create is the route the typed form
+/// uses, tested in both modes), so this runs in one mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_drawn_on_the_floor_with_the_mouse_fill_the_form_and_are_created() {
+    let server = Server::start(Mode::AllInOne).await;
+    let browser = signed_in(&server, WRITE_KEY).await;
+    browser.until("the empty zone list", WAIT, "window.zonecastConsole.stats().zonesLoaded > 0").await;
+    look_down(&browser).await;
+
+    // A box: a rectangle dragged on the floor, as high as the height field says.
+    browser.type_into("#draw-height", "3").await;
+    browser.click("[data-draw=box]").await;
+    browser.drag(floor_pixel(&browser, 2.0, 2.0).await, floor_pixel(&browser, 6.0, 5.0).await).await;
+    let data = drawn(&browser, "cuboid").await;
+    assert_near(&data, &json!([[2, 2, 0], [4, 3, 3], [1, 0, 0], [0, 1, 0], [0, 0, 1]]));
+    // A new height redraws it.
+    browser.type_into("#draw-height", "3.5").await;
+    let taller = "JSON.parse(document.getElementById('create-data').value)[1][2] === 3.5";
+    browser.until("the box 3.5 m high", WAIT, taller).await;
+    browser.screenshot("drawn-box").await;
+    browser.type_into("#create-name", "Drawn box").await;
+    browser.click("#create-submit").await;
+    let id = created(&browser, "").await;
+    let zone = server.ok(Method::GET, &format!("/v3/modules/zones/{id}"), None).await;
+    assert_eq!(zone["Name"], "Drawn box");
+    assert_eq!(zone["GeometryType"], "cuboid");
+    assert_near(&zone["GeometryData"], &json!([[2, 2, 0], [4, 3, 3.5], [1, 0, 0], [0, 1, 0], [0, 0, 1]]));
+    browser.until("the box drawn as a zone", WAIT, "window.zonecastConsole.stats().zonesDrawn === 1").await;
+
+    // A click is not a drag: the box has no size, and the form keeps what it held.
+    let before = value(&browser, "create-data").await;
+    browser.click("[data-draw=box]").await;
+    let at = floor_pixel(&browser, -3.0, -3.0).await;
+    browser.click_at(at.0, at.1, 1).await;
+    message(&browser, "draw-hint", "error", "The box has no size").await;
+    browser.press(ESCAPE).await;
+    message(&browser, "draw-hint", "", "Drawing cancelled.").await;
+    assert_eq!(value(&browser, "create-data").await, before);
+
+    // A cylinder and a sphere: pressed at the centre, dragged out to the radius.
+    browser.click("[data-draw=cylinder]").await;
+    browser.drag(floor_pixel(&browser, 0.0, -5.0).await, floor_pixel(&browser, 1.5, -5.0).await).await;
+    assert_near(&drawn(&browser, "cylinder").await, &json!([[0, -5, 0], [0, 0, 1], [3.5, 1.5, 0]]));
+    browser.click("[data-draw=sphere]").await;
+    browser.drag(floor_pixel(&browser, -5.0, 0.0).await, floor_pixel(&browser, -5.0, 2.0).await).await;
+    // It rests on the floor.
+    assert_near(&drawn(&browser, "sphere").await, &json!([[-5, 0, 2], [2, 0, 0]]));
+
+    // A polygon: a click per vertex; closing it with two is refused; a double-click closes it.
+    browser.click("[data-draw=polygon]").await;
+    for (x, y) in [(-2.0, -3.0), (2.0, -3.0)] {
+        let at = floor_pixel(&browser, x, y).await;
+        browser.click_at(at.0, at.1, 1).await;
+    }
+    browser.press(ENTER).await;
+    message(&browser, "draw-hint", "error", "A polygon needs at least 3 vertices; it has 2.").await;
+    let at = floor_pixel(&browser, 2.0, 0.0).await;
+    browser.click_at(at.0, at.1, 1).await;
+    let at = floor_pixel(&browser, -1.0, 1.0).await;
+    browser.click_at(at.0, at.1, 2).await;
+    let polygon = json!([[-2, -3, 0], [2, -3, 0], [2, 0, 0], [-1, 1, 0], [3.5, 0, 0], [0, 0, 1]]);
+    assert_near(&drawn(&browser, "polygon").await, &polygon);
+    browser.screenshot("drawn-polygon").await;
+    // Esc cancels a drawing under way and leaves the form as it was.
+    browser.click("[data-draw=cylinder]").await;
+    browser.press(ESCAPE).await;
+    message(&browser, "draw-hint", "", "Drawing cancelled.").await;
+    assert_eq!(value(&browser, "create-type").await, "polygon");
+    browser.type_into("#create-name", "Drawn bay").await;
+    browser.click("#create-submit").await;
+    let bay = created(&browser, &id).await;
+    let zone = server.ok(Method::GET, &format!("/v3/modules/zones/{bay}"), None).await;
+    assert_eq!(zone["GeometryType"], "polygon");
+    assert_near(&zone["GeometryData"], &polygon);
+
+    // A drawn shape the server refuses: its message, and nothing created.
+    browser.type_into("#draw-height", "-1").await;
+    browser.click("[data-draw=box]").await;
+    browser.drag(floor_pixel(&browser, -6.0, 4.0).await, floor_pixel(&browser, -4.0, 6.0).await).await;
+    drawn(&browser, "cuboid").await;
+    browser.click("#create-submit").await;
+    let refused = message(&browser, "create-message", "error", "GeometryData").await;
+    assert_eq!(refused, "422 invalid_data: GeometryData[1]: height must be > 0");
+    assert_eq!(server.ok(Method::GET, "/v3/modules/zones", None).await.as_array().unwrap().len(), 2);
+    browser.close().await;
+    server.stop().await;
+}
+
+/// Clicks Reload in the zone's form and waits until the form is filled again.
+async fn reload_form(browser: &Browser) {
+    let filled = browser.execute("return document.getElementById('edit-form').dataset.filled", json!([])).await;
+    browser.click("#edit-reload").await;
+    let again = format!("document.getElementById('edit-form').dataset.filled !== '{}'", filled.as_str().unwrap());
+    browser.until("the form read again", WAIT, &again).await;
+}
+
+/// Clicks zone `id` in the list and waits until its form holds it.
+async fn open_zone(browser: &Browser, id: &str) {
+    browser.click(&format!("#zone-{id} .zone-name")).await;
+    let filled = format!(
+        "document.getElementById('edit-form').dataset.zoneId === '{id}' \
+         && !document.querySelector('#edit-form fieldset').disabled"
+    );
+    browser.until("the zone's form filled", WAIT, &filled).await;
+}
+
+async fn a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_message(mode: Mode) {
+    let server = Server::start(mode).await;
+    let cell = json!({"Name": "Cell", "GeometryType": "cuboid", "AlertLevel": 1,
+                      "GeometryData": [[0, 0, 0], [2, 2, 2], [1, 0, 0], [0, 1, 0], [0, 0, 1]]});
+    let id = server.create_zone(cell.clone()).await["ZoneID"].as_str().unwrap().to_owned();
+    let path = format!("/v3/modules/zones/{id}");
+    let browser = signed_in(&server, WRITE_KEY).await;
+    browser.until("the zone listed", WAIT, &format!("document.getElementById('zone-{id}')")).await;
+    open_zone(&browser, &id).await;
+    assert_eq!(value(&browser, "edit-name").await, "Cell");
+    assert_eq!(value(&browser, "edit-level").await, "1");
+
+    browser.type_into("#edit-name", "Cell 7").await;
+    browser.type_into("#edit-level", "6").await;
+    browser.select("#edit-policy", "none").await;
+    browser.type_into("#edit-devices", "00-aa-bb-cc-dd-01\n00:AA:BB:CC:DD:02").await;
+    browser.type_into("#edit-actions", r#"[{"type": "info-event", "message": "welcome"}]"#).await;
+    browser.click("#edit-save").await;
+    let saved = message(&browser, "edit-message", "ok", "Saved").await;
+    assert_eq!(saved, "Saved Name, AlertLevel, InclusionPolicy, DeviceList, ZoneActions.");
+    let zone = server.ok(Method::GET, &path, None).await;
+    assert_eq!(zone["Name"], "Cell 7");
+    assert_eq!(zone["AlertLevel"], 6);
+    assert_eq!(zone["InclusionPolicy"], "none");
+    assert_eq!(zone["DeviceList"], json!(["00:AA:BB:CC:DD:01", "00:AA:BB:CC:DD:02"]));
+    assert_eq!(zone["ZoneActions"], json!([{"type": "info-event", "message": "welcome", "on": "enter"}]));
+    assert_eq!(
+        zone["GeometryData"],
+        json!([[0.0, 0.0, 0.0], [2.0, 2.0, 2.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    );
+    // The list and the form show the zone as the server keeps it.
+    let listed = format!("document.querySelector('#zone-{id} .zone-name')?.textContent === 'Cell 7'");
+    browser.until("the new name in the list", WAIT, &listed).await;
+    let devices = "document.getElementById('edit-devices').value === '00:AA:BB:CC:DD:01\\n00:AA:BB:CC:DD:02'";
+    browser.until("the DeviceList as stored", WAIT, devices).await;
+    browser.screenshot(&format!("{}-edited", mode_name(mode))).await;
+
+    // Text that is not JSON never leaves the page.
+    browser.type_into("#edit-actions", "[{").await;
+    browser.click("#edit-save").await;
+    message(&browser, "edit-message", "error", "ZoneActions is not JSON").await;
+    reload_form(&browser).await;
+    assert!(value(&browser, "edit-actions").await.contains("welcome"));
+    // A negative height is the server's to refuse, with the row named.
+    let negative = "[[0, 0, 0], [2, 2, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]]";
+    browser.type_into("#edit-data", negative).await;
+    browser.click("#edit-save").await;
+    let refused = message(&browser, "edit-message", "error", "GeometryData").await;
+    assert_eq!(refused, "422 invalid_data: GeometryData[1]: height must be > 0");
+    assert_eq!(server.ok(Method::GET, &path, None).await["GeometryData"], zone["GeometryData"]);
+
+    // Locked from the list while the form holds a change: the form says the zone changed
+    // elsewhere, and Save is refused by its version instead of overwriting.
+    reload_form(&browser).await;
+    browser.type_into("#edit-name", "Cell 8").await;
+    browser.click(&format!("#zone-{id} .act-lock")).await;
+    browser.until("the changed-elsewhere warning", WAIT, "!document.getElementById('edit-stale').hidden").await;
+    browser.click("#edit-save").await;
+    message(&browser, "edit-message", "error", "412 precondition_failed").await;
+    // Read again, its geometry cannot change while locked: the server says so.
+    reload_form(&browser).await;
+    assert_eq!(
+        browser.execute("return document.getElementById('edit-form').dataset.locked", json!([])).await,
+        json!("true")
+    );
+    assert_eq!(browser.execute("return document.getElementById('edit-locked').hidden", json!([])).await, json!(false));
+    browser.type_into("#edit-data", "[[0, 0, 0], [3, 2, 2], [1, 0, 0], [0, 1, 0], [0, 0, 1]]").await;
+    browser.click("#edit-save").await;
+    let locked = message(&browser, "edit-message", "error", "locked").await;
+    assert_eq!(locked, "422 invalid_data: GeometryData: cannot change while the zone's geometry is locked");
+    let zone = server.ok(Method::GET, &path, None).await;
+    assert_eq!(zone["IsGeometryLocked"], true);
+    assert_eq!(zone["Name"], "Cell 7");
+    assert_eq!(zone["GeometryData"][1], json!([2.0, 2.0, 2.0]));
+    browser.screenshot(&format!("{}-edit-refused", mode_name(mode))).await;
+    // Its other fields still change.
+    reload_form(&browser).await;
+    browser.type_into("#edit-name", "Cell 8").await;
+    browser.click("#edit-save").await;
+    assert_eq!(message(&browser, "edit-message", "ok", "Saved").await, "Saved Name.");
+    assert_eq!(server.ok(Method::GET, &path, None).await["Name"], "Cell 8");
+    browser.close().await;
+    server.stop().await;
+}
+
+async fn the_device_inspector_follows_a_devices_position_zones_and_events(mode: Mode) {
+    let server = Server::start(mode).await;
+    let id = server.create_zone(sphere("Dock", [5.0, 5.0, 1.5], 2.0)).await["ZoneID"].as_str().unwrap().to_owned();
+    let browser = signed_in(&server, READ_KEY).await;
+    let ready = "(() => { const s = window.zonecastConsole.stats(); return s.zonesDrawn === 1 \
+                 && s.streams.events === 'open' && s.streams.positions === 'open'; })()";
+    browser.until("the zone drawn and both streams open", WAIT, ready).await;
+    let mac = "00:C0:FF:EE:00:03";
+    post_position(&server, mac, [5.5, 5.0, 1.5]).await;
+
+    // Clicked in the view, the device is inspected: where it is, its zone, its entry.
+    let (at, _) =
+        browser.until("the device on screen", WAIT, &format!("window.zonecastConsole.devicePixel('{mac}')")).await;
+    browser.click_at(at["x"].as_f64().unwrap(), at["y"].as_f64().unwrap(), 1).await;
+    let info = "document.getElementById('device-info')";
+    browser.until("the device inspected", WAIT, &format!("!{info}.hidden && {info}.dataset.mac === '{mac}'")).await;
+    let position = "document.getElementById('device-position').dataset.position";
+    browser.until("its position", WAIT, &format!("{position} === '[5.5,5,1.5]'")).await;
+    browser
+        .until("its zone", WAIT, &format!("document.querySelector('#device-zones li[data-zone-id=\"{id}\"]')"))
+        .await;
+    let event =
+        |kind: &str| format!("document.querySelector('#device-events li[data-type={kind}][data-zone-id=\"{id}\"]')");
+    browser.until("its ZONE_ENTER", WAIT, &event("ZONE_ENTER")).await;
+    browser.screenshot(&format!("{}-inspector", mode_name(mode))).await;
+
+    // It walks out: the inspector follows live.
+    post_position(&server, mac, [20.0, 5.0, 1.5]).await;
+    browser.until("its new position", WAIT, &format!("{position} === '[20,5,1.5]'")).await;
+    browser.until("in no zone", WAIT, &format!("{info}.dataset.zones === '0'")).await;
+    browser.until("its ZONE_EXIT", WAIT, &event("ZONE_EXIT")).await;
+
+    // Found by MAC, in any case and with '-': its events come from the history.
+    browser.click("#open-device").await;
+    browser.type_into("#device-mac", "00:AA").await;
+    browser.click("#device-inspect").await;
+    let refused = message(&browser, "device-message", "error", "mac").await;
+    assert_eq!(refused, "422 invalid_data: mac: '00:AA' is not a MAC address (six hex octets separated by ':' or '-')");
+    assert_eq!(browser.execute(&format!("return {info}.hidden"), json!([])).await, json!(true));
+    browser.type_into("#device-mac", &mac.to_lowercase().replace(':', "-")).await;
+    browser.click("#device-inspect").await;
+    browser.until("the device found", WAIT, &format!("!{info}.hidden && {info}.dataset.mac === '{mac}'")).await;
+    browser.until("its ZONE_ENTER from the history", WAIT, &event("ZONE_ENTER")).await;
+    browser.until("its ZONE_EXIT from the history", WAIT, &event("ZONE_EXIT")).await;
+    browser.close().await;
+    server.stop().await;
+}
+
+async fn the_mqtt_panel_lists_each_connection_with_its_forwarding_status(mode: Mode) {
+    let server = Server::start(mode).await;
+    let broker = Broker::plain().await;
+    let connection = |port: u16, topic: &str| {
+        json!({"host": "127.0.0.1", "port": port, "TLS": false,
+               "topics": [{"topic": topic, "FilterChain": [{"FilterTemplate": "zone_events"}]}]})
+    };
+    let path = "/v3/modules/mqtt/connections";
+    let up = server.ok(Method::POST, path, Some(connection(broker.port, "console/zones"))).await;
+    let up = up["ConnectionID"].as_str().unwrap().to_owned();
+    // Nothing listens on this port: the broker refuses the forwarder.
+    let closed = zonecast_tests::process::free_port();
+    let down = server.ok(Method::POST, path, Some(connection(closed, "console/nowhere"))).await;
+    let down = down["ConnectionID"].as_str().unwrap().to_owned();
+    server.create_zone(sphere("Dock", [5.0, 5.0, 1.5], 2.0)).await;
+
+    let browser = signed_in(&server, READ_KEY).await;
+    browser.click("#open-mqtt").await;
+    let item = |id: &str| format!("document.getElementById('connection-{id}')");
+    browser.until("the connection connected", WAIT, &format!("{}?.dataset.state === 'connected'", item(&up))).await;
+    let text = browser.text(&format!("#connection-{up}")).await;
+    for part in [format!("127.0.0.1:{}", broker.port).as_str(), "plain", "topics: console/zones", "connected"] {
+        assert!(text.contains(part), "{part} is not in {text}");
+    }
+    browser.until("the refused one", WAIT, &format!("{}?.dataset.state === 'disconnected'", item(&down))).await;
+    let text = browser.text(&format!("#connection-{down}")).await;
+    assert!(text.contains(&format!("127.0.0.1:{closed}")) && text.contains("disconnected"), "{text}");
+    assert!(text.to_lowercase().contains("last error:") && text.to_lowercase().contains("refused"), "{text}");
+
+    // An event forwarded shows in the counts when the status is read again.
+    post_position(&server, "00:C0:FF:EE:00:04", [5.0, 5.0, 1.5]).await;
+    browser.until("the event counted", WAIT, &format!("{}.dataset.forwarded !== '0'", item(&up))).await;
+    assert_eq!(browser.execute(&format!("return {}.dataset.forwarded", item(&down)), json!([])).await, json!("0"));
+    browser.screenshot(&format!("{}-mqtt", mode_name(mode))).await;
+    browser.close().await;
+    server.stop().await;
+}
+
+async fn the_visit_report_shows_each_stay_and_downloads_it_as_csv(mode: Mode) {
+    let server = Server::start(mode).await;
+    let id = server.create_zone(sphere("Dock", [5.0, 5.0, 1.5], 2.0)).await["ZoneID"].as_str().unwrap().to_owned();
+    let browser = signed_in(&server, READ_KEY).await;
+    browser.until("the event stream open", WAIT, "window.zonecastConsole.stats().streams.events === 'open'").await;
+    let mac = "00:C0:FF:EE:00:05";
+    let timeline =
+        |kind: &str| format!("document.querySelector('#timeline li.event[data-type={kind}][data-mac=\"{mac}\"]')");
+    post_position(&server, mac, [5.5, 5.0, 1.5]).await;
+    browser.until("the entry", WAIT, &timeline("ZONE_ENTER")).await;
+    post_position(&server, mac, [20.0, 5.0, 1.5]).await;
+    browser.until("the exit", WAIT, &timeline("ZONE_EXIT")).await;
+
+    browser.click(&format!("#zone-{id} .zone-name")).await;
+    let row = format!("document.querySelector('#visits-rows tr[data-mac=\"{mac}\"][data-inside=false]')");
+    let (reason, _) = browser.until("the visit", WAIT, &format!("{row}?.dataset.reason")).await;
+    assert_eq!(reason, json!("position"));
+    let text = browser.text(&format!("#visits-rows tr[data-mac=\"{mac}\"]")).await;
+    assert!(text.starts_with(mac) && text.ends_with("position") && text.contains(" s"), "{text}");
+
+    // It comes back: the open-ended report follows the stay under way.
+    post_position(&server, mac, [5.0, 5.5, 1.5]).await;
+    let inside = "document.querySelector('#visits-rows tr[data-inside=true]')?.textContent";
+    let (text, _) = browser.until("the stay under way", WAIT, inside).await;
+    assert!(text.as_str().unwrap().contains("inside"), "{text}");
+    message(&browser, "visits-message", "ok", "2 visits, 1 still inside.").await;
+    browser.screenshot(&format!("{}-visits", mode_name(mode))).await;
+
+    // The CSV is fetched with the credential in its header.
+    browser.click("#visits-csv").await;
+    let saved = message(&browser, "visits-message", "ok", "as CSV").await;
+    assert_eq!(saved, "Saved visits-Dock.csv: 2 visits as CSV.");
+
+    // A range the server refuses: its message.
+    let backwards = "document.getElementById('visits-from').value = '2030-01-01T10:00:00'; \
+                     document.getElementById('visits-to').value = '2030-01-01T09:00:00';";
+    browser.execute(backwards, json!([])).await;
+    browser.click("#visits-show").await;
+    let refused = message(&browser, "visits-message", "error", "from").await;
+    assert_eq!(refused, "422 invalid_data: from: must be before to");
+    browser.close().await;
+    server.stop().await;
+}
+
 /// The page's own modules, checked in the browser that runs them: the event-stream parser
 /// against the format's rules, the stream's resumption with Last-Event-ID, and the zone
 /// shapes against their GeometryData.
@@ -443,4 +839,8 @@ both_modes!(
     a_zone_typed_into_the_form_is_created_and_refusals_show_the_servers_message,
     the_zone_buttons_deactivate_lock_and_delete_the_zone,
     client_credentials_sign_in_with_a_token_kept_for_the_tab_only,
+    a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_message,
+    the_device_inspector_follows_a_devices_position_zones_and_events,
+    the_mqtt_panel_lists_each_connection_with_its_forwarding_status,
+    the_visit_report_shows_each_stay_and_downloads_it_as_csv,
 );

@@ -96,12 +96,15 @@ export class Api {
     return credentialHeaders(this.credential);
   }
 
-  /** Sends a request; answers the parsed JSON body, or throws an ApiError. */
-  async request(method, path, body) {
-    const headers = { ...this.headers(), Accept: "application/json" };
-    const init = { method, headers };
+  /**
+   * Sends a request and answers its Response when it succeeded; otherwise throws an ApiError
+   * with the server's status and message (and tells `onUnauthorized` about a 401). `accept` is
+   * the media type asked for; `headers` are added to the credential's.
+   */
+  async send(method, path, { body, headers = {}, accept = "application/json" } = {}) {
+    const init = { method, headers: { ...this.headers(), ...headers, Accept: accept } };
     if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
+      init.headers["Content-Type"] = "application/json";
       init.body = typeof body === "string" ? body : JSON.stringify(body);
     }
     let response;
@@ -115,6 +118,12 @@ export class Api {
       if (response.status === 401) this.onUnauthorized(error);
       throw error;
     }
+    return response;
+  }
+
+  /** Sends a request; answers the parsed JSON body, or throws an ApiError. */
+  async request(method, path, body) {
+    const response = await this.send(method, path, { body });
     const text = await response.text();
     return text ? JSON.parse(text) : null;
   }
@@ -132,6 +141,23 @@ export class Api {
     return this.request("POST", "/v3/modules/zones", input);
   }
 
+  /** One zone and its version: `{zone, etag}` (the ETag to send back in If-Match). */
+  async zone(id) {
+    const response = await this.send("GET", `/v3/modules/zones/${encodeURIComponent(id)}`);
+    return { zone: await response.json(), etag: response.headers.get("ETag") };
+  }
+
+  /**
+   * Changes the fields in `changes` of zone `id` (PUT: only supplied fields change). With
+   * `etag`, the server refuses (412) when the zone was written since that version was read.
+   * Answers the zone's new ETag.
+   */
+  async updateZone(id, changes, etag) {
+    const headers = etag ? { "If-Match": etag } : {};
+    const response = await this.send("PUT", `/v3/modules/zones/${encodeURIComponent(id)}`, { body: changes, headers });
+    return response.headers.get("ETag");
+  }
+
   deleteZone(id) {
     return this.request("DELETE", `/v3/modules/zones/${encodeURIComponent(id)}`);
   }
@@ -144,14 +170,36 @@ export class Api {
     return this.request("POST", `/v3/modules/zones/${encodeURIComponent(id)}/${locked ? "lock" : "unlock"}`);
   }
 
-  /** The newest stored events (up to `limit`), oldest first. */
-  async recentEvents(limit) {
+  connections() {
+    return this.request("GET", "/v3/modules/mqtt/connections");
+  }
+
+  connectionStatus(id) {
+    return this.request("GET", `/v3/modules/mqtt/connections/${encodeURIComponent(id)}/status`);
+  }
+
+  /** The visits to zone `id` overlapping [from, to) (ISO times; null: oldest kept, now). */
+  visits(id, from, to) {
+    return this.request("GET", `/v3/modules/zones/${encodeURIComponent(id)}/visits?${range(from, to)}`);
+  }
+
+  /** The same visits as CSV text (`Accept: text/csv`). */
+  async visitsCsv(id, from, to) {
+    const path = `/v3/modules/zones/${encodeURIComponent(id)}/visits?${range(from, to)}`;
+    return (await this.send("GET", path, { accept: "text/csv" })).text();
+  }
+
+  /**
+   * The newest events of the last hour (up to `limit`), oldest first; `narrow` adds the
+   * history's filters, e.g. `{mac}` for one device's events.
+   */
+  async recentEvents(limit, narrow = {}) {
     const since = new Date(Date.now() - 3600 * 1000).toISOString();
     const events = [];
     let cursor = null;
     // Pages come oldest first; keep the newest `limit` of the last hour.
     for (let page = 0; page < 20; page++) {
-      const query = new URLSearchParams({ from: since, limit: "1000" });
+      const query = new URLSearchParams({ ...narrow, from: since, limit: "1000" });
       if (cursor) {
         query.delete("from");
         query.set("cursor", cursor);
@@ -164,4 +212,12 @@ export class Api {
     }
     return events;
   }
+}
+
+/** The `from` and `to` query of a report; either may be null (the server's default). */
+function range(from, to) {
+  const query = new URLSearchParams();
+  if (from) query.set("from", from);
+  if (to) query.set("to", to);
+  return query;
 }

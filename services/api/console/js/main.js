@@ -1,10 +1,17 @@
 // The console's wiring: sign-in, the zone list kept current, the event and position streams,
-// occupancy from ZONE_ENTER/ZONE_EXIT, and the test hook `window.zonecastConsole`.
+// occupancy from ZONE_ENTER/ZONE_EXIT, the detail pane (zone editor and visits, device
+// inspector, MQTT connections), drawing zones on the floor, and the test hook
+// `window.zonecastConsole`.
 
 import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
 import { openStream } from "./sse.js";
 import { SiteView, alarmKind } from "./scene.js";
-import { CreateForm, Timeline, ZoneList, notice } from "./panels.js";
+import { CreateForm, DetailPane, Timeline, ZoneList, describe, notice } from "./panels.js";
+import { DrawTool } from "./draw.js";
+import { ZoneEditor } from "./editor.js";
+import { VisitReport } from "./visits.js";
+import { Inspector, pickDevices } from "./inspector.js";
+import { Connections } from "./connections.js";
 
 const $ = (id) => document.getElementById(id);
 const ZONE_REFRESH_MS = 5000;
@@ -16,6 +23,8 @@ const state = {
   zones: [],
   occupants: new Map(), // ZoneID → Set(MAC)
   touched: new Map(), // ZoneID → when an event last changed its occupants
+  devices: new Map(), // MAC → its newest position {MAC, Position, Timestamp}
+  selected: null, // the ZoneID shown in the detail pane
   thresholds: { site: 8, device: 4 },
   streams: { events: "closed", positions: "closed" },
   events: 0,
@@ -27,15 +36,16 @@ const state = {
 };
 
 const view = new SiteView($("view"), $("tooltip"));
-const timeline = new Timeline();
+const timeline = new Timeline(300, (mac) => inspectDevice(mac));
 const zoneName = (id) => state.zones.find((z) => z.ZoneID === id)?.Name;
+const api = () => state.api;
 
 async function act(what, call) {
   try {
     await call();
     notice(what, "ok");
   } catch (e) {
-    notice(e.status ? `${e.status} ${e.kind}: ${e.message}` : e.message);
+    notice(describe(e));
   }
   await refreshZones();
 }
@@ -47,6 +57,7 @@ const zoneList = new ZoneList({
     if (confirm(`Delete zone ${zone.Name || zone.ZoneID}?`)) act("Zone deleted.", () => state.api.deleteZone(zone.ZoneID));
   },
   focus: (id) => {
+    openZone(id);
     const entry = view.zones.get(id);
     if (!entry || !view.webgl) return;
     const centre = entry.box.getCenter(entry.box.min.clone()).add(entry.group.position);
@@ -54,11 +65,59 @@ const zoneList = new ZoneList({
   },
 });
 
-new CreateForm(async (input) => {
-  const zone = await state.api.createZone(input);
-  await refreshZones();
-  return zone;
+const createForm = new CreateForm(
+  async (input) => {
+    const zone = await state.api.createZone(input);
+    draw.clear();
+    drawHint("", "");
+    await refreshZones();
+    return zone;
+  },
+  (geometry) => draw.formChanged(geometry),
+);
+
+function drawHint(text, kind) {
+  const hint = $("draw-hint");
+  hint.textContent = text;
+  hint.className = `message ${kind}`;
+  hint.dataset.kind = kind;
+}
+
+const draw = new DrawTool(view, createForm, drawHint, $("draw-height"), [...document.querySelectorAll("[data-draw]")]);
+const connections = new Connections(api);
+const detail = new DetailPane(
+  (tab) => (tab === "mqtt" ? connections.start() : connections.stop()),
+  () => connections.stop(),
+);
+const editor = new ZoneEditor(api, () => refreshZones());
+const visits = new VisitReport(api, zoneName);
+const inspector = new Inspector({
+  api,
+  devices: state.devices,
+  zonesOf: (mac) =>
+    state.zones.filter((z) => state.occupants.get(z.ZoneID)?.has(mac)).map((z) => ({ ZoneID: z.ZoneID, Name: z.Name })),
+  openZone: (id) => openZone(id),
 });
+
+/** Shows zone `id` in the detail pane: its editor and its visit report. */
+function openZone(id) {
+  const zone = state.zones.find((z) => z.ZoneID === id);
+  if (!zone) return;
+  state.selected = id;
+  zoneList.selected = id;
+  zoneList.render();
+  detail.show("zone");
+  $("zone-none").hidden = true;
+  $("zone-detail").hidden = false;
+  editor.open(id);
+  visits.show(id);
+}
+
+/** Shows device `mac` in the detail pane. */
+function inspectDevice(mac) {
+  detail.show("device");
+  inspector.inspect(mac);
+}
 
 function renderZones() {
   const kinds = new Map(state.zones.map((z) => [z.ZoneID, z.Active ? alarmKind(z.AlertLevel, state.thresholds) : "inactive"]));
@@ -68,6 +127,7 @@ function renderZones() {
 /** Reads the zone list; occupants come from CollidingDevices except where an event is newer. */
 async function refreshZones() {
   if (!state.api) return;
+  const readAt = Date.now();
   try {
     const zones = await state.api.zones();
     const now = Date.now();
@@ -87,13 +147,19 @@ async function refreshZones() {
     view.setZones(zones);
     view.setOccupants(occupants);
     renderZones();
+    editor.zonesChanged(zones, readAt);
+    inspector.zonesChanged();
+    if (state.selected && !zones.some((z) => z.ZoneID === state.selected)) {
+      state.selected = null;
+      visits.reset();
+    }
     if (!state.fitted) {
       view.fit();
       state.fitted = true;
     }
     setStatus("zones", `${zones.length} zones`);
   } catch (e) {
-    if (e.status !== 401) setStatus("zones", `zones: ${e.message}`, "bad");
+    if (e.status !== 401) setStatus("zones", `zones: ${describe(e)}`, "bad");
   }
 }
 
@@ -114,6 +180,8 @@ function onEvent(event) {
     else renderZones();
   }
   timeline.add(event, zoneName);
+  inspector.event(event);
+  visits.event(event);
 }
 
 function setStatus(which, text, kind = "") {
@@ -176,8 +244,10 @@ async function startStreams(signal) {
       }
       for (const p of positions) {
         state.positions += 1;
+        state.devices.set(p.MAC, p);
         view.moveDevice(p.MAC, p.Position);
       }
+      inspector.positions(positions);
     },
   });
   try {
@@ -217,6 +287,15 @@ function signOut(message) {
   state.abort?.abort();
   clearInterval(state.refreshTimer);
   state.api = null;
+  state.selected = null;
+  draw.cancel();
+  detail.close();
+  editor.reset();
+  visits.reset();
+  inspector.reset();
+  connections.reset();
+  $("zone-none").hidden = false;
+  $("zone-detail").hidden = true;
   document.body.classList.remove("signed-in");
   $("signin").hidden = false;
   $("signin-message").textContent = message || "";
@@ -257,6 +336,11 @@ function setupSignIn() {
   $("sign-out").addEventListener("click", () => signOut());
   $("top-view").addEventListener("click", () => view.topView());
   $("fit").addEventListener("click", () => view.fit());
+  $("open-device").addEventListener("click", () => {
+    detail.show("device");
+    $("device-mac").focus();
+  });
+  $("open-mqtt").addEventListener("click", () => detail.show("mqtt"));
 }
 
 window.zonecastConsole = {
@@ -280,12 +364,15 @@ window.zonecastConsole = {
   },
   /** Where device `mac` is drawn ({x, y} in the page's CSS pixels), or null. */
   devicePixel: (mac) => view.screenOf(mac),
+  /** Where the floor point (`x`, `y`, 0) is drawn ({x, y} in the page's CSS pixels), or null. */
+  floorPixel: (x, y) => view.pixelOf([x, y, 0]),
   refresh: () => refreshZones(),
   topView: () => view.topView(),
   fit: () => view.fit(),
 };
 
 setupSignIn();
+pickDevices(view, () => state.devices.keys(), () => draw.active, inspectDevice);
 const credential = storedCredential();
 if (credential) signedIn(credential);
 else $("signin").hidden = false;

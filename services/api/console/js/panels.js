@@ -1,10 +1,12 @@
 // The side panels: the zone list (search, occupancy, active and locked state, actions), the live
-// event timeline, and the form that creates a zone from typed GeometryType and GeometryData.
-// Elements carry stable ids and data attributes (zone-<ZoneID>, event-<EventID>) for tests.
+// event timeline, the form that creates a zone from typed GeometryType and GeometryData, and the
+// detail pane's tabs (zone, device, MQTT). Elements carry stable ids and data attributes
+// (zone-<ZoneID>, event-<EventID>) for tests.
 
 const $ = (id) => document.getElementById(id);
 
-function element(tag, attributes = {}, ...children) {
+/** A new element with `attributes` (`on<event>` ones are listeners) and `children`. */
+export function element(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || value === false) continue;
@@ -16,7 +18,13 @@ function element(tag, attributes = {}, ...children) {
   return node;
 }
 
-const time = (iso) => {
+/** An API error as shown everywhere: `422 invalid_data: <the server's message>`. */
+export function describe(error) {
+  return error.status ? `${error.status} ${error.kind}: ${error.message}` : error.message;
+}
+
+/** The time of day of an ISO time, to the millisecond, in the browser's time zone. */
+export const time = (iso) => {
   const t = new Date(iso);
   return Number.isNaN(t.getTime()) ? "" : t.toLocaleTimeString([], { hour12: false }) + `.${String(t.getMilliseconds()).padStart(3, "0")}`;
 };
@@ -99,10 +107,11 @@ export class ZoneList {
   }
 }
 
-/** The live event timeline, newest first, at most `limit` entries. */
+/** The live event timeline, newest first, at most `limit` entries; `onMac(mac)` inspects a device. */
 export class Timeline {
-  constructor(limit = 300) {
+  constructor(limit = 300, onMac = () => {}) {
     this.limit = limit;
+    this.onMac = onMac;
     this.list = $("timeline");
     this.seen = new Set();
     this.entries = [];
@@ -149,7 +158,7 @@ export class Timeline {
         "data-reason": c.Reason || "",
       },
       element("time", { datetime: event.Timestamp }, time(event.Timestamp)),
-      element("span", { class: "event-mac" }, mac),
+      element("button", { type: "button", class: "event-mac link", title: "inspect this device", onclick: () => this.onMac(mac) }, mac),
       element("span", { class: "event-what" }, what),
       alarm,
     );
@@ -175,15 +184,23 @@ export const EXAMPLES = {
   polygon: [[0, -8, 0], [4, -8, 0], [5, -4, 0], [1, -3, 0], [2.5, 0, 0], [0, 0, 1]],
 };
 
-/** The create-a-zone form: Name, GeometryType, GeometryData (JSON), AlertLevel, Active. */
+/**
+ * The create-a-zone form: Name, GeometryType, GeometryData (JSON), AlertLevel, Active.
+ * `create(input)` sends it; `geometryChanged({GeometryType, GeometryData} or null)` hears every
+ * edit of the geometry (null while GeometryData is not JSON).
+ */
 export class CreateForm {
-  constructor(create) {
+  constructor(create, geometryChanged = () => {}) {
     this.form = $("create-form");
     this.type = $("create-type");
     this.data = $("create-data");
     this.message = $("create-message");
     this.type.addEventListener("change", () => this.example());
     $("create-example").addEventListener("click", () => this.example(true));
+    const changed = () => geometryChanged(this.geometry());
+    this.type.addEventListener("change", changed);
+    this.data.addEventListener("input", changed);
+    $("create-example").addEventListener("click", changed);
     this.form.addEventListener("submit", async (e) => {
       e.preventDefault();
       this.say("", "");
@@ -201,7 +218,7 @@ export class CreateForm {
         this.say(`Created ${zone.Name || "zone"} (${zone.ZoneID}).`, "ok");
         this.form.dataset.created = zone.ZoneID;
       } catch (error) {
-        this.say(error.status ? `${error.status} ${error.kind}: ${error.message}` : error.message, "error");
+        this.say(describe(error), "error");
       } finally {
         button.disabled = false;
       }
@@ -212,6 +229,29 @@ export class CreateForm {
     if (force || !this.data.value.trim() || this.data.dataset.example === "true") {
       this.data.value = JSON.stringify(EXAMPLES[this.type.value] || []);
       this.data.dataset.example = "true";
+    }
+  }
+
+  /** Puts a drawn shape's GeometryType and GeometryData into the form; answers the data's text. */
+  fill({ GeometryType, GeometryData }) {
+    this.type.value = GeometryType;
+    this.data.value = JSON.stringify(GeometryData);
+    this.data.dataset.example = "false";
+    this.say("", "");
+    return this.data.value;
+  }
+
+  /** The GeometryData text the form holds. */
+  text() {
+    return this.data.value;
+  }
+
+  /** The form's geometry, or null while GeometryData is not JSON. */
+  geometry() {
+    try {
+      return { GeometryType: this.type.value, GeometryData: JSON.parse(this.data.value) };
+    } catch {
+      return null;
     }
   }
 
@@ -235,6 +275,42 @@ export class CreateForm {
     this.message.textContent = text;
     this.message.className = `message ${kind}`;
     this.message.dataset.kind = kind;
+  }
+}
+
+/**
+ * The detail pane beside the view: one of its tabs (zone, device, mqtt) at a time, opened by
+ * `show(tab)` and closed with its × button. `onShow(tab)` and `onClose()` are told.
+ */
+export class DetailPane {
+  constructor(onShow = () => {}, onClose = () => {}) {
+    this.pane = $("detail");
+    this.tabs = [...document.querySelectorAll("[data-detail-tab]")];
+    this.onShow = onShow;
+    this.onClose = onClose;
+    this.current = null;
+    for (const tab of this.tabs) tab.addEventListener("click", () => this.show(tab.dataset.detailTab));
+    $("detail-close").addEventListener("click", () => this.close());
+  }
+
+  show(which) {
+    this.current = which;
+    this.pane.hidden = false;
+    this.pane.dataset.tab = which;
+    for (const tab of this.tabs) tab.setAttribute("aria-selected", String(tab.dataset.detailTab === which));
+    for (const tab of this.tabs) $(`detail-${tab.dataset.detailTab}`).hidden = tab.dataset.detailTab !== which;
+    this.onShow(which);
+  }
+
+  close() {
+    this.current = null;
+    this.pane.hidden = true;
+    this.onClose();
+  }
+
+  /** Whether `which` is the tab on show. */
+  showing(which) {
+    return this.current === which;
   }
 }
 

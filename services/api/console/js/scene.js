@@ -499,4 +499,62 @@ export class SiteView {
       litZones: [...this.zones.values()].filter((e) => e.zone.Active && (this.occupants.get(e.zone.ZoneID)?.size || 0) > 0).length,
     };
   }
+
+  // Hooks for drawing zones on the floor (draw.js): the floor under the pointer, where a site
+  // point is on screen, a preview shape, and mouse navigation off while a tool holds the mouse.
+
+  /** The point `[x, y, z]` of the plane at height `z` under the page's CSS pixel, or null. */
+  floorPoint(clientX, clientY, z = 0) {
+    if (!this.webgl) return null;
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    const at = new THREE.Vector2(((clientX - rect.left) / rect.width) * 2 - 1, 1 - ((clientY - rect.top) / rect.height) * 2);
+    const ray = new THREE.Raycaster();
+    ray.setFromCamera(at, this.camera);
+    const floor = new THREE.Plane(new THREE.Vector3(0, 0, 1), -z);
+    const hit = ray.ray.intersectPlane(floor, new THREE.Vector3());
+    return hit ? hit.toArray() : null;
+  }
+
+  /** Where the site point `[x, y, z]` is drawn, in the page's CSS pixels, or null out of view. */
+  pixelOf([x, y, z]) {
+    if (!this.webgl) return null;
+    const p = new THREE.Vector3(x, y, z).project(this.camera);
+    if (Math.abs(p.x) > 1 || Math.abs(p.y) > 1 || p.z > 1) return null;
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    return { x: rect.left + ((p.x + 1) / 2) * rect.width, y: rect.top + ((1 - p.y) / 2) * rect.height };
+  }
+
+  /**
+   * Draws a shape being drawn: `zone` ({GeometryType, GeometryData}, or null) in white, and
+   * `outline` (points `[x, y, z]`) as a line through them. `setPreview(null)` clears it.
+   */
+  setPreview(zone, outline = []) {
+    if (!this.webgl) return;
+    if (this.preview) {
+      this.scene.remove(this.preview);
+      dispose(this.preview);
+      this.preview = null;
+    }
+    const group = new THREE.Group();
+    const geometry = zone ? zoneGeometry(zone, this.zRange) : null;
+    if (geometry) {
+      const material = new THREE.MeshBasicMaterial({ color: 0xffffff, transparent: true, opacity: 0.18, depthWrite: false, side: THREE.DoubleSide });
+      group.add(new THREE.Mesh(geometry, material));
+      group.add(new THREE.LineSegments(new THREE.EdgesGeometry(geometry, 20), new THREE.LineBasicMaterial({ color: 0xffffff })));
+    }
+    if (outline.length) {
+      const points = new THREE.BufferGeometry().setFromPoints(outline.map((p) => new THREE.Vector3(p[0], p[1], p[2])));
+      group.add(new THREE.Line(points, new THREE.LineBasicMaterial({ color: 0xffffff })));
+      group.add(new THREE.Points(points.clone(), new THREE.PointsMaterial({ color: 0xffffff, size: 7, sizeAttenuation: false })));
+    }
+    if (!group.children.length) return;
+    group.renderOrder = 8;
+    this.preview = group;
+    this.scene.add(group);
+  }
+
+  /** Turns orbit, pan and zoom with the mouse on or off (off while a drawing tool is active). */
+  setNavigation(on) {
+    if (this.webgl) this.controls.enabled = on;
+  }
 }
