@@ -225,6 +225,17 @@ impl Browser {
         }
     }
 
+    /// Runs the Chrome DevTools Protocol command `cmd` with `params` in the page (for
+    /// measurements: `Performance.getMetrics`, `Profiler.start`, …); answers its result.
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.post("/goog/cdp/execute", json!({"cmd": cmd, "params": params})).await
+    }
+
+    /// The process id of chromedriver, whose descendants are the browser's processes.
+    pub fn driver_pid(&self) -> u32 {
+        self.driver.id()
+    }
+
     /// The text of the element `css`.
     pub async fn text(&self, css: &str) -> String {
         let id = self.element(css).await;

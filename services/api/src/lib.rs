@@ -73,6 +73,30 @@ impl Listener for Context {
     }
 }
 
+/// Zone writes made inside the process, for a composition that sets up zones of its own (the
+/// all-in-one's demo site): the validation, store writes and announcements of the HTTP
+/// operations, without a request.
+pub mod zone_writes {
+    use serde_json::Value;
+    use uuid::Uuid;
+    use zonecast_model::ZoneSpec;
+
+    use crate::{ApiError, Context};
+
+    /// Creates `zones`, each a zone body as `POST /v3/modules/zones/batch` takes one with the
+    /// ZoneID it is to get, as that operation does: every body validated (a refusal names the
+    /// zone's place, `[i]`, and the field), all written in one transaction, then announced.
+    pub async fn create(ctx: &Context, zones: Vec<(Uuid, Value)>) -> Result<Vec<ZoneSpec>, ApiError> {
+        Ok(crate::handlers::zones::create_zones(ctx, zones).await?.0)
+    }
+
+    /// Locks (or unlocks) the geometry of zone `id`, as `POST /v3/modules/zones/{ZoneID}/lock`
+    /// does.
+    pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool) -> Result<(), ApiError> {
+        crate::handlers::zones::write_locked(ctx, id, locked, None).await.map(|_| ())
+    }
+}
+
 /// What the API runs on: its context (store, bus, keys, credentials) and where it listens.
 pub struct Deps {
     /// Everything the handlers use.

@@ -1,7 +1,10 @@
 //! The all-in-one zonecast: the four services in one process over an in-process bus and an
 //! embedded SQLite store (or NATS and PostgreSQL when their URLs are configured), each started
 //! through its own `start(deps, shutdown)` like in the distributed deployment. With nothing
-//! configured it generates its secret key and an admin API key in the data directory.
+//! configured it generates its secret key and an admin API key in the data directory. With
+//! `demo` on it also runs the simulated warehouse of [`demo`].
+
+pub mod demo;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -119,6 +122,7 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let ranges = evaluator_ranges(&config);
     // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
     let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), bus.clone(), None)?;
+    let demo_positions = ingestor.publisher.clone();
     // Before the evaluators and the forwarder start, so that it hears their first reports: a
     // write is answered once all of them (one forwarder, one evaluator per range) have it.
     let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
@@ -146,13 +150,21 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         shutdown.clone(),
     )
     .await?;
+    // The demo's zones before the API answers, so that its first zone list has them.
+    if config.demo {
+        let created = demo::create_zones(&context).await?;
+        tracing::info!(created, "demo site: zones in place");
+    }
+    let demo = config.demo.then(|| demo::start(demo_positions, shutdown.clone()));
     // The API last: once it answers, every part is running.
     let api = zonecast_api::start(zonecast_api::Deps { context, addr: config.http.addr }, shutdown).await?;
     let http_addr = api.addr.ok_or_else(|| StartError::new("listener", "the API did not say where it listens"))?;
     let drain = bus.clone();
     let task = tokio::spawn(async move {
-        let parts: Vec<(&str, Running)> = [("API", api), ("ingestor", ingestor)]
+        let parts: Vec<(&str, Running)> = demo
+            .map(|d| ("demo", d))
             .into_iter()
+            .chain([("API", api), ("ingestor", ingestor)])
             .chain(evaluators.into_iter().map(|e| ("evaluator", e)))
             .chain([("forwarder", forwarder)])
             .collect();

@@ -73,7 +73,12 @@ fn collect(
 impl Zonecast {
     /// Starts the binary and waits for its "listening on http://ADDR" line.
     async fn start(data_dir: &Path, vars: &[(&str, &str)]) -> Self {
-        let mut child = command(data_dir, vars).spawn().expect("the zonecast binary starts");
+        Self::start_command(command(data_dir, vars)).await
+    }
+
+    /// Starts `command` and waits for its "listening on http://ADDR" line.
+    async fn start_command(mut command: Command) -> Self {
+        let mut child = command.spawn().expect("the zonecast binary starts");
         let (stderr, stdout): (Lines, Lines) = Default::default();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let readers = vec![
@@ -141,7 +146,12 @@ impl Zonecast {
 
 /// Runs the binary expecting it to fail at start; answers its exit status and stderr.
 async fn run_to_failure(data_dir: &Path, vars: &[(&str, &str)]) -> (ExitStatus, String) {
-    let child = command(data_dir, vars).spawn().expect("the zonecast binary starts");
+    run_command_to_failure(command(data_dir, vars)).await
+}
+
+/// Runs `command` expecting it to fail at start; answers its exit status and stderr.
+async fn run_command_to_failure(mut command: Command) -> (ExitStatus, String) {
+    let child = command.spawn().expect("the zonecast binary starts");
     let output = tokio::time::timeout(TIMEOUT, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("zonecast neither failed nor stopped within {TIMEOUT:?}"))
@@ -304,4 +314,61 @@ async fn help_lists_every_setting_with_its_variable_and_starts_nothing() {
     }
     assert!(help.contains("[default: ./zonecast-data]"), "{help}");
     assert!(!dir.path().join("admin.key").exists(), "--help started the service");
+}
+
+/// The demo's zones as the admin key reads them: (ZoneID, Name) pairs, sorted.
+async fn demo_zones(zonecast: &Zonecast, key: &str) -> Vec<(String, String)> {
+    let (status, zones) = zonecast.call(reqwest::Method::GET, "/v3/modules/zones", Some(key), None).await;
+    assert_eq!(status, 200, "{zones}");
+    let mut pairs: Vec<(String, String)> = zones
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| (z["ZoneID"].as_str().unwrap().to_owned(), z["Name"].as_str().unwrap().to_owned()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+#[tokio::test]
+async fn the_demo_flag_builds_the_warehouse_once_and_sigterm_stops_its_devices_with_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = command(dir.path(), &[]);
+    args.arg("--demo");
+    let mut first = Zonecast::start_command(args).await;
+    let key = std::fs::read_to_string(announced_key_file(&first.stderr())).unwrap().trim().to_owned();
+    let zones = demo_zones(&first, &key).await;
+    assert_eq!(zones.len(), 36, "{zones:?}");
+    // Its devices reach the evaluators: some zone gets occupants.
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let (_, listed) = first.call(reqwest::Method::GET, "/v3/modules/zones", Some(&key), None).await;
+        if listed.as_array().unwrap().iter().any(|z| !z["CollidingDevices"].as_array().unwrap().is_empty()) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no demo device entered a zone within {TIMEOUT:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await; // sleep-ok: polling interval of a bounded wait
+    }
+    let status = first.terminate().await;
+    assert!(status.success(), "zonecast --demo exited with {status} after SIGTERM:\n{}", first.output());
+    assert!(first.output().contains("demo site stopped"), "{}", first.output());
+
+    // The variable does what the flag does; the zones are not made twice.
+    let second = Zonecast::start(dir.path(), &[("ZONECAST_DEMO", "true")]).await;
+    assert_eq!(demo_zones(&second, &key).await, zones);
+}
+
+#[tokio::test]
+async fn a_bad_demo_value_stops_the_start_with_a_message_naming_the_variable_or_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stderr) = run_to_failure(dir.path(), &[("ZONECAST_DEMO", "maybe")]).await;
+    assert!(!status.success(), "zonecast started with ZONECAST_DEMO=maybe");
+    assert!(stderr.contains("ZONECAST_DEMO: 'maybe': must be true or false"), "{stderr}");
+    let mut flag = command(dir.path(), &[]);
+    flag.arg("--demo=yes");
+    let (status, stderr) = run_command_to_failure(flag).await;
+    assert!(!status.success(), "zonecast started with --demo=yes");
+    assert!(stderr.contains("--demo: 'yes': must be true or false"), "{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    assert!(!dir.path().join("zonecast.sqlite").exists(), "a refused start made a database");
 }

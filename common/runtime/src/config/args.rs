@@ -616,6 +616,39 @@ pub struct AllInOneCli {
     evaluator: EvaluatorArgs,
     #[command(flatten)]
     forwarder: ForwarderArgs,
+    #[command(flatten)]
+    demo: DemoArgs,
+}
+
+/// `ZONECAST_DEMO`.
+#[derive(Args)]
+#[command(next_help_heading = "Demo")]
+pub struct DemoArgs {
+    /// Runs a simulated warehouse: creates its zones when they are missing and moves its devices
+    /// and a forklift at 1 Hz through the position input (true or false; `--demo` alone is true).
+    #[arg(
+        long,
+        env = "ZONECAST_DEMO",
+        value_name = "BOOL",
+        default_value = "false",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    demo: String,
+}
+
+impl DemoArgs {
+    fn check(&self, c: &mut Check<'_>) -> bool {
+        match self.demo.as_str() {
+            "true" => true,
+            "false" => false,
+            other => {
+                c.bad("demo", format!("'{other}': must be true or false"));
+                false
+            }
+        }
+    }
 }
 
 /// Every limit, from both groups.
@@ -648,6 +681,7 @@ impl AllInOneCli {
             mqtt: self.mqtt.check(c),
             evaluator,
             forwarder: self.forwarder.check(c),
+            demo: self.demo.check(c),
         };
         (config, self.log.check(c))
     }

@@ -131,6 +131,7 @@ pub const ENV_VARS: &[&str] = &[
     "ZONECAST_LIMIT_REGEX_BYTES",
     "ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
     "ZONECAST_LIMIT_REGEX_COMPILE_MS",
+    "ZONECAST_DEMO",
 ];
 
 /// One thing wrong with a configuration: the setting (its variable, flag or file key, as it
@@ -465,6 +466,8 @@ pub struct Config {
     pub evaluator: EvaluatorSettings,
     /// The forwarder's settings.
     pub forwarder: ForwarderSettings,
+    /// `ZONECAST_DEMO` / `--demo`: run the simulated warehouse (its zones, devices and forklift).
+    pub demo: bool,
 }
 
 impl Default for Config {
@@ -483,6 +486,7 @@ impl Default for Config {
             mqtt: None,
             evaluator: EvaluatorSettings::default(),
             forwarder: ForwarderSettings::default(),
+            demo: false,
         }
     }
 }

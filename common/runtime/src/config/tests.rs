@@ -334,6 +334,27 @@ fn a_bad_flag_is_named_as_given() {
 }
 
 #[test]
+fn the_demo_is_off_by_default_and_on_with_the_flag_alone_its_variable_or_its_file_key() {
+    let demo = |flags: &[&str], pairs: &[(&str, &str)]| Config::load(args("zonecast", flags), &env(pairs));
+    assert!(!demo(&[], &[]).unwrap().config.demo);
+    assert!(demo(&["--demo"], &[]).unwrap().config.demo);
+    assert!(demo(&[], &[("ZONECAST_DEMO", "true")]).unwrap().config.demo);
+    assert!(!demo(&["--demo=false"], &[("ZONECAST_DEMO", "true")]).unwrap().config.demo);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("zonecast.toml");
+    std::fs::write(&file, "demo = true\n").unwrap();
+    assert!(demo(&[], &[("ZONECAST_CONFIG", file.to_str().unwrap())]).unwrap().config.demo);
+
+    assert_eq!(problems::<Config>(&[("ZONECAST_DEMO", "yes")]), ["ZONECAST_DEMO: 'yes': must be true or false"]);
+    assert_eq!(demo(&["--demo=1"], &[]).unwrap_err().to_string(), "--demo: '1': must be true or false");
+    let e = demo(&["--demo", "on"], &[]).unwrap_err().to_string();
+    assert!(e.starts_with("command line: unexpected argument 'on'"), "{e}");
+    // Only the all-in-one runs the demo.
+    let e = ApiConfig::load(args("zonecast-api", &["--demo"]), &env(DISTRIBUTED)).unwrap_err().to_string();
+    assert!(e.starts_with("command line: unexpected argument '--demo'"), "{e}");
+}
+
+#[test]
 fn help_lists_each_setting_with_its_variable_and_default() {
     let help = |binary: &str| match Config::load(args(binary, &["--help"]), &env(&[])) {
         Err(ConfigError::Help(text)) => text,

@@ -58,10 +58,7 @@ const zoneList = new ZoneList({
   },
   focus: (id) => {
     openZone(id);
-    const entry = view.zones.get(id);
-    if (!entry || !view.webgl) return;
-    const centre = entry.box.getCenter(entry.box.min.clone()).add(entry.group.position);
-    view.controls.target.copy(centre);
+    view.focus(id);
   },
 });
 
@@ -118,6 +115,35 @@ function inspectDevice(mac) {
   detail.show("device");
   inspector.inspect(mac);
 }
+
+/**
+ * `work` to be run at once, or, when it ran less than `every` ms ago, that long after it ran;
+ * calls in between are merged into that one run. On a busy site events come by thousands a
+ * second: the zone list and the timeline are drawn again a few times a second, not per event.
+ */
+function throttled(every, work) {
+  let last = -Infinity;
+  let timer = null;
+  const run = () => {
+    timer = null;
+    last = performance.now();
+    work();
+  };
+  return () => {
+    if (timer) return;
+    const wait = last + every - performance.now();
+    if (wait <= 0) run();
+    else timer = setTimeout(run, wait);
+  };
+}
+
+const renderZonesSoon = throttled(500, () => renderZones());
+// Of the events that came since the timeline was last drawn, only as many as it shows are added:
+// the older ones of a burst would leave it at once.
+const unshown = [];
+const showEventsSoon = throttled(250, () => {
+  for (const event of unshown.splice(0).slice(-timeline.limit)) timeline.add(event, zoneName);
+});
 
 function renderZones() {
   const kinds = new Map(state.zones.map((z) => [z.ZoneID, z.Active ? alarmKind(z.AlertLevel, state.thresholds) : "inactive"]));
@@ -177,9 +203,10 @@ function onEvent(event) {
     state.touched.set(c.ZoneID, Date.now());
     view.occupantsChanged(c.ZoneID);
     if (!state.zones.some((z) => z.ZoneID === c.ZoneID)) refreshZones();
-    else renderZones();
+    else renderZonesSoon();
   }
-  timeline.add(event, zoneName);
+  unshown.push(event);
+  showEventsSoon();
   inspector.event(event);
   visits.event(event);
 }
@@ -369,6 +396,8 @@ window.zonecastConsole = {
   refresh: () => refreshZones(),
   topView: () => view.topView(),
   fit: () => view.fit(),
+  /** Turns the camera about the site without end (true) or stops it (false). */
+  orbit: (on) => view.orbit(on),
 };
 
 setupSignIn();

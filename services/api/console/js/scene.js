@@ -1,10 +1,17 @@
 // The 3D view of the site: zones as translucent shapes coloured by their alarm kind, devices as
 // points with a short trail, a floor grid in metres, orbit/pan/zoom, a top view and fit-to-site.
 // It draws what it is told (setZones, setOccupants, moveDevice); it fetches nothing.
+//
+// Built for large sites: all zones are one mesh and one set of edges (zone-layer.js), all
+// devices one point buffer and all trails one segment buffer (device-layer.js); a frame is drawn
+// only when something changed, labels are kept for the zones nearest the camera, and hover is
+// worked out when the pointer moves, not every frame.
 
 import * as THREE from "three";
 import { OrbitControls } from "/console/vendor/three/examples/jsm/controls/OrbitControls.js";
-import { zoneGeometry, zoneCentre, isFlat } from "./shapes.js";
+import { isFlat, zoneGeometry } from "./shapes.js";
+import { ZoneLayer, shapeOf } from "./zone-layer.js";
+import { DeviceLayer, TRAILS } from "./device-layer.js";
 
 const COLOURS = {
   site: 0xe5484d,
@@ -12,8 +19,35 @@ const COLOURS = {
   log: 0x3e9bff,
   inactive: 0x7a7f87,
 };
-const TRAIL = 24;
-const DEVICE_COLOUR = 0x35d07f;
+/** Most zone labels shown at once: the zones nearest the camera get them (the one pointed at
+ * always does). A site with fewer zones has every zone labelled. */
+const LABELS = 48;
+/** Label textures drawn at most per frame; the others wait for the next frames. */
+const LABEL_DRAWS_PER_FRAME = 6;
+/** Label choices a label may go unshown before its texture is let go. */
+const LABEL_IDLE_PASSES = 40;
+/** How often labels and trails are chosen again while the camera moves, and hover while the
+ * pointer rests. */
+const LABEL_EVERY_MS = 150;
+const TRAIL_EVERY_MS = 500;
+const HOVER_EVERY_MS = 250;
+/** Largest floor (metres across) drawn with 1 m lines; larger ones have the 5 m lines only. */
+const FINE_GRID_UP_TO = 120;
+/** Frame intervals kept for the percentiles of `stats()`. */
+const FRAME_SAMPLES = 240;
+
+/**
+ * Whether WebGL runs on a graphics card. In software (SwiftShader, llvmpipe: machines without
+ * one) antialiasing by multisampling costs more than everything the view draws.
+ */
+function onGraphicsCard() {
+  const gl = document.createElement("canvas").getContext("webgl2");
+  if (!gl) return true;
+  const info = gl.getExtension("WEBGL_debug_renderer_info");
+  const name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+  gl.getExtension("WEBGL_lose_context")?.loseContext();
+  return !/swiftshader|llvmpipe|software/i.test(name);
+}
 
 /** The alarm kind an entry into a zone of `level` raises, under the site's thresholds. */
 export function alarmKind(level, thresholds) {
@@ -22,8 +56,8 @@ export function alarmKind(level, thresholds) {
   return "log";
 }
 
-/** A text label as a sprite that keeps its size on screen. */
-function label(lines, colour) {
+/** A text label's texture: the lines on a dark plate, and its size in CSS pixels. */
+function labelTexture(lines, colour) {
   const scale = 2;
   const font = `${13 * scale}px system-ui, sans-serif`;
   const canvas = document.createElement("canvas");
@@ -41,13 +75,26 @@ function label(lines, colour) {
   lines.forEach((l, i) => ctx.fillText(l, 6 * scale, 4 * scale + i * lineHeight));
   const texture = new THREE.CanvasTexture(canvas);
   texture.colorSpace = THREE.SRGBColorSpace;
-  const material = new THREE.SpriteMaterial({ map: texture, depthTest: false, transparent: true, sizeAttenuation: false });
+  return { texture, width: canvas.width / scale, height: canvas.height / scale };
+}
+
+/** A sprite that keeps its size on screen, showing `label` (from labelTexture). */
+function labelSprite(label) {
+  const material = new THREE.SpriteMaterial({ depthTest: false, transparent: true, sizeAttenuation: false });
   const sprite = new THREE.Sprite(material);
   sprite.center.set(0.5, 0);
-  // Without size attenuation a sprite's scale is about its share of the view's height.
-  sprite.scale.set((canvas.width / scale) * 0.0012, (canvas.height / scale) * 0.0012, 1);
   sprite.renderOrder = 10;
+  if (label) showLabel(sprite, label);
   return sprite;
+}
+
+function showLabel(sprite, label) {
+  if (sprite.material.map !== label.texture) {
+    sprite.material.map = label.texture;
+    sprite.material.needsUpdate = true;
+  }
+  // Without size attenuation a sprite's scale is about its share of the view's height.
+  sprite.scale.set(label.width * 0.0012, label.height * 0.0012, 1);
 }
 
 function dispose(object) {
@@ -60,29 +107,41 @@ function dispose(object) {
   });
 }
 
-/** What decides a zone's drawn shape. */
-function shapeKey(zone) {
-  return JSON.stringify([zone.GeometryType, zone.GeometryData, zone.MobileOriginSource || null]);
+/** What decides a zone's drawn shape; 2D shapes also depend on the site's height. */
+function shapeKey(zone, zRange) {
+  return JSON.stringify([zone.GeometryType, zone.GeometryData, isFlat(zone) ? zRange : null]);
+}
+
+/** The `p`-quantile of the sorted numbers `sorted`. */
+function quantile(sorted, p) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.round((sorted.length - 1) * p))] : 0;
 }
 
 export class SiteView {
   constructor(container, tooltip) {
     this.container = container;
     this.tooltip = tooltip;
-    this.zones = new Map(); // ZoneID → {zone, group, mesh, kind}
-    this.devices = new Map(); // MAC → {position: Vector3, trail: [Vector3], line, index}
+    this.zones = new Map(); // ZoneID → {zone, shape, range, offset, shown, look, kind, label…}
+    this.devices = new Map(); // MAC → {mac, index, position, head}
     this.occupants = new Map(); // ZoneID → Set(MAC)
+    this.mobile = new Map(); // source MAC → [zone entries that follow it]
+    this.shapes = new Map(); // shapeKey → shape, reused while the zone keeps its shape
     this.thresholds = { site: 8, device: 4 };
     this.frames = 0;
+    this.rendered = 0;
     this.fps = 0;
+    this.frameTimes = new Float32Array(FRAME_SAMPLES);
     this.zRange = [0, 3];
     this.hoverAt = null;
+    this.hovered = null;
+    this.invalid = true;
+    this.labelsDue = true;
     this.webgl = this.start();
   }
 
   start() {
     try {
-      this.renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+      this.renderer = new THREE.WebGLRenderer({ antialias: onGraphicsCard() });
     } catch (e) {
       this.container.textContent = `The 3D view needs WebGL, which this browser does not offer (${e.message}).`;
       this.container.classList.add("no-webgl");
@@ -99,55 +158,81 @@ export class SiteView {
     this.controls = new OrbitControls(this.camera, this.renderer.domElement);
     this.controls.enableDamping = true;
     this.controls.screenSpacePanning = true;
+    this.controls.addEventListener("change", () => {
+      this.invalidate();
+      this.labelsDue = true;
+      this.trailsDue = true;
+    });
 
-    this.scene.add(new THREE.AmbientLight(0xffffff, 1.6));
-    const sun = new THREE.DirectionalLight(0xffffff, 1.4);
-    sun.position.set(-3, -5, 10);
-    this.scene.add(sun);
-
-    this.zoneLayer = new THREE.Group();
-    this.deviceLayer = new THREE.Group();
     this.floor = new THREE.Group();
-    this.scene.add(this.floor, this.zoneLayer, this.deviceLayer);
+    this.labelLayer = new THREE.Group();
+    this.scene.add(this.floor);
+    this.zoneLayer = new ZoneLayer(this.scene);
+    this.deviceLayer = new DeviceLayer(this.scene);
+    this.scene.add(this.labelLayer);
+    this.labelSprites = [];
     this.buildFloor(new THREE.Box3(new THREE.Vector3(-10, -10, 0), new THREE.Vector3(10, 10, 3)));
-
-    this.capacity = 0;
-    this.points = new THREE.Points(
-      new THREE.BufferGeometry(),
-      new THREE.PointsMaterial({ color: DEVICE_COLOUR, size: 9, sizeAttenuation: false }),
-    );
-    this.points.renderOrder = 5;
-    this.deviceLayer.add(this.points);
-    this.ensureCapacity(64);
 
     new ResizeObserver(() => this.resize()).observe(this.container);
     this.resize();
     this.renderer.domElement.addEventListener("pointermove", (e) => {
       const rect = this.renderer.domElement.getBoundingClientRect();
-      this.hoverAt = { x: e.clientX - rect.left, y: e.clientY - rect.top };
+      this.hoverAt = { x: e.clientX - rect.left, y: e.clientY - rect.top, due: true };
     });
     this.renderer.domElement.addEventListener("pointerleave", () => {
       this.hoverAt = null;
+      this.setHovered(null);
       this.tooltip.hidden = true;
     });
-
-    let last = performance.now();
-    let counted = 0;
-    const frame = (now) => {
-      this.controls.update();
-      this.renderer.render(this.scene, this.camera);
-      this.frames += 1;
-      counted += 1;
-      if (now - last >= 1000) {
-        this.fps = Math.round((counted * 1000) / (now - last));
-        counted = 0;
-        last = now;
-      }
-      this.hover();
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
+    requestAnimationFrame((now) => this.frame(now));
     return true;
+  }
+
+  /** One animation frame: camera, what changed, labels and hover when due, and a render only
+   * if something is to be seen differently. */
+  frame(now) {
+    requestAnimationFrame((t) => this.frame(t));
+    this.countFrame(now);
+    this.controls.update();
+    if (this.deviceLayer.commit()) this.invalid = true;
+    if (this.zoneLayer.commit()) this.invalid = true;
+    if (this.hoverAt && (this.hoverAt.due || now - this.lastHover > HOVER_EVERY_MS)) {
+      this.hoverAt.due = false;
+      this.lastHover = now;
+      this.hover();
+    }
+    if (this.trailsDue && !(now - this.lastTrails < TRAIL_EVERY_MS)) {
+      this.lastTrails = now;
+      this.trailsDue = false;
+      this.chooseTrails();
+    }
+    if (this.labelsPending || (this.labelsDue && !(now - this.lastLabels < LABEL_EVERY_MS))) {
+      this.lastLabels = now;
+      this.labelsDue = false;
+      this.labelsPending = this.updateLabels();
+    }
+    if (!this.invalid) return;
+    this.invalid = false;
+    this.renderer.render(this.scene, this.camera);
+    this.rendered += 1;
+  }
+
+  countFrame(now) {
+    if (this.lastFrame !== undefined) this.frameTimes[this.frames % FRAME_SAMPLES] = now - this.lastFrame;
+    this.lastFrame = now;
+    this.frames += 1;
+    this.counted = (this.counted || 0) + 1;
+    if (this.fpsSince === undefined) this.fpsSince = now;
+    if (now - this.fpsSince >= 1000) {
+      this.fps = Math.round((this.counted * 1000) / (now - this.fpsSince));
+      this.counted = 0;
+      this.fpsSince = now;
+    }
+  }
+
+  /** Something changed: draw at the next frame. */
+  invalidate() {
+    this.invalid = true;
   }
 
   resize() {
@@ -156,6 +241,7 @@ export class SiteView {
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
+    this.invalidate();
   }
 
   /** The floor grid (1 m lines, 5 m and 10 m emphasised) under `box`, with metre marks. */
@@ -175,8 +261,11 @@ export class SiteView {
     });
     const fine = [];
     const coarse = [];
-    for (let x = minX; x <= maxX; x++) (x % step === 0 ? coarse : fine).push(x, minY, z, x, maxY, z);
-    for (let y = minY; y <= maxY; y++) (y % step === 0 ? coarse : fine).push(minX, y, z, maxX, y, z);
+    // Metre lines only where they are a few pixels apart at least: on large floors they would
+    // make a grey plane, and cost as much to draw as the zones.
+    const metres = Math.max(maxX - minX, maxY - minY) <= FINE_GRID_UP_TO ? 1 : step;
+    for (let x = minX; x <= maxX; x += metres) (x % step === 0 ? coarse : fine).push(x, minY, z, x, maxY, z);
+    for (let y = minY; y <= maxY; y += metres) (y % step === 0 ? coarse : fine).push(minX, y, z, maxX, y, z);
     const lines = (points, colour) => {
       const g = new THREE.BufferGeometry();
       g.setAttribute("position", new THREE.Float32BufferAttribute(points, 3));
@@ -187,19 +276,16 @@ export class SiteView {
     axes.position.z = z + 0.001;
     this.floor.add(axes);
     const every = maxX - minX > 120 ? 20 : maxX - minX > 60 ? 10 : step;
-    for (let x = minX; x <= maxX; x += every) {
-      const mark = label([`${x} m`], "#8a97a6");
-      mark.position.set(x, minY - 0.5, z);
-      mark.scale.multiplyScalar(0.8);
-      this.floor.add(mark);
-    }
-    for (let y = minY + every; y <= maxY; y += every) {
-      const mark = label([`${y} m`], "#8a97a6");
-      mark.position.set(minX - 1.2, y, z);
-      mark.scale.multiplyScalar(0.8);
-      this.floor.add(mark);
-    }
+    const mark = (text, x, y) => {
+      const sprite = labelSprite(labelTexture([text], "#8a97a6"));
+      sprite.position.set(x, y, z);
+      sprite.scale.multiplyScalar(0.8);
+      this.floor.add(sprite);
+    };
+    for (let x = minX; x <= maxX; x += every) mark(`${x} m`, x, minY - 0.5);
+    for (let y = minY + every; y <= maxY; y += every) mark(`${y} m`, minX - 1.2, y);
     this.floorBox = new THREE.Box3(new THREE.Vector3(minX, minY, z), new THREE.Vector3(maxX, maxY, z));
+    this.invalidate();
   }
 
   /** Alarm thresholds from the zone settings (SiteAlarmMinLevel, DeviceAlarmMinLevel). */
@@ -208,124 +294,108 @@ export class SiteView {
     for (const entry of this.zones.values()) this.style(entry);
   }
 
+  /** The site's height, for the 2D shapes: from the 3D zones and the devices seen, at least 3 m. */
+  siteHeight(zones) {
+    let low = 0;
+    let high = 3;
+    for (const zone of zones) {
+      if (isFlat(zone)) continue;
+      const shape = this.shape(zone, this.zRange);
+      if (!shape) continue;
+      low = Math.min(low, shape.box.min.z);
+      high = Math.max(high, shape.box.max.z);
+    }
+    const p = this.deviceLayer.positions;
+    for (let i = 0; i < this.deviceLayer.count; i++) {
+      low = Math.min(low, p[i * 3 + 2]);
+      high = Math.max(high, p[i * 3 + 2]);
+    }
+    return [low, high];
+  }
+
+  /** The shape of `zone` within `zRange`, built once per shape. */
+  shape(zone, zRange) {
+    const key = shapeKey(zone, zRange);
+    if (!this.shapes.has(key)) this.shapes.set(key, shapeOf(zone, zRange));
+    return this.shapes.get(key);
+  }
+
   /** Draws exactly `zones` (the whole list, as GET /v3/modules/zones answers it). */
   setZones(zones) {
     if (!this.webgl) return;
-    // The site's height, for the 2D shapes: from the 3D zones and the devices seen, at least 3 m.
-    const box = new THREE.Box3(new THREE.Vector3(0, 0, 0), new THREE.Vector3(0, 0, 3));
-    const solid = [];
+    this.zRange = this.siteHeight(zones);
+    const entries = [];
+    let rebuild = false;
     for (const zone of zones) {
-      if (isFlat(zone)) continue;
-      const g = zoneGeometry(zone, this.zRange);
-      if (!g) continue;
-      g.computeBoundingBox();
-      box.union(g.boundingBox);
-      solid.push(g);
-    }
-    solid.forEach((g) => g.dispose());
-    for (const d of this.devices.values()) box.expandByPoint(d.position);
-    const zRange = [Math.min(0, box.min.z), Math.max(3, box.max.z)];
-    const heightChanged = zRange[0] !== this.zRange[0] || zRange[1] !== this.zRange[1];
-    this.zRange = zRange;
-
-    const wanted = new Map(zones.map((z) => [z.ZoneID, z]));
-    for (const [id, entry] of this.zones) {
-      if (!wanted.has(id)) {
-        this.zoneLayer.remove(entry.group);
-        dispose(entry.group);
-        this.zones.delete(id);
+      const key = shapeKey(zone, this.zRange);
+      const shape = this.shape(zone, this.zRange);
+      if (!shape) continue;
+      let entry = this.zones.get(zone.ZoneID);
+      if (!entry || entry.shapeKey !== key) {
+        rebuild = true;
+        entry = { ...entry, zone, shape, shapeKey: key, offset: new THREE.Vector3(), shown: true, box: shape.box };
       }
+      entry.zone = zone;
+      entries.push(entry);
     }
-    for (const zone of zones) {
-      const entry = this.zones.get(zone.ZoneID);
-      // Only a new shape is built again; names, states and occupants are restyled in place.
-      const same = entry && entry.shapeKey === shapeKey(zone) && !(heightChanged && isFlat(zone));
-      if (same) {
-        entry.zone = zone;
-        this.style(entry);
-        continue;
-      }
-      if (entry) {
-        this.zoneLayer.remove(entry.group);
-        dispose(entry.group);
-      }
-      this.addZone(zone);
+    rebuild ||= entries.length !== this.zones.size;
+    if (rebuild) this.rebuildZones(entries);
+    this.mobile = new Map();
+    for (const entry of entries) {
+      const source = entry.zone.MobileOriginSource;
+      if (source) this.mobile.set(source, [...(this.mobile.get(source) || []), entry]);
+      this.place(entry);
+      this.style(entry);
     }
+    this.labelsDue = true;
     this.buildFloor(this.siteBox());
   }
 
-  addZone(zone) {
-    const geometry = zoneGeometry(zone, this.zRange);
-    if (!geometry) return;
-    const group = new THREE.Group();
-    const material = new THREE.MeshLambertMaterial({
-      transparent: true,
-      depthWrite: false,
-      side: THREE.DoubleSide,
-    });
-    const mesh = new THREE.Mesh(geometry, material);
-    mesh.userData.zoneId = zone.ZoneID;
-    const edges = new THREE.LineSegments(
-      new THREE.EdgesGeometry(geometry, 20),
-      new THREE.LineBasicMaterial({ transparent: true }),
-    );
-    group.add(mesh, edges);
-    geometry.computeBoundingBox();
-    const entry = {
-      zone,
-      group,
-      mesh,
-      edges,
-      shapeKey: shapeKey(zone),
-      box: geometry.boundingBox.clone(),
-      centre: zoneCentre(zone),
-    };
-    this.zones.set(zone.ZoneID, entry);
-    this.zoneLayer.add(group);
-    this.place(entry);
-    this.style(entry);
+  /** Merges the shapes of `entries` again, forgetting shapes and labels no zone uses now. */
+  rebuildZones(entries) {
+    const wanted = new Set(entries.map((e) => e.zone.ZoneID));
+    for (const [id, entry] of this.zones) if (!wanted.has(id)) entry.label?.texture.dispose();
+    this.zones = new Map(entries.map((e) => [e.zone.ZoneID, e]));
+    const used = new Set(entries.map((e) => e.shapeKey));
+    for (const key of this.shapes.keys()) if (!used.has(key)) this.shapes.delete(key);
+    this.zoneLayer.rebuild(entries);
+    this.invalidate();
   }
 
   /** Moves a mobile zone so that its centre sits on its source device, if that is known. */
   place(entry) {
     const source = entry.zone.MobileOriginSource;
-    if (!source) return;
-    const device = this.devices.get(source);
-    entry.group.visible = Boolean(device);
-    if (!device) return;
-    const offset = device.position.clone().sub(entry.centre);
-    if (isFlat(entry.zone)) offset.z = 0;
-    entry.group.position.copy(offset);
+    const device = source ? this.devices.get(source) : null;
+    if (device) {
+      entry.offset.copy(device.position).sub(entry.shape.centre);
+      if (isFlat(entry.zone)) entry.offset.z = 0;
+    } else entry.offset.set(0, 0, 0);
+    this.zoneLayer.setPlace(entry, entry.offset, !source || Boolean(device));
+    if (entry.sprite) this.placeLabel(entry);
   }
 
+  /** Colours a zone by its alarm kind and state, and words its label. */
   style(entry) {
     const { zone } = entry;
     const occupants = this.occupants.get(zone.ZoneID)?.size || 0;
     const kind = zone.Active ? alarmKind(zone.AlertLevel, this.thresholds) : "inactive";
     entry.kind = kind;
-    const colour = COLOURS[kind];
+    const colour = _colour.setHex(COLOURS[kind]);
     const lit = occupants > 0 && zone.Active;
-    entry.mesh.material.color.setHex(colour);
-    entry.mesh.material.opacity = lit ? 0.5 : zone.Active ? 0.2 : 0.1;
-    entry.mesh.material.emissive.setHex(lit ? colour : 0x000000);
-    entry.mesh.material.emissiveIntensity = lit ? 0.45 : 0;
-    entry.edges.material.color.setHex(zone.IsGeometryLocked ? 0xffffff : colour);
-    entry.edges.material.opacity = lit ? 1 : zone.Active ? 0.75 : 0.4;
+    const edge = zone.IsGeometryLocked ? _white : colour;
+    const glow = lit ? _glow.copy(colour).multiplyScalar(0.45) : _black;
+    const opacity = lit ? 0.5 : zone.Active ? 0.2 : 0.1;
+    this.zoneLayer.setStyle(entry, colour, opacity, edge, lit ? 1 : zone.Active ? 0.75 : 0.4, glow);
     const title = `${zone.Name || zone.ZoneID.slice(0, 8)}${zone.IsGeometryLocked ? " [locked]" : ""}`;
     const lines = occupants > 0 ? [title, `● ${occupants} inside`] : [title];
-    const text = lit ? "#ffffff" : kind === "inactive" ? "#9aa3ad" : `#${new THREE.Color(colour).getHexString()}`;
-    // A label is a texture: drawn again only when its text or colour changes.
+    const text = lit ? "#ffffff" : kind === "inactive" ? "#9aa3ad" : `#${colour.getHexString()}`;
     const labelKey = JSON.stringify([lines, text]);
-    if (entry.labelKey === labelKey) return;
-    entry.labelKey = labelKey;
-    if (entry.label) {
-      entry.group.remove(entry.label);
-      dispose(entry.label);
+    if (entry.labelKey !== labelKey) {
+      entry.labelKey = labelKey;
+      entry.labelLines = lines;
+      entry.labelColour = text;
+      if (entry.sprite) this.labelsDue = true;
     }
-    entry.label = label(lines, text);
-    const top = entry.box;
-    entry.label.position.set((top.min.x + top.max.x) / 2, (top.min.y + top.max.y) / 2, top.max.z + 0.2);
-    entry.group.add(entry.label);
   }
 
   /** Who is inside each zone now: a Map of ZoneID → Set(MAC). */
@@ -340,65 +410,130 @@ export class SiteView {
     if (entry) this.style(entry);
   }
 
-  ensureCapacity(n) {
-    if (n <= this.capacity) return;
-    this.capacity = Math.max(n, this.capacity * 2);
-    const positions = new Float32Array(this.capacity * 3);
-    const old = this.points.geometry.getAttribute("position");
-    if (old) positions.set(old.array);
-    const geometry = new THREE.BufferGeometry();
-    const attribute = new THREE.BufferAttribute(positions, 3);
-    attribute.setUsage(THREE.DynamicDrawUsage);
-    geometry.setAttribute("position", attribute);
-    geometry.setDrawRange(0, this.devices.size);
-    this.points.geometry.dispose();
-    this.points.geometry = geometry;
+  /**
+   * Gives the label sprites to the zones in view nearest the camera (the zone pointed at
+   * first), drawing the textures that are missing or out of date, a few per frame. Answers
+   * whether some are still to be drawn.
+   */
+  updateLabels() {
+    this.camera.updateMatrixWorld();
+    _frustum.setFromProjectionMatrix(_matrix.multiplyMatrices(this.camera.projectionMatrix, this.camera.matrixWorldInverse));
+    const chosen = [];
+    for (const entry of this.zones.values()) {
+      entry.sprite = null;
+      if (!entry.shown) continue;
+      labelAnchor(entry, _point);
+      if (this.zones.size > LABELS && !_frustum.containsPoint(_point)) continue;
+      entry.labelDistance = entry === this.hovered ? -1 : _point.distanceToSquared(this.camera.position);
+      chosen.push(entry);
+    }
+    chosen.sort((a, b) => a.labelDistance - b.labelDistance);
+    chosen.length = Math.min(chosen.length, LABELS);
+    let draws = LABEL_DRAWS_PER_FRAME;
+    let pending = false;
+    let shown = 0;
+    for (const entry of chosen) {
+      entry.labelIdle = 0;
+      if (!entry.label || entry.label.key !== entry.labelKey) {
+        if (draws > 0) {
+          draws -= 1;
+          entry.label?.texture.dispose();
+          entry.label = { key: entry.labelKey, ...labelTexture(entry.labelLines, entry.labelColour) };
+        } else pending = true;
+      }
+      // A label not drawn yet is shown from a later frame on; an outdated one until then.
+      if (!entry.label) continue;
+      if (!this.labelSprites[shown]) {
+        this.labelSprites[shown] = labelSprite(null);
+        this.labelLayer.add(this.labelSprites[shown]);
+      }
+      entry.sprite = this.labelSprites[shown];
+      showLabel(entry.sprite, entry.label);
+      this.placeLabel(entry);
+      entry.sprite.visible = true;
+      shown += 1;
+    }
+    for (let i = shown; i < this.labelSprites.length; i++) this.labelSprites[i].visible = false;
+    this.labelCount = shown;
+    this.forgetIdleLabels();
+    this.invalidate();
+    return pending;
+  }
+
+  /** Lets go of the textures of labels not shown for a while. */
+  forgetIdleLabels() {
+    for (const entry of this.zones.values()) {
+      if (!entry.label || entry.sprite) continue;
+      entry.labelIdle = (entry.labelIdle || 0) + 1;
+      if (entry.labelIdle > LABEL_IDLE_PASSES) {
+        entry.label.texture.dispose();
+        entry.label = null;
+      }
+    }
+  }
+
+  placeLabel(entry) {
+    labelAnchor(entry, entry.sprite.position);
+    this.invalidate();
   }
 
   /** Moves (or adds) a device; its trail keeps the last few positions. */
   moveDevice(mac, [x, y, z]) {
     if (!this.webgl) return;
-    let device = this.devices.get(mac);
-    if (!device) {
-      this.ensureCapacity(this.devices.size + 1);
-      const line = new THREE.Line(
-        new THREE.BufferGeometry().setAttribute("position", new THREE.BufferAttribute(new Float32Array(TRAIL * 3), 3)),
-        new THREE.LineBasicMaterial({ color: DEVICE_COLOUR, transparent: true, opacity: 0.45 }),
-      );
-      line.frustumCulled = false;
-      this.deviceLayer.add(line);
-      device = { mac, position: new THREE.Vector3(), trail: [], line, index: this.devices.size };
-      this.devices.set(mac, device);
-      this.points.geometry.setDrawRange(0, this.devices.size);
+    const device = this.devices.get(mac);
+    if (device) this.deviceLayer.move(device, x, y, z);
+    else {
+      this.devices.set(mac, this.deviceLayer.add(mac, x, y, z));
+      this.trailsDue = true;
     }
-    device.position.set(x, y, z);
-    device.trail.push(device.position.clone());
-    if (device.trail.length > TRAIL) device.trail.shift();
-    const trail = device.line.geometry.getAttribute("position");
-    device.trail.forEach((p, i) => trail.setXYZ(i, p.x, p.y, p.z));
-    trail.needsUpdate = true;
-    device.line.geometry.setDrawRange(0, device.trail.length);
-    const points = this.points.geometry.getAttribute("position");
-    points.setXYZ(device.index, x, y, z);
-    points.needsUpdate = true;
-    this.points.geometry.computeBoundingSphere();
-    for (const entry of this.zones.values()) {
-      if (entry.zone.MobileOriginSource === mac) this.place(entry);
+    const following = this.mobile.get(mac);
+    if (following) for (const entry of following) this.place(entry);
+  }
+
+  /**
+   * On a site of more than TRAILS devices, gives their trails to the devices in view nearest
+   * the camera; with fewer, every device has its trail.
+   */
+  chooseTrails() {
+    const layer = this.deviceLayer;
+    if (layer.count <= TRAILS) {
+      layer.showTrails(null);
+      return;
     }
+    this.camera.updateMatrixWorld();
+    _frustum.setFromProjectionMatrix(_matrix.multiplyMatrices(this.camera.projectionMatrix, this.camera.matrixWorldInverse));
+    if (!this.trailDistance || this.trailDistance.length < layer.count) {
+      this.trailDistance = new Float64Array(layer.capacity);
+      this.trailOrder = new Uint32Array(layer.capacity);
+    }
+    const p = layer.positions;
+    let inView = 0;
+    for (let i = 0; i < layer.count; i++) {
+      _point.fromArray(p, i * 3);
+      if (!_frustum.containsPoint(_point)) continue;
+      this.trailDistance[i] = _point.distanceToSquared(this.camera.position);
+      this.trailOrder[inView++] = i;
+    }
+    const order = this.trailOrder.subarray(0, inView).sort((a, b) => this.trailDistance[a] - this.trailDistance[b]);
+    layer.showTrails(order.subarray(0, TRAILS));
+    this.trailCount = Math.min(inView, TRAILS);
+    this.invalidate();
   }
 
   /** The box holding the zones and devices, or a default site. */
   siteBox() {
     const box = new THREE.Box3();
     for (const entry of this.zones.values()) {
-      if (!isFlat(entry.zone)) box.union(entry.box.clone().translate(entry.group.position));
+      if (!entry.shown) continue;
+      const b = _box.copy(entry.shape.box).translate(entry.offset);
+      if (!isFlat(entry.zone)) box.union(b);
       else {
-        const b = entry.box.clone().translate(entry.group.position);
-        box.expandByPoint(new THREE.Vector3(b.min.x, b.min.y, this.zRange[0]));
-        box.expandByPoint(new THREE.Vector3(b.max.x, b.max.y, this.zRange[0]));
+        box.expandByPoint(_point.set(b.min.x, b.min.y, this.zRange[0]));
+        box.expandByPoint(_point.set(b.max.x, b.max.y, this.zRange[0]));
       }
     }
-    for (const d of this.devices.values()) box.expandByPoint(d.position);
+    const p = this.deviceLayer.positions;
+    for (let i = 0; i < this.deviceLayer.count; i++) box.expandByPoint(_point.fromArray(p, i * 3));
     if (box.isEmpty()) return new THREE.Box3(new THREE.Vector3(-10, -10, 0), new THREE.Vector3(10, 10, 3));
     return box;
   }
@@ -431,45 +566,72 @@ export class SiteView {
     this.controls.update();
   }
 
-  /** Shows what is under the pointer: a device (MAC and zones) or a zone. */
-  hover() {
-    if (!this.hoverAt) return;
-    const { x, y } = this.hoverAt;
-    const w = this.renderer.domElement.clientWidth;
-    const h = this.renderer.domElement.clientHeight;
-    let best = null;
+  /** Turns the view about zone `id` (the middle of its shape, where it is now). */
+  focus(id) {
+    const entry = this.zones.get(id);
+    if (!entry || !this.webgl) return;
+    entry.shape.box.getCenter(this.controls.target).add(entry.offset);
+    this.controls.update();
+  }
+
+  /** Turns the camera about the site without end (`on`), or stops it: a view that must be drawn
+   * again every frame, for measuring. */
+  orbit(on) {
+    if (!this.webgl) return;
+    this.controls.autoRotate = Boolean(on);
+    this.controls.autoRotateSpeed = 4;
+  }
+
+  /** The device drawn nearest to pixel (`x`, `y`) of the view, within 10 pixels, or null. */
+  deviceAt(x, y, w, h) {
+    _matrix.multiplyMatrices(this.camera.projectionMatrix, this.camera.matrixWorldInverse);
+    const m = _matrix.elements;
+    const p = this.deviceLayer.positions;
+    let best = -1;
     let bestDistance = 10;
-    const p = new THREE.Vector3();
-    for (const d of this.devices.values()) {
-      p.copy(d.position).project(this.camera);
-      if (p.z > 1) continue;
-      const dx = ((p.x + 1) / 2) * w - x;
-      const dy = ((1 - p.y) / 2) * h - y;
-      const distance = Math.hypot(dx, dy);
+    for (let i = 0; i < this.deviceLayer.count; i++) {
+      const px = p[i * 3];
+      const py = p[i * 3 + 1];
+      const pz = p[i * 3 + 2];
+      const cw = m[3] * px + m[7] * py + m[11] * pz + m[15];
+      if (cw <= 0) continue;
+      const sx = (((m[0] * px + m[4] * py + m[8] * pz + m[12]) / cw + 1) / 2) * w;
+      const sy = ((1 - (m[1] * px + m[5] * py + m[9] * pz + m[13]) / cw) / 2) * h;
+      const distance = Math.hypot(sx - x, sy - y);
       if (distance < bestDistance) {
-        best = d;
+        best = i;
         bestDistance = distance;
       }
     }
+    return best < 0 ? null : this.deviceLayer.list[best];
+  }
+
+  /** Shows what is under the pointer: a device (MAC and zones) or a zone. */
+  hover() {
+    const { x, y } = this.hoverAt;
+    const w = this.renderer.domElement.clientWidth;
+    const h = this.renderer.domElement.clientHeight;
+    const device = this.deviceAt(x, y, w, h);
     let text = null;
-    if (best) {
+    let zoneEntry = null;
+    if (device) {
       const inside = [];
       for (const [zoneId, macs] of this.occupants) {
-        if (macs.has(best.mac)) inside.push(this.zones.get(zoneId)?.zone.Name || zoneId.slice(0, 8));
+        if (macs.has(device.mac)) inside.push(this.zones.get(zoneId)?.zone.Name || zoneId.slice(0, 8));
       }
-      const at = best.position.toArray().map((c) => c.toFixed(2)).join(", ");
-      text = `${best.mac}\n[${at}]\n${inside.length ? `in ${inside.join(", ")}` : "in no zone"}`;
+      const at = device.position.toArray().map((c) => c.toFixed(2)).join(", ");
+      text = `${device.mac}\n[${at}]\n${inside.length ? `in ${inside.join(", ")}` : "in no zone"}`;
     } else {
-      const ray = new THREE.Raycaster();
-      ray.setFromCamera(new THREE.Vector2((x / w) * 2 - 1, 1 - (y / h) * 2), this.camera);
-      const hit = ray.intersectObjects([...this.zones.values()].map((e) => e.mesh), false)[0];
-      if (hit) {
-        const { zone } = this.zones.get(hit.object.userData.zoneId);
+      _raycaster.setFromCamera(_pointer.set((x / w) * 2 - 1, 1 - (y / h) * 2), this.camera);
+      zoneEntry = this.zoneLayer.pick(_raycaster.ray, this.zones.values());
+      if (zoneEntry) {
+        const { zone } = zoneEntry;
         const count = this.occupants.get(zone.ZoneID)?.size || 0;
         const state = [zone.Active ? "active" : "inactive", zone.IsGeometryLocked ? "locked" : null].filter(Boolean);
         text = `${zone.Name || "(no name)"} · ${zone.GeometryType}\nAlertLevel ${zone.AlertLevel} · ${state.join(", ")}\n${count} inside`;
       }
     }
+    this.setHovered(zoneEntry);
     this.tooltip.hidden = !text;
     if (text) {
       this.tooltip.textContent = text;
@@ -478,24 +640,34 @@ export class SiteView {
     }
   }
 
+  /** The zone pointed at gets a label even when it is not among the nearest. */
+  setHovered(entry) {
+    if (entry === this.hovered) return;
+    this.hovered = entry;
+    this.labelsDue = true;
+  }
+
   /** Where device `mac` is drawn, in the page's CSS pixels, or null when it is not in view. */
   screenOf(mac) {
     const device = this.devices.get(mac);
-    if (!device || !this.webgl) return null;
-    const p = device.position.clone().project(this.camera);
-    if (Math.abs(p.x) > 1 || Math.abs(p.y) > 1 || p.z > 1) return null;
-    const rect = this.renderer.domElement.getBoundingClientRect();
-    return { x: rect.left + ((p.x + 1) / 2) * rect.width, y: rect.top + ((1 - p.y) / 2) * rect.height };
+    return device ? this.pixelOf(device.position.toArray()) : null;
   }
 
-  /** Counters for tests and the status bar. */
+  /** Counters for tests, the status bar and measurements: `frames` and `fps` count animation
+   * frames, `rendered` the frames drawn (only those where something changed), `frameMs` the
+   * percentiles of the last 240 frame intervals. */
   stats() {
+    const sorted = Array.from(this.frameTimes.subarray(0, Math.min(this.frames - 1, FRAME_SAMPLES))).sort((a, b) => a - b);
     return {
       webgl: this.webgl,
       zonesDrawn: this.zones.size,
       devices: this.devices.size,
       frames: this.frames,
+      rendered: this.rendered,
       fps: this.fps,
+      frameMs: { p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95), p99: quantile(sorted, 0.99), max: quantile(sorted, 1) },
+      labels: this.labelCount || 0,
+      trails: Math.min(this.devices.size, this.devices.size <= TRAILS ? Infinity : this.trailCount || 0),
       litZones: [...this.zones.values()].filter((e) => e.zone.Active && (this.occupants.get(e.zone.ZoneID)?.size || 0) > 0).length,
     };
   }
@@ -534,6 +706,7 @@ export class SiteView {
       this.scene.remove(this.preview);
       dispose(this.preview);
       this.preview = null;
+      this.invalidate();
     }
     const group = new THREE.Group();
     const geometry = zone ? zoneGeometry(zone, this.zRange) : null;
@@ -551,6 +724,7 @@ export class SiteView {
     group.renderOrder = 8;
     this.preview = group;
     this.scene.add(group);
+    this.invalidate();
   }
 
   /** Turns orbit, pan and zoom with the mouse on or off (off while a drawing tool is active). */
@@ -558,3 +732,20 @@ export class SiteView {
     if (this.webgl) this.controls.enabled = on;
   }
 }
+
+/** Where a zone's label stands: above the middle of its shape's top, where the zone is now. */
+function labelAnchor(entry, target) {
+  const box = entry.shape.box;
+  return target.set((box.min.x + box.max.x) / 2, (box.min.y + box.max.y) / 2, box.max.z + 0.2).add(entry.offset);
+}
+
+const _colour = new THREE.Color();
+const _glow = new THREE.Color();
+const _white = new THREE.Color(0xffffff);
+const _black = new THREE.Color(0x000000);
+const _box = new THREE.Box3();
+const _point = new THREE.Vector3();
+const _matrix = new THREE.Matrix4();
+const _frustum = new THREE.Frustum();
+const _raycaster = new THREE.Raycaster();
+const _pointer = new THREE.Vector2();

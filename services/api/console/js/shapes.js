@@ -7,6 +7,10 @@ import * as THREE from "three";
 
 const v = (row) => new THREE.Vector3(row[0], row[1], row[2]);
 
+/** Segments around a sphere or a cylinder (a multiple of 4, so that the extremes along each axis
+ * are vertices): round enough to read as round, few enough for a thousand zones in one view. */
+const SEGMENTS = 16;
+
 /** A unit box spanning [0,1]³ moved by the affine map `origin + a·e1 + b·e2 + c·e3`. */
 function parallelepiped(origin, e1, e2, e3) {
   const geometry = new THREE.BoxGeometry(1, 1, 1).translate(0.5, 0.5, 0.5);
@@ -16,7 +20,7 @@ function parallelepiped(origin, e1, e2, e3) {
 
 /** A cylinder of radius `r` along `axis` (unit) from `base` over `height`. */
 function column(base, axis, height, r) {
-  const geometry = new THREE.CylinderGeometry(r, r, height, 48, 1).translate(0, height / 2, 0);
+  const geometry = new THREE.CylinderGeometry(r, r, height, SEGMENTS, 1).translate(0, height / 2, 0);
   const turn = new THREE.Quaternion().setFromUnitVectors(new THREE.Vector3(0, 1, 0), axis);
   geometry.applyQuaternion(turn);
   return geometry.translate(base.x, base.y, base.z);
@@ -87,7 +91,7 @@ export function zoneGeometry(zone, zRange) {
   const [bottom, top] = zRange;
   switch (String(zone.GeometryType).toLowerCase()) {
     case "sphere":
-      return new THREE.SphereGeometry(rows[1][0], 40, 20).translate(rows[0][0], rows[0][1], rows[0][2]);
+      return new THREE.SphereGeometry(rows[1][0], SEGMENTS, SEGMENTS / 2).translate(rows[0][0], rows[0][1], rows[0][2]);
     case "circle":
       return column(new THREE.Vector3(rows[0][0], rows[0][1], bottom), new THREE.Vector3(0, 0, 1), top - bottom, rows[1][0]);
     case "cuboid": {

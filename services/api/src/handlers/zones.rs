@@ -74,18 +74,30 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 
 /// Operation 6.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let zones = batch(ctx, body)?
+    let items = batch(ctx, body)?.into_iter().map(|v| (Uuid::new_v4(), v)).collect();
+    let (zones, applied) = create_zones(ctx, items).await?;
+    let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
+    Ok(applied.stamp(reply::ok(&out)))
+}
+
+/// Operation 6 after its body is read: each zone body validated (its errors named by its place,
+/// `[i]`) and its secrets sealed, then all of them created with the ZoneIDs given, in one store
+/// transaction, and announced.
+pub(crate) async fn create_zones(
+    ctx: &Context,
+    items: Vec<(Uuid, Value)>,
+) -> Result<(Vec<ZoneSpec>, crate::applied::Applied), ApiError> {
+    let zones = items
         .iter()
         .enumerate()
-        .map(|(i, v)| {
+        .map(|(i, (id, v))| {
             let input = ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))?;
-            Ok(seal(ctx, input)?.create(Uuid::new_v4()).map_err(|e| e.within(&format!("[{i}]")))?)
+            Ok(seal(ctx, input)?.create(*id).map_err(|e| e.within(&format!("[{i}]")))?)
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     ctx.store.insert_zones(&zones).await?;
     let applied = announce(ctx, &zones).await;
-    let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
-    Ok(applied.stamp(reply::ok(&out)))
+    Ok((zones, applied))
 }
 
 /// The body of operation 6: the zones to create.
@@ -310,6 +322,18 @@ pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 
 /// Lock and unlock: sets `IsGeometryLocked`.
 pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool, if_match: Option<&str>) -> Result<Response, ApiError> {
+    let (written, applied) = write_locked(ctx, id, locked, if_match).await?;
+    Ok(applied.stamp(single_ack(&written)))
+}
+
+/// Lock and unlock after the request is read: the zone written with `IsGeometryLocked` set,
+/// and announced.
+pub(crate) async fn write_locked(
+    ctx: &Context,
+    id: Uuid,
+    locked: bool,
+    if_match: Option<&str>,
+) -> Result<(Vec<ZoneSpec>, crate::applied::Applied), ApiError> {
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
         versions::check(if_match, &zone)?;
@@ -318,5 +342,5 @@ pub async fn set_locked(ctx: &Context, id: Uuid, locked: bool, if_match: Option<
     })
     .await?;
     let applied = announce(ctx, &written).await;
-    Ok(applied.stamp(single_ack(&written)))
+    Ok((written, applied))
 }
