@@ -80,6 +80,18 @@ impl Browser {
     }
 
     async fn command(&self, method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
+        self.try_command(method.clone(), url, body)
+            .await
+            .unwrap_or_else(|(status, error)| panic!("WebDriver {method} {url} answered {status}: {error}"))
+    }
+
+    /// A WebDriver command: its value, or the status and error it was answered with.
+    async fn try_command(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+    ) -> Result<Value, (reqwest::StatusCode, Value)> {
         let mut request = self.http.request(method.clone(), url);
         if let Some(body) = body {
             request = request.json(&body);
@@ -87,8 +99,7 @@ impl Browser {
         let response = request.send().await.unwrap_or_else(|e| panic!("WebDriver {method} {url}: {e}"));
         let status = response.status();
         let body: Value = response.json().await.unwrap_or_else(|e| panic!("WebDriver {method} {url}: {e}"));
-        assert!(status.is_success(), "WebDriver {method} {url} answered {status}: {}", body["value"]);
-        body["value"].clone()
+        if status.is_success() { Ok(body["value"].clone()) } else { Err((status, body["value"].clone())) }
     }
 
     async fn post(&self, path: &str, body: Value) -> Value {
@@ -153,9 +164,20 @@ impl Browser {
     }
 
     /// Clicks the element `css`.
+    ///
+    /// A list drawn again between finding the element and clicking it leaves the element found
+    /// stale, while the user sees the same button in its place: it is found again and clicked.
     pub async fn click(&self, css: &str) {
-        let id = self.element(css).await;
-        self.post(&format!("/element/{id}/click"), json!({})).await;
+        for _ in 0..5 {
+            let id = self.element(css).await;
+            let url = format!("{}/element/{id}/click", self.session);
+            match self.try_command(reqwest::Method::POST, &url, Some(json!({}))).await {
+                Ok(_) => return,
+                Err((_, error)) if error["error"] == "stale element reference" => continue,
+                Err((status, error)) => panic!("clicking {css} answered {status}: {error}"),
+            }
+        }
+        panic!("{css} was drawn again before every one of five clicks");
     }
 
     /// Chooses the option labelled `label` in the select `css`.
