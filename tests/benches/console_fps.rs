@@ -97,9 +97,9 @@ fn zone(i: usize, rng: &mut Rng) -> Value {
     let kind = ["sphere", "circle", "cuboid", "square", "cylinder", "polygon"][i % 6];
     let mut zone = json!({
         "Name": format!("{kind} {i}"), "GeometryType": kind, "GeometryData": data,
-        "AlertLevel": i % 10, "Active": i % 17 != 0,
+        "AlertLevel": i % 10, "Active": !i.is_multiple_of(17),
     });
-    if i % 100 == 0 {
+    if i.is_multiple_of(100) {
         zone["MobileOriginSource"] = json!(mac(i / 100));
     }
     zone
