@@ -155,12 +155,12 @@ fn forklift_round() -> Round {
 /// The round of person `i` (numbered over pickers, runners, packers, technicians).
 fn round_of(i: usize) -> Round {
     match i {
-        _ if i < PICKERS => picker_round(i % (AISLES - 1), (i % 10 == 0).then_some((i / 10) % CHARGERS)),
+        _ if i < PICKERS => picker_round(i % (AISLES - 1), i.is_multiple_of(10).then_some((i / 10) % CHARGERS)),
         _ if i < PICKERS + RUNNERS => {
             let r = i - PICKERS;
             runner_round(r % DOCKS, (r * 5 + 3) % AISLES)
         }
-        _ if i < PICKERS + RUNNERS + PACKERS => packer_round(i % 2 == 0),
+        _ if i < PICKERS + RUNNERS + PACKERS => packer_round(i.is_multiple_of(2)),
         _ => technician_round(),
     }
 }
