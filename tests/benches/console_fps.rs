@@ -12,8 +12,12 @@
 //! BENCH_SECONDS=10 BENCH_ZONES=200 BENCH_DEVICES=2000 cargo bench -p zonecast-tests --bench console_fps
 //! ```
 //!
-//! It prints frames per second, frame-time percentiles, how many positions per second reached
-//! the page and how busy the host's CPUs were. See `docs/benchmarks.md`.
+//! It prints frames per second (animation frames, and how many of them were drawn), frame-time
+//! percentiles, how many positions and events per second reached the page, the page's
+//! main-thread time by kind (`Performance.getMetrics`), the CPU of the browser's processes and
+//! of this process, and how busy the host's CPUs were. `BENCH_PROFILE=1` adds the functions
+//! that took the page's JS time (a sampling profile over the DevTools protocol). See
+//! `docs/benchmarks.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -309,11 +313,11 @@ async fn sample(browser: &Browser, what: &str, seconds: u64) {
     let pct = |p: f64| gaps.get(((gaps.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
     let counted = |field: &str| after[field].as_f64().unwrap_or(0.0) - before[field].as_f64().unwrap_or(0.0);
     println!(
-        "{what}: {:.1} fps ({} frames in {span:.1} s; the scene drew {:.0}), frame ms p50 {:.1} p95 {:.1} p99 {:.1} \
+        "{what}: {:.1} fps ({} frames in {span:.1} s, {:.0} of them drawn), frame ms p50 {:.1} p95 {:.1} p99 {:.1} \
          max {:.1}; {:.0} positions/s and {:.0} events/s reached the page; CPU busy {:.0} % (load before: {})",
         gaps.len() as f64 / span.max(1e-9),
         gaps.len(),
-        counted("frames"),
+        counted("rendered"),
         pct(0.5),
         pct(0.95),
         pct(0.99),
@@ -357,7 +361,7 @@ async fn run() {
 
     let browser = Browser::start(WIDTH, HEIGHT).await;
     let started = Instant::now();
-    browser.goto(&format!("{}/{}", server.base, std::env::var("BENCH_QUERY").unwrap_or_default())).await;
+    browser.goto(&format!("{}/", server.base)).await;
     browser.until("the sign-in form", READY_WAIT, "!document.getElementById('signin').hidden").await;
     browser.type_into("#api-key", WRITE_KEY).await;
     browser.click("#signin-submit").await;
@@ -368,9 +372,6 @@ async fn run() {
     browser.cdp("Performance.enable", json!({})).await;
     println!("scene ready {:.1} s after the page was opened", started.elapsed().as_secs_f64());
     browser.execute("window.zonecastConsole.fit()", json!([])).await;
-    if let Ok(setup) = std::env::var("BENCH_SETUP") {
-        println!("setup: {setup} -> {}", browser.execute(&setup, json!([])).await);
-    }
     tokio::time::sleep(Duration::from_secs(3)).await; // sleep-ok: warm-up before sampling
     sample(&browser, "camera still, site moving", seconds).await;
     browser.execute("window.zonecastConsole.orbit(true)", json!([])).await;

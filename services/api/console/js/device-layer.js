@@ -9,7 +9,11 @@ import * as THREE from "three";
 export const TRAIL = 24;
 const SEGMENTS = TRAIL - 1;
 /** Most devices whose trails are drawn: past it, those the caller chooses (`showTrails`). */
-export const TRAILS = 2000;
+export const TRAILS = 1000;
+/** A device's dot, in CSS pixels; smaller on sites with more than TRAILS devices, where large
+ * dots would cover each other (and cost more to draw than the zones). */
+const DOT = 9;
+const SMALL_DOT = 6;
 const COLOUR = 0x35d07f;
 
 export class DeviceLayer {
@@ -20,7 +24,7 @@ export class DeviceLayer {
     this.list = []; // index → device
     this.points = new THREE.Points(
       new THREE.BufferGeometry(),
-      new THREE.PointsMaterial({ color: COLOUR, size: 9, sizeAttenuation: false }),
+      new THREE.PointsMaterial({ color: COLOUR, size: DOT, sizeAttenuation: false }),
     );
     this.trails = new THREE.LineSegments(
       new THREE.BufferGeometry(),
@@ -57,6 +61,7 @@ export class DeviceLayer {
 
   setRanges() {
     this.points.geometry.setDrawRange(0, this.count);
+    this.points.material.size = this.count > TRAILS ? SMALL_DOT : DOT;
     if (this.count <= TRAILS) this.trails.geometry.setDrawRange(0, this.count * SEGMENTS * 2);
   }
 

@@ -137,11 +137,11 @@ function throttled(every, work) {
   };
 }
 
-const renderZonesSoon = throttled(500, () => renderZones());
+const renderZonesSoon = throttled(1000, () => renderZones());
 // Of the events that came since the timeline was last drawn, only as many as it shows are added:
 // the older ones of a burst would leave it at once.
 const unshown = [];
-const showEventsSoon = throttled(250, () => {
+const showEventsSoon = throttled(500, () => {
   for (const event of unshown.splice(0).slice(-timeline.limit)) timeline.add(event, zoneName);
 });
 

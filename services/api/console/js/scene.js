@@ -21,7 +21,7 @@ const COLOURS = {
 };
 /** Most zone labels shown at once: the zones nearest the camera get them (the one pointed at
  * always does). A site with fewer zones has every zone labelled. */
-const LABELS = 48;
+const LABELS = 32;
 /** Label textures drawn at most per frame; the others wait for the next frames. */
 const LABEL_DRAWS_PER_FRAME = 6;
 /** Label choices a label may go unshown before its texture is let go. */
@@ -31,6 +31,9 @@ const LABEL_IDLE_PASSES = 40;
 const LABEL_EVERY_MS = 150;
 const TRAIL_EVERY_MS = 500;
 const HOVER_EVERY_MS = 250;
+/** Shortest time between two frames drawn for data alone (devices, zone looks, labels): the
+ * position stream's default rate. */
+const DATA_EVERY_MS = 200;
 /** Largest floor (metres across) drawn with 1 m lines; larger ones have the 5 m lines only. */
 const FINE_GRID_UP_TO = 120;
 /** Frame intervals kept for the percentiles of `stats()`. */
@@ -188,14 +191,16 @@ export class SiteView {
     return true;
   }
 
-  /** One animation frame: camera, what changed, labels and hover when due, and a render only
-   * if something is to be seen differently. */
+  /**
+   * One animation frame: camera, labels, trails and hover when due, and a render if something
+   * is to be seen differently: at once for the camera, the view's size or the zone set, at most
+   * every DATA_EVERY_MS for moved devices, restyled or moved zones and labels (a busy site changes
+   * them every frame; drawing them five times a second keeps the page free for the rest).
+   */
   frame(now) {
     requestAnimationFrame((t) => this.frame(t));
     this.countFrame(now);
     this.controls.update();
-    if (this.deviceLayer.commit()) this.invalid = true;
-    if (this.zoneLayer.commit()) this.invalid = true;
     if (this.hoverAt && (this.hoverAt.due || now - this.lastHover > HOVER_EVERY_MS)) {
       this.hoverAt.due = false;
       this.lastHover = now;
@@ -211,8 +216,13 @@ export class SiteView {
       this.labelsDue = false;
       this.labelsPending = this.updateLabels();
     }
-    if (!this.invalid) return;
+    const data = this.stale || this.deviceLayer.dirty || this.zoneLayer.changed();
+    if (!this.invalid && !(data && !(now - this.lastRender < DATA_EVERY_MS))) return;
     this.invalid = false;
+    this.stale = false;
+    this.lastRender = now;
+    this.deviceLayer.commit();
+    this.zoneLayer.commit();
     this.renderer.render(this.scene, this.camera);
     this.rendered += 1;
   }
@@ -456,7 +466,7 @@ export class SiteView {
     for (let i = shown; i < this.labelSprites.length; i++) this.labelSprites[i].visible = false;
     this.labelCount = shown;
     this.forgetIdleLabels();
-    this.invalidate();
+    this.stale = true;
     return pending;
   }
 
@@ -474,7 +484,7 @@ export class SiteView {
 
   placeLabel(entry) {
     labelAnchor(entry, entry.sprite.position);
-    this.invalidate();
+    this.stale = true;
   }
 
   /** Moves (or adds) a device; its trail keeps the last few positions. */
@@ -517,7 +527,7 @@ export class SiteView {
     const order = this.trailOrder.subarray(0, inView).sort((a, b) => this.trailDistance[a] - this.trailDistance[b]);
     layer.showTrails(order.subarray(0, TRAILS));
     this.trailCount = Math.min(inView, TRAILS);
-    this.invalidate();
+    this.stale = true;
   }
 
   /** The box holding the zones and devices, or a default site. */

@@ -196,9 +196,14 @@ export class ZoneLayer {
     this.moved.add(entry);
   }
 
+  /** Whether zones were restyled or moved since the last commit. */
+  changed() {
+    return this.whole || this.touched.size > 0 || this.moved.size > 0;
+  }
+
   /** Sends the ranges of the zones restyled or moved to the GPU; answers whether there were any. */
   commit() {
-    if (!this.whole && !this.touched.size && !this.moved.size) return false;
+    if (!this.changed()) return false;
     const surface = this.mesh.geometry;
     const lines = this.edges.geometry;
     upload(surface.getAttribute("color"), lines.getAttribute("color"), this.touched, 4, this.whole);
