@@ -129,3 +129,45 @@ pub fn url_encoded(value: &str) -> String {
         .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
         .collect()
 }
+
+/// A stream client that reads nothing until [`Stalled::finish`]: its socket's receive buffer is
+/// kept small, so the server's writes block as they do for a client that cannot keep up. (On
+/// loopback the kernel would otherwise grow the buffer to tens of MB and take a whole test's
+/// events.) The request is HTTP/1.0, so the body comes unchunked, until the server closes it.
+pub struct Stalled {
+    stream: tokio::net::TcpStream,
+}
+
+impl Stalled {
+    /// Opens `path` on `server` with `headers`.
+    pub async fn open(server: &Server, path: &str, headers: &[(&str, &str)]) -> Self {
+        use tokio::io::AsyncWriteExt;
+        let addr: std::net::SocketAddr =
+            server.base.trim_start_matches("http://").parse().expect("the server's address");
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket.set_recv_buffer_size(4096).expect("a small receive buffer");
+        let mut stream = socket.connect(addr).await.expect("the server answers");
+        let headers: String = headers.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}\r\n").as_bytes())
+            .await
+            .expect("sent");
+        Self { stream }
+    }
+
+    /// Reads what the server sent until it ended the stream (for at most `wait`): the answer's
+    /// status line and its frames, comments left out.
+    pub async fn finish(mut self, wait: Duration) -> (String, Vec<Frame>) {
+        use tokio::io::AsyncReadExt;
+        let mut answer = Vec::new();
+        tokio::time::timeout(wait, self.stream.read_to_end(&mut answer))
+            .await
+            .unwrap_or_else(|_| panic!("the stream did not end within {wait:?}"))
+            .expect("the stream reads");
+        let answer = String::from_utf8(answer).expect("UTF-8");
+        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+        let status = head.lines().next().unwrap_or_default().to_owned();
+        let frames = body.split_terminator("\n\n").map(parse).filter(|f| !f.comment);
+        (status, frames.collect())
+    }
+}
