@@ -44,6 +44,18 @@ impl<'a> Check<'a> {
         })
     }
 
+    /// `raw` as a switch: `true` or `false`, nothing else (false with a problem noted).
+    fn flag(&mut self, id: &str, raw: &str) -> bool {
+        match raw {
+            "true" => true,
+            "false" => false,
+            other => {
+                self.bad(id, format!("'{other}': must be true or false"));
+                false
+            }
+        }
+    }
+
     /// `raw` parsed as a number within `lo..=hi`.
     fn within<T>(&mut self, id: &str, raw: &str, lo: T, hi: T) -> T
     where
@@ -162,14 +174,7 @@ impl BusArgs {
                     0,
                     60_000,
                 )),
-                per_position_subjects: match self.position_subjects.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        c.bad("position_subjects", "must be true or false");
-                        false
-                    }
-                },
+                per_position_subjects: c.flag("position_subjects", &self.position_subjects),
             },
         }
     }
@@ -640,14 +645,7 @@ pub struct DemoArgs {
 
 impl DemoArgs {
     fn check(&self, c: &mut Check<'_>) -> bool {
-        match self.demo.as_str() {
-            "true" => true,
-            "false" => false,
-            other => {
-                c.bad("demo", format!("'{other}': must be true or false"));
-                false
-            }
-        }
+        c.flag("demo", &self.demo)
     }
 }
 
