@@ -168,7 +168,12 @@ export class Timeline {
     this.entries.unshift(li);
     this.list.prepend(li);
     $("timeline-empty").hidden = true;
-    while (this.entries.length > this.limit) this.entries.pop().remove();
+    // The EventIDs kept are those shown: a long session does not grow without end.
+    while (this.entries.length > this.limit) {
+      const gone = this.entries.pop();
+      gone.remove();
+      this.seen.delete(gone.id.slice("event-".length));
+    }
     return true;
   }
 
