@@ -46,6 +46,8 @@ struct Registry {
 struct Member {
     id: u64,
     pattern: Pattern,
+    /// The pattern as subscribed, for [`Bus::waiting`].
+    subject: Box<str>,
     tx: mpsc::Sender<Message>,
     /// Whether it reads the bytes of a message published decoded (not `subscribe_decoded`).
     bytes: bool,
@@ -65,6 +67,11 @@ impl Member {
 
     fn wants(&self, tokens: &[&str]) -> bool {
         !self.tx.is_closed() && self.pattern.matches(tokens)
+    }
+
+    /// Messages in its channel not read yet.
+    fn waiting(&self) -> usize {
+        self.tx.max_capacity() - self.tx.capacity()
     }
 }
 
@@ -169,7 +176,11 @@ impl Registry {
     }
 
     fn len(&self) -> usize {
-        self.plain.len() + self.groups.values().map(|g| g.members.len()).sum::<usize>()
+        self.members().count()
+    }
+
+    fn members(&self) -> impl Iterator<Item = &Member> {
+        self.plain.iter().chain(self.groups.values().flat_map(|g| &g.members))
     }
 }
 
@@ -231,7 +242,7 @@ impl InProcessBus {
             }
             let id = registry.next_id;
             registry.next_id += 1;
-            let member = Member { id, pattern, tx, bytes };
+            let member = Member { id, pattern, subject: subject.into(), tx, bytes };
             match group {
                 Some(group) => registry.groups.entry(group.to_owned()).or_default().members.push(member),
                 None => registry.plain.push(member),
@@ -301,6 +312,10 @@ impl Bus for InProcessBus {
 
     fn hands_over_decoded(&self) -> bool {
         true
+    }
+
+    fn waiting(&self, prefix: &str) -> Option<usize> {
+        Some(self.shared.lock().members().filter(|m| m.subject.starts_with(prefix)).map(Member::waiting).sum())
     }
 
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError> {
@@ -407,6 +422,24 @@ mod tests {
         assert_eq!(crate::take_ready(&mut sub, 2, |m| got.push(m.payload)), 1);
         assert_eq!(crate::take_ready(&mut sub, 2, |m| got.push(m.payload)), 0, "an empty queue returns at once");
         assert_eq!(got, ["0", "1", "2"].map(Bytes::from));
+    }
+
+    #[tokio::test]
+    async fn waiting_counts_the_unread_messages_of_the_subscriptions_under_a_prefix() {
+        let bus = InProcessBus::new();
+        let mut positions = bus.subscribe("p.positions.0.*").await.expect("subscribe");
+        let _grouped = bus.queue_subscribe("p.positions.>", "g").await.expect("subscribe");
+        let _events = bus.subscribe("p.events.>").await.expect("subscribe");
+        assert_eq!(bus.waiting("p.positions."), Some(0));
+        for _ in 0..3 {
+            bus.publish("p.positions.0.AA".into(), Bytes::from_static(b"x")).await.expect("publish");
+        }
+        bus.publish("p.events.zone".into(), Bytes::from_static(b"x")).await.expect("publish");
+        assert_eq!(bus.waiting("p.positions."), Some(6), "three in each of the two subscriptions");
+        next(&mut positions).await;
+        assert_eq!(bus.waiting("p.positions."), Some(5), "a message read no longer waits");
+        assert_eq!(bus.waiting("p.events."), Some(1));
+        assert_eq!(bus.waiting("q."), Some(0));
     }
 
     #[tokio::test]

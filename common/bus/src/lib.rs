@@ -93,6 +93,13 @@ pub trait Bus: Send + Sync + 'static {
         false
     }
 
+    /// How many messages wait, not read yet, in this process's subscriptions to subjects or
+    /// patterns that begin with `prefix` (the in-process bus, whose queues hold them); `None`
+    /// where a server holds what subscribers have not read (NATS).
+    fn waiting(&self, _prefix: &str) -> Option<usize> {
+        None
+    }
+
     /// Subscribes to a subject or pattern (`*` matches one token, a final `>` one or more);
     /// every subscription gets every matching message once.
     async fn subscribe(&self, subject: &str) -> Result<Subscription, BusError>;

@@ -49,6 +49,11 @@ impl Subjects {
         format!("{}.positions.{partition}.{mac}", self.prefix)
     }
 
+    /// `<prefix>.positions.`: what the subject and pattern of every position begin with.
+    pub fn positions_root(&self) -> String {
+        format!("{}.positions.", self.prefix)
+    }
+
     /// Pattern for all devices of one partition: `<prefix>.positions.<partition>.*`.
     pub fn positions_partition(&self, partition: u32) -> String {
         format!("{}.positions.{partition}.*", self.prefix)

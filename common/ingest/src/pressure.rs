@@ -3,6 +3,11 @@
 //! (`ZONECAST_INGEST_MAX_LAG_MS`), refuses HTTP payloads (503 with `Retry-After`) and holds its
 //! NATS and MQTT inputs until it has caught up, so that what is accepted is delivered within
 //! about the bound instead of piling up.
+//!
+//! In one process (the all-in-one) ingest also counts the positions waiting in the evaluators'
+//! queues, and pushes back the same way while more than [`MAX_WAITING`] wait: lag reports come
+//! four times a second, and at full speed the queues would fill far beyond the bound (and
+//! memory with them) before the next report said so.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,42 +25,75 @@ const FRESH: Duration = Duration::from_secs(1);
 /// How often a held input looks again.
 const LOOK_EVERY: Duration = Duration::from_millis(20);
 
-/// A stage further behind than the bound.
+/// Positions that may wait in this process's queues before ingest pushes back: about a tenth
+/// of a second of evaluation at full speed on two cores, and some 7 MB. Fewer starve the
+/// evaluators between a refused sender's retries; more only add latency and memory.
+pub const MAX_WAITING: usize = 16_384;
+
+/// Why the pipeline is behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Behind {
-    /// Which.
-    pub stage: Stage,
-    /// By how much, in milliseconds.
-    pub lag_ms: u64,
-    /// The bound, in milliseconds.
-    pub bound_ms: u64,
+pub enum Behind {
+    /// A stage reported more lag than the bound.
+    Lagging {
+        /// Which.
+        stage: Stage,
+        /// By how much, in milliseconds.
+        lag_ms: u64,
+        /// The bound, in milliseconds.
+        bound_ms: u64,
+    },
+    /// More positions wait in this process's queues than [`MAX_WAITING`].
+    Queued {
+        /// How many.
+        positions: usize,
+        /// The bound.
+        bound: usize,
+    },
 }
 
 impl std::fmt::Display for Behind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "overloaded: the {} is {} ms behind (more than {} ms); try again later",
-            self.stage.as_str(),
-            self.lag_ms,
-            self.bound_ms
-        )
+        match self {
+            Self::Lagging { stage, lag_ms, bound_ms } => write!(
+                f,
+                "overloaded: the {} is {lag_ms} ms behind (more than {bound_ms} ms); try again later",
+                stage.as_str()
+            ),
+            Self::Queued { positions, bound } => write!(
+                f,
+                "overloaded: {positions} positions wait to be evaluated (more than {bound}); try again later"
+            ),
+        }
     }
 }
 
-/// The latest lag of every replica that reports one.
+/// The positions waiting in this process's queues: the bus that holds them, and what their
+/// subjects begin with.
+pub struct Queues {
+    /// The bus.
+    pub bus: Arc<dyn Bus>,
+    /// `<prefix>.positions.`
+    pub root: String,
+}
+
+/// The latest lag of every replica that reports one, and the positions waiting in this
+/// process's queues.
 pub struct Pressure {
     /// 0: never behind.
     bound_ms: u64,
     reports: Mutex<HashMap<Uuid, (Stage, u64, Instant)>>,
+    /// Counted when the bus holds its subscribers' queues in this process.
+    queues: Option<Queues>,
 }
 
 impl Pressure {
-    /// Pressure pushing back past `bound` (none when zero), with no report yet.
-    pub fn new(bound: Duration) -> Arc<Self> {
+    /// Pressure pushing back past `bound` (none when zero), with no report yet, and past
+    /// [`MAX_WAITING`] positions waiting in `queues` when given.
+    pub fn new(bound: Duration, queues: Option<Queues>) -> Arc<Self> {
         Arc::new(Self {
             bound_ms: u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
             reports: Mutex::new(HashMap::new()),
+            queues,
         })
     }
 
@@ -87,10 +125,16 @@ impl Pressure {
         reports.insert(report.replica, (report.stage, report.lag_ms, now));
     }
 
-    /// The stage furthest behind, when it is further than the bound.
+    /// Too many positions waiting in this process's queues, or else the stage furthest behind,
+    /// when it is further than the bound.
     pub fn behind(&self) -> Option<Behind> {
         if self.bound_ms == 0 {
             return None;
+        }
+        if let Some(positions) = self.queues.as_ref().and_then(|q| q.bus.waiting(&q.root))
+            && positions > MAX_WAITING
+        {
+            return Some(Behind::Queued { positions, bound: MAX_WAITING });
         }
         let reports = self.reports.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
@@ -98,7 +142,7 @@ impl Pressure {
             .values()
             .filter(|(_, lag, at)| *lag > self.bound_ms && now.duration_since(*at) < FRESH)
             .max_by_key(|(_, lag, _)| *lag)
-            .map(|(stage, lag_ms, _)| Behind { stage: *stage, lag_ms: *lag_ms, bound_ms: self.bound_ms })
+            .map(|(stage, lag_ms, _)| Behind::Lagging { stage: *stage, lag_ms: *lag_ms, bound_ms: self.bound_ms })
     }
 
     /// Returns once no stage is further behind than the bound (at once when none is); each time
@@ -124,26 +168,55 @@ mod tests {
         LagReport { replica: Uuid::from_u128(replica), stage, lag_ms }
     }
 
+    fn lagging(pressure: &Pressure) -> Option<(Stage, u64, u64)> {
+        match pressure.behind()? {
+            Behind::Lagging { stage, lag_ms, bound_ms } => Some((stage, lag_ms, bound_ms)),
+            Behind::Queued { .. } => None,
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_replica_furthest_behind_past_the_bound_pushes_back_while_its_reports_are_fresh() {
-        let pressure = Pressure::new(Duration::from_millis(500));
+        let pressure = Pressure::new(Duration::from_millis(500), None);
         assert_eq!(pressure.behind(), None);
         pressure.take(report(1, Stage::Evaluator, 400));
         assert_eq!(pressure.behind(), None, "within the bound");
         pressure.take(report(2, Stage::Forwarder, 900));
         pressure.take(report(3, Stage::Evaluator, 700));
-        let behind = pressure.behind().unwrap();
-        assert_eq!((behind.stage, behind.lag_ms, behind.bound_ms), (Stage::Forwarder, 900, 500));
+        assert_eq!(lagging(&pressure), Some((Stage::Forwarder, 900, 500)));
         assert_eq!(
-            behind.to_string(),
+            pressure.behind().unwrap().to_string(),
             "overloaded: the forwarder is 900 ms behind (more than 500 ms); try again later"
         );
         pressure.take(report(2, Stage::Forwarder, 0));
-        assert_eq!(pressure.behind().unwrap().stage, Stage::Evaluator, "the replica's newest report counts");
+        assert_eq!(lagging(&pressure).unwrap().0, Stage::Evaluator, "the replica's newest report counts");
         tokio::time::advance(FRESH).await;
         assert_eq!(pressure.behind(), None, "a replica that stopped reporting no longer counts");
-        let off = Pressure::new(Duration::ZERO);
+        let off = Pressure::new(Duration::ZERO, None);
         off.take(report(1, Stage::Evaluator, 1_000_000));
         assert_eq!(off.behind(), None, "a zero bound never pushes back");
+    }
+
+    #[tokio::test]
+    async fn more_positions_waiting_in_the_process_than_the_bound_push_back_until_they_are_read() {
+        let bus = Arc::new(zonecast_bus::InProcessBus::new());
+        let subjects = Subjects::new("pt");
+        let mut unread = bus.subscribe(&subjects.positions_partition(0)).await.unwrap();
+        let queues = || Some(Queues { bus: bus.clone(), root: subjects.positions_root() });
+        let pressure = Pressure::new(Duration::from_millis(500), queues());
+        for _ in 0..MAX_WAITING {
+            bus.publish(subjects.positions(0, "AA:BB:CC:DD:EE:FF"), bytes::Bytes::from_static(b"{}")).await.unwrap();
+        }
+        assert_eq!(pressure.behind(), None, "at the bound");
+        bus.publish(subjects.positions(0, "AA:BB:CC:DD:EE:FF"), bytes::Bytes::from_static(b"{}")).await.unwrap();
+        let behind = pressure.behind().unwrap();
+        assert_eq!(behind, Behind::Queued { positions: MAX_WAITING + 1, bound: MAX_WAITING });
+        assert_eq!(
+            behind.to_string(),
+            format!("overloaded: {} positions wait to be evaluated (more than {MAX_WAITING}); try again later", MAX_WAITING + 1)
+        );
+        assert_eq!(Pressure::new(Duration::ZERO, queues()).behind(), None, "a zero bound never pushes back");
+        unread.next().await.unwrap();
+        assert_eq!(pressure.behind(), None, "read down to the bound");
     }
 }

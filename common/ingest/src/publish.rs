@@ -66,6 +66,9 @@ impl Publisher {
         let streams = bus
             .position_streams(subjects.prefix(), partitions, settings)
             .map(|streams| (streams, Arc::new(OnceLock::new())));
+        // Where positions wait in this process's queues, ingest counts them too.
+        let root = subjects.positions_root();
+        let queues = bus.waiting(&root).map(|_| crate::pressure::Queues { bus: bus.clone(), root });
         Self {
             bus,
             subjects,
@@ -73,7 +76,7 @@ impl Publisher {
             site_id,
             streams,
             per_position_subjects: settings.per_position_subjects,
-            pressure: crate::Pressure::new(settings.max_lag),
+            pressure: crate::Pressure::new(settings.max_lag, queues),
         }
     }
 
