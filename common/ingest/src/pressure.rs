@@ -59,10 +59,9 @@ impl std::fmt::Display for Behind {
                 "overloaded: the {} is {lag_ms} ms behind (more than {bound_ms} ms); try again later",
                 stage.as_str()
             ),
-            Self::Queued { positions, bound } => write!(
-                f,
-                "overloaded: {positions} positions wait to be evaluated (more than {bound}); try again later"
-            ),
+            Self::Queued { positions, bound } => {
+                write!(f, "overloaded: {positions} positions wait to be evaluated (more than {bound}); try again later")
+            }
         }
     }
 }
@@ -213,7 +212,10 @@ mod tests {
         assert_eq!(behind, Behind::Queued { positions: MAX_WAITING + 1, bound: MAX_WAITING });
         assert_eq!(
             behind.to_string(),
-            format!("overloaded: {} positions wait to be evaluated (more than {MAX_WAITING}); try again later", MAX_WAITING + 1)
+            format!(
+                "overloaded: {} positions wait to be evaluated (more than {MAX_WAITING}); try again later",
+                MAX_WAITING + 1
+            )
         );
         assert_eq!(Pressure::new(Duration::ZERO, queues()).behind(), None, "a zero bound never pushes back");
         unread.next().await.unwrap();

@@ -302,3 +302,53 @@ impl Encode for Published {
         self.update.event_bytes(self.site_id, self.event_id, &self.timestamp, &self.local).into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use futures::StreamExt;
+    use zonecast_bus::InProcessBus;
+
+    use super::*;
+    use crate::Behind;
+
+    /// A body of `n` positions of distinct devices, all in partition 0 of 1.
+    fn body(n: usize) -> Vec<u8> {
+        let items: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"MAC": "00:00:00:00:{:02X}:{:02X}", "Position": [1, 2, 3]}}"#, i >> 8, i & 255))
+            .collect();
+        format!("[{}]", items.join(",")).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn in_one_process_a_body_is_refused_whole_while_too_many_positions_wait_and_taken_once_they_are_read() {
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+        let subjects = Subjects::new("pub");
+        let mut evaluator = bus.subscribe_decoded(&subjects.positions_partition(0)).await.unwrap();
+        let publisher = Publisher::new(bus.clone(), subjects, 1, 1, PositionSettings::default());
+        let batch = body(1_000);
+        let mut taken = 0;
+        let refused = loop {
+            match publisher.accept(&batch, "http").await {
+                Ok(outcome) => taken += outcome.accepted,
+                Err(AcceptError::Busy(behind)) => break behind,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(
+            taken,
+            crate::pressure::MAX_WAITING.div_ceil(1_000) * 1_000,
+            "taken up to the first body past the bound"
+        );
+        assert_eq!(refused, Behind::Queued { positions: taken, bound: crate::pressure::MAX_WAITING });
+        for _ in 0..1_000 {
+            evaluator.next().await.unwrap();
+        }
+        assert_eq!(
+            publisher.accept(&batch, "http").await.unwrap().accepted,
+            1_000,
+            "taken again once read below the bound"
+        );
+    }
+}
