@@ -4,7 +4,8 @@
 // not move, so the shading of a vertex never changes), its place their positions (a mobile zone
 // is moved by writing its range again). Restyling or moving a zone rewrites its range only and
 // sends just those ranges to the GPU; the buffers are built again only when the set of shapes
-// changes. A second, coarse mesh of the same zones (fewer facets around round shapes, no edges)
+// changes. Colours are written when a mesh is sent, so a zone restyled many times between two
+// frames is coloured once. A second, coarse mesh of the same zones (fewer facets around round shapes, no edges)
 // is what is drawn while the camera moves.
 
 import * as THREE from "three";
@@ -160,9 +161,16 @@ class Level {
     this.whole = true;
   }
 
-  /** Writes the colours of `entry` (its `look`, clear when hidden). */
+  /** Marks `entry` to be coloured again: its colours are written when this mesh is next sent
+   * to the GPU, once however often it changed meanwhile. */
   paint(entry) {
+    this.touched.add(entry);
+  }
+
+  /** Writes the colours of `entry` (its `look`, clear when hidden). */
+  writeColours(entry) {
     const { look } = entry;
+    if (!look) return;
     const range = entry.ranges[this.slot];
     const shown = entry.shown ? 1 : 0;
     const { shade } = this.surfaceOf(entry.shape);
@@ -182,7 +190,6 @@ class Level {
       e[o + 2] = look.edge.b;
       e[o + 3] = look.edgeOpacity * shown;
     }
-    this.touched.add(entry);
   }
 
   /** Writes the positions of `entry` moved by `offset`. */
@@ -204,9 +211,11 @@ class Level {
     return this.whole || this.touched.size > 0 || this.moved.size > 0;
   }
 
-  /** Sends the ranges of the zones restyled or moved to the GPU. */
+  /** Colours the zones restyled and sends their ranges, and those of the zones moved, to the
+   * GPU. */
   commit() {
     if (!this.changed()) return;
+    for (const entry of this.touched) this.writeColours(entry);
     const mesh = this.mesh.geometry;
     const lines = this.edges?.geometry;
     const slot = this.slot;
