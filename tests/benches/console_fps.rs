@@ -16,12 +16,13 @@
 //! BROWSER_RENDERER=llvmpipe cargo bench -p zonecast-tests --bench console_fps
 //! ```
 //!
-//! It prints the WebGL renderer the page reports, frames per second (animation frames, and how many of them were drawn), frame-time
-//! percentiles, how many positions and events per second reached the page, the page's
-//! main-thread time by kind (`Performance.getMetrics`), the CPU of the browser's processes and
-//! of this process, and how busy the host's CPUs were. `BENCH_PROFILE=1` adds the functions
-//! that took the page's JS time (a sampling profile over the DevTools protocol). See
-//! `docs/benchmarks.md`.
+//! It prints the WebGL renderer the page reports, frames per second (animation frames, and how
+//! many of them were drawn, in which detail), frame-time percentiles, how many positions and
+//! events per second reached the page, the page's main-thread time by kind
+//! (`Performance.getMetrics`), the CPU of the browser's processes and of this process, how busy
+//! the host's CPUs were and how much of that was other processes', and how soon the full view
+//! came back once the camera stopped. `BENCH_PROFILE=1` adds the functions that took the page's
+//! JS time (a sampling profile over the DevTools protocol). See `docs/benchmarks.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -337,10 +338,16 @@ async fn sample(browser: &Browser, what: &str, seconds: u64) {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
     println!("  page main thread: {}", shares(&page0, &page1, wall));
+    // What the host's other processes took: the busy share of every core, less the browser's
+    // and this process's. Figures with much of it are not comparable.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let browser_seconds: f64 = processes1.iter().map(|(k, v)| v - processes0.get(k).unwrap_or(&0.0)).sum();
+    let busy = cores * (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64;
     println!(
-        "  CPU (of one core): browser {}; zonecast and the driver (this process) {:.0} %",
+        "  CPU (of one core): browser {}; zonecast and the driver (this process) {:.0} %; other processes {:.0} %",
         shares(&processes0, &processes1, wall),
-        100.0 * own / wall
+        100.0 * own / wall,
+        (100.0 * (busy - (browser_seconds + own) / wall)).max(0.0)
     );
     if profiling {
         let profile = browser.cdp("Profiler.stop", json!({})).await;
