@@ -27,8 +27,8 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// How the browser draws: the machines that run the tests have no GPU, so WebGL is drawn by a
 /// software renderer, and the page is composited either through that renderer too (as Chromium
-/// does when told to draw WebGL in software) or by Chromium's own software compositor (as it
-/// does on a desktop without a usable GPU).
+/// does when told to draw WebGL in software) or by Chromium's own software compositor (the one
+/// it has for machines without a usable GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Graphics {
     /// What draws WebGL.
