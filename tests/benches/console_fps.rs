@@ -1,7 +1,9 @@
 //! The console's frame rate on a large site: the all-in-one (`zonecast::start` in this process,
 //! built with the bench profile, i.e. release) with 1,000 zones of every shape and 10,000
 //! devices walking at 1 Hz, posted over HTTP in batches of 1,000 every 100 ms; the console open
-//! in a headless Chromium (software WebGL, SwiftShader) through `zonecast_tests::browser`,
+//! in a headless Chromium (software WebGL: SwiftShader, or Mesa's llvmpipe with
+//! `BROWSER_RENDERER=llvmpipe`; the page composited through it, or in software with
+//! `BROWSER_COMPOSITING=software`) through `zonecast_tests::browser`,
 //! signed in through its form. Once the scene holds every zone and device, the frame rate is
 //! sampled from `requestAnimationFrame` timestamps in the page: first with the camera still
 //! (the site moving), then with the camera turning about the site, which makes every frame
@@ -10,14 +12,17 @@
 //! ```sh
 //! cargo bench -p zonecast-tests --bench console_fps
 //! BENCH_SECONDS=10 BENCH_ZONES=200 BENCH_DEVICES=2000 cargo bench -p zonecast-tests --bench console_fps
+//! BROWSER_COMPOSITING=software cargo bench -p zonecast-tests --bench console_fps
+//! BROWSER_RENDERER=llvmpipe cargo bench -p zonecast-tests --bench console_fps
 //! ```
 //!
-//! It prints frames per second (animation frames, and how many of them were drawn), frame-time
-//! percentiles, how many positions and events per second reached the page, the page's
-//! main-thread time by kind (`Performance.getMetrics`), the CPU of the browser's processes and
-//! of this process, and how busy the host's CPUs were. `BENCH_PROFILE=1` adds the functions
-//! that took the page's JS time (a sampling profile over the DevTools protocol). See
-//! `docs/benchmarks.md`.
+//! It prints the WebGL renderer the page reports, frames per second (animation frames, and how
+//! many of them were drawn, in which detail), frame-time percentiles, how many positions and
+//! events per second reached the page, the page's main-thread time by kind
+//! (`Performance.getMetrics`), the CPU of the browser's processes and of this process, how busy
+//! the host's CPUs were and how much of that was other processes', and how soon the full view
+//! came back once the camera stopped. `BENCH_PROFILE=1` adds the functions that took the page's
+//! JS time (a sampling profile over the DevTools protocol). See `docs/benchmarks.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -27,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use zonecast_tests::browser::Browser;
+use zonecast_tests::browser::{Browser, Graphics};
 use zonecast_tests::{Mode, Server, WRITE_KEY};
 
 const WIDTH: u32 = 1280;
@@ -313,11 +318,16 @@ async fn sample(browser: &Browser, what: &str, seconds: u64) {
     let pct = |p: f64| gaps.get(((gaps.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
     let counted = |field: &str| after[field].as_f64().unwrap_or(0.0) - before[field].as_f64().unwrap_or(0.0);
     println!(
-        "{what}: {:.1} fps ({} frames in {span:.1} s, {:.0} of them drawn), frame ms p50 {:.1} p95 {:.1} p99 {:.1} \
-         max {:.1}; {:.0} positions/s and {:.0} events/s reached the page; CPU busy {:.0} % (load before: {})",
+        "{what}: {:.1} fps ({} frames in {span:.1} s, {:.0} of them drawn, {} detail: {} triangles, {} lines, {} points), \
+         frame ms p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}; {:.0} positions/s and {:.0} events/s reached the page; \
+         CPU busy {:.0} % (load before: {})",
         gaps.len() as f64 / span.max(1e-9),
         gaps.len(),
         counted("rendered"),
+        after["detail"].as_str().unwrap_or("?"),
+        after["drawn"]["triangles"],
+        after["drawn"]["lines"],
+        after["drawn"]["points"],
         pct(0.5),
         pct(0.95),
         pct(0.99),
@@ -328,10 +338,16 @@ async fn sample(browser: &Browser, what: &str, seconds: u64) {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
     println!("  page main thread: {}", shares(&page0, &page1, wall));
+    // What the host's other processes took: the busy share of every core, less the browser's
+    // and this process's. Figures with much of it are not comparable.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let browser_seconds: f64 = processes1.iter().map(|(k, v)| v - processes0.get(k).unwrap_or(&0.0)).sum();
+    let busy = cores * (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64;
     println!(
-        "  CPU (of one core): browser {}; zonecast and the driver (this process) {:.0} %",
+        "  CPU (of one core): browser {}; zonecast and the driver (this process) {:.0} %; other processes {:.0} %",
         shares(&processes0, &processes1, wall),
-        100.0 * own / wall
+        100.0 * own / wall,
+        (100.0 * (busy - (browser_seconds + own) / wall)).max(0.0)
     );
     if profiling {
         let profile = browser.cdp("Profiler.stop", json!({})).await;
@@ -343,9 +359,8 @@ async fn run() {
     let zones = env_number("BENCH_ZONES", 1_000) as usize;
     let devices = env_number("BENCH_DEVICES", 10_000) as usize;
     let seconds = env_number("BENCH_SECONDS", 20);
-    println!(
-        "console_fps: {zones} zones, {devices} devices at 1 Hz, {WIDTH}x{HEIGHT}, headless Chromium with SwiftShader"
-    );
+    let graphics = Graphics::from_env();
+    println!("console_fps: {zones} zones, {devices} devices at 1 Hz, {WIDTH}x{HEIGHT}, headless Chromium ({graphics})");
     // Ingest pushes back only past 5 s of lag: the host's other work may starve the pipeline
     // for a moment, and what is measured here is the page.
     let server =
@@ -359,7 +374,7 @@ async fn run() {
     let (stop, posted) = (Arc::new(AtomicBool::new(false)), Arc::new(Posted::default()));
     let driver = tokio::spawn(drive(server.clone(), walks, stop.clone(), posted.clone()));
 
-    let browser = Browser::start(WIDTH, HEIGHT).await;
+    let browser = Browser::start_with(WIDTH, HEIGHT, graphics).await;
     let started = Instant::now();
     browser.goto(&format!("{}/", server.base)).await;
     browser.until("the sign-in form", READY_WAIT, "!document.getElementById('signin').hidden").await;
@@ -371,11 +386,23 @@ async fn run() {
     browser.until("every zone and device in the scene", READY_WAIT, &ready).await;
     browser.cdp("Performance.enable", json!({})).await;
     println!("scene ready {:.1} s after the page was opened", started.elapsed().as_secs_f64());
+    let drawn_by = browser.execute("return window.zonecastConsole.stats().renderer", json!([])).await;
+    println!("WebGL renderer: {}", drawn_by.as_str().unwrap_or("unknown"));
     browser.execute("window.zonecastConsole.fit()", json!([])).await;
     tokio::time::sleep(Duration::from_secs(3)).await; // sleep-ok: warm-up before sampling
     sample(&browser, "camera still, site moving", seconds).await;
     browser.execute("window.zonecastConsole.orbit(true)", json!([])).await;
     sample(&browser, "camera turning, site moving", seconds).await;
+    browser.screenshot("console-fps-turning").await;
+    // The full view again once the camera rests.
+    browser.execute("window.zonecastConsole.orbit(false)", json!([])).await;
+    let rested =
+        "(() => { const s = window.zonecastConsole.stats(); return s.detail === 'full' && s.labels > 0 && s; })()";
+    let (rest, _) = browser.until("the full view at rest", READY_WAIT, rested).await;
+    println!(
+        "camera at rest: full view drawn {} ms after the last move: {} triangles, {} lines, {} points",
+        rest["settledMs"], rest["drawn"]["triangles"], rest["drawn"]["lines"], rest["drawn"]["points"]
+    );
     browser.screenshot("console-fps").await;
     stop.store(true, Ordering::Relaxed);
     driver.await.unwrap();

@@ -25,6 +25,69 @@ pub const ESCAPE: &str = "\u{E00C}";
 /// The W3C name of the key of a WebDriver element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// How the browser draws: the machines that run the tests have no GPU, so WebGL is drawn by a
+/// software renderer, and the page is composited either through that renderer too (as Chromium
+/// does when told to draw WebGL in software) or by Chromium's own software compositor (the one
+/// it has for machines without a usable GPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Graphics {
+    /// What draws WebGL.
+    pub renderer: Renderer,
+    /// Whether the page is composited in software (`--disable-gpu-compositing`).
+    pub software_compositing: bool,
+}
+
+impl Default for Graphics {
+    fn default() -> Self {
+        Self { renderer: Renderer::SwiftShader, software_compositing: false }
+    }
+}
+
+impl Graphics {
+    /// What `BROWSER_RENDERER` (`swiftshader` or `llvmpipe`) and `BROWSER_COMPOSITING` (`gpu` or
+    /// `software`) name; SwiftShader with GPU compositing when they are unset.
+    pub fn from_env() -> Self {
+        let renderer = match std::env::var("BROWSER_RENDERER").as_deref() {
+            Ok("llvmpipe") => Renderer::Llvmpipe,
+            Ok("swiftshader") | Err(_) => Renderer::SwiftShader,
+            Ok(other) => panic!("BROWSER_RENDERER={other}: expected swiftshader or llvmpipe"),
+        };
+        let software_compositing = match std::env::var("BROWSER_COMPOSITING").as_deref() {
+            Ok("software") => true,
+            Ok("gpu") | Err(_) => false,
+            Ok(other) => panic!("BROWSER_COMPOSITING={other}: expected gpu or software"),
+        };
+        Self { renderer, software_compositing }
+    }
+}
+
+impl std::fmt::Display for Graphics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let compositing = if self.software_compositing { "software" } else { "through the renderer" };
+        write!(f, "WebGL by {:?}, compositing {compositing}", self.renderer)
+    }
+}
+
+/// The software renderer that draws WebGL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renderer {
+    /// SwiftShader, Chromium's own (through ANGLE's Vulkan back end): works on any machine.
+    SwiftShader,
+    /// Mesa's llvmpipe through ANGLE's OpenGL ES back end on a surfaceless EGL display: needs
+    /// Mesa's drivers (`apt-get install libgl1-mesa-dri libegl1`).
+    Llvmpipe,
+}
+
+impl Renderer {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Self::SwiftShader => &["--enable-unsafe-swiftshader", "--use-angle=swiftshader"],
+            // Chromium keeps Mesa's software driver off its list of GPUs it trusts.
+            Self::Llvmpipe => &["--use-angle=gl-egl", "--ignore-gpu-blocklist"],
+        }
+    }
+}
+
 /// A browser session: chromedriver (its own process group, with the browser it starts) and one
 /// headless Chromium window.
 pub struct Browser {
@@ -36,9 +99,16 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts chromedriver and a headless Chromium of `width`×`height`; screenshots go to
-    /// `<target>/console-screenshots/`. Panics with the install command when either is missing.
+    /// Starts chromedriver and a headless Chromium of `width`×`height` drawing WebGL with
+    /// SwiftShader; screenshots go to `<target>/console-screenshots/`. Panics with the install
+    /// command when either is missing.
     pub async fn start(width: u32, height: u32) -> Self {
+        Self::start_with(width, height, Graphics::default()).await
+    }
+
+    /// [`Browser::start`] drawing as `graphics` says.
+    pub async fn start_with(width: u32, height: u32, graphics: Graphics) -> Self {
+        let renderer = graphics.renderer;
         for program in [CHROMIUM, CHROMEDRIVER] {
             assert!(
                 Path::new(program).exists(),
@@ -48,6 +118,10 @@ impl Browser {
         let port = free_port();
         let mut command = std::process::Command::new(CHROMEDRIVER);
         command.arg(format!("--port={port}")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        if renderer == Renderer::Llvmpipe {
+            // Headless, there is no X display: Mesa's EGL must not look for one.
+            command.env("EGL_PLATFORM", "surfaceless");
+        }
         // A group of its own, so that ending it ends the browser too (see Drop).
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let driver = command
@@ -61,17 +135,16 @@ impl Browser {
             (ready["value"]["ready"] == json!(true)).then_some(())
         })
         .await;
+        let mut args: Vec<String> =
+            ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage"].map(String::from).into();
+        args.extend(renderer.args().iter().map(|a| (*a).to_owned()));
+        if graphics.software_compositing {
+            args.push("--disable-gpu-compositing".to_owned());
+        }
+        args.push(format!("--window-size={width},{height}"));
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": CHROMIUM,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                    // WebGL in software: the machines that run the tests have no GPU.
-                    "--enable-unsafe-swiftshader", "--use-angle=swiftshader",
-                    format!("--window-size={width},{height}"),
-                ],
-            },
+            "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
         }}});
         let answer = browser.command(reqwest::Method::POST, &format!("{base}/session"), Some(capabilities)).await;
         let id = answer["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}"));

@@ -717,6 +717,47 @@ async fn the_visit_report_shows_each_stay_and_downloads_it_as_csv(mode: Mode) {
     server.stop().await;
 }
 
+/// While the camera turns, the view draws a coarse site (fewer facets, no edges, labels or
+/// trails); once it rests, the exact view is back within a few frames.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_camera_turns_a_coarse_view_is_drawn_and_the_full_one_returns_at_rest() {
+    let server = Server::start(Mode::AllInOne).await;
+    for zone in every_shape() {
+        server.create_zone(zone).await;
+    }
+    let browser = signed_in(&server, READ_KEY).await;
+    let open = "window.zonecastConsole.stats().streams.positions === 'open'";
+    browser.until("the position stream open", WAIT, open).await;
+    post_position(&server, "00:C0:FF:EE:00:02", [20.0, 5.0, 1.5]).await;
+    let at_rest = "(() => { const s = window.zonecastConsole.stats(); \
+                   return s.zonesDrawn === 6 && s.devices === 1 && s.detail === 'full' && s.labels === 6 \
+                   && s.drawn.points === 1 && s; })()";
+    let (rest, _) = browser.until("every zone and the device drawn in full", WAIT, at_rest).await;
+    let full = rest["drawn"].clone();
+    assert!(full["triangles"].as_u64().unwrap() > 0 && full["points"] == json!(1), "{rest}");
+
+    browser.execute("window.zonecastConsole.orbit(true)", json!([])).await;
+    let coarse = "(() => { const s = window.zonecastConsole.stats(); \
+                  return s.detail === 'coarse' && s.drawn.points === 1 && s; })()";
+    let (turning, _) = browser.until("the coarse view while the camera turns", WAIT, coarse).await;
+    assert_eq!(turning["labels"], json!(0), "{turning}");
+    assert_eq!(turning["trails"], json!(0), "{turning}");
+    let (triangles, lines) = (&turning["drawn"]["triangles"], &turning["drawn"]["lines"]);
+    assert!(triangles.as_u64().unwrap() < full["triangles"].as_u64().unwrap() / 2, "{turning} against {full}");
+    assert!(lines.as_u64().unwrap() < full["lines"].as_u64().unwrap(), "{turning} against {full}");
+    browser.screenshot("turning").await;
+
+    browser.execute("window.zonecastConsole.orbit(false)", json!([])).await;
+    let (rest, _) = browser.until("the full view once the camera rests", WAIT, at_rest).await;
+    assert_eq!(rest["drawn"], full, "{rest}");
+    assert_eq!(rest["trails"], json!(1), "{rest}");
+    // The view is held coarse 100 ms after the last move, then drawn in full at the next frame.
+    let settled = rest["settledMs"].as_f64().unwrap();
+    assert!((100.0..600.0).contains(&settled), "the full view was drawn {settled} ms after the camera's last move");
+    browser.close().await;
+    server.stop().await;
+}
+
 /// The page's own modules, checked in the browser that runs them: the event-stream parser
 /// against the format's rules, the stream's resumption with Last-Event-ID, and the zone
 /// shapes against their GeometryData.

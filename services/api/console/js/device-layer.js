@@ -1,7 +1,8 @@
 // Every device as one point of one buffer, and every trail as segments of one other buffer, so
 // that ten thousand moving devices are two draw calls. Moving a device writes its point and one
 // trail segment (from where it was to where it is) in place, over its oldest segment; the
-// buffers go to the GPU at most once a frame, and only when something moved.
+// buffers go to the GPU at most once a frame, and only when something moved. While the camera
+// moves the trails are not drawn, and not sent to the GPU either.
 
 import * as THREE from "three";
 
@@ -37,6 +38,7 @@ export class DeviceLayer {
     parent.add(this.trails, this.points);
     this.grow(64);
     this.dirty = false;
+    this.trailsDirty = false;
   }
 
   /** Makes room for `n` devices, keeping what is there. */
@@ -104,6 +106,7 @@ export class DeviceLayer {
       this.trail[k + 2] = z;
     }
     this.setPoint(device.index, x, y, z);
+    this.trailsDirty = true;
     this.setRanges();
     return device;
   }
@@ -128,15 +131,25 @@ export class DeviceLayer {
     t[s + 4] = y;
     t[s + 5] = z;
     device.head = (device.head + 1) % SEGMENTS;
+    this.trailsDirty = true;
     from.set(x, y, z);
     this.setPoint(device.index, x, y, z);
   }
 
-  /** Sends what moved to the GPU; answers whether anything did. */
+  /** Leaves the trails out (`moving`: while the camera moves) or draws them again. */
+  setMoving(moving) {
+    this.trails.visible = !moving;
+  }
+
+  /** Sends what moved to the GPU (the trails only while they are drawn); answers whether
+   * anything did. */
   commit() {
+    if (this.trailsDirty && this.trails.visible) {
+      this.trails.geometry.getAttribute("position").needsUpdate = true;
+      this.trailsDirty = false;
+    }
     if (!this.dirty) return false;
     this.points.geometry.getAttribute("position").needsUpdate = true;
-    this.trails.geometry.getAttribute("position").needsUpdate = true;
     this.dirty = false;
     return true;
   }

@@ -5,7 +5,10 @@
 // Built for large sites: all zones are one mesh and one set of edges (zone-layer.js), all
 // devices one point buffer and all trails one segment buffer (device-layer.js); a frame is drawn
 // only when something changed, labels are kept for the zones nearest the camera, and hover is
-// worked out when the pointer moves, not every frame.
+// worked out when the pointer moves, not every frame. While the camera moves, a coarse view is
+// drawn (fewer facets around round zones, no edges, labels, trails or metre marks): in software
+// WebGL a frame costs per triangle, line and point, and turning the full view reaches a third of
+// the frame rate. The exact view is drawn again as soon as the camera rests (REST_MS).
 
 import * as THREE from "three";
 import { OrbitControls } from "/console/vendor/three/examples/jsm/controls/OrbitControls.js";
@@ -36,6 +39,14 @@ const HOVER_EVERY_MS = 250;
 const DATA_EVERY_MS = 200;
 /** Largest floor (metres across) drawn with 1 m lines; larger ones have the 5 m lines only. */
 const FINE_GRID_UP_TO = 120;
+/** The full view is drawn again once the camera has not moved for this long. */
+const REST_MS = 100;
+/** The camera moves when it turns or shifts by more than this share of the view's height a
+ * frame (half a pixel at 800 pixels): the last creeping frames of a damped turn count as rest. */
+const MOVE_SHARE = 0.5 / 800;
+/** The share of the view's resolution (across) drawn while the camera moves, in software WebGL:
+ * there a frame costs per pixel of the translucent zones as much as per triangle. */
+const MOVING_RESOLUTION = 0.5;
 /** Frame intervals kept for the percentiles of `stats()`. */
 const FRAME_SAMPLES = 240;
 
@@ -46,10 +57,15 @@ const FRAME_SAMPLES = 240;
 function onGraphicsCard() {
   const gl = document.createElement("canvas").getContext("webgl2");
   if (!gl) return true;
-  const info = gl.getExtension("WEBGL_debug_renderer_info");
-  const name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+  const name = rendererName(gl);
   gl.getExtension("WEBGL_lose_context")?.loseContext();
   return !/swiftshader|llvmpipe|software/i.test(name);
+}
+
+/** What draws the WebGL context `gl`: the graphics card's or software renderer's name. */
+function rendererName(gl) {
+  const info = gl.getExtension("WEBGL_debug_renderer_info");
+  return String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
 }
 
 /** The alarm kind an entry into a zone of `level` raises, under the site's thresholds. */
@@ -139,17 +155,24 @@ export class SiteView {
     this.hovered = null;
     this.invalid = true;
     this.labelsDue = true;
+    this.coarse = false;
+    this.lastMove = -Infinity;
+    this.movedBefore = false;
+    this.settledMs = null;
+    this.drawn = { triangles: 0, lines: 0, points: 0 };
     this.webgl = this.start();
   }
 
   start() {
     try {
-      this.renderer = new THREE.WebGLRenderer({ antialias: onGraphicsCard() });
+      this.onGraphicsCard = onGraphicsCard();
+      this.renderer = new THREE.WebGLRenderer({ antialias: this.onGraphicsCard });
     } catch (e) {
       this.container.textContent = `The 3D view needs WebGL, which this browser does not offer (${e.message}).`;
       this.container.classList.add("no-webgl");
       return false;
     }
+    this.rendererName = rendererName(this.renderer.getContext());
     this.renderer.setPixelRatio(window.devicePixelRatio);
     this.renderer.setClearColor(0x12161c);
     this.container.appendChild(this.renderer.domElement);
@@ -168,6 +191,8 @@ export class SiteView {
     });
 
     this.floor = new THREE.Group();
+    this.floorDetail = new THREE.Group();
+    this.lastCamera = { position: new THREE.Vector3(), quaternion: new THREE.Quaternion() };
     this.labelLayer = new THREE.Group();
     this.scene.add(this.floor);
     this.zoneLayer = new ZoneLayer(this.scene);
@@ -201,17 +226,23 @@ export class SiteView {
     requestAnimationFrame((t) => this.frame(t));
     this.countFrame(now);
     this.controls.update();
+    // Moving in two frames running: a jump (Fit site, Top view) is drawn in full at once.
+    const moved = this.cameraMoved();
+    if (moved && this.movedBefore) this.lastMove = now;
+    this.movedBefore = moved;
+    const coarse = now - this.lastMove < REST_MS;
+    if (coarse !== this.coarse) this.setCoarse(coarse, now);
     if (this.hoverAt && (this.hoverAt.due || now - this.lastHover > HOVER_EVERY_MS)) {
       this.hoverAt.due = false;
       this.lastHover = now;
       this.hover();
     }
-    if (this.trailsDue && !(now - this.lastTrails < TRAIL_EVERY_MS)) {
+    if (this.trailsDue && !this.coarse && !(now - this.lastTrails < TRAIL_EVERY_MS)) {
       this.lastTrails = now;
       this.trailsDue = false;
       this.chooseTrails();
     }
-    if (this.labelsPending || (this.labelsDue && !(now - this.lastLabels < LABEL_EVERY_MS))) {
+    if (!this.coarse && (this.labelsPending || (this.labelsDue && !(now - this.lastLabels < LABEL_EVERY_MS)))) {
       this.lastLabels = now;
       this.labelsDue = false;
       this.labelsPending = this.updateLabels();
@@ -225,6 +256,48 @@ export class SiteView {
     this.zoneLayer.commit();
     this.renderer.render(this.scene, this.camera);
     this.rendered += 1;
+    const { triangles, lines, points } = this.renderer.info.render;
+    this.drawn = { triangles, lines, points };
+    if (this.restAt !== undefined && !this.coarse) {
+      this.settledMs = now - this.restAt;
+      this.restAt = undefined;
+    }
+  }
+
+  /** Whether the camera moved visibly since the last frame (more than MOVE_SHARE). */
+  cameraMoved() {
+    const { position, quaternion } = this.camera;
+    const last = this.lastCamera;
+    const distance = Math.max(position.distanceTo(this.controls.target), 1e-3);
+    const shift = position.distanceTo(last.position) / distance;
+    // 1 − |q·q'| is about a turn's angle squared over 8.
+    const turn = Math.sqrt(8 * Math.max(0, 1 - Math.abs(quaternion.dot(last.quaternion))));
+    last.position.copy(position);
+    last.quaternion.copy(quaternion);
+    const share = MOVE_SHARE * THREE.MathUtils.degToRad(this.camera.fov);
+    return shift > share || turn > share;
+  }
+
+  /**
+   * Draws the coarse view (`coarse`: the camera moves) or the full one, from the next frame on.
+   * Labels and trails are chosen again for the full view at once, from where the camera rests.
+   */
+  setCoarse(coarse, now) {
+    this.coarse = coarse;
+    this.zoneLayer.setCoarse(coarse);
+    this.deviceLayer.setMoving(coarse);
+    this.labelLayer.visible = !coarse;
+    this.floorDetail.visible = !coarse;
+    const resolution = coarse && !this.onGraphicsCard ? MOVING_RESOLUTION : 1;
+    this.renderer.setPixelRatio(window.devicePixelRatio * resolution);
+    if (!coarse) {
+      this.restAt = this.lastMove;
+      this.labelsDue = true;
+      this.trailsDue = true;
+      this.lastLabels = -Infinity;
+      this.lastTrails = -Infinity;
+    }
+    this.invalidate();
   }
 
   countFrame(now) {
@@ -265,10 +338,12 @@ export class SiteView {
     const key = [minX, minY, maxX, maxY, z].join();
     if (key === this.floorKey) return;
     this.floorKey = key;
-    this.floor.children.slice().forEach((c) => {
-      this.floor.remove(c);
-      dispose(c);
-    });
+    for (const group of [this.floor, this.floorDetail]) {
+      group.children.slice().forEach((c) => {
+        group.remove(c);
+        dispose(c);
+      });
+    }
     const fine = [];
     const coarse = [];
     // Metre lines only where they are a few pixels apart at least: on large floors they would
@@ -281,7 +356,9 @@ export class SiteView {
       g.setAttribute("position", new THREE.Float32BufferAttribute(points, 3));
       return new THREE.LineSegments(g, new THREE.LineBasicMaterial({ color: colour, transparent: true, opacity: 0.9 }));
     };
-    this.floor.add(lines(fine, 0x222a33), lines(coarse, 0x3a4654));
+    // The metre lines and marks are detail, left out while the camera moves.
+    this.floor.add(lines(coarse, 0x3a4654), this.floorDetail);
+    this.floorDetail.add(lines(fine, 0x222a33));
     const axes = new THREE.AxesHelper(2);
     axes.position.z = z + 0.001;
     this.floor.add(axes);
@@ -290,7 +367,7 @@ export class SiteView {
       const sprite = labelSprite(labelTexture([text], "#8a97a6"));
       sprite.position.set(x, y, z);
       sprite.scale.multiplyScalar(0.8);
-      this.floor.add(sprite);
+      this.floorDetail.add(sprite);
     };
     for (let x = minX; x <= maxX; x += every) mark(`${x} m`, x, minY - 0.5);
     for (let y = minY + every; y <= maxY; y += every) mark(`${y} m`, minX - 1.2, y);
@@ -663,21 +740,33 @@ export class SiteView {
     return device ? this.pixelOf(device.position.toArray()) : null;
   }
 
+  /** Zone labels in view now (none while the camera moves). */
+  labelsShown() {
+    return this.coarse ? 0 : this.labelCount || 0;
+  }
+
   /** Counters for tests, the status bar and measurements: `frames` and `fps` count animation
    * frames, `rendered` the frames drawn (only those where something changed), `frameMs` the
-   * percentiles of the last 240 frame intervals. */
+   * percentiles of the last 240 frame intervals, `renderer` what draws WebGL; `detail` is "coarse" while the camera moves and
+   * "full" at rest, `drawn` the triangles, lines and points of the last frame drawn, and
+   * `settledMs` how long after the camera's last move the full view was drawn again, the last
+   * time it came to rest. */
   stats() {
     const sorted = Array.from(this.frameTimes.subarray(0, Math.min(this.frames - 1, FRAME_SAMPLES))).sort((a, b) => a - b);
     return {
       webgl: this.webgl,
+      renderer: this.rendererName || null,
       zonesDrawn: this.zones.size,
       devices: this.devices.size,
       frames: this.frames,
       rendered: this.rendered,
       fps: this.fps,
       frameMs: { p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95), p99: quantile(sorted, 0.99), max: quantile(sorted, 1) },
-      labels: this.labelCount || 0,
-      trails: Math.min(this.devices.size, this.devices.size <= TRAILS ? Infinity : this.trailCount || 0),
+      labels: this.labelsShown(),
+      detail: this.coarse ? "coarse" : "full",
+      drawn: { ...this.drawn },
+      settledMs: this.settledMs,
+      trails: this.coarse ? 0 : Math.min(this.devices.size, this.devices.size <= TRAILS ? Infinity : this.trailCount || 0),
       litZones: [...this.zones.values()].filter((e) => e.zone.Active && (this.occupants.get(e.zone.ZoneID)?.size || 0) > 0).length,
     };
   }

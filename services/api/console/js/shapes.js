@@ -10,6 +10,8 @@ const v = (row) => new THREE.Vector3(row[0], row[1], row[2]);
 /** Segments around a sphere or a cylinder (a multiple of 4, so that the extremes along each axis
  * are vertices): round enough to read as round, few enough for a thousand zones in one view. */
 const SEGMENTS = 16;
+/** Segments around round shapes in the coarse view drawn while the camera moves. */
+export const COARSE_SEGMENTS = 6;
 
 /** A unit box spanning [0,1]³ moved by the affine map `origin + a·e1 + b·e2 + c·e3`. */
 function parallelepiped(origin, e1, e2, e3) {
@@ -18,9 +20,9 @@ function parallelepiped(origin, e1, e2, e3) {
   return geometry.applyMatrix4(m);
 }
 
-/** A cylinder of radius `r` along `axis` (unit) from `base` over `height`. */
-function column(base, axis, height, r) {
-  const geometry = new THREE.CylinderGeometry(r, r, height, SEGMENTS, 1).translate(0, height / 2, 0);
+/** A cylinder of radius `r` along `axis` (unit) from `base` over `height`, `segments` around. */
+function column(base, axis, height, r, segments) {
+  const geometry = new THREE.CylinderGeometry(r, r, height, segments, 1).translate(0, height / 2, 0);
   const turn = new THREE.Quaternion().setFromUnitVectors(new THREE.Vector3(0, 1, 0), axis);
   geometry.applyQuaternion(turn);
   return geometry.translate(base.x, base.y, base.z);
@@ -83,17 +85,18 @@ function axisOf(row, flat = false) {
 
 /**
  * The three.js geometry of `zone` (GeometryType, GeometryData), with 2D shapes spanning
- * `zRange` = [bottom, top]; null when the data cannot be drawn (the server has checked it, so
- * this is a zone written by a newer server with a shape this console does not know).
+ * `zRange` = [bottom, top], round shapes with `segments` facets around; null when the data
+ * cannot be drawn (the server has checked it, so this is a zone written by a newer server with a
+ * shape this console does not know).
  */
-export function zoneGeometry(zone, zRange) {
+export function zoneGeometry(zone, zRange, segments = SEGMENTS) {
   const rows = zone.GeometryData;
   const [bottom, top] = zRange;
   switch (String(zone.GeometryType).toLowerCase()) {
     case "sphere":
-      return new THREE.SphereGeometry(rows[1][0], SEGMENTS, SEGMENTS / 2).translate(rows[0][0], rows[0][1], rows[0][2]);
+      return new THREE.SphereGeometry(rows[1][0], segments, Math.max(2, Math.round(segments / 2))).translate(rows[0][0], rows[0][1], rows[0][2]);
     case "circle":
-      return column(new THREE.Vector3(rows[0][0], rows[0][1], bottom), new THREE.Vector3(0, 0, 1), top - bottom, rows[1][0]);
+      return column(new THREE.Vector3(rows[0][0], rows[0][1], bottom), new THREE.Vector3(0, 0, 1), top - bottom, rows[1][0], segments);
     case "cuboid": {
       const [l, w, h] = rows[1];
       return parallelepiped(
@@ -113,7 +116,7 @@ export function zoneGeometry(zone, zRange) {
       );
     }
     case "cylinder":
-      return column(v(rows[0]), axisOf(rows[1]), rows[2][0], rows[2][1]);
+      return column(v(rows[0]), axisOf(rows[1]), rows[2][0], rows[2][1], segments);
     case "polygon":
       return prism(polygonVertices(rows), rows[rows.length - 2][0], axisOf(rows[rows.length - 1]));
     default:
@@ -158,6 +161,12 @@ export function zoneCentre(zone) {
     default:
       return new THREE.Vector3();
   }
+}
+
+/** Whether a zone's shape is round (drawn with facets: fewer of them in the coarse view). */
+export function isRound(zone) {
+  const type = String(zone.GeometryType).toLowerCase();
+  return type === "sphere" || type === "circle" || type === "cylinder";
 }
 
 /** Whether a zone is 2D (a column through the site's height). */

@@ -4,10 +4,12 @@
 // not move, so the shading of a vertex never changes), its place their positions (a mobile zone
 // is moved by writing its range again). Restyling or moving a zone rewrites its range only and
 // sends just those ranges to the GPU; the buffers are built again only when the set of shapes
-// changes.
+// changes. Colours are written when a mesh is sent, so a zone restyled many times between two
+// frames is coloured once. A second, coarse mesh of the same zones (fewer facets around round shapes, no edges)
+// is what is drawn while the camera moves.
 
 import * as THREE from "three";
-import { zoneCentre, zoneGeometry } from "./shapes.js";
+import { COARSE_SEGMENTS, isRound, zoneCentre, zoneGeometry } from "./shapes.js";
 
 /** The scene's light: ambient 1.6 and a directional light of 1.4 from here, as three.js's
  * Lambert shading would apply them, the same from both sides. */
@@ -22,15 +24,37 @@ const RANGES_PER_UPLOAD = 256;
 
 /**
  * The buffers of one zone's shape, ready to be merged: positions, the Lambert shading of each
- * vertex, triangle indices, edge segments (where faces meet at more than EDGE_ANGLE degrees), its box and its
- * centre as the evaluator places mobile zones. Null when the shape cannot be drawn.
+ * vertex, triangle indices, edge segments (where faces meet at more than EDGE_ANGLE degrees), its
+ * box and its centre as the evaluator places mobile zones, and `coarse`: the surface with fewer
+ * facets around round shapes (the same surface for the others), drawn while the camera moves.
+ * Null when the shape cannot be drawn.
  */
 export function shapeOf(zone, zRange) {
   const geometry = zoneGeometry(zone, zRange);
   if (!geometry) return null;
-  if (!geometry.getAttribute("normal")) geometry.computeVertexNormals();
+  const surface = surfaceOf(geometry);
   geometry.computeBoundingBox();
   const edges = new THREE.EdgesGeometry(geometry, EDGE_ANGLE);
+  const shape = {
+    ...surface,
+    edges: Float32Array.from(edges.getAttribute("position").array),
+    box: geometry.boundingBox.clone(),
+    centre: zoneCentre(zone),
+    coarse: surface,
+  };
+  geometry.dispose();
+  edges.dispose();
+  if (isRound(zone)) {
+    const coarse = zoneGeometry(zone, zRange, COARSE_SEGMENTS);
+    shape.coarse = surfaceOf(coarse);
+    coarse.dispose();
+  }
+  return shape;
+}
+
+/** The positions, shading and outward-facing triangles of `geometry`. */
+function surfaceOf(geometry) {
+  if (!geometry.getAttribute("normal")) geometry.computeVertexNormals();
   const count = geometry.getAttribute("position").count;
   const normals = geometry.getAttribute("normal").array;
   const shade = new Float32Array(count);
@@ -41,17 +65,7 @@ export function shapeOf(zone, zRange) {
   const positions = Float32Array.from(geometry.getAttribute("position").array);
   const index = geometry.index ? Uint32Array.from(geometry.index.array) : Uint32Array.from({ length: count }, (_, i) => i);
   facingOut(positions, index);
-  const shape = {
-    positions,
-    shade,
-    index,
-    edges: Float32Array.from(edges.getAttribute("position").array),
-    box: geometry.boundingBox.clone(),
-    centre: zoneCentre(zone),
-  };
-  geometry.dispose();
-  edges.dispose();
-  return shape;
+  return { positions, shade, index };
 }
 
 /**
@@ -73,38 +87,48 @@ function facingOut(positions, index) {
   for (let i = 0; i < index.length; i += 3) [index[i + 1], index[i + 2]] = [index[i + 2], index[i + 1]];
 }
 
-export class ZoneLayer {
-  /** Adds the zones' mesh and edges to `parent`. */
-  constructor(parent) {
+/**
+ * One merged mesh of every zone: each zone's full shape with its edges, or (`coarse`) its coarse
+ * surface alone. Each entry's range in it is `entry.ranges[slot]`.
+ */
+class Level {
+  constructor(parent, slot, coarse) {
     const look = { vertexColors: true, transparent: true, depthWrite: false };
+    this.slot = slot;
+    this.coarse = coarse;
     // The outside of each zone only: drawing the far side through the near one too would cost
     // twice the triangles and pixels, and the edges show the far side already.
     this.mesh = new THREE.Mesh(new THREE.BufferGeometry(), new THREE.MeshBasicMaterial(look));
-    this.edges = new THREE.LineSegments(new THREE.BufferGeometry(), new THREE.LineBasicMaterial(look));
     // Mobile zones move after the bounding volumes were computed: never cull.
     this.mesh.frustumCulled = false;
-    this.edges.frustumCulled = false;
-    parent.add(this.mesh, this.edges);
-    this.entries = [];
+    parent.add(this.mesh);
+    this.edges = null;
+    if (!coarse) {
+      this.edges = new THREE.LineSegments(new THREE.BufferGeometry(), new THREE.LineBasicMaterial(look));
+      this.edges.frustumCulled = false;
+      parent.add(this.edges);
+    }
     this.touched = new Set();
     this.moved = new Set();
+    this.whole = true;
   }
 
-  /**
-   * Merges the shapes of `entries` (each with its `shape`) into new buffers; each entry gets its
-   * `range` in them. Looks and places are written by `setStyle` and `setPlace` afterwards.
-   */
+  surfaceOf(shape) {
+    return this.coarse ? shape.coarse : shape;
+  }
+
+  /** Merges the shapes of `entries` into new buffers, giving each its range. */
   rebuild(entries) {
     let vertices = 0;
     let indices = 0;
     let edgeVertices = 0;
     for (const e of entries) {
-      const { shape } = e;
-      e.range = { vertex: vertices, count: shape.shade.length, edge: edgeVertices, edges: shape.edges.length / 3 };
-      e.triangles = [indices, shape.index.length];
-      vertices += shape.shade.length;
-      indices += shape.index.length;
-      edgeVertices += shape.edges.length / 3;
+      const surface = this.surfaceOf(e.shape);
+      const edges = this.coarse ? 0 : e.shape.edges.length / 3;
+      e.ranges[this.slot] = { vertex: vertices, count: surface.shade.length, edge: edgeVertices, edges, first: indices, indices: surface.index.length };
+      vertices += surface.shade.length;
+      indices += surface.index.length;
+      edgeVertices += edges;
     }
     this.positions = new Float32Array(vertices * 3);
     this.colours = new Float32Array(vertices * 4);
@@ -112,49 +136,44 @@ export class ZoneLayer {
     this.edgePositions = new Float32Array(edgeVertices * 3);
     this.edgeColours = new Float32Array(edgeVertices * 4);
     for (const e of entries) {
-      const { shape, range } = e;
-      this.positions.set(shape.positions, range.vertex * 3);
-      this.edgePositions.set(shape.edges, range.edge * 3);
-      const [start, count] = e.triangles;
-      for (let k = 0; k < count; k++) this.index[start + k] = shape.index[k] + range.vertex;
-      e.placedAt = null;
+      const surface = this.surfaceOf(e.shape);
+      const range = e.ranges[this.slot];
+      this.positions.set(surface.positions, range.vertex * 3);
+      if (range.edges) this.edgePositions.set(e.shape.edges, range.edge * 3);
+      for (let k = 0; k < range.indices; k++) this.index[range.first + k] = surface.index[k] + range.vertex;
     }
     const dynamic = (array, size) => new THREE.BufferAttribute(array, size).setUsage(THREE.DynamicDrawUsage);
-    const surface = new THREE.BufferGeometry();
-    surface.setAttribute("position", dynamic(this.positions, 3));
-    surface.setAttribute("color", dynamic(this.colours, 4));
-    surface.setIndex(new THREE.BufferAttribute(this.index, 1));
-    const lines = new THREE.BufferGeometry();
-    lines.setAttribute("position", dynamic(this.edgePositions, 3));
-    lines.setAttribute("color", dynamic(this.edgeColours, 4));
+    const mesh = new THREE.BufferGeometry();
+    mesh.setAttribute("position", dynamic(this.positions, 3));
+    mesh.setAttribute("color", dynamic(this.colours, 4));
+    mesh.setIndex(new THREE.BufferAttribute(this.index, 1));
     this.mesh.geometry.dispose();
-    this.edges.geometry.dispose();
-    this.mesh.geometry = surface;
-    this.edges.geometry = lines;
-    this.entries = entries;
+    this.mesh.geometry = mesh;
+    if (this.edges) {
+      const lines = new THREE.BufferGeometry();
+      lines.setAttribute("position", dynamic(this.edgePositions, 3));
+      lines.setAttribute("color", dynamic(this.edgeColours, 4));
+      this.edges.geometry.dispose();
+      this.edges.geometry = lines;
+    }
     this.touched.clear();
     this.moved.clear();
     this.whole = true;
   }
 
-  /** Sets the look of `entry`: surface and edge colours (THREE.Color, linear) with their
-   * opacities, and the glow added to the lit surface. A hidden zone is drawn fully clear. */
-  setStyle(entry, surface, surfaceOpacity, edge, edgeOpacity, glow) {
-    entry.look = {
-      surface: surface.clone(),
-      surfaceOpacity,
-      edge: edge.clone(),
-      edgeOpacity,
-      glow: glow.clone(),
-    };
-    this.paint(entry);
+  /** Marks `entry` to be coloured again: its colours are written when this mesh is next sent
+   * to the GPU, once however often it changed meanwhile. */
+  paint(entry) {
+    this.touched.add(entry);
   }
 
-  paint(entry) {
-    const { look, range } = entry;
+  /** Writes the colours of `entry` (its `look`, clear when hidden). */
+  writeColours(entry) {
+    const { look } = entry;
     if (!look) return;
+    const range = entry.ranges[this.slot];
     const shown = entry.shown ? 1 : 0;
-    const { shade } = entry.shape;
+    const { shade } = this.surfaceOf(entry.shape);
     const c = this.colours;
     for (let i = 0; i < range.count; i++) {
       const o = (range.vertex + i) * 4;
@@ -171,7 +190,95 @@ export class ZoneLayer {
       e[o + 2] = look.edge.b;
       e[o + 3] = look.edgeOpacity * shown;
     }
-    this.touched.add(entry);
+  }
+
+  /** Writes the positions of `entry` moved by `offset`. */
+  place(entry, offset) {
+    const range = entry.ranges[this.slot];
+    const write = (target, from, source) => {
+      for (let k = 0; k < source.length; k += 3) {
+        target[from + k] = source[k] + offset.x;
+        target[from + k + 1] = source[k + 1] + offset.y;
+        target[from + k + 2] = source[k + 2] + offset.z;
+      }
+    };
+    write(this.positions, range.vertex * 3, this.surfaceOf(entry.shape).positions);
+    if (range.edges) write(this.edgePositions, range.edge * 3, entry.shape.edges);
+    this.moved.add(entry);
+  }
+
+  changed() {
+    return this.whole || this.touched.size > 0 || this.moved.size > 0;
+  }
+
+  /** Colours the zones restyled and sends their ranges, and those of the zones moved, to the
+   * GPU. */
+  commit() {
+    if (!this.changed()) return;
+    for (const entry of this.touched) this.writeColours(entry);
+    const mesh = this.mesh.geometry;
+    const lines = this.edges?.geometry;
+    const slot = this.slot;
+    upload(mesh.getAttribute("color"), lines?.getAttribute("color"), this.touched, slot, 4, this.whole);
+    upload(mesh.getAttribute("position"), lines?.getAttribute("position"), this.moved, slot, 3, this.whole);
+    this.touched.clear();
+    this.moved.clear();
+    this.whole = false;
+  }
+
+  set visible(on) {
+    this.mesh.visible = on;
+    if (this.edges) this.edges.visible = on;
+  }
+}
+
+export class ZoneLayer {
+  /** Adds the zones' meshes and edges to `parent`: the full one shown, the coarse one hidden. */
+  constructor(parent) {
+    this.full = new Level(parent, 0, false);
+    this.coarse = new Level(parent, 1, true);
+    this.levels = [this.full, this.coarse];
+    this.coarse.visible = false;
+    this.shown = this.full;
+    this.entries = [];
+  }
+
+  /** Draws the coarse mesh (`true`: while the camera moves) or the full one. */
+  setCoarse(on) {
+    this.shown = on ? this.coarse : this.full;
+    this.full.visible = !on;
+    this.coarse.visible = on;
+  }
+
+  /**
+   * Merges the shapes of `entries` (each with its `shape`) into new buffers; each entry gets its
+   * ranges in them. Looks and places are written by `setStyle` and `setPlace` afterwards.
+   */
+  rebuild(entries) {
+    for (const e of entries) {
+      e.ranges = [];
+      e.placedAt = null;
+    }
+    for (const level of this.levels) level.rebuild(entries);
+    this.entries = entries;
+  }
+
+  /** Sets the look of `entry`: surface and edge colours (THREE.Color, linear) with their
+   * opacities, and the glow added to the lit surface. A hidden zone is drawn fully clear. */
+  setStyle(entry, surface, surfaceOpacity, edge, edgeOpacity, glow) {
+    entry.look = {
+      surface: surface.clone(),
+      surfaceOpacity,
+      edge: edge.clone(),
+      edgeOpacity,
+      glow: glow.clone(),
+    };
+    this.paint(entry);
+  }
+
+  paint(entry) {
+    if (!entry.look) return;
+    for (const level of this.levels) level.paint(entry);
   }
 
   /** Moves `entry` by `offset` (a Vector3) from where its GeometryData puts it, and shows or
@@ -183,35 +290,18 @@ export class ZoneLayer {
     }
     if (entry.placedAt?.equals(offset)) return;
     entry.placedAt = offset.clone();
-    const { shape, range } = entry;
-    const write = (target, from, source) => {
-      for (let k = 0; k < source.length; k += 3) {
-        target[from + k] = source[k] + offset.x;
-        target[from + k + 1] = source[k + 1] + offset.y;
-        target[from + k + 2] = source[k + 2] + offset.z;
-      }
-    };
-    write(this.positions, range.vertex * 3, shape.positions);
-    write(this.edgePositions, range.edge * 3, shape.edges);
-    this.moved.add(entry);
+    for (const level of this.levels) level.place(entry, offset);
   }
 
-  /** Whether zones were restyled or moved since the last commit. */
+  /** Whether the zones drawn now were restyled or moved since the last commit. */
   changed() {
-    return this.whole || this.touched.size > 0 || this.moved.size > 0;
+    return this.shown.changed();
   }
 
-  /** Sends the ranges of the zones restyled or moved to the GPU; answers whether there were any. */
+  /** Sends the ranges of the zones restyled or moved to the GPU, for the mesh drawn now only:
+   * the other one catches up when it is drawn again. */
   commit() {
-    if (!this.changed()) return false;
-    const surface = this.mesh.geometry;
-    const lines = this.edges.geometry;
-    upload(surface.getAttribute("color"), lines.getAttribute("color"), this.touched, 4, this.whole);
-    upload(surface.getAttribute("position"), lines.getAttribute("position"), this.moved, 3, this.whole);
-    this.touched.clear();
-    this.moved.clear();
-    this.whole = false;
-    return true;
+    this.shown.commit();
   }
 
   /** The zone of `entries` whose surface `ray` meets first, or null: the boxes first, then the
@@ -237,17 +327,17 @@ export class ZoneLayer {
     return best;
   }
 
-  /** How far along `ray` it meets a triangle of entry `e` where it is drawn; Infinity when it
-   * does not. */
+  /** How far along `ray` it meets a triangle of entry `e` where it is drawn (in full); Infinity
+   * when it does not. */
   rayDistance(ray, e) {
-    const [start, count] = e.triangles;
-    const p = this.positions;
+    const { first, indices } = e.ranges[this.full.slot];
+    const { positions: p, index } = this.full;
     let nearest = Infinity;
     const corner = (v, k) => v.set(p[k * 3], p[k * 3 + 1], p[k * 3 + 2]);
-    for (let i = start; i < start + count; i += 3) {
-      corner(_a, this.index[i]);
-      corner(_b, this.index[i + 1]);
-      corner(_c, this.index[i + 2]);
+    for (let i = first; i < first + indices; i += 3) {
+      corner(_a, index[i]);
+      corner(_b, index[i + 1]);
+      corner(_c, index[i + 2]);
       if (ray.intersectTriangle(_a, _b, _c, false, _point)) nearest = Math.min(nearest, _point.distanceTo(ray.origin));
     }
     return nearest;
@@ -255,21 +345,25 @@ export class ZoneLayer {
 }
 
 /**
- * Marks the ranges of `entries` in `surface` and `lines` (attributes of `size` numbers per
- * vertex) for upload, or the whole attributes when there are many or `whole` says so.
+ * Marks the ranges (`ranges[slot]`) of `entries` in `surface` and `lines` (attributes of `size`
+ * numbers per vertex; `lines` may be absent) for upload, or the whole attributes when there are
+ * many or `whole` says so.
  */
-function upload(surface, lines, entries, size, whole) {
+function upload(surface, lines, entries, slot, size, whole) {
   if (!whole && !entries.size) return;
   if (whole || entries.size > RANGES_PER_UPLOAD) {
     surface.clearUpdateRanges();
-    lines.clearUpdateRanges();
     surface.needsUpdate = true;
-    lines.needsUpdate = true;
+    if (lines) {
+      lines.clearUpdateRanges();
+      lines.needsUpdate = true;
+    }
     return;
   }
-  for (const { range } of entries) {
+  for (const e of entries) {
+    const range = e.ranges[slot];
     surface.addUpdateRange(range.vertex * size, range.count * size);
-    if (!range.edges) continue;
+    if (!lines || !range.edges) continue;
     lines.addUpdateRange(range.edge * size, range.edges * size);
     lines.needsUpdate = true;
   }
