@@ -35,6 +35,15 @@ impl Chain {
         self.filters.iter().all(|f| f.invert || f.template.is_none_or(|t| t.matches_kind(category, kind)))
     }
 
+    /// The chain's verdict on every event of this `Category` and `Type`, when they alone decide
+    /// it: no filter (children included) has a `Selector` test, or one that is decided false
+    /// without its test. `None` when a test must read the event. Lets a caller route an event
+    /// from its Category and Type without parsing it whole; where it is `Some`, it is what
+    /// [`Chain::matches`] answers.
+    pub fn decide(&self, category: Option<&str>, kind: Option<&str>) -> Option<bool> {
+        decide_all(&self.filters, category, kind)
+    }
+
     /// Whether the chain has no filters, so it matches every event.
     pub fn is_empty(&self) -> bool {
         self.filters.is_empty()
@@ -108,9 +117,55 @@ fn all(filters: &[Filter], event: &Value) -> bool {
     filters.iter().all(|f| f.matches(event))
 }
 
+/// [`all`] from Category and Type alone: false once one filter is decided false, undecided
+/// while any is.
+fn decide_all(filters: &[Filter], category: Option<&str>, kind: Option<&str>) -> Option<bool> {
+    let mut verdict = Some(true);
+    for filter in filters {
+        match filter.decide(category, kind) {
+            Some(false) => return Some(false),
+            Some(true) => {}
+            None => verdict = None,
+        }
+    }
+    verdict
+}
+
+/// `any` from Category and Type alone: true once one filter is decided true, undecided while
+/// any is.
+fn decide_any(filters: &[Filter], category: Option<&str>, kind: Option<&str>) -> Option<bool> {
+    let mut verdict = Some(false);
+    for filter in filters {
+        match filter.decide(category, kind) {
+            Some(true) => return Some(true),
+            Some(false) => {}
+            None => verdict = None,
+        }
+    }
+    verdict
+}
+
 impl Filter {
     fn matches(&self, event: &Value) -> bool {
         self.own_condition(event) && self.children.hold(event)
+    }
+
+    /// [`Filter::matches`] from Category and Type alone, when they decide it.
+    fn decide(&self, category: Option<&str>, kind: Option<&str>) -> Option<bool> {
+        let own = match self.test {
+            Some(_) => None,
+            None => Some(self.template.is_none_or(|t| t.matches_kind(category, kind)) != self.invert),
+        };
+        let children = match &self.children {
+            Children::None => Some(true),
+            Children::All(filters) => decide_all(filters, category, kind),
+            Children::Any(filters) => decide_any(filters, category, kind),
+        };
+        match (own, children) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        }
     }
 
     fn own_condition(&self, event: &Value) -> bool {

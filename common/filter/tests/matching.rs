@@ -440,3 +440,23 @@ fn admits_rules_out_only_what_a_top_level_template_excludes() {
     assert!(test_only.admits(Some("LOCATION"), None));
     assert!(compile(&json!([])).unwrap().admits(None, None), "the empty chain takes everything");
 }
+
+#[test]
+fn templates_alone_are_decided_from_category_and_type_and_tests_are_not() {
+    let zones = compile(&json!([{"FilterTemplate": "zone_events"}])).unwrap();
+    assert_eq!(zones.decide(Some("ZONE"), Some("ZONE_ENTER")), Some(true));
+    assert_eq!(zones.decide(Some("LOCATION"), Some("LOCATION_RAW_UPDATE")), Some(false));
+    let inverted = compile(&json!([{"FilterTemplate": "zone_events", "Invert": true}])).unwrap();
+    assert_eq!(inverted.decide(Some("ZONE"), Some("ZONE_EXIT")), Some(false));
+    assert_eq!(inverted.decide(None, None), Some(true), "an event without a Category is no zone event");
+    let nested = compile(&json!([{"FilterTemplate": "all", "Children": {"any": [
+        {"FilterTemplate": "alarm_events"}, {"FilterTemplate": "zone_events"}]}}]))
+    .unwrap();
+    assert_eq!(nested.decide(Some("ALARM"), Some("SITE_ALARM")), Some(true));
+    assert_eq!(nested.decide(Some("LOCATION"), Some("LOCATION_RAW_UPDATE")), Some(false));
+    let tested =
+        compile(&json!([{"FilterTemplate": "zone_events"}, {"Selector": "Content.ZoneID", "Type": "exists"}])).unwrap();
+    assert_eq!(tested.decide(Some("ZONE"), Some("ZONE_ENTER")), None, "the test must read the event");
+    assert_eq!(tested.decide(Some("ALARM"), Some("SITE_ALARM")), Some(false), "the template rules it out alone");
+    assert_eq!(compile(&json!([])).unwrap().decide(None, None), Some(true));
+}

@@ -145,6 +145,14 @@ proptest! {
     }
 
     #[test]
+    fn a_verdict_from_category_and_type_is_the_chains_own(event in event(), chain in chain()) {
+        let compiled = compile(&chain).unwrap();
+        if let Some(verdict) = compiled.decide(event["Category"].as_str(), event["Type"].as_str()) {
+            prop_assert_eq!(verdict, compiled.matches(&event), "{} on {}", chain, event);
+        }
+    }
+
+    #[test]
     fn lt_and_gte_are_complementary_on_numeric_fields(
         (event, (value, field)) in (event(), numeric_field()),
         t in prop::num::f64::NORMAL,

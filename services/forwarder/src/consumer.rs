@@ -26,7 +26,7 @@ use crate::backoff::Backoff;
 use crate::endpoint::MAX_PAYLOAD;
 use crate::link::Shared;
 use crate::outbox::{Message, Receipt};
-use crate::router::{BadEvent, Envelope, Route};
+use crate::router::{BadEvent, Envelope, Head, Route};
 use crate::task::Stoppable;
 
 /// The journal consumer of the MQTT connection `id`; every replica uses the same one.
@@ -182,11 +182,23 @@ fn take(
 }
 
 /// The topics of `routes` whose chains `payload` matches, in order, and when the position that
-/// caused the event was accepted (Unix milliseconds, the time of its `EventID`); the event's
-/// Category and Type are looked at first, so an event no chain can take is not walked.
+/// caused the event was accepted (Unix milliseconds, the time of its `EventID`). The event's
+/// Category, Type and EventID are read first: when they decide every chain (template-only
+/// chains, the common case) the event is never parsed whole.
 fn matching(routes: &[Route], payload: &[u8]) -> Result<(Vec<Arc<str>>, Option<u64>), BadEvent> {
     if routes.is_empty() {
         return Ok((Vec::new(), None));
+    }
+    let accepted = |id: Option<&str>| {
+        id.and_then(|id| id.parse().ok()).and_then(|id| zonecast_model::lag::accepted_ms(zonecast_model::EventId(id)))
+    };
+    if let Some(head) = Head::parse(payload) {
+        let (category, kind) = head.kind();
+        let decided: Option<Vec<bool>> = routes.iter().map(|r| r.chain.decide(category, kind)).collect();
+        if let Some(decided) = decided {
+            let topics = routes.iter().zip(decided).filter(|(_, take)| *take).map(|(r, _)| r.topic.clone()).collect();
+            return Ok((topics, accepted(head.event_id())));
+        }
     }
     let event = Envelope::parse(payload)?;
     let (category, kind) = event.kind();
@@ -195,11 +207,5 @@ fn matching(routes: &[Route], payload: &[u8]) -> Result<(Vec<Arc<str>>, Option<u
         .filter(|r| r.chain.admits(category, kind) && r.chain.matches(event.tree()))
         .map(|r| r.topic.clone())
         .collect();
-    let accepted = event
-        .tree()
-        .get("EventID")
-        .and_then(serde_json::Value::as_str)
-        .and_then(|id| id.parse().ok())
-        .and_then(|id| zonecast_model::lag::accepted_ms(zonecast_model::EventId(id)));
-    Ok((topics, accepted))
+    Ok((topics, accepted(event.tree().get("EventID").and_then(serde_json::Value::as_str))))
 }

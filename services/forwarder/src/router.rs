@@ -71,6 +71,88 @@ impl Envelope {
     }
 }
 
+/// The fields of an event read before, and often instead of, the whole tree: `Category` and
+/// `Type` (which decide template-only chains, see [`zonecast_filter::Chain::decide`]) and
+/// `EventID`. Read without building the tree: strings are borrowed where they have no escapes.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Head<'a> {
+    #[serde(rename = "Category", borrow, default)]
+    category: Text<'a>,
+    #[serde(rename = "Type", borrow, default)]
+    kind: Text<'a>,
+    #[serde(rename = "EventID", borrow, default)]
+    event_id: Text<'a>,
+}
+
+impl<'a> Head<'a> {
+    /// The head of a JSON object; `None` for anything else, or for an object that serde cannot
+    /// read field by field (a key twice), which the whole tree then decides.
+    pub fn parse(payload: &'a [u8]) -> Option<Self> {
+        let first = payload.iter().find(|b| !b.is_ascii_whitespace())?;
+        if *first != b'{' {
+            return None;
+        }
+        serde_json::from_slice(payload).ok()
+    }
+
+    /// Its `Category` and `Type`, as [`Envelope::kind`] reads them.
+    pub fn kind(&self) -> (Option<&str>, Option<&str>) {
+        (self.category.0.as_deref(), self.kind.0.as_deref())
+    }
+
+    /// Its `EventID`, when a string.
+    pub fn event_id(&self) -> Option<&str> {
+        self.event_id.0.as_deref()
+    }
+}
+
+/// A field's text when it is a JSON string, `None` when it is any other value (as
+/// `Value::as_str` reads it).
+#[derive(Debug, Default)]
+struct Text<'a>(Option<std::borrow::Cow<'a, str>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Some(v.into())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Some(v.to_owned().into())))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+        }
+        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
+    }
+}
+
 /// Every connection's topics with compiled chains, in connection order.
 #[derive(Debug, Clone, Default)]
 pub struct Router {
@@ -247,6 +329,23 @@ mod tests {
             routed(&router, &position("00:00:00:00:00:01", 0.0)),
             vec![(a.id, "one".into()), (a.id, "same".into())]
         );
+    }
+
+    #[test]
+    fn the_head_reads_category_type_and_event_id_as_the_tree_does() {
+        let payload = br#"{"Category": "ZONE", "Content": {"Type": "inner"}, "Type": "ZONE_\u0045NTER",
+            "EventID": "0190A1B2-0000-7000-8000-000000000001", "Source": {"MAC": "00:00:00:00:00:01"}}"#;
+        let head = Head::parse(payload).unwrap();
+        let tree = Envelope::parse(payload).unwrap();
+        assert_eq!(head.kind(), tree.kind());
+        assert_eq!(head.kind(), (Some("ZONE"), Some("ZONE_ENTER")));
+        assert_eq!(head.event_id(), Some("0190A1B2-0000-7000-8000-000000000001"));
+        let odd = Head::parse(br#"{"Category": 7, "Type": ["ZONE_ENTER"], "EventID": null}"#).unwrap();
+        assert_eq!((odd.kind(), odd.event_id()), ((None, None), None));
+        assert_eq!(Head::parse(b"{}").unwrap().kind(), (None, None));
+        assert!(Head::parse(br#"["ZONE", "ZONE_ENTER"]"#).is_none(), "no object, no head");
+        assert!(Head::parse(br#"{"Type": "A", "Type": "B"}"#).is_none(), "a key twice is left to the tree");
+        assert!(Head::parse(b"{\"Category\": ").is_none());
     }
 
     mod properties {
