@@ -1,9 +1,9 @@
 //! The console's frame rate on a large site: the all-in-one (`zonecast::start` in this process,
 //! built with the bench profile, i.e. release) with 1,000 zones of every shape and 10,000
 //! devices walking at 1 Hz, posted over HTTP in batches of 1,000 every 100 ms; the console open
-//! in a headless Chromium (software WebGL: SwiftShader, or Mesa's llvmpipe with
-//! `BROWSER_RENDERER=llvmpipe`; the page composited through it, or in software with
-//! `BROWSER_COMPOSITING=software`) through `zonecast_tests::browser`,
+//! in a headless Chromium through `zonecast_tests::browser`, drawing as Chromium chooses on a
+//! machine without a GPU (WebGL by SwiftShader, the page composited in software), or as
+//! `BROWSER_GRAPHICS` says (`swiftshader-gpu`, `swiftshader-software`, `llvmpipe`),
 //! signed in through its form. Once the scene holds every zone and device, the frame rate is
 //! sampled from `requestAnimationFrame` timestamps in the page: first with the camera still
 //! (the site moving), then with the camera turning about the site, which makes every frame
@@ -12,8 +12,8 @@
 //! ```sh
 //! cargo bench -p zonecast-tests --bench console_fps
 //! BENCH_SECONDS=10 BENCH_ZONES=200 BENCH_DEVICES=2000 cargo bench -p zonecast-tests --bench console_fps
-//! BROWSER_COMPOSITING=software cargo bench -p zonecast-tests --bench console_fps
-//! BROWSER_RENDERER=llvmpipe cargo bench -p zonecast-tests --bench console_fps
+//! BROWSER_GRAPHICS=swiftshader-gpu cargo bench -p zonecast-tests --bench console_fps
+//! BROWSER_GRAPHICS=llvmpipe cargo bench -p zonecast-tests --bench console_fps
 //! ```
 //!
 //! It prints the WebGL renderer the page reports, frames per second (animation frames, and how

@@ -25,66 +25,63 @@ pub const ESCAPE: &str = "\u{E00C}";
 /// The W3C name of the key of a WebDriver element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// How the browser draws: the machines that run the tests have no GPU, so WebGL is drawn by a
-/// software renderer, and the page is composited either through that renderer too (as Chromium
-/// does when told to draw WebGL in software) or by Chromium's own software compositor (the one
-/// it has for machines without a usable GPU).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Graphics {
-    /// What draws WebGL.
-    pub renderer: Renderer,
-    /// Whether the page is composited in software (`--disable-gpu-compositing`).
-    pub software_compositing: bool,
-}
-
-impl Default for Graphics {
-    fn default() -> Self {
-        Self { renderer: Renderer::SwiftShader, software_compositing: false }
-    }
+/// How the browser draws. The machines that run the tests have no GPU, so WebGL is drawn by a
+/// software renderer; what composites the page differs. `BROWSER_GRAPHICS` picks one for the
+/// benchmarks; the tests use [`Graphics::Chromium`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Graphics {
+    /// As Chromium comes, no graphics flag: on a machine without a GPU it draws WebGL with
+    /// SwiftShader and composites the page in software (chrome://gpu: "WebGL: Software only",
+    /// "Compositing: Software only"). `BROWSER_GRAPHICS=chromium`, the default.
+    #[default]
+    Chromium,
+    /// SwiftShader made Chromium's GPU (`--use-angle=swiftshader`), the page composited through
+    /// it too: `BROWSER_GRAPHICS=swiftshader-gpu`.
+    SwiftShaderGpu,
+    /// SwiftShader made Chromium's GPU, the page composited in software
+    /// (`--disable-gpu-compositing`): `BROWSER_GRAPHICS=swiftshader-software`.
+    SwiftShaderSoftware,
+    /// Mesa's llvmpipe through ANGLE's OpenGL ES back end on a surfaceless EGL display, the page
+    /// composited through it: needs Mesa's drivers (`apt-get install libgl1-mesa-dri libegl1`).
+    /// `BROWSER_GRAPHICS=llvmpipe`.
+    Llvmpipe,
 }
 
 impl Graphics {
-    /// What `BROWSER_RENDERER` (`swiftshader` or `llvmpipe`) and `BROWSER_COMPOSITING` (`gpu` or
-    /// `software`) name; SwiftShader with GPU compositing when they are unset.
+    /// What `BROWSER_GRAPHICS` names; [`Graphics::Chromium`] when it is unset.
     pub fn from_env() -> Self {
-        let renderer = match std::env::var("BROWSER_RENDERER").as_deref() {
-            Ok("llvmpipe") => Renderer::Llvmpipe,
-            Ok("swiftshader") | Err(_) => Renderer::SwiftShader,
-            Ok(other) => panic!("BROWSER_RENDERER={other}: expected swiftshader or llvmpipe"),
-        };
-        let software_compositing = match std::env::var("BROWSER_COMPOSITING").as_deref() {
-            Ok("software") => true,
-            Ok("gpu") | Err(_) => false,
-            Ok(other) => panic!("BROWSER_COMPOSITING={other}: expected gpu or software"),
-        };
-        Self { renderer, software_compositing }
+        match std::env::var("BROWSER_GRAPHICS").as_deref() {
+            Ok("chromium") | Err(_) => Self::Chromium,
+            Ok("swiftshader-gpu") => Self::SwiftShaderGpu,
+            Ok("swiftshader-software") => Self::SwiftShaderSoftware,
+            Ok("llvmpipe") => Self::Llvmpipe,
+            Ok(other) => {
+                panic!("BROWSER_GRAPHICS={other}: expected chromium, swiftshader-gpu, swiftshader-software or llvmpipe")
+            }
+        }
+    }
+
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Self::Chromium => &[],
+            Self::SwiftShaderGpu => &["--enable-unsafe-swiftshader", "--use-angle=swiftshader"],
+            Self::SwiftShaderSoftware => {
+                &["--enable-unsafe-swiftshader", "--use-angle=swiftshader", "--disable-gpu-compositing"]
+            }
+            // Chromium keeps Mesa's software driver off its list of GPUs it trusts.
+            Self::Llvmpipe => &["--use-angle=gl-egl", "--ignore-gpu-blocklist"],
+        }
     }
 }
 
 impl std::fmt::Display for Graphics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let compositing = if self.software_compositing { "software" } else { "through the renderer" };
-        write!(f, "WebGL by {:?}, compositing {compositing}", self.renderer)
-    }
-}
-
-/// The software renderer that draws WebGL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Renderer {
-    /// SwiftShader, Chromium's own (through ANGLE's Vulkan back end): works on any machine.
-    SwiftShader,
-    /// Mesa's llvmpipe through ANGLE's OpenGL ES back end on a surfaceless EGL display: needs
-    /// Mesa's drivers (`apt-get install libgl1-mesa-dri libegl1`).
-    Llvmpipe,
-}
-
-impl Renderer {
-    fn args(self) -> &'static [&'static str] {
-        match self {
-            Self::SwiftShader => &["--enable-unsafe-swiftshader", "--use-angle=swiftshader"],
-            // Chromium keeps Mesa's software driver off its list of GPUs it trusts.
-            Self::Llvmpipe => &["--use-angle=gl-egl", "--ignore-gpu-blocklist"],
-        }
+        f.write_str(match self {
+            Self::Chromium => "Chromium's own choice: WebGL by SwiftShader, compositing in software",
+            Self::SwiftShaderGpu => "WebGL by SwiftShader as the GPU, compositing through it",
+            Self::SwiftShaderSoftware => "WebGL by SwiftShader as the GPU, compositing in software",
+            Self::Llvmpipe => "WebGL by llvmpipe, compositing through it",
+        })
     }
 }
 
@@ -99,8 +96,8 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts chromedriver and a headless Chromium of `width`×`height` drawing WebGL with
-    /// SwiftShader; screenshots go to `<target>/console-screenshots/`. Panics with the install
+    /// Starts chromedriver and a headless Chromium of `width`×`height` drawing as Chromium
+    /// chooses ([`Graphics::Chromium`]); screenshots go to `<target>/console-screenshots/`. Panics with the install
     /// command when either is missing.
     pub async fn start(width: u32, height: u32) -> Self {
         Self::start_with(width, height, Graphics::default()).await
@@ -108,7 +105,6 @@ impl Browser {
 
     /// [`Browser::start`] drawing as `graphics` says.
     pub async fn start_with(width: u32, height: u32, graphics: Graphics) -> Self {
-        let renderer = graphics.renderer;
         for program in [CHROMIUM, CHROMEDRIVER] {
             assert!(
                 Path::new(program).exists(),
@@ -118,7 +114,7 @@ impl Browser {
         let port = free_port();
         let mut command = std::process::Command::new(CHROMEDRIVER);
         command.arg(format!("--port={port}")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-        if renderer == Renderer::Llvmpipe {
+        if graphics == Graphics::Llvmpipe {
             // Headless, there is no X display: Mesa's EGL must not look for one.
             command.env("EGL_PLATFORM", "surfaceless");
         }
@@ -137,10 +133,7 @@ impl Browser {
         .await;
         let mut args: Vec<String> =
             ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage"].map(String::from).into();
-        args.extend(renderer.args().iter().map(|a| (*a).to_owned()));
-        if graphics.software_compositing {
-            args.push("--disable-gpu-compositing".to_owned());
-        }
+        args.extend(graphics.args().iter().map(|a| (*a).to_owned()));
         args.push(format!("--window-size={width},{height}"));
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
