@@ -146,11 +146,7 @@ impl PublishedPositions {
                 return Some(line);
             }
             let msg = tokio::time::timeout_at(until, self.subscription.next()).await.ok()?.expect("subscription open");
-            if msg.subject.contains(".batches.") {
-                self.lines.extend(zonecast_bus::positions::lines(&msg.payload).map(|l| (msg.subject.clone(), l)));
-            } else {
-                self.lines.push_back((msg.subject, msg.payload));
-            }
+            self.lines.extend(zonecast_bus::positions::lines(&msg.payload).map(|l| (msg.subject.clone(), l)));
         }
     }
 
@@ -317,20 +313,17 @@ impl Server {
     }
 
     /// Publishes `payload` (one position event's bytes, or anything a broken publisher might
-    /// send) as a position of `mac`'s partition: over NATS stored in the partition's stream as a
-    /// batch of one line, in one process on `mac`'s subject.
+    /// send) as a batch of one line of `mac`'s partition: over NATS stored in the partition's
+    /// stream, in one process on the partition's subject.
     pub async fn position_bytes(&self, mac: &zonecast_model::Mac, payload: &[u8]) {
         let partition = mac.partition(self.config.bus.partitions);
+        let mut batch = bytes::BytesMut::new();
+        zonecast_bus::positions::push_line(&mut batch, payload);
         match self.position_streams() {
             Some(streams) => {
-                let mut batch = bytes::BytesMut::new();
-                zonecast_bus::positions::push_line(&mut batch, payload);
                 streams.send(vec![(partition, batch.freeze())]).await.unwrap().confirmed().await.unwrap();
             }
-            None => {
-                let subject = self.subjects.positions(partition, mac.as_str());
-                self.bus.publish(subject, payload.to_vec().into()).await.unwrap();
-            }
+            None => self.bus.publish(self.subjects.position_batch(partition), batch.freeze()).await.unwrap(),
         }
     }
 
@@ -339,22 +332,15 @@ impl Server {
         self.bus.position_streams(self.subjects.prefix(), self.config.bus.partitions, self.config.bus.positions)
     }
 
-    /// The subject `mac`'s positions are published on: its partition's batches over NATS, its
-    /// own subject in one process.
+    /// The subject `mac`'s positions are published on: its partition's batches.
     pub fn position_subject(&self, mac: &zonecast_model::Mac) -> String {
-        let partition = mac.partition(self.config.bus.partitions);
-        if self.bus.stores_positions() {
-            self.subjects.position_batch(partition)
-        } else {
-            self.subjects.positions(partition, mac.as_str())
-        }
+        self.subjects.position_batch(mac.partition(self.config.bus.partitions))
     }
 
     /// Subscribes to every normalised position as ingest publishes them (see
     /// [`Server::position_subject`]).
     pub async fn published_positions(&self) -> PublishedPositions {
-        let subject =
-            if self.bus.stores_positions() { self.subjects.position_batches() } else { self.subjects.positions_all() };
+        let subject = self.subjects.position_batches();
         PublishedPositions { subscription: self.bus.subscribe(&subject).await.unwrap(), lines: Default::default() }
     }
 

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 
@@ -51,6 +52,26 @@ struct Member {
     tx: mpsc::Sender<Message>,
     /// Whether it reads the bytes of a message published decoded (not `subscribe_decoded`).
     bytes: bool,
+    /// The weight ([`weight`]) of the messages in its channel, not read yet.
+    queued: Arc<AtomicUsize>,
+}
+
+/// What a message counts for in [`Bus::waiting`]: a message published decoded its
+/// [`crate::Encode::weight`], any other one.
+fn weight(message: &Message) -> usize {
+    message.decoded.as_ref().map_or(1, |decoded| decoded.weight())
+}
+
+/// Hands `message` to `tx` if it has room now, counting its weight in `queued` (before it can
+/// be read, so that the count never goes below zero).
+fn try_hand(tx: &mpsc::Sender<Message>, queued: &AtomicUsize, message: Message) -> bool {
+    let weight = weight(&message);
+    queued.fetch_add(weight, Ordering::Relaxed);
+    let taken = tx.try_send(message).is_ok();
+    if !taken {
+        queued.fetch_sub(weight, Ordering::Relaxed);
+    }
+    taken
 }
 
 #[derive(Default)]
@@ -62,16 +83,16 @@ struct Group {
 
 impl Member {
     fn target(&self) -> Target {
-        Target { id: self.id, tx: self.tx.clone(), bytes: self.bytes }
+        Target { id: self.id, tx: self.tx.clone(), bytes: self.bytes, queued: self.queued.clone() }
     }
 
     fn wants(&self, tokens: &[&str]) -> bool {
         !self.tx.is_closed() && self.pattern.matches(tokens)
     }
 
-    /// Messages in its channel not read yet.
+    /// The weight of the messages in its channel not read yet.
     fn waiting(&self) -> usize {
-        self.tx.max_capacity() - self.tx.capacity()
+        self.queued.load(Ordering::Relaxed)
     }
 }
 
@@ -112,6 +133,20 @@ struct Target {
     id: u64,
     tx: mpsc::Sender<Message>,
     bytes: bool,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Target {
+    /// Hands `message` over once its channel has room; false when it is closed.
+    async fn send(&self, message: Message) -> bool {
+        let weight = weight(&message);
+        self.queued.fetch_add(weight, Ordering::Relaxed);
+        let sent = self.tx.send(message).await.is_ok();
+        if !sent {
+            self.queued.fetch_sub(weight, Ordering::Relaxed);
+        }
+        sent
+    }
 }
 
 /// Where one message goes that had no room at once: plain subscribers, and one member per queue
@@ -152,14 +187,14 @@ impl Registry {
         let mut left = Targets { plain: Vec::new(), queued: Vec::new() };
         for member in self.plain.iter().filter(|m| m.wants(tokens)) {
             message.encode(member.bytes);
-            if member.tx.try_send(message.message(subject)).is_err() {
+            if !try_hand(&member.tx, &member.queued, message.message(subject)) {
                 left.plain.push(member.target());
             }
         }
         for (name, group) in self.groups.iter_mut() {
             if let Some(target) = group.pick(tokens) {
                 message.encode(target.bytes);
-                if target.tx.try_send(message.message(subject)).is_err() {
+                if !try_hand(&target.tx, &target.queued, message.message(subject)) {
                     left.queued.push((name.clone(), target));
                 }
             }
@@ -235,6 +270,7 @@ impl InProcessBus {
             validate_queue_group(group)?;
         }
         let (tx, rx) = mpsc::channel(self.shared.capacity);
+        let queued = Arc::new(AtomicUsize::new(0));
         let id = {
             let mut registry = self.shared.lock();
             if registry.closed {
@@ -242,14 +278,14 @@ impl InProcessBus {
             }
             let id = registry.next_id;
             registry.next_id += 1;
-            let member = Member { id, pattern, subject: subject.into(), tx, bytes };
+            let member = Member { id, pattern, subject: subject.into(), tx, bytes, queued: queued.clone() };
             match group {
                 Some(group) => registry.groups.entry(group.to_owned()).or_default().members.push(member),
                 None => registry.plain.push(member),
             }
             id
         };
-        Ok(Box::pin(InProcessSubscription { rx, shared: Arc::downgrade(&self.shared), id }))
+        Ok(Box::pin(InProcessSubscription { rx, queued, shared: Arc::downgrade(&self.shared), id }))
     }
 
     /// Hands `message` to every matching subscriber and one member of each matching queue group.
@@ -269,7 +305,7 @@ impl InProcessBus {
         let mut gone = Vec::new();
         for target in targets.plain {
             message.encode(target.bytes);
-            if target.tx.send(message.message(&subject)).await.is_err() {
+            if !target.send(message.message(&subject)).await {
                 gone.push(target.id);
             }
         }
@@ -278,7 +314,7 @@ impl InProcessBus {
             // another member so the group still gets it exactly once.
             loop {
                 message.encode(target.bytes);
-                if target.tx.send(message.message(&subject)).await.is_ok() {
+                if target.send(message.message(&subject)).await {
                     break;
                 }
                 let mut registry = self.shared.lock();
@@ -375,6 +411,8 @@ impl Bus for InProcessBus {
 /// The receiving half of one subscription; unsubscribes when dropped.
 struct InProcessSubscription {
     rx: mpsc::Receiver<Message>,
+    /// Shared with its [`Member`]: the weight of what `rx` holds.
+    queued: Arc<AtomicUsize>,
     shared: Weak<Shared>,
     id: u64,
 }
@@ -383,7 +421,11 @@ impl Stream for InProcessSubscription {
     type Item = Message;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        self.rx.poll_recv(cx)
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(message)) = &polled {
+            self.queued.fetch_sub(weight(message), Ordering::Relaxed);
+        }
+        polled
     }
 }
 
@@ -440,6 +482,37 @@ mod tests {
         assert_eq!(bus.waiting("p.positions."), Some(5), "a message read no longer waits");
         assert_eq!(bus.waiting("p.events."), Some(1));
         assert_eq!(bus.waiting("q."), Some(0));
+    }
+
+    /// A batch of positions, published decoded.
+    #[derive(Debug)]
+    struct Batch(usize);
+
+    impl crate::Encode for Batch {
+        fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+            &self.0
+        }
+        fn encode(&self) -> Bytes {
+            Bytes::from(self.0.to_string())
+        }
+        fn weight(&self) -> usize {
+            self.0
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_published_decoded_waits_with_its_weight_until_read() {
+        let bus = InProcessBus::new();
+        let mut decoded = bus.subscribe_decoded("p.batches.*").await.expect("subscribe");
+        let mut bytes = bus.subscribe("p.batches.0").await.expect("subscribe");
+        bus.publish_decoded("p.batches.0".into(), Arc::new(Batch(62))).await.expect("publish");
+        bus.publish("p.batches.1".into(), Bytes::from_static(b"line")).await.expect("publish");
+        assert_eq!(bus.waiting("p.batches."), Some(62 + 62 + 1));
+        assert_eq!(next(&mut decoded).await.decoded::<usize>(), Some(&62));
+        assert_eq!(bus.waiting("p.batches."), Some(62 + 1));
+        assert_eq!(next(&mut bytes).await.payload, Bytes::from("62"), "written for the subscriber of bytes");
+        next(&mut decoded).await;
+        assert_eq!(bus.waiting("p.batches."), Some(0));
     }
 
     #[tokio::test]

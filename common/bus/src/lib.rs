@@ -35,6 +35,12 @@ pub trait Encode: std::fmt::Debug + Send + Sync + 'static {
 
     /// The payload's bytes, as [`Bus::publish`] would have sent them.
     fn encode(&self) -> Bytes;
+
+    /// How many items it carries (a batch of positions: its positions), as [`Bus::waiting`]
+    /// counts them; one unless said otherwise.
+    fn weight(&self) -> usize {
+        1
+    }
 }
 
 /// A published payload already decoded, as the publisher had it.
@@ -93,9 +99,10 @@ pub trait Bus: Send + Sync + 'static {
         false
     }
 
-    /// How many messages wait, not read yet, in this process's subscriptions to subjects or
-    /// patterns that begin with `prefix` (the in-process bus, whose queues hold them); `None`
-    /// where a server holds what subscribers have not read (NATS).
+    /// How many items wait, not read yet, in this process's subscriptions to subjects or
+    /// patterns that begin with `prefix` (the in-process bus, whose queues hold them): a message
+    /// published decoded counts its [`Encode::weight`], any other one. `None` where a server
+    /// holds what subscribers have not read (NATS).
     fn waiting(&self, _prefix: &str) -> Option<usize> {
         None
     }
@@ -123,16 +130,9 @@ pub trait Bus: Send + Sync + 'static {
     /// shared by every service of the process in-process), keeping records within `settings`.
     fn journal(&self, prefix: &str, settings: JournalSettings) -> Arc<dyn Journal>;
 
-    /// Whether positions travel as stored batches per partition on
-    /// [`Subjects::position_batch`] (over NATS), rather than one message per position on
-    /// [`Subjects::positions`] (in-process).
-    fn stores_positions(&self) -> bool {
-        false
-    }
-
     /// The stored position batches of `partitions` partitions under `prefix`, kept within
-    /// `settings` (JetStream over NATS); `None` in-process, where positions go from ingest to
-    /// the evaluators one message each ([`Bus::stores_positions`]).
+    /// `settings` (JetStream over NATS); `None` in-process, where the batches go from ingest to
+    /// the evaluators decoded, through the bus's queues, and are not kept.
     fn position_streams(
         &self,
         _prefix: &str,

@@ -143,10 +143,6 @@ impl Bus for NatsBus {
         Ok(())
     }
 
-    fn stores_positions(&self) -> bool {
-        true
-    }
-
     fn position_streams(
         &self,
         prefix: &str,

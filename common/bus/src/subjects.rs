@@ -49,9 +49,10 @@ impl Subjects {
         format!("{}.positions.{partition}.{mac}", self.prefix)
     }
 
-    /// `<prefix>.positions.`: what the subject and pattern of every position begin with.
-    pub fn positions_root(&self) -> String {
-        format!("{}.positions.", self.prefix)
+    /// `<prefix>.batches.`: what the subject and pattern of every batch of positions begin
+    /// with.
+    pub fn position_batches_root(&self) -> String {
+        format!("{}.batches.", self.prefix)
     }
 
     /// Pattern for all devices of one partition: `<prefix>.positions.<partition>.*`.
@@ -65,8 +66,9 @@ impl Subjects {
         format!("{}.positions.*.{mac}", self.prefix)
     }
 
-    /// The stored batches of one partition's positions, one event per line:
-    /// `<prefix>.batches.<partition>` (over NATS, what ingest stores and the evaluators follow).
+    /// The batches of one partition's positions, one event per line:
+    /// `<prefix>.batches.<partition>`: what ingest publishes and the evaluators follow (over
+    /// NATS stored in the partition's stream, in one process handed over decoded).
     pub fn position_batch(&self, partition: u32) -> String {
         format!("{}.batches.{partition}", self.prefix)
     }

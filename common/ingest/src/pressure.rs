@@ -71,7 +71,7 @@ impl std::fmt::Display for Behind {
 pub struct Queues {
     /// The bus.
     pub bus: Arc<dyn Bus>,
-    /// `<prefix>.positions.`
+    /// `<prefix>.batches.`
     pub root: String,
 }
 
@@ -200,14 +200,14 @@ mod tests {
     async fn more_positions_waiting_in_the_process_than_the_bound_push_back_until_they_are_read() {
         let bus = Arc::new(zonecast_bus::InProcessBus::new());
         let subjects = Subjects::new("pt");
-        let mut unread = bus.subscribe(&subjects.positions_partition(0)).await.unwrap();
-        let queues = || Some(Queues { bus: bus.clone(), root: subjects.positions_root() });
+        let mut unread = bus.subscribe(&subjects.position_batch(0)).await.unwrap();
+        let queues = || Some(Queues { bus: bus.clone(), root: subjects.position_batches_root() });
         let pressure = Pressure::new(Duration::from_millis(500), queues());
         for _ in 0..MAX_WAITING {
-            bus.publish(subjects.positions(0, "AA:BB:CC:DD:EE:FF"), bytes::Bytes::from_static(b"{}")).await.unwrap();
+            bus.publish(subjects.position_batch(0), bytes::Bytes::from_static(b"{}")).await.unwrap();
         }
         assert_eq!(pressure.behind(), None, "at the bound");
-        bus.publish(subjects.positions(0, "AA:BB:CC:DD:EE:FF"), bytes::Bytes::from_static(b"{}")).await.unwrap();
+        bus.publish(subjects.position_batch(0), bytes::Bytes::from_static(b"{}")).await.unwrap();
         let behind = pressure.behind().unwrap();
         assert_eq!(behind, Behind::Queued { positions: MAX_WAITING + 1, bound: MAX_WAITING });
         assert_eq!(

@@ -1,5 +1,5 @@
-//! Publishing normalised positions: over NATS stored in batches per partition
-//! (`<prefix>.batches.<P>`), in one process on `<prefix>.positions.<P>.<MAC>`.
+//! Publishing normalised positions in batches per partition (`<prefix>.batches.<P>`): over
+//! NATS stored in the partition's stream, in one process handed to the evaluators decoded.
 
 use std::sync::{Arc, OnceLock};
 
@@ -36,8 +36,8 @@ pub enum AcceptError {
     Busy(crate::Behind),
 }
 
-/// Publishes positions: over NATS stored in their partitions' streams (the evaluators follow
-/// them), in one process on their device's subject.
+/// Publishes positions in batches per partition: over NATS stored in their partitions' streams
+/// (the evaluators follow them), in one process handed over decoded through the bus.
 #[derive(Clone)]
 pub struct Publisher {
     bus: Arc<dyn Bus>,
@@ -47,7 +47,7 @@ pub struct Publisher {
     /// Over NATS: the position streams, and the task that gathers concurrent payloads into one
     /// batch per partition (started on first use).
     streams: Option<(Arc<PositionStreams>, Arc<Coalescer>)>,
-    /// Over NATS: whether every position is published on its own subject too.
+    /// Whether every position is published on its own subject too.
     per_position_subjects: bool,
     /// How far behind the evaluators and forwarders are.
     pressure: Arc<crate::Pressure>,
@@ -67,7 +67,7 @@ impl Publisher {
             .position_streams(subjects.prefix(), partitions, settings)
             .map(|streams| (streams, Arc::new(OnceLock::new())));
         // Where positions wait in this process's queues, ingest counts them too.
-        let root = subjects.positions_root();
+        let root = subjects.position_batches_root();
         let queues = bus.waiting(&root).map(|_| crate::pressure::Queues { bus: bus.clone(), root });
         Self {
             bus,
@@ -154,7 +154,9 @@ impl Publisher {
         // Positions of one batch mostly share their timestamp: format it once.
         let mut last: Option<(DateTime<Utc>, Arc<str>)> = None;
         let count = updates.len();
+        // Over NATS the lines of each partition's batch; in one process its positions.
         let mut batches: Vec<Option<BytesMut>> = Vec::new();
+        let mut decoded: Vec<Vec<Published>> = Vec::new();
         for update in updates {
             let partition = update.mac.partition(self.partitions);
             let timestamp = match &last {
@@ -165,31 +167,37 @@ impl Publisher {
                     .clone(),
             };
             let event_id = EventId::generate(now);
-            let event = Published {
-                fix: PositionFix { event_id: Some(event_id), ..update.fix() },
-                event_id,
-                site_id: self.site_id,
-                timestamp,
-                local: local.clone(),
-                update,
-            };
+            let event = Published { event_id, site_id: self.site_id, timestamp, local: local.clone(), update };
             let subject = || self.subjects.positions(partition, event.update.mac.as_str());
-            if self.streams.is_none() && self.bus.hands_over_decoded() {
-                // In one process the evaluator takes the fix as it is, and the bytes are written
-                // only if a subscriber reads them.
-                self.bus.publish_decoded(subject(), Arc::new(event)).await?;
-            } else if self.streams.is_none() {
-                self.bus.publish(subject(), event.encode()).await?;
+            let index = partition as usize;
+            if self.streams.is_none() {
+                if self.per_position_subjects {
+                    self.bus.publish(subject(), event.encode()).await?;
+                }
+                if decoded.len() <= index {
+                    decoded.resize_with(index + 1, Vec::new);
+                }
+                decoded[index].push(event);
             } else {
                 let bytes = event.encode();
                 if self.per_position_subjects {
                     self.bus.publish(subject(), bytes.clone()).await?;
                 }
-                let index = partition as usize;
                 if batches.len() <= index {
                     batches.resize_with(index + 1, || None);
                 }
                 positions::push_line(batches[index].get_or_insert_with(BytesMut::new), &bytes);
+            }
+        }
+        for (partition, positions) in decoded.into_iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+            let subject = self.subjects.position_batch(partition as u32);
+            let batch = Batch::new(positions);
+            if self.bus.hands_over_decoded() {
+                // The evaluators take the fixes as they are; the lines are written only if a
+                // subscriber reads them.
+                self.bus.publish_decoded(subject, Arc::new(batch)).await?;
+            } else {
+                self.bus.publish(subject, batch.encode()).await?;
             }
         }
         if let Some((streams, coalescer)) = &self.streams {
@@ -279,11 +287,9 @@ fn spawn_coalescer(streams: Arc<PositionStreams>) -> mpsc::Sender<Pending> {
     tx
 }
 
-/// A position as published: its fix, which the evaluator takes as it is in one process, and
-/// what its event bytes are written from.
+/// A position as published: what its event bytes are written from.
 #[derive(Debug)]
 struct Published {
-    fix: PositionFix,
     update: PositionUpdate,
     /// Drawn when the position is published, so every copy of its event carries the same.
     event_id: EventId,
@@ -293,13 +299,43 @@ struct Published {
     local: Arc<str>,
 }
 
-impl Encode for Published {
+impl Published {
+    fn encode(&self) -> Bytes {
+        self.update.event_bytes(self.site_id, self.event_id, &self.timestamp, &self.local).into()
+    }
+}
+
+/// The positions of one partition from one payload, as published in one process: decoded,
+/// they are the `Vec<PositionFix>` the evaluators take as it is; encoded, one event per line
+/// as over NATS.
+#[derive(Debug)]
+struct Batch {
+    fixes: Vec<PositionFix>,
+    positions: Vec<Published>,
+}
+
+impl Batch {
+    fn new(positions: Vec<Published>) -> Self {
+        let fixes = positions.iter().map(|p| PositionFix { event_id: Some(p.event_id), ..p.update.fix() }).collect();
+        Self { fixes, positions }
+    }
+}
+
+impl Encode for Batch {
     fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
-        &self.fix
+        &self.fixes
     }
 
     fn encode(&self) -> Bytes {
-        self.update.event_bytes(self.site_id, self.event_id, &self.timestamp, &self.local).into()
+        let mut lines = BytesMut::new();
+        for position in &self.positions {
+            positions::push_line(&mut lines, &position.encode());
+        }
+        lines.freeze()
+    }
+
+    fn weight(&self) -> usize {
+        self.fixes.len()
     }
 }
 
@@ -325,7 +361,7 @@ mod tests {
     async fn in_one_process_a_body_is_refused_whole_while_too_many_positions_wait_and_taken_once_they_are_read() {
         let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
         let subjects = Subjects::new("pub");
-        let mut evaluator = bus.subscribe_decoded(&subjects.positions_partition(0)).await.unwrap();
+        let mut evaluator = bus.subscribe_decoded(&subjects.position_batch(0)).await.unwrap();
         let publisher = Publisher::new(bus.clone(), subjects, 1, 1, PositionSettings::default());
         let batch = body(1_000);
         let mut taken = 0;
@@ -342,9 +378,8 @@ mod tests {
             "taken up to the first body past the bound"
         );
         assert_eq!(refused, Behind::Queued { positions: taken, bound: crate::pressure::MAX_WAITING });
-        for _ in 0..1_000 {
-            evaluator.next().await.unwrap();
-        }
+        let read = evaluator.next().await.unwrap();
+        assert_eq!(read.decoded::<Vec<PositionFix>>().map(Vec::len), Some(1_000), "a body's positions in one batch");
         assert_eq!(
             publisher.accept(&batch, "http").await.unwrap().accepted,
             1_000,

@@ -94,18 +94,20 @@ fn read(batch: Batch) -> Taken {
     Taken { partition: batch.partition, fixes, skipped: batch.skipped, ack: batch.ack }
 }
 
-/// The positions of `macs` among a batch's lines (an evaluator following mobile-zone sources
-/// of partitions it does not own): lines that do not name one of them are not parsed.
-pub fn of_devices<'a>(
-    payload: &'a bytes::Bytes,
-    macs: &'a [String],
-) -> impl Iterator<Item = Result<PositionFix, String>> + 'a {
-    positions::lines(payload).filter_map(move |line| {
-        macs.iter()
-            .any(|mac| memchr::memmem::find(&line, mac.as_bytes()).is_some())
-            .then(|| PositionFix::from_event_bytes(&line))
-            .filter(|fix| fix.as_ref().map_or(true, |fix| macs.iter().any(|mac| mac == fix.mac.as_str())))
-    })
+/// The positions of `macs` in a batch from the bus (an evaluator following mobile-zone sources
+/// of partitions it does not own): taken from the decoded fixes when ingest published it in
+/// this process, else from its lines, where a line that does not name one of them is not
+/// parsed.
+pub fn of_devices(batch: &zonecast_bus::Message, macs: &[String]) -> Vec<Result<PositionFix, String>> {
+    let wanted = |mac: &str| macs.iter().any(|m| m == mac);
+    if let Some(fixes) = batch.decoded::<Vec<PositionFix>>() {
+        return fixes.iter().filter(|fix| wanted(fix.mac.as_str())).cloned().map(Ok).collect();
+    }
+    positions::lines(&batch.payload)
+        .filter(|line| macs.iter().any(|mac| memchr::memmem::find(line, mac.as_bytes()).is_some()))
+        .map(|line| PositionFix::from_event_bytes(&line))
+        .filter(|fix| fix.as_ref().map_or(true, |fix| wanted(fix.mac.as_str())))
+        .collect()
 }
 
 /// Batches evaluated and not yet acknowledged, oldest first, each with the number of

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::StreamExt;
 use futures::stream::SelectAll;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Message, Subjects, Subscription};
@@ -44,8 +44,7 @@ fn log_skipped(catalog: &Catalog) {
 /// What an evaluator follows of the positions of mobile-zone sources outside its own
 /// partitions.
 struct Sources {
-    /// The subscriptions: per device in one process; over NATS the batches of the partitions
-    /// the devices are in.
+    /// The subscriptions: the batches of the partitions the devices are in.
     subscriptions: SelectAll<Subscription>,
     /// The devices.
     macs: HashSet<Mac>,
@@ -55,19 +54,13 @@ struct Sources {
 
 impl Sources {
     /// Subscribes to the positions of the sources `engine` needs and does not own.
-    async fn of(deps: &Deps, engine: &Engine, batched: bool) -> Result<Self, zonecast_bus::BusError> {
+    async fn of(deps: &Deps, engine: &Engine) -> Result<Self, zonecast_bus::BusError> {
         let macs: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
         let mut subscriptions = SelectAll::new();
-        if batched {
-            let partitions: std::collections::BTreeSet<u32> =
-                macs.iter().map(|mac| mac.partition(deps.ownership.count)).collect();
-            for partition in partitions {
-                subscriptions.push(deps.bus.subscribe(&deps.subjects.position_batch(partition)).await?);
-            }
-        } else {
-            for mac in &macs {
-                subscriptions.push(deps.bus.subscribe_decoded(&deps.subjects.positions_of_device(mac.as_str())).await?);
-            }
+        let partitions: std::collections::BTreeSet<u32> =
+            macs.iter().map(|mac| mac.partition(deps.ownership.count)).collect();
+        for partition in partitions {
+            subscriptions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(partition)).await?);
         }
         let written = macs.iter().map(|mac| mac.as_str().to_owned()).collect();
         Ok(Self { subscriptions, macs, written })
@@ -90,22 +83,20 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let catalog = config::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     log_skipped(&catalog);
     let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
-    // Over NATS the owned partitions' stored batches, in one process a subscription per
-    // partition.
+    // The owned partitions' batches: over NATS followed in their streams, in one process
+    // through a subscription per partition.
     let streams = deps.bus.position_streams(deps.subjects.prefix(), deps.ownership.count, deps.positions);
-    let batched = streams.is_some();
     let mut positions = SelectAll::new();
     let mut batches = match streams {
         Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, shutdown.clone()),
         None => {
             for p in deps.ownership.lo..=deps.ownership.hi {
-                positions
-                    .push(deps.bus.subscribe_decoded(&deps.subjects.positions_partition(p)).await.map_err(bus_err)?);
+                positions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(p)).await.map_err(bus_err)?);
             }
             tokio::sync::mpsc::channel(1).1
         }
     };
-    let mut sources = Sources::of(&deps, &engine, batched).await.map_err(bus_err)?;
+    let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
     let collisions = collisions::spawn(deps.store.clone());
     let collision_task = collisions.task;
     let mut acks = feed::Acks::new(collisions.written);
@@ -171,7 +162,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 () = shutdown.cancelled() => break,
                 Some(step) = steps.recv() => {
                     if apply(&mut engine, step.update, &mut out) {
-                        match Sources::of(&deps, &engine, batched).await {
+                        match Sources::of(&deps, &engine).await {
                             Ok(now) if now.macs != sources.macs => sources = now,
                             Ok(_) => {}
                             Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
@@ -189,19 +180,17 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     }
                     applied.settle(&mut engine, false).await;
                 }
-                Some(msg) = positions.next() => {
-                    // What is already queued is taken without going round the select again, one
-                    // message ahead: while a position is evaluated, the zone index data the next
-                    // one needs is loading into cache.
-                    let mut current = fix_of(&msg);
-                    zonecast_bus::take_ready(&mut positions, DRAIN - 1, |msg| {
-                        let next = fix_of(&msg);
-                        if let Ok(fix) = &next {
-                            engine.prefetch(fix.position);
+                Some(batch) = positions.next() => {
+                    // Batches already queued are taken in the same turn, up to about DRAIN
+                    // positions.
+                    let mut next = Some(batch);
+                    let mut taken = 0;
+                    while let Some(batch) = next.take() {
+                        taken += evaluate_batch(&mut shell, &mut engine, &batch, &mut bad_log, &mut out);
+                        if taken < DRAIN {
+                            next = positions.next().now_or_never().flatten();
                         }
-                        shell.position(&mut engine, std::mem::replace(&mut current, next), &mut bad_log, &mut out);
-                    });
-                    shell.position(&mut engine, current, &mut bad_log, &mut out);
+                    }
                     shell.record_lag();
                 }
                 Some(batch) = batches.recv() => {
@@ -223,12 +212,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     shell.record_lag();
                 }
                 Some(msg) = sources.subscriptions.next() => {
-                    if batched {
-                        for fix in feed::of_devices(&msg.payload, &sources.written) {
-                            shell.position(&mut engine, fix, &mut bad_log, &mut out);
-                        }
-                    } else {
-                        shell.position(&mut engine, fix_of(&msg), &mut bad_log, &mut out);
+                    for fix in feed::of_devices(&msg, &sources.written) {
+                        shell.position(&mut engine, fix, &mut bad_log, &mut out);
                     }
                     shell.record_lag();
                 }
@@ -347,12 +332,34 @@ fn skipped(batch: &feed::Taken) {
     }
 }
 
-/// The fix of a position message: published in this process it comes decoded; from NATS it is
-/// parsed from the bytes.
-fn fix_of(message: &Message) -> Result<PositionFix, String> {
-    match message.decoded::<PositionFix>() {
-        Some(fix) => Ok(fix.clone()),
-        None => PositionFix::from_event_bytes(&message.payload),
+/// Evaluates the positions of a batch from the bus and returns how many it held: published in
+/// this process it comes decoded, and while a position is evaluated the zone index data the
+/// next one needs is loading into cache; otherwise its lines are read.
+fn evaluate_batch(
+    shell: &mut Shell,
+    engine: &mut Engine,
+    batch: &Message,
+    bad_log: &mut RateLimited,
+    out: &mut Vec<Output>,
+) -> usize {
+    match batch.decoded::<Vec<PositionFix>>() {
+        Some(fixes) => {
+            for (i, fix) in fixes.iter().enumerate() {
+                if let Some(after) = fixes.get(i + 1) {
+                    engine.prefetch(after.position);
+                }
+                shell.position(engine, Ok(fix.clone()), bad_log, out);
+            }
+            fixes.len()
+        }
+        None => {
+            let mut taken = 0;
+            for line in zonecast_bus::positions::lines(&batch.payload) {
+                shell.position(engine, PositionFix::from_event_bytes(&line), bad_log, out);
+                taken += 1;
+            }
+            taken
+        }
     }
 }
 

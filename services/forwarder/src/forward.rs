@@ -47,7 +47,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     reporter.report(follower.applied()).await;
     // Positions are most of the bus traffic and rarely forwarded: subscribed to only while some
     // chain can take them.
-    let mut positions = Positions::new(deps.bus.as_ref());
+    let mut positions = Positions::default();
     positions.follow(&deps, fleet.wants_positions()).await.map_err(bus_err)?;
     // How far behind the connected connections are, for ingest to push back on.
     let lag_reports = {
@@ -94,9 +94,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     None
                 }
                 Some(msg) = positions.next() => {
-                    let batched = positions.batched;
-                    route(&fleet, &msg, batched, &counters, &mut bad_log);
-                    zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, batched, &counters, &mut bad_log));
+                    route(&fleet, &msg, &counters, &mut bad_log);
+                    zonecast_bus::take_ready(&mut positions, DRAIN, |msg| route(&fleet, &msg, &counters, &mut bad_log));
                     None
                 }
                 else => break,
@@ -165,14 +164,10 @@ async fn reload(fleet: &mut Fleet, positions: &mut Positions, deps: &Deps) -> Re
     Ok(())
 }
 
-/// Routes the positions of a message (one, or over NATS a batch of them), counting them.
-fn route(fleet: &Fleet, msg: &Message, batched: bool, counters: &Counters, bad_log: &mut RateLimited) {
-    if batched {
-        for line in zonecast_bus::positions::lines(&msg.payload) {
-            route_one(fleet, &line, msg, counters, bad_log);
-        }
-    } else {
-        route_one(fleet, &msg.payload, msg, counters, bad_log);
+/// Routes the positions of a batch, one event per line, counting them.
+fn route(fleet: &Fleet, msg: &Message, counters: &Counters, bad_log: &mut RateLimited) {
+    for line in zonecast_bus::positions::lines(&msg.payload) {
+        route_one(fleet, &line, msg, counters, bad_log);
     }
 }
 
@@ -192,25 +187,20 @@ fn route_one(fleet: &Fleet, payload: &bytes::Bytes, msg: &Message, counters: &Co
     }
 }
 
-/// The forwarder's subscription to every position, held only while it is wanted: over NATS
-/// to the partitions' batches, in one process to every position's subject.
+/// The forwarder's subscription to every partition's batches of positions, held only while
+/// it is wanted.
+#[derive(Default)]
 struct Positions {
     subscription: Option<Subscription>,
-    batched: bool,
 }
 
 impl Positions {
-    fn new(bus: &dyn zonecast_bus::Bus) -> Self {
-        Self { subscription: None, batched: bus.stores_positions() }
-    }
-
     /// Subscribes when `wanted` and not subscribed; unsubscribes when not `wanted`.
     async fn follow(&mut self, deps: &Deps, wanted: bool) -> Result<(), zonecast_bus::BusError> {
         match (&self.subscription, wanted) {
             (None, true) => {
-                let subject =
-                    if self.batched { deps.subjects.position_batches() } else { deps.subjects.positions_all() };
-                self.subscription = Some(deps.bus.queue_subscribe(&subject, FORWARDERS).await?);
+                self.subscription =
+                    Some(deps.bus.queue_subscribe(&deps.subjects.position_batches(), FORWARDERS).await?);
                 tracing::info!("a topic takes position updates: subscribed to positions");
             }
             (Some(_), false) => {

@@ -132,7 +132,7 @@ pub struct BusArgs {
     #[arg(long, env = "ZONECAST_POSITION_RETENTION_BYTES", value_name = "BYTES", default_value = "1073741824")]
     position_retention_bytes: String,
     /// Whether ingest also publishes every position on its own subject,
-    /// `<prefix>.positions.<partition>.<MAC>`, over NATS (true or false).
+    /// `<prefix>.positions.<partition>.<MAC>` (true or false).
     #[arg(long, env = "ZONECAST_POSITION_SUBJECTS", value_name = "BOOL", default_value = "false")]
     position_subjects: String,
     /// How far behind, in milliseconds, an evaluator or forwarder may be before ingest pushes

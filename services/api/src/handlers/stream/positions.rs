@@ -80,12 +80,8 @@ impl PositionFeed {
         if let Some(ticks) = self.lock().as_ref() {
             return Ok(ticks.subscribe());
         }
-        let positions = if self.bus.stores_positions() {
-            self.bus.subscribe(&self.subjects.position_batches()).await?
-        } else {
-            // In one process a position comes as ingest published it, without being encoded.
-            self.bus.subscribe_decoded(&self.subjects.positions_all()).await?
-        };
+        // In one process a batch comes as ingest published it, without being encoded.
+        let positions = self.bus.subscribe_decoded(&self.subjects.position_batches()).await?;
         let mut slot = self.lock();
         if let Some(ticks) = slot.as_ref() {
             // Another stream started the feed meanwhile.
@@ -109,7 +105,6 @@ impl PositionFeed {
         ticks: broadcast::Sender<Arc<Tick>>,
         shutdown: Shutdown,
     ) {
-        let batched = self.bus.stores_positions();
         let mut newest = Newest::default();
         let mut sent = 0u64;
         let mut clock = tokio::time::interval(self.period);
@@ -120,8 +115,8 @@ impl PositionFeed {
                 () = shutdown.cancelled() => break,
                 message = positions.next() => match message {
                     Some(message) => {
-                        newest.take_message(&message, batched);
-                        zonecast_bus::take_ready(&mut positions, DRAIN, |message| newest.take_message(&message, batched));
+                        newest.take_message(&message);
+                        zonecast_bus::take_ready(&mut positions, DRAIN, |message| newest.take_message(&message));
                     }
                     None => break,
                 },
@@ -194,16 +189,15 @@ impl Newest {
             .collect()
     }
 
-    /// Keeps the positions of `message`: one, or over NATS a batch of them, one event per line.
-    fn take_message(&mut self, message: &Message, batched: bool) {
-        if let Some(fix) = message.decoded::<PositionFix>() {
-            self.keep(fix.clone());
-        } else if batched {
+    /// Keeps the positions of a batch: decoded when ingest published it in this process, else
+    /// one event per line.
+    fn take_message(&mut self, message: &Message) {
+        if let Some(fixes) = message.decoded::<Vec<PositionFix>>() {
+            fixes.iter().for_each(|fix| self.keep(fix.clone()));
+        } else {
             zonecast_bus::positions::lines(&message.payload)
                 .filter_map(|line| PositionFix::from_event_bytes(&line).ok())
                 .for_each(|fix| self.keep(fix));
-        } else if let Ok(fix) = PositionFix::from_event_bytes(&message.payload) {
-            self.keep(fix);
         }
     }
 }
@@ -393,15 +387,15 @@ mod tests {
     fn a_tick_has_the_newest_position_of_each_device_that_moved_whatever_the_order_of_arrival() {
         let mut newest = Newest::default();
         let message = |fix: PositionFix| Message {
-            subject: "zc.positions.0.x".into(),
+            subject: "zc.batches.0".into(),
             payload: Bytes::new(),
-            decoded: Some(Arc::new(Decoded(fix))),
+            decoded: Some(Arc::new(Decoded(vec![fix]))),
         };
         let xs = |positions: Vec<PositionFix>| positions.iter().map(|f| f.position[0]).collect::<Vec<_>>();
-        newest.take_message(&message(fix("00:AA:BB:CC:DD:01", 1.0, "2026-11-24T10:00:01Z")), false);
-        newest.take_message(&message(fix("00:AA:BB:CC:DD:01", 2.0, "2026-11-24T10:00:00Z")), false);
-        newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 3.0, "2026-11-24T10:00:00Z")), false);
-        newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 4.0, "2026-11-24T10:00:02Z")), false);
+        newest.take_message(&message(fix("00:AA:BB:CC:DD:01", 1.0, "2026-11-24T10:00:01Z")));
+        newest.take_message(&message(fix("00:AA:BB:CC:DD:01", 2.0, "2026-11-24T10:00:00Z")));
+        newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 3.0, "2026-11-24T10:00:00Z")));
+        newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 4.0, "2026-11-24T10:00:02Z")));
         assert_eq!(xs(newest.take()), [1.0, 4.0]);
         assert!(newest.take().is_empty(), "nothing moved since");
         // Older than what was sent: not sent again, nor in place of it.
@@ -428,14 +422,14 @@ mod tests {
         zonecast_bus::positions::push_line(&mut batch, b"{not json");
         let message = Message { subject: "zc.batches.0".into(), payload: batch.freeze(), decoded: None };
         let mut newest = Newest::default();
-        newest.take_message(&message, true);
+        newest.take_message(&message);
         let taken = newest.take();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].position, [1.0, 0.0, 0.0]);
     }
 
     #[derive(Debug)]
-    struct Decoded(PositionFix);
+    struct Decoded(Vec<PositionFix>);
 
     impl zonecast_bus::Encode for Decoded {
         fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
