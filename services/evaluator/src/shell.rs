@@ -494,9 +494,13 @@ impl Shell {
             return;
         };
         match serde_json::to_vec(event) {
-            Ok(payload) => {
-                self.records.push(Record { subject, payload: payload.into(), id: event.event_id.to_string() })
-            }
+            // Shrunk to its length: the journal holds it until every consumer has it, and the
+            // buffer's doubling would leave a third of it unused.
+            Ok(payload) => self.records.push(Record {
+                subject,
+                payload: payload.into_boxed_slice().into(),
+                id: event.event_id.to_string(),
+            }),
             Err(e) => tracing::error!(error = %e, "cannot encode event"),
         }
     }
