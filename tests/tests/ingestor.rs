@@ -313,15 +313,15 @@ both_modes!(
     a_posted_position_reaches_the_evaluator,
     a_number_out_of_range_spoils_only_its_element_in_every_posted_form,
     a_number_out_of_range_spoils_only_its_element_on_the_nats_and_mqtt_inputs,
+    per_position_subjects_are_published_only_when_asked_for,
 );
 
-/// Over NATS positions travel in stored batches per partition; with `ZONECAST_POSITION_SUBJECTS`
-/// each is published on its device's own subject too, for taps of single devices, and without
-/// it none is.
-#[tokio::test]
-async fn per_position_subjects_are_published_over_nats_only_when_asked_for() {
+/// Positions travel in batches per partition (over NATS stored, in one process handed over
+/// decoded); with `ZONECAST_POSITION_SUBJECTS` each is published on its device's own subject too,
+/// for taps of single devices, and without it none is.
+async fn per_position_subjects_are_published_only_when_asked_for(mode: Mode) {
     for tap in [true, false] {
-        let server = Server::start_configured(Mode::Distributed, |c| c.bus.positions.per_position_subjects = tap).await;
+        let server = Server::start_configured(mode, |c| c.bus.positions.per_position_subjects = tap).await;
         let mac: zonecast_model::Mac = "00:00:00:00:0E:11".parse().unwrap();
         let subject = server.subjects.positions(mac.partition(server.config.bus.partitions), mac.as_str());
         let mut single = server.bus.subscribe(&server.subjects.positions_all()).await.unwrap();
