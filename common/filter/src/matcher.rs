@@ -41,7 +41,7 @@ impl Chain {
     /// from its Category and Type without parsing it whole; where it is `Some`, it is what
     /// [`Chain::matches`] answers.
     pub fn decide(&self, category: Option<&str>, kind: Option<&str>) -> Option<bool> {
-        decide_all(&self.filters, category, kind)
+        decide_each(&self.filters, category, kind, false)
     }
 
     /// Whether the chain has no filters, so it matches every event.
@@ -117,28 +117,14 @@ fn all(filters: &[Filter], event: &Value) -> bool {
     filters.iter().all(|f| f.matches(event))
 }
 
-/// [`all`] from Category and Type alone: false once one filter is decided false, undecided
-/// while any is.
-fn decide_all(filters: &[Filter], category: Option<&str>, kind: Option<&str>) -> Option<bool> {
-    let mut verdict = Some(true);
+/// [`all`] (`settles` false) or `any` (`settles` true) from Category and Type alone: `settles`
+/// once one filter is decided so, undecided while any filter is, else the other verdict.
+fn decide_each(filters: &[Filter], category: Option<&str>, kind: Option<&str>, settles: bool) -> Option<bool> {
+    let mut verdict = Some(!settles);
     for filter in filters {
         match filter.decide(category, kind) {
-            Some(false) => return Some(false),
-            Some(true) => {}
-            None => verdict = None,
-        }
-    }
-    verdict
-}
-
-/// `any` from Category and Type alone: true once one filter is decided true, undecided while
-/// any is.
-fn decide_any(filters: &[Filter], category: Option<&str>, kind: Option<&str>) -> Option<bool> {
-    let mut verdict = Some(false);
-    for filter in filters {
-        match filter.decide(category, kind) {
-            Some(true) => return Some(true),
-            Some(false) => {}
+            Some(decided) if decided == settles => return Some(settles),
+            Some(_) => {}
             None => verdict = None,
         }
     }
@@ -158,8 +144,8 @@ impl Filter {
         };
         let children = match &self.children {
             Children::None => Some(true),
-            Children::All(filters) => decide_all(filters, category, kind),
-            Children::Any(filters) => decide_any(filters, category, kind),
+            Children::All(filters) => decide_each(filters, category, kind, false),
+            Children::Any(filters) => decide_each(filters, category, kind, true),
         };
         match (own, children) {
             (Some(false), _) | (_, Some(false)) => Some(false),
