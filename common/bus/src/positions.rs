@@ -11,8 +11,9 @@
 //! subscribers of `<prefix>.batches.<P>` see every batch too (the forwarder's position topics, the
 //! evaluators following mobile-zone sources).
 //!
-//! In one process positions go from ingest to the evaluators through the bus directly, one
-//! message per position: an evaluator there cannot restart without its ingest.
+//! In one process the same batches go from ingest to the evaluators through the bus directly,
+//! decoded (a `Vec<PositionFix>`, its lines written only for a subscriber that reads bytes), and
+//! are not kept: an evaluator there cannot restart without its ingest.
 
 use std::time::Duration;
 
