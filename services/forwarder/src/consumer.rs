@@ -209,3 +209,49 @@ fn matching(routes: &[Route], payload: &[u8]) -> Result<(Vec<Arc<str>>, Option<u
         .collect();
     Ok((topics, accepted(event.tree().get("EventID").and_then(serde_json::Value::as_str))))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn route(topic: &str, chain: serde_json::Value) -> Route {
+        Route { topic: Arc::from(topic), chain: zonecast_filter::compile(&chain).unwrap() }
+    }
+
+    /// What the whole tree decides: every route whose chain matches the parsed event.
+    fn by_tree(routes: &[Route], payload: &[u8]) -> Vec<Arc<str>> {
+        let event: serde_json::Value = serde_json::from_slice(payload).unwrap();
+        routes.iter().filter(|r| r.chain.matches(&event)).map(|r| r.topic.clone()).collect()
+    }
+
+    #[test]
+    fn events_are_routed_alike_from_their_head_and_from_their_tree() {
+        let id = zonecast_model::EventId::generate(chrono::Utc::now());
+        let enter = json!({"Category": "ZONE", "Type": "ZONE_ENTER", "EventID": id.to_string(),
+                           "Source": {"MAC": "00:00:00:00:00:01"}, "Content": {"ZoneID": "Z", "AlertLevel": 9}});
+        let alarm = json!({"Category": "ALARM", "Type": "SITE_ALARM", "Source": {"MAC": "00:00:00:00:00:02"}});
+        let templates = [route("zones", json!([{"FilterTemplate": "zone_events"}])), route("all", json!([]))];
+        let tested = [
+            route("zones", json!([{"FilterTemplate": "zone_events"}])),
+            route("high", json!([{"Selector": "Content.AlertLevel", "Type": "gte", "Match": 8}])),
+        ];
+        for event in [&enter, &alarm] {
+            let payload = serde_json::to_vec(event).unwrap();
+            for routes in [&templates[..], &tested[..]] {
+                let (topics, _) = matching(routes, &payload).unwrap();
+                assert_eq!(topics, by_tree(routes, &payload), "{event} on {}", routes.len());
+            }
+        }
+        let payload = serde_json::to_vec(&enter).unwrap();
+        let expected = zonecast_model::lag::accepted_ms(id);
+        assert!(expected.is_some());
+        assert_eq!(matching(&templates, &payload).unwrap().1, expected, "from the head");
+        assert_eq!(matching(&tested, &payload).unwrap().1, expected, "from the tree");
+        assert!(matching(&templates, b"[1, 2]").is_err(), "no object: refused as before");
+        assert!(matching(&templates, b"{\"Category\": ").is_err());
+    }
+}
