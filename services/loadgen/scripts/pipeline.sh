@@ -9,6 +9,8 @@
 #     through the API (8 at a time) from second 5 of the run, while positions flow
 #   BURST_KIND=radii BURST=10000 ...                                    # device radius writes instead
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
+#   STAGES=1 BATCH=20 services/loadgen/scripts/pipeline.sh 20000 10 ingest  # also the latency to
+#     the partitions' batches (the ingest stage alone) beside the latency to events and to MQTT
 #   MQTT=1 MODE=all-in-one CIRCLES=30 STEP=1 SENDERS=3 services/loadgen/scripts/pipeline.sh 0 30 http
 #     # the fenced workload: 1,000 circles of 30 m, devices walking 1 m per position, every zone
 #     # event to MQTT; reports positions per CPU-second of zonecast, peak memory and the drain
@@ -86,7 +88,7 @@ if [ -n "${BURST:-}" ]; then
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
-  ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" \
+  ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" ${STAGES:+--count-positions} \
   --senders "${SENDERS:-2}" --streams "${STREAMS:-0}" --stream-kind "${STREAM_KIND:-both}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
 if [ "${MODE:-distributed}" = all-in-one ]; then
   curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted|ingest_refused|forwarder_forwarded|forwarder_dropped)_total' || true

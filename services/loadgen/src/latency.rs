@@ -48,6 +48,11 @@ impl Recorder {
         self.record(payload, true);
     }
 
+    /// A position in a partition's batch, as ingest published it.
+    pub fn observe_position(&self, payload: &[u8]) {
+        self.record(payload, false);
+    }
+
     /// `count, p50, p90, p99, max` in milliseconds.
     pub fn summary(&self) -> String {
         let mut s = self.samples.lock().map(|s| s.clone()).unwrap_or_default();

@@ -96,7 +96,7 @@ struct Args {
     #[arg(long, default_value = "zonecast/#")]
     mqtt_topic: String,
     /// Count normalised positions in the partitions' batches on `<prefix>.batches.*` (processing
-    /// throughput of the ingestor).
+    /// throughput of the ingestor), and measure the latency to them: the ingest stage alone.
     #[arg(long)]
     count_positions: bool,
     /// Remove the prefix's JetStream streams (stored positions, event journal) when the run ends.
@@ -165,12 +165,16 @@ async fn main() -> anyhow::Result<()> {
             }
         });
     }
+    let stored = Arc::new(Recorder::default());
     if args.count_positions {
         let mut sub = bus.subscribe(&subjects.position_batches()).await?;
-        let seen = positions_seen.clone();
+        let (seen, stored) = (positions_seen.clone(), stored.clone());
         tokio::spawn(async move {
             while let Some(msg) = sub.next().await {
-                seen.fetch_add(zonecast_bus::positions::lines(&msg.payload).count() as u64, Ordering::Relaxed);
+                for line in zonecast_bus::positions::lines(&msg.payload) {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                    stored.observe_position(&line);
+                }
             }
         });
     }
@@ -260,6 +264,7 @@ async fn main() -> anyhow::Result<()> {
             "normalised      {seen} positions seen on batches.* ({:.1}% of sent)",
             100.0 * seen as f64 / total.max(1) as f64
         );
+        println!("batched         {}", stored.summary());
     }
     if args.events {
         println!("events          {}", events.summary());
