@@ -98,21 +98,23 @@ impl Cluster {
         v
     }
 
-    /// Posts one position per device, alternating ingestors; all inside or all outside zone.
+    /// Posts one position per device, alternating ingestors; all inside or all outside zone. A
+    /// 503 (pushed back, or the ingestor's NATS connection not back yet after a restart) took
+    /// nothing of the body, so the body is sent again, as a gateway does; any other refusal fails.
     async fn positions(&self, macs: &[String], inside: bool) {
         for (i, chunk) in macs.chunks(macs.len().div_ceil(2)).enumerate() {
             let x = if inside { 1.0 } else { 500.0 };
             let body: Vec<Value> = chunk.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
-            let r = self
-                .http
-                .post(format!("{}/v3/positions", self.ingestors[i % 2]))
-                .header("X-API-Key", KEY)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), StatusCode::OK);
-            let answer: Value = r.json().await.unwrap();
+            let url = format!("{}/v3/positions", self.ingestors[i % 2]);
+            let answer: Value = eventually(WAIT, || async {
+                let r = self.http.post(&url).header("X-API-Key", KEY).json(&body).send().await.unwrap();
+                match r.status() {
+                    StatusCode::OK => Some(r.json().await.unwrap()),
+                    StatusCode::SERVICE_UNAVAILABLE => None,
+                    other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
+                }
+            })
+            .await;
             assert_eq!(answer["accepted"], chunk.len());
         }
     }
