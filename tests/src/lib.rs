@@ -261,7 +261,7 @@ impl Server {
             journal,
             database_url,
             data_dir,
-            http: reqwest::Client::new(),
+            http: http_client(),
             config,
             shutdown,
             task: Some(task),
@@ -598,6 +598,14 @@ where
         assert!(tokio::time::Instant::now() < deadline, "condition not met within {timeout:?}");
         tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling interval of a bounded wait
     }
+}
+
+/// An HTTP client for the services under test. It lets a pooled connection go after 5 s idle,
+/// before the services close it (10 s without a request, `ZONECAST_HTTP_HEADER_TIMEOUT_MS`): a
+/// request sent on a connection the server is closing at that very moment fails as an
+/// incomplete message.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5)).build().expect("an HTTP client")
 }
 
 /// The next message of `sub` as JSON, or a panic after `timeout`.

@@ -49,7 +49,7 @@ impl Cluster {
             env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
             env
         };
-        let http = reqwest::Client::new();
+        let http = zonecast_tests::http_client();
         let mut all = Vec::new();
         let (mut apis, mut ingestors) = (Vec::new(), Vec::new());
         // The first API creates the schema; the others start after it is healthy.

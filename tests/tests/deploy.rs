@@ -277,7 +277,7 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
     let _ = rustls::crypto::ring::default_provider().install_default();
     let objects = k8s_objects();
     let database = zonecast_tests::fresh_database().await;
-    let http = reqwest::Client::new();
+    let http = zonecast_tests::http_client();
     let mut checked = 0;
     for deployment in of_kind(&objects, "Deployment") {
         let container = containers(deployment)[0];

@@ -107,7 +107,7 @@ async fn all_in_one(data: &std::path::Path) -> (Service, Api) {
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
-    let http = reqwest::Client::new();
+    let http = zonecast_tests::http_client();
     let mut zonecast = Service::start("zonecast", env, port);
     zonecast.healthy(&http, WAIT).await;
     (zonecast, Api { http, base: format!("http://127.0.0.1:{port}") })
@@ -151,7 +151,7 @@ impl Site {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
         };
-        let http = reqwest::Client::new();
+        let http = zonecast_tests::http_client();
         let api_port = free_port();
         let mut api = Service::start("zonecast-api", env(api_port), api_port);
         api.healthy(&http, WAIT).await;

@@ -358,7 +358,7 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     let shutdown = zonecast_runtime::Shutdown::new();
     let running = zonecast_ingestor::launch(config, shutdown.clone()).await.unwrap();
     let addr = running.addr.unwrap();
-    let http = reqwest::Client::new();
+    let http = zonecast_tests::http_client();
     let post = || async {
         let r = http
             .post(format!("http://{addr}/v3/positions"))

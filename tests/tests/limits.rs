@@ -363,7 +363,7 @@ impl Process {
         vars.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
         let args = args.iter().map(|a| (*a).to_owned()).collect();
         let mut service = Service::start_with_args(binary, args, vars, port);
-        let http = reqwest::Client::new();
+        let http = zonecast_tests::http_client();
         service.healthy(&http, Duration::from_secs(30)).await;
         let process = Self { service, base: format!("http://127.0.0.1:{port}"), http, _data_dir: data_dir, database };
         // One ordinary request first, so that what the first request sets up is not counted.
@@ -565,7 +565,7 @@ async fn hostile_inputs_are_refused_quickly_and_within_bounded_memory(mode: Mode
             for _ in 0..1_000 {
                 idle.push(tokio::net::TcpStream::connect(&authority).await.unwrap());
             }
-            let answer = reqwest::Client::new().get(format!("{}/livez", server.base)).send().await.unwrap();
+            let answer = zonecast_tests::http_client().get(format!("{}/livez", server.base)).send().await.unwrap();
             assert_eq!(answer.status(), 200);
             drop(idle);
         })
