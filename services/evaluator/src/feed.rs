@@ -90,8 +90,13 @@ pub fn follow(streams: Arc<PositionStreams>, lo: u32, hi: u32, shutdown: Shutdow
 
 /// Reads a batch's lines.
 fn read(batch: Batch) -> Taken {
-    let fixes = positions::lines(&batch.payload).map(|line| PositionFix::from_event_bytes(&line)).collect();
+    let fixes = lines(&batch.payload).collect();
     Taken { partition: batch.partition, fixes, skipped: batch.skipped, ack: batch.ack }
+}
+
+/// The positions of a batch's lines, each read, or why it could not be.
+pub fn lines(payload: &bytes::Bytes) -> impl Iterator<Item = Result<PositionFix, String>> + '_ {
+    positions::lines(payload).map(|line| PositionFix::from_event_bytes(&line))
 }
 
 /// The positions of `macs` in a batch from the bus (an evaluator following mobile-zone sources

@@ -354,8 +354,8 @@ fn evaluate_batch(
         }
         None => {
             let mut taken = 0;
-            for line in zonecast_bus::positions::lines(&batch.payload) {
-                shell.position(engine, PositionFix::from_event_bytes(&line), bad_log, out);
+            for fix in feed::lines(&batch.payload) {
+                shell.position(engine, fix, bad_log, out);
                 taken += 1;
             }
             taken
