@@ -11,6 +11,8 @@
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
 #   STAGES=1 BATCH=20 services/loadgen/scripts/pipeline.sh 20000 10 ingest  # also the latency to
 #     the partitions' batches (the ingest stage alone) beside the latency to events and to MQTT
+#   SAMPLES=dir ...   # every latency sample written to dir/{batched,events,mqtt}.tsv (measurement
+#     time and latency in microseconds), to see when the slow ones happened
 #   MQTT=1 MODE=all-in-one CIRCLES=30 STEP=1 SENDERS=3 services/loadgen/scripts/pipeline.sh 0 30 http
 #     # the fenced workload: 1,000 circles of 30 m, devices walking 1 m per position, every zone
 #     # event to MQTT; reports positions per CPU-second of zonecast, peak memory and the drain
@@ -88,7 +90,7 @@ if [ -n "${BURST:-}" ]; then
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
-  ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" ${STAGES:+--count-positions} \
+  ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" ${STAGES:+--count-positions} ${SAMPLES:+--samples "$SAMPLES"} \
   --senders "${SENDERS:-2}" --streams "${STREAMS:-0}" --stream-kind "${STREAM_KIND:-both}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
 if [ "${MODE:-distributed}" = all-in-one ]; then
   curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted|ingest_refused|forwarder_forwarded|forwarder_dropped)_total' || true

@@ -7,10 +7,11 @@ use std::time::Duration;
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use serde_json::Value;
 
-/// Latencies in microseconds.
+/// Latencies in microseconds, each with when its position was measured.
 #[derive(Default)]
 pub struct Recorder {
-    samples: Mutex<Vec<u64>>,
+    /// (measured, microseconds since the Unix epoch; latency, microseconds), in arrival order.
+    samples: Mutex<Vec<(i64, u64)>>,
     /// When the last message was recorded.
     last: Mutex<Option<std::time::Instant>>,
 }
@@ -30,7 +31,7 @@ impl Recorder {
         };
         let micros = (chrono::Utc::now() - ts).num_microseconds().unwrap_or(0).max(0) as u64;
         if let Ok(mut s) = self.samples.lock() {
-            s.push(micros);
+            s.push((ts.timestamp_micros(), micros));
         }
         if let Ok(mut last) = self.last.lock() {
             *last = Some(std::time::Instant::now());
@@ -55,7 +56,8 @@ impl Recorder {
 
     /// `count, p50, p90, p99, max` in milliseconds.
     pub fn summary(&self) -> String {
-        let mut s = self.samples.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut s: Vec<u64> =
+            self.samples.lock().map(|s| s.iter().map(|&(_, latency)| latency).collect()).unwrap_or_default();
         if s.is_empty() {
             return "0 messages".into();
         }
@@ -69,6 +71,21 @@ impl Recorder {
             p(0.99),
             p(1.0)
         )
+    }
+}
+
+impl Recorder {
+    /// Writes every sample to `path`, one line each in arrival order: the position's
+    /// measurement time and its latency, both in microseconds; to see when the tail happened.
+    pub fn write_samples(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let samples = self.samples.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        writeln!(out, "measured_us\tlatency_us")?;
+        for (measured, latency) in samples {
+            writeln!(out, "{measured}\t{latency}")?;
+        }
+        out.flush()
     }
 }
 

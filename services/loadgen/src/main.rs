@@ -125,6 +125,10 @@ struct Args {
     /// Which live streams `--streams` opens.
     #[arg(long, value_enum, default_value = "both")]
     stream_kind: streams::Kind,
+    /// A directory to write every latency sample to (`batched.tsv`, `events.tsv`, `mqtt.tsv`:
+    /// measurement time and latency in microseconds), to see when the slow ones happened.
+    #[arg(long)]
+    samples: Option<std::path::PathBuf>,
 }
 
 /// Sum of `zonecast_evaluator_positions_total` over the given `/metrics` URLs.
@@ -146,7 +150,9 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let subjects = Subjects::new(args.prefix.clone());
-    let http = reqwest::Client::new();
+    // The services close a connection idle for 10 s: pooled ones go before, so that a request
+    // (the evaluation count read after a 10 s run) never lands on one being closed.
+    let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5)).build()?;
     let mut site = Site::new(args.site, args.devices, 42, args.circles);
     if args.zones > 0 {
         let created = site.create_zones(&http, &args.api, &args.key, args.zones).await?;
@@ -277,6 +283,12 @@ async fn main() -> anyhow::Result<()> {
     {
         let after = last.saturating_duration_since(send_end).as_secs_f64() * 1e3;
         println!("drain           the last MQTT message came {after:.0} ms after sending stopped");
+    }
+    if let Some(dir) = &args.samples {
+        std::fs::create_dir_all(dir)?;
+        for (name, recorder) in [("batched", &stored), ("events", &events), ("mqtt", &mqtt)] {
+            recorder.write_samples(&dir.join(format!("{name}.tsv")))?;
+        }
     }
     if let Some(received) = &streams {
         println!("streams         {}", received.summary(args.streams));
