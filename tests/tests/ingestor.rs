@@ -391,3 +391,26 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     eventually(Duration::from_secs(20), || async { (post().await.0 == StatusCode::OK).then_some(()) }).await;
     shutdown.cancel();
 }
+
+/// The partitions' position streams exist once the ingestor has started, before any position
+/// comes: the first positions wait for their store only, not for the streams to be made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ingestor_makes_every_partition_stream_at_start() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = zonecast_tests::nats::NatsServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path()).ingestor();
+    config.bus.nats_url = Some(zonecast_runtime::Secret::new(nats.url()));
+    let (prefix, partitions) = (config.bus.subject_prefix.clone(), config.bus.partitions);
+    let shutdown = zonecast_runtime::Shutdown::new();
+    let _running = zonecast_ingestor::launch(config, shutdown.clone()).await.unwrap();
+    let jetstream = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+    for partition in 0..partitions {
+        let name = format!("{prefix}_POSITIONS_{partition}");
+        let mut stream = jetstream.get_stream(&name).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let info = stream.info().await.unwrap();
+        assert_eq!(info.config.subjects, [format!("{prefix}.batches.{partition}")], "{name}");
+        assert_eq!(info.state.messages, 0, "{name}: made before any position came");
+    }
+    shutdown.cancel();
+}

@@ -154,6 +154,13 @@ impl PositionStreams {
         .copied()
     }
 
+    /// Makes every partition's stream now (or brings its bounds in line with the settings),
+    /// instead of on its first batch: the first positions then wait for their store only,
+    /// not for up to one stream set-up per partition in turn.
+    pub async fn prepare(&self) -> Result<(), BusError> {
+        futures::future::try_join_all((0..self.partitions).map(|partition| self.ready(partition))).await.map(|_| ())
+    }
+
     /// Sends the batches (partition, position events one per line) to their streams, cutting
     /// any longer than [`MAX_BATCH_BYTES`] between lines, and returns what confirms that they
     /// are stored: the batches of one call are stored in the order given, and after those of

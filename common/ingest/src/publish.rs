@@ -92,6 +92,15 @@ impl Publisher {
         self.pressure.caught_up(input).await;
     }
 
+    /// Over NATS, makes the partitions' streams before the first positions come (see
+    /// [`PositionStreams::prepare`]); in one process there is nothing to make.
+    pub async fn prepare(&self) -> Result<(), BusError> {
+        match &self.streams {
+            Some((streams, _)) => streams.prepare().await,
+            None => Ok(()),
+        }
+    }
+
     /// Whether publishing can work now (the HTTP input answers 503 otherwise).
     pub fn ready(&self) -> bool {
         self.bus.is_connected()

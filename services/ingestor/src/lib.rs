@@ -102,6 +102,10 @@ impl Deps {
 /// input (if any). The task ends once every input has stopped after `shutdown`.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;
+    // Streams not made now (JetStream not ready yet) are made with their first batch.
+    if let Err(e) = deps.publisher.prepare().await {
+        tracing::warn!(error = %e, "position streams not made at start; they are made with their first positions");
+    }
     let mut tasks = Vec::new();
     let mut addr = None;
     if let Some(input) = deps.http {

@@ -205,17 +205,21 @@ async fn main() -> anyhow::Result<()> {
     for sender in 0..args.senders {
         let mine: Vec<_> =
             devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
+        let publisher = zonecast_ingest::Publisher::new(
+            bus.clone(),
+            subjects.clone(),
+            args.partitions,
+            1,
+            zonecast_bus::PositionSettings::default(),
+        );
+        if matches!(args.input, Input::Positions) {
+            publisher.prepare().await?;
+        }
         let ctx = site::Sender {
             input: args.input,
             bus: bus.clone(),
             subjects: subjects.clone(),
-            publisher: zonecast_ingest::Publisher::new(
-                bus.clone(),
-                subjects.clone(),
-                args.partitions,
-                1,
-                zonecast_bus::PositionSettings::default(),
-            ),
+            publisher,
             http: http.clone(),
             url: format!("{}/v3/positions", args.ingest_url.as_deref().unwrap_or(&args.api)),
             key: args.key.clone(),
