@@ -17,7 +17,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    fn record(&self, payload: &[u8], only_position_events: bool) {
+    /// Records `payload` as seen `at`.
+    fn record(&self, payload: &[u8], only_position_events: bool, at: chrono::DateTime<chrono::Utc>) {
         let Ok(v) = serde_json::from_slice::<Value>(payload) else { return };
         if only_position_events {
             let kind = v["Type"].as_str().unwrap_or_default();
@@ -29,7 +30,7 @@ impl Recorder {
         let Some(ts) = v["Timestamp"].as_str().and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()) else {
             return;
         };
-        let micros = (chrono::Utc::now() - ts).num_microseconds().unwrap_or(0).max(0) as u64;
+        let micros = (at - ts).num_microseconds().unwrap_or(0).max(0) as u64;
         if let Ok(mut s) = self.samples.lock() {
             s.push((ts.timestamp_micros(), micros));
         }
@@ -46,12 +47,13 @@ impl Recorder {
     /// An event from the bus: only enters and position exits count (clock-driven exits carry
     /// computed times).
     pub fn observe_event(&self, payload: &[u8]) {
-        self.record(payload, true);
+        self.record(payload, true, chrono::Utc::now());
     }
 
-    /// A position in a partition's batch, as ingest published it.
-    pub fn observe_position(&self, payload: &[u8]) {
-        self.record(payload, false);
+    /// A position in a partition's batch, as ingest published it, the batch seen `at`: every
+    /// line of a batch arrived with it, however long reading the lines before it takes here.
+    pub fn observe_position(&self, payload: &[u8], at: chrono::DateTime<chrono::Utc>) {
+        self.record(payload, false, at);
     }
 
     /// `count, p50, p90, p99, max` in milliseconds.
@@ -111,7 +113,7 @@ pub async fn subscribe_mqtt(broker: &str, topic: &str, rec: std::sync::Arc<Recor
                         let _ = tx.send(());
                     }
                 }
-                Ok(Event::Incoming(Packet::Publish(p))) => rec.record(&p.payload, false),
+                Ok(Event::Incoming(Packet::Publish(p))) => rec.record(&p.payload, false, chrono::Utc::now()),
                 Ok(_) => {}
                 Err(e) => {
                     eprintln!("loadgen: MQTT subscriber: {e}");

@@ -177,9 +177,10 @@ async fn main() -> anyhow::Result<()> {
         let (seen, stored) = (positions_seen.clone(), stored.clone());
         tokio::spawn(async move {
             while let Some(msg) = sub.next().await {
+                let at = chrono::Utc::now();
                 for line in zonecast_bus::positions::lines(&msg.payload) {
                     seen.fetch_add(1, Ordering::Relaxed);
-                    stored.observe_position(&line);
+                    stored.observe_position(&line, at);
                 }
             }
         });
