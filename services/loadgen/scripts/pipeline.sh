@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end benchmark of the distributed pipeline on this machine: one API, one ingestor, two
-# evaluators (0-7, 8-15) and one forwarder as release processes on the local NATS (4222),
-# PostgreSQL (5432) and a Mosquitto of its own; zones and an MQTT connection set up through the API;
-# then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
+# evaluators (half the partitions each: 0-7 and 8-15) and one forwarder as release processes on
+# the local NATS (4222), PostgreSQL (5432) and a Mosquitto of its own; zones and an MQTT
+# connection set up through the API; then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
 #   services/loadgen/scripts/pipeline.sh <rate> [seconds] [input: ingest|positions|http]
 #   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
 #   BURST=1000 BURST_AT=5 services/loadgen/scripts/pipeline.sh 20000 20  # 1,000 zone creates
@@ -11,6 +11,9 @@
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
 #   STAGES=1 BATCH=20 services/loadgen/scripts/pipeline.sh 20000 10 ingest  # also the latency to
 #     the partitions' batches (the ingest stage alone) beside the latency to events and to MQTT
+#   PARTITIONS=4 ...  # 4 position partitions instead of 16 (the evaluators take half each)
+#   NATS_URL=nats://127.0.0.1:4333 ...  # another nats-server than the machine's, e.g. one started
+#     with GOGC=400 GOMEMLIMIT=1GiB as docs/operations.md recommends for latency
 #   SAMPLES=dir ...   # every latency sample written to dir/{batched,events,mqtt}.tsv (measurement
 #     time and latency in microseconds), to see when the slow ones happened
 #   MQTT=1 MODE=all-in-one CIRCLES=30 STEP=1 SENDERS=3 services/loadgen/scripts/pipeline.sh 0 30 http
@@ -32,6 +35,8 @@ work=$(mktemp -d); pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 prefix=bench$RANDOM; key=bench-$RANDOM
+nats=${NATS_URL:-nats://127.0.0.1:4222}; partitions=${PARTITIONS:-16}
+[ "$partitions" -ge 2 ] || { echo "PARTITIONS: at least 2, one range per evaluator" >&2; exit 1; }
 # A broker of the benchmark's own, without Nagle delays towards subscribers.
 mqtt_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n' "$mqtt_port" > "$work/mosquitto.conf"
@@ -50,12 +55,14 @@ if [ "${MODE:-distributed}" = all-in-one ]; then
 else
   db=zc_bench_$RANDOM
   psql -q -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE $db" >/dev/null
-  export ZONECAST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/$db ZONECAST_NATS_URL=nats://127.0.0.1:4222
+  export ZONECAST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/$db ZONECAST_NATS_URL=$nats \
+    ZONECAST_PARTITIONS=$partitions
   ZONECAST_HTTP_ADDR=127.0.0.1:18180 "$bin/zonecast-api" 2>"$work/api.log" & pids+=($!)
   wait_http http://127.0.0.1:18180/healthz
   ZONECAST_INGEST_HTTP_ADDR=127.0.0.1:18181 "$bin/zonecast-ingestor" 2>"$work/ingestor.log" & pids+=($!)
-  ZONECAST_HTTP_ADDR=127.0.0.1:18182 ZONECAST_EVALUATOR_PARTITIONS=0-7 "$bin/zonecast-evaluator" 2>"$work/eval-a.log" & pids+=($!)
-  ZONECAST_HTTP_ADDR=127.0.0.1:18183 ZONECAST_EVALUATOR_PARTITIONS=8-15 "$bin/zonecast-evaluator" 2>"$work/eval-b.log" & pids+=($!)
+  half=$((partitions / 2))
+  ZONECAST_HTTP_ADDR=127.0.0.1:18182 ZONECAST_EVALUATOR_PARTITIONS=0-$((half - 1)) "$bin/zonecast-evaluator" 2>"$work/eval-a.log" & pids+=($!)
+  ZONECAST_HTTP_ADDR=127.0.0.1:18183 ZONECAST_EVALUATOR_PARTITIONS=$half-$((partitions - 1)) "$bin/zonecast-evaluator" 2>"$work/eval-b.log" & pids+=($!)
   ZONECAST_HTTP_ADDR=127.0.0.1:18184 "$bin/zonecast-forwarder" 2>"$work/forwarder.log" & pids+=($!)
   for p in 18181 18182 18183 18184; do wait_http http://127.0.0.1:$p/healthz; done
   measured=(); for p in "${pids[@]:1}"; do measured+=(--pid "$p"); done
@@ -89,6 +96,7 @@ if [ -n "${BURST:-}" ]; then
   ) & pids+=($!)
 fi
 "$bin/zonecast-loadgen" --input "$input" --api "$api" --ingest-url "$ingest" --key "$key" --prefix "$prefix" \
+  --nats "$nats" --partitions "$partitions" \
   --zones "${ZONES:-1000}" --devices "${DEVICES:-10000}" --rate "$rate" --duration "$secs" --batch "${BATCH:-1000}" \
   ${CIRCLES:+--circles "$CIRCLES"} --step "${STEP:-0.5}" ${STAGES:+--count-positions} ${SAMPLES:+--samples "$SAMPLES"} \
   --senders "${SENDERS:-2}" --streams "${STREAMS:-0}" --stream-kind "${STREAM_KIND:-both}" "${events[@]}" "${mqtt[@]}" "${evaluated[@]}" "${measured[@]}" --drain "${DRAIN:-5}"
