@@ -2,7 +2,8 @@
 # End-to-end benchmark of the distributed pipeline on this machine: one API, one ingestor, two
 # evaluators (half the partitions each: 0-7 and 8-15) and one forwarder as release processes on
 # the local NATS (4222), PostgreSQL (5432) and a Mosquitto of its own; zones and an MQTT
-# connection set up through the API; then zonecast-loadgen at the given rate, reporting throughput and latency percentiles.
+# connection set up through the API; then zonecast-loadgen at the given rate, reporting
+# throughput and latency percentiles.
 #   services/loadgen/scripts/pipeline.sh <rate> [seconds] [input: ingest|positions|http]
 #   MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 10 http    # the all-in-one instead
 #   BURST=1000 BURST_AT=5 services/loadgen/scripts/pipeline.sh 20000 20  # 1,000 zone creates
