@@ -74,9 +74,7 @@ impl Recorder {
             p(1.0)
         )
     }
-}
 
-impl Recorder {
     /// Writes every sample to `path`, one line each in arrival order: the position's
     /// measurement time and its latency, both in microseconds; to see when the tail happened.
     pub fn write_samples(&self, path: &std::path::Path) -> std::io::Result<()> {
