@@ -749,7 +749,12 @@ async fn while_the_camera_turns_a_coarse_view_is_drawn_and_the_full_one_returns_
 
     browser.execute("window.zonecastConsole.orbit(false)", json!([])).await;
     let (rest, _) = browser.until("the full view once the camera rests", WAIT, at_rest).await;
-    assert_eq!(rest["drawn"], full, "{rest}");
+    // The camera rests where the turn left it: a label sprite (two triangles) at the edge of the
+    // view may be in it from one angle and not from the other; the edges and the device are
+    // drawn as before.
+    assert_eq!((&rest["drawn"]["lines"], &rest["drawn"]["points"]), (&full["lines"], &full["points"]), "{rest}");
+    let (now, before) = (rest["drawn"]["triangles"].as_u64().unwrap(), full["triangles"].as_u64().unwrap());
+    assert!(now.abs_diff(before) <= 4, "{now} triangles at rest after the turn, {before} before it: {rest}");
     assert_eq!(rest["trails"], json!(1), "{rest}");
     // The view is held coarse 100 ms after the last move, then drawn in full at the next frame.
     let settled = rest["settledMs"].as_f64().unwrap();
