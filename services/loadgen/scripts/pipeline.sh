@@ -12,7 +12,8 @@
 #   BIN=/path/to/release/binaries ...                                   # another build's binaries
 #   STAGES=1 BATCH=20 services/loadgen/scripts/pipeline.sh 20000 10 ingest  # also the latency to
 #     the partitions' batches (the ingest stage alone) beside the latency to events and to MQTT
-#   PARTITIONS=4 ...  # 4 position partitions instead of 16 (the evaluators take half each)
+#   PARTITIONS=4 ...  # distributed: 4 position partitions instead of 16 (the evaluators take
+#     half each)
 #   NATS_URL=nats://127.0.0.1:4333 ...  # another nats-server than the machine's, e.g. one started
 #     with GOGC=400 GOMEMLIMIT=1GiB as docs/operations.md recommends for latency
 #   SAMPLES=dir ...   # every latency sample written to dir/{batched,events,mqtt}.tsv (measurement

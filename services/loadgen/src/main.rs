@@ -203,24 +203,25 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     let devices = site.devices();
+    // One publisher for every sender, as one ingestor stores what all its inputs take.
+    let publisher = zonecast_ingest::Publisher::new(
+        bus.clone(),
+        subjects.clone(),
+        args.partitions,
+        1,
+        zonecast_bus::PositionSettings::default(),
+    );
+    if matches!(args.input, Input::Positions) {
+        publisher.prepare().await?;
+    }
     for sender in 0..args.senders {
         let mine: Vec<_> =
             devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
-        let publisher = zonecast_ingest::Publisher::new(
-            bus.clone(),
-            subjects.clone(),
-            args.partitions,
-            1,
-            zonecast_bus::PositionSettings::default(),
-        );
-        if matches!(args.input, Input::Positions) {
-            publisher.prepare().await?;
-        }
         let ctx = site::Sender {
             input: args.input,
             bus: bus.clone(),
             subjects: subjects.clone(),
-            publisher,
+            publisher: publisher.clone(),
             http: http.clone(),
             url: format!("{}/v3/positions", args.ingest_url.as_deref().unwrap_or(&args.api)),
             key: args.key.clone(),
