@@ -2,6 +2,7 @@
 //! positions over NATS or HTTP at a set rate, and measures throughput and latency (position
 //! timestamp → event on NATS, and → message on MQTT) with percentiles.
 
+mod host;
 mod latency;
 mod site;
 mod streams;
@@ -201,6 +202,7 @@ async fn main() -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(args.duration);
     let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
     let started = Instant::now();
+    let host = host::Meter::start();
     let mut tasks = Vec::new();
     let devices = site.devices();
     // One publisher for every sender, as one ingestor stores what all its inputs take.
@@ -242,6 +244,7 @@ async fn main() -> anyhow::Result<()> {
     bus.flush().await?;
     let send_secs = started.elapsed().as_secs_f64();
     let send_end = Instant::now();
+    let host = host.stop();
     let total = sent.load(Ordering::Relaxed);
     let drain_until = Instant::now() + Duration::from_secs(args.drain);
     // The evaluation rate: wait (up to the drain time) until every position sent was evaluated.
@@ -296,6 +299,7 @@ async fn main() -> anyhow::Result<()> {
             recorder.write_samples(&dir.join(format!("{name}.tsv")))?;
         }
     }
+    println!("host            {}", host.summary());
     if let Some(received) = &streams {
         println!("streams         {}", received.summary(args.streams));
     }
