@@ -65,20 +65,20 @@ impl Report {
     /// how many were stalls and the longest.
     pub fn summary(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let at = |q: f64| self.late.get(((self.late.len() as f64 * q) as usize).min(self.late.len().saturating_sub(1)));
+        let at = |q: f64| crate::latency::percentile(&self.late, q);
         let busy = match self.busy {
             Some(busy) => format!("cores {:.0}% busy; ", busy * 100.0),
             None => String::new(),
         };
-        let (Some(p99), Some(p999), Some(max)) = (at(0.99), at(0.999), self.late.last()) else {
+        let (Some(p99), Some(p999), Some(max)) = (at(0.99), at(0.999), at(1.0)) else {
             return format!("{busy}no wake-up measured");
         };
         let stalls = self.late.iter().filter(|d| **d > STALL).count();
         format!(
             "{busy}a thread sleeping 1 ms woke late by p99 {:.2} p99.9 {:.2} max {:.2} ms; {stalls} of {} wake-ups more than {} ms late",
-            ms(*p99),
-            ms(*p999),
-            ms(*max),
+            ms(p99),
+            ms(p999),
+            ms(max),
             self.late.len(),
             STALL.as_millis()
         )

@@ -64,7 +64,7 @@ impl Recorder {
             return "0 messages".into();
         }
         s.sort_unstable();
-        let p = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+        let p = |q: f64| percentile(&s, q).unwrap_or_default() as f64 / 1000.0;
         format!(
             "{} messages; latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
             s.len(),
@@ -87,6 +87,12 @@ impl Recorder {
         }
         out.flush()
     }
+}
+
+/// The value at quantile `q` (0 to 1) of `sorted`, nearest rank; none when it is empty.
+pub fn percentile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let last = sorted.len().checked_sub(1)?;
+    sorted.get((last as f64 * q).round() as usize).copied()
 }
 
 /// Subscribes to `topic` on `broker` (`host:port`) and records every message's latency.
@@ -122,4 +128,16 @@ pub async fn subscribe_mqtt(broker: &str, topic: &str, rec: std::sync::Arc<Recor
     });
     tokio::time::timeout(Duration::from_secs(10), ready_rx).await??;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentiles_are_the_nearest_rank_and_none_of_nothing() {
+        let sorted: Vec<u64> = (1..=101).collect();
+        assert_eq!([0.0, 0.5, 0.9, 0.99, 1.0].map(|q| percentile(&sorted, q)), [1, 51, 91, 100, 101].map(Some));
+        assert_eq!(percentile::<u64>(&[], 0.5), None);
+    }
 }

@@ -195,17 +195,8 @@ async fn main() -> anyhow::Result<()> {
         n => Some(streams::open(&reqwest::Client::new(), &args.api, &args.key, n, args.stream_kind).await?),
     };
 
-    let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
-    let sent = Arc::new(AtomicU64::new(0));
-    let refused = Arc::new(AtomicU64::new(0));
-    let cpu_before: Vec<Option<u64>> = args.pid.iter().map(|pid| cpu_ns(*pid)).collect();
-    let deadline = Instant::now() + Duration::from_secs(args.duration);
-    let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
-    let started = Instant::now();
-    let host = host::Meter::start();
-    let mut tasks = Vec::new();
-    let devices = site.devices();
-    // One publisher for every sender, as one ingestor stores what all its inputs take.
+    // One publisher for every sender, as one ingestor stores what all its inputs take;
+    // its streams are made before the clock of the run starts.
     let publisher = zonecast_ingest::Publisher::new(
         bus.clone(),
         subjects.clone(),
@@ -216,6 +207,16 @@ async fn main() -> anyhow::Result<()> {
     if matches!(args.input, Input::Positions) {
         publisher.prepare().await?;
     }
+    let evaluated_before = evaluated(&http, &args.evaluated_from, &args.key).await?;
+    let sent = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
+    let cpu_before: Vec<Option<u64>> = args.pid.iter().map(|pid| cpu_ns(*pid)).collect();
+    let deadline = Instant::now() + Duration::from_secs(args.duration);
+    let per_sender_rate = if args.rate == 0 { 0 } else { args.rate.div_ceil(args.senders as u64) };
+    let started = Instant::now();
+    let host = host::Meter::start();
+    let mut tasks = Vec::new();
+    let devices = site.devices();
     for sender in 0..args.senders {
         let mine: Vec<_> =
             devices.iter().enumerate().filter(|(i, _)| i % args.senders == sender).map(|(_, d)| d.clone()).collect();
