@@ -284,6 +284,34 @@ async fn the_zone_buttons_deactivate_lock_and_delete_the_zone(mode: Mode) {
     assert_eq!(zone["IsGeometryLocked"], true);
     browser.screenshot(&format!("{}-locked", mode_name(mode))).await;
 
+    // The list is read again every few seconds and on events: an entry that shows the same keeps
+    // its node, so that a click pressed on its buttons while the list is read lands; an entry
+    // that changed is drawn anew.
+    let kept = browser
+        .execute_async(
+            &format!(
+                "const before = document.getElementById('zone-{id}'); \
+                 await window.zonecastConsole.refresh(); \
+                 return document.getElementById('zone-{id}') === before;"
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(kept, json!(true), "an unchanged entry is drawn anew by a refresh");
+    browser.execute(&format!("window.entryBefore = document.getElementById('zone-{id}');"), json!([])).await;
+    server.ok(Method::PUT, &format!("/v3/modules/zones/{id}"), Some(json!({"Name": "Cell 2"}))).await;
+    let renamed = browser
+        .execute_async(
+            &format!(
+                "await window.zonecastConsole.refresh(); \
+                 const after = document.getElementById('zone-{id}'); \
+                 return [after === window.entryBefore, after.querySelector('.zone-name').textContent];"
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(renamed, json!([false, "Cell 2"]), "a renamed zone is drawn anew with its new name");
+
     browser.click(&format!("{item} .act-delete")).await;
     browser.accept_dialog(WAIT).await;
     browser.until("the zone gone", WAIT, "window.zonecastConsole.stats().zonesDrawn === 0").await;

@@ -53,15 +53,43 @@ export class ZoneList {
     this.render();
   }
 
+  /**
+   * Draws the list. A zone whose entry would look and act the same keeps its node, and only the
+   * entries that differ are replaced or moved: the list is drawn again every few seconds and on
+   * events, and a node replaced under the pointer between press and release loses the click
+   * (and the keyboard focus).
+   */
   render() {
     const needle = this.search.value.trim().toLowerCase();
     const shown = this.zones
       .filter((z) => !needle || `${z.Name} ${z.ZoneID} ${z.GeometryType}`.toLowerCase().includes(needle))
       .sort((a, b) => (a.Name || "").localeCompare(b.Name || "") || a.ZoneID.localeCompare(b.ZoneID));
     this.count.textContent = needle ? `${shown.length} of ${this.zones.length}` : `${this.zones.length}`;
-    const items = shown.map((zone) => this.item(zone));
-    this.list.replaceChildren(...items);
+    const drawn = new Map([...this.list.children].filter((li) => li.dataset.shows).map((li) => [li.dataset.shows, li]));
+    const items = shown.map((zone) => {
+      const shows = this.shows(zone);
+      let node = drawn.get(shows);
+      if (!node) {
+        node = this.item(zone);
+        node.dataset.shows = shows;
+      }
+      return node;
+    });
+    items.forEach((node, i) => {
+      const at = this.list.children[i];
+      if (at !== node) this.list.insertBefore(node, at || null);
+    });
+    while (this.list.children.length > items.length) this.list.lastElementChild.remove();
     if (!items.length) this.list.append(element("li", { class: "empty" }, this.zones.length ? "No zone matches." : "No zones yet."));
+  }
+
+  /** Everything a zone's entry shows and acts on: entries that agree on it are interchangeable. */
+  shows(zone) {
+    const { ZoneID, Name, GeometryType, AlertLevel, Active, IsGeometryLocked, MobileOriginSource } = zone;
+    return JSON.stringify([
+      ZoneID, Name, GeometryType, AlertLevel, Active, IsGeometryLocked, MobileOriginSource,
+      this.occupants.get(ZoneID)?.size || 0, this.kinds.get(ZoneID) || "log", this.selected === ZoneID,
+    ]);
   }
 
   item(zone) {
