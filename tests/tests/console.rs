@@ -312,6 +312,36 @@ async fn the_zone_buttons_deactivate_lock_and_delete_the_zone(mode: Mode) {
         .await;
     assert_eq!(renamed, json!([false, "Cell 2"]), "a renamed zone is drawn anew with its new name");
 
+    // Readings of the list overlap; one answered after a later one is not shown over it. The
+    // next reading's answer is held back in the page while the zone is renamed and read again.
+    browser
+        .execute(
+            "const fetched = window.fetch; \
+             window.fetch = (path, init) => { \
+               const answer = fetched(path, init); \
+               if (path !== '/v3/modules/zones') return answer; \
+               window.fetch = fetched; \
+               return new Promise((resolve) => { window.releaseStale = () => resolve(answer); }); \
+             }; \
+             window.staleRead = window.zonecastConsole.refresh();",
+            json!([]),
+        )
+        .await;
+    browser.until("the stale reading held back", WAIT, "typeof window.releaseStale === 'function'").await;
+    server.ok(Method::PUT, &format!("/v3/modules/zones/{id}"), Some(json!({"Name": "Cell 3"}))).await;
+    let shown = browser
+        .execute_async(
+            &format!(
+                "await window.zonecastConsole.refresh(); \
+                 window.releaseStale(); \
+                 await window.staleRead; \
+                 return document.querySelector('#zone-{id} .zone-name').textContent;"
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(shown, json!("Cell 3"), "an older reading answered last is not shown over a newer one");
+
     browser.click(&format!("{item} .act-delete")).await;
     browser.accept_dialog(WAIT).await;
     browser.until("the zone gone", WAIT, "window.zonecastConsole.stats().zonesDrawn === 0").await;

@@ -33,6 +33,8 @@ const state = {
   refreshTimer: null,
   fitted: false,
   zonesLoaded: 0,
+  zoneReads: 0, // readings of the zone list started
+  zoneReadShown: 0, // the latest started of those shown
 };
 
 const view = new SiteView($("view"), $("tooltip"));
@@ -154,8 +156,13 @@ function renderZones() {
 async function refreshZones() {
   if (!state.api) return;
   const readAt = Date.now();
+  const read = ++state.zoneReads;
   try {
     const zones = await state.api.zones();
+    // Readings overlap (the timer, every change made here, events of unknown zones): one that
+    // was started before the one shown, and answered after it, would show an older list.
+    if (read < state.zoneReadShown) return;
+    state.zoneReadShown = read;
     const now = Date.now();
     const occupants = new Map();
     for (const zone of zones) {
