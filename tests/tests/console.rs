@@ -145,6 +145,21 @@ async fn a_user_signs_in_sees_every_zone_and_watches_a_device_enter_one(mode: Mo
         let (active, _) = browser.until("the zone's list item", WAIT, &format!("{item}?.dataset.active")).await;
         assert_eq!(active, json!(if id == &ids[3] { "false" } else { "true" }));
     }
+    // The search narrows the list and says how many of all it shows; cleared, the list is whole
+    // again, in the same order.
+    let listed = "return [document.getElementById('zone-count').textContent, \
+                  [...document.querySelectorAll('#zone-list li')].map((li) => li.dataset.zoneId || li.textContent)]";
+    let whole = browser.execute(listed, json!([])).await;
+    assert_eq!(whole[0], json!("6"), "{whole}");
+    assert_eq!(whole[1].as_array().map(Vec::len), Some(6), "{whole}");
+    browser.type_into("#zone-search", &ids[2].to_lowercase()).await;
+    assert_eq!(browser.execute(listed, json!([])).await, json!(["1 of 6", [ids[2]]]));
+    browser.type_into("#zone-search", "no such zone").await;
+    assert_eq!(browser.execute(listed, json!([])).await, json!(["0 of 6", ["No zone matches."]]));
+    let cleared = "const s = document.getElementById('zone-search'); s.value = ''; \
+                   s.dispatchEvent(new Event('input', {bubbles: true}));";
+    browser.execute(cleared, json!([])).await;
+    assert_eq!(browser.execute(listed, json!([])).await, whole, "the whole list again, in its order");
     let credential =
         browser.execute("return JSON.parse(sessionStorage.getItem('zonecast.credential'))", json!([])).await;
     assert_eq!(credential, json!({"kind": "key", "value": READ_KEY}), "the key is kept in sessionStorage");
@@ -345,6 +360,9 @@ async fn the_zone_buttons_deactivate_lock_and_delete_the_zone(mode: Mode) {
     browser.click(&format!("{item} .act-delete")).await;
     browser.accept_dialog(WAIT).await;
     browser.until("the zone gone", WAIT, "window.zonecastConsole.stats().zonesDrawn === 0").await;
+    let empty = "document.querySelector('#zone-list li.empty')?.textContent";
+    assert_eq!(browser.until("the empty list", WAIT, empty).await.0, json!("No zones yet."));
+    assert_eq!(browser.execute("return document.querySelectorAll('#zone-list li').length", json!([])).await, json!(1));
     assert_eq!(browser.execute(&format!("return {}", data("active")), json!([])).await, Value::Null);
     server.refused(Method::GET, &format!("/v3/modules/zones/{id}"), Some(READ_KEY), None, 404, "not_found").await;
     browser.close().await;
