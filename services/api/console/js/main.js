@@ -55,8 +55,8 @@ async function act(what, call) {
 const zoneList = new ZoneList({
   activate: (id, on) => act(on ? "Zone activated." : "Zone deactivated.", () => state.api.setActive(id, on)),
   lock: (id, on) => act(on ? "Geometry locked." : "Geometry unlocked.", () => state.api.setLocked(id, on)),
-  remove: (zone) => {
-    if (confirm(`Delete zone ${zone.Name || zone.ZoneID}?`)) act("Zone deleted.", () => state.api.deleteZone(zone.ZoneID));
+  remove: (entry) => {
+    if (confirm(`Delete zone ${entry.Name || entry.ZoneID}?`)) act("Zone deleted.", () => state.api.deleteZone(entry.ZoneID));
   },
   focus: (id) => {
     openZone(id);

@@ -32,7 +32,7 @@ export const time = (iso) => {
   return Number.isNaN(t.getTime()) ? "" : CLOCK.format(t) + `.${String(t.getMilliseconds()).padStart(3, "0")}`;
 };
 
-/** The zone list. `actions` has activate(id, bool), lock(id, bool), remove(id), focus(id). */
+/** The zone list. `actions` has activate(id, bool), lock(id, bool), remove(entry), focus(id). */
 export class ZoneList {
   constructor(actions) {
     this.actions = actions;
@@ -67,10 +67,11 @@ export class ZoneList {
     this.count.textContent = needle ? `${shown.length} of ${this.zones.length}` : `${this.zones.length}`;
     const drawn = new Map([...this.list.children].filter((li) => li.dataset.shows).map((li) => [li.dataset.shows, li]));
     const items = shown.map((zone) => {
-      const shows = this.shows(zone);
+      const entry = this.entry(zone);
+      const shows = JSON.stringify(entry);
       let node = drawn.get(shows);
       if (!node) {
-        node = this.item(zone);
+        node = this.item(entry);
         node.dataset.shows = shows;
       }
       return node;
@@ -83,56 +84,61 @@ export class ZoneList {
     if (!items.length) this.list.append(element("li", { class: "empty" }, this.zones.length ? "No zone matches." : "No zones yet."));
   }
 
-  /** Everything a zone's entry shows and acts on: entries that agree on it are interchangeable. */
-  shows(zone) {
+  /**
+   * Everything a zone's entry shows and acts on, and nothing else: the entry is drawn from it
+   * alone, so two entries drawn from equal ones are interchangeable.
+   */
+  entry(zone) {
     const { ZoneID, Name, GeometryType, AlertLevel, Active, IsGeometryLocked, MobileOriginSource } = zone;
-    return JSON.stringify([
+    return {
       ZoneID, Name, GeometryType, AlertLevel, Active, IsGeometryLocked, MobileOriginSource,
-      this.occupants.get(ZoneID)?.size || 0, this.kinds.get(ZoneID) || "log", this.selected === ZoneID,
-    ]);
+      inside: this.occupants.get(ZoneID)?.size || 0,
+      kind: this.kinds.get(ZoneID) || "log",
+      selected: this.selected === ZoneID,
+    };
   }
 
-  item(zone) {
-    const inside = this.occupants.get(zone.ZoneID)?.size || 0;
-    const kind = this.kinds.get(zone.ZoneID) || "log";
+  /** The list item of `entry` (see `entry`). */
+  item(entry) {
+    const { inside, kind } = entry;
     const button = (text, title, onclick, cls) =>
       element("button", { type: "button", title, class: cls, onclick: (e) => { e.stopPropagation(); onclick(); } }, text);
     return element(
       "li",
       {
-        id: `zone-${zone.ZoneID}`,
-        class: `zone kind-${kind}${inside ? " occupied" : ""}${this.selected === zone.ZoneID ? " selected" : ""}`,
-        "data-zone-id": zone.ZoneID,
-        "data-active": String(zone.Active),
-        "data-locked": String(zone.IsGeometryLocked),
+        id: `zone-${entry.ZoneID}`,
+        class: `zone kind-${kind}${inside ? " occupied" : ""}${entry.selected ? " selected" : ""}`,
+        "data-zone-id": entry.ZoneID,
+        "data-active": String(entry.Active),
+        "data-locked": String(entry.IsGeometryLocked),
         "data-occupants": String(inside),
         onclick: () => {
-          this.selected = zone.ZoneID;
+          this.selected = entry.ZoneID;
           this.render();
-          this.actions.focus(zone.ZoneID);
+          this.actions.focus(entry.ZoneID);
         },
       },
       element(
         "div",
         { class: "zone-head" },
         element("span", { class: "swatch" }),
-        element("span", { class: "zone-name" }, zone.Name || "(no name)"),
+        element("span", { class: "zone-name" }, entry.Name || "(no name)"),
         element("span", { class: "zone-occupants", title: "devices inside" }, inside ? `● ${inside}` : ""),
       ),
       element(
         "div",
         { class: "zone-meta" },
-        `${zone.GeometryType} · level ${zone.AlertLevel}`,
-        zone.Active ? null : element("span", { class: "tag" }, "inactive"),
-        zone.IsGeometryLocked ? element("span", { class: "tag" }, "locked") : null,
-        zone.MobileOriginSource ? element("span", { class: "tag" }, `follows ${zone.MobileOriginSource}`) : null,
+        `${entry.GeometryType} · level ${entry.AlertLevel}`,
+        entry.Active ? null : element("span", { class: "tag" }, "inactive"),
+        entry.IsGeometryLocked ? element("span", { class: "tag" }, "locked") : null,
+        entry.MobileOriginSource ? element("span", { class: "tag" }, `follows ${entry.MobileOriginSource}`) : null,
       ),
       element(
         "div",
         { class: "zone-actions" },
-        button(zone.Active ? "Deactivate" : "Activate", "POST activate/deactivate", () => this.actions.activate(zone.ZoneID, !zone.Active), "act-active"),
-        button(zone.IsGeometryLocked ? "Unlock" : "Lock", "lock or unlock the geometry", () => this.actions.lock(zone.ZoneID, !zone.IsGeometryLocked), "act-lock"),
-        button("Delete", "delete the zone", () => this.actions.remove(zone), "act-delete danger"),
+        button(entry.Active ? "Deactivate" : "Activate", "POST activate/deactivate", () => this.actions.activate(entry.ZoneID, !entry.Active), "act-active"),
+        button(entry.IsGeometryLocked ? "Unlock" : "Lock", "lock or unlock the geometry", () => this.actions.lock(entry.ZoneID, !entry.IsGeometryLocked), "act-lock"),
+        button("Delete", "delete the zone", () => this.actions.remove(entry), "act-delete danger"),
       ),
     );
   }
