@@ -194,6 +194,17 @@ async fn client_bundles_made_every_common_way_are_accepted_by_a_broker_requiring
     server.stop().await;
 }
 
+async fn a_plain_connection_without_a_port_reaches_the_broker_on_1883(mode: Mode) {
+    // The machine's Mosquitto listens on the plain MQTT port.
+    let server = Server::start(mode).await;
+    let topic = format!("zc-{}/plain", Uuid::new_v4().simple());
+    let id =
+        create(&server, json!({"host": "127.0.0.1", "TLS": false, "topics": topic_list(&[(&topic, json!([]))])})).await;
+    let s = wait_connected(&server, &id).await;
+    assert_eq!(s["lastError"], Value::Null, "{s}");
+    server.stop().await;
+}
+
 /// Waits until `id` shows a refused connection holding `held` messages, and proves nothing
 /// reached the broker.
 async fn assert_refused(server: &Server, broker: &Broker, sub: &mut Subscriber, id: &str, error_mentions: &str) {
@@ -712,6 +723,7 @@ async fn a_sustained_overload_is_pushed_back_and_every_accepted_position_is_deli
 }
 
 both_modes!(
+    a_plain_connection_without_a_port_reaches_the_broker_on_1883,
     a_sustained_overload_is_pushed_back_and_every_accepted_position_is_delivered,
     positions_are_taken_from_the_bus_only_while_a_topic_wants_them,
     positions_and_zone_events_reach_a_plain_broker_with_status_and_metrics,

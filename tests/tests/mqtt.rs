@@ -292,6 +292,7 @@ both_modes!(
     a_tls_connection_naming_an_unknown_profile_is_invalid_data,
     a_tls_connection_with_a_profile_is_created_and_announced,
     a_connection_defaults_to_tls_on_port_8883,
+    a_connection_without_tls_defaults_to_port_1883,
     a_connection_without_tls_needs_no_profile,
     a_connection_password_is_accepted_but_never_returned,
     retrieving_a_connection_answers_a_one_element_list,
@@ -358,6 +359,23 @@ async fn a_connection_defaults_to_tls_on_port_8883(mode: Mode) {
     assert_eq!(created["TLS"], json!(true), "{created}");
     assert_eq!(created["port"], json!(8883), "{created}");
     assert_eq!(created["CertificateProfileID"], json!(profile), "{created}");
+    server.stop().await;
+}
+
+async fn a_connection_without_tls_defaults_to_port_1883(mode: Mode) {
+    let server = Server::start(mode).await;
+    let created =
+        server.ok(Method::POST, CONNECTIONS, Some(json!({"host": "broker.example", "TLS": false, "topics": []}))).await;
+    assert_eq!(created["port"], json!(1883), "{created}");
+    let id = created["ConnectionID"].as_str().unwrap();
+    let updated = server
+        .ok(Method::PUT, &connection_path(id), Some(json!({"host": "broker.example", "TLS": false, "topics": []})))
+        .await;
+    assert_eq!(updated["port"], json!(1883), "an update without a port follows its TLS setting too: {updated}");
+    let explicit = server
+        .ok(Method::PUT, &connection_path(id), Some(json!({"host": "broker.example", "port": 8883, "TLS": false})))
+        .await;
+    assert_eq!(explicit["port"], json!(8883), "a port that is given is kept: {explicit}");
     server.stop().await;
 }
 

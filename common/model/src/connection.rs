@@ -112,7 +112,8 @@ pub struct ConnectionInput {
     /// (surrounding white space is trimmed).
     #[schemars(regex(pattern = "^\\s*[^\\s/?#@]{1,253}\\s*$"))]
     pub host: String,
-    /// Broker port (default 8883).
+    /// Broker port: when left out, 8883 with TLS and 1883 without (the MQTT ports registered
+    /// for each).
     #[schemars(with = "Option<u16>", range(min = 1), extend("default" = 8883))]
     pub port: u16,
     /// Whether to use TLS (default true).
@@ -130,6 +131,11 @@ pub struct ConnectionInput {
     /// Topics with compiled-and-checked filter chains.
     #[schemars(with = "Option<Vec<TopicInput>>", extend("x-limit" = {"maxItems": "topics_per_connection"}))]
     pub topics: Vec<Topic>,
+}
+
+/// The port of a connection that names none: MQTT over TLS listens on 8883, plain MQTT on 1883.
+pub fn default_port(tls: bool) -> u16 {
+    if tls { 8883 } else { 1883 }
 }
 
 /// With TLS (the default), a non-empty `CertificateProfileID` is required.
@@ -151,8 +157,8 @@ impl ConnectionInput {
         if host.is_empty() || host.len() > 253 || host.contains(|c: char| c.is_whitespace() || "/?#@".contains(c)) {
             return Err(Invalid::new("host", "must be a host name or IP address"));
         }
-        let port = f.int("port", 1, 65_535)?.unwrap_or(8883) as u16;
         let tls = f.bool("TLS")?.unwrap_or(true);
+        let port = f.int("port", 1, 65_535)?.map_or_else(|| default_port(tls), |p| p as u16);
         let certificate_profile_id = f
             .string("CertificateProfileID")?
             .filter(|s| !s.is_empty())

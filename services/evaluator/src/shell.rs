@@ -549,12 +549,14 @@ impl Shell {
 /// Tries to store a batch of events: with doubling delays from 50 ms, about 3 s in all.
 const STORE_TRIES: u32 = 6;
 
-/// The log lines of an event: every entry (target `zonecast::entry`) and the message of every
-/// info event (target `zonecast::zone_info`).
+/// The log lines of an event: every entry at debug (target `zonecast::entry`; entries are
+/// events, kept in the journal and history, and would flood an operator's log at info), and the
+/// message of every info event at info (target `zonecast::zone_info`: writing that message is
+/// the action its zone asks for).
 fn log_event(event: &zonecast_model::Event) {
     let mac = event.source.mac.as_ref().map_or("", |m| m.as_str());
     match &event.content {
-        Content::ZoneEnter(c) => tracing::info!(
+        Content::ZoneEnter(c) => tracing::debug!(
             target: "zonecast::entry",
             zone = %zonecast_model::format_id(&c.zone_id),
             name = %c.zone_name,

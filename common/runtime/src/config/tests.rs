@@ -355,6 +355,17 @@ fn the_demo_is_off_by_default_and_on_with_the_flag_alone_its_variable_or_its_fil
 }
 
 #[test]
+fn each_distributed_binary_listens_on_its_own_default_address() {
+    let api = load::<ApiConfig>(DISTRIBUTED).unwrap().http.addr;
+    let ingestor = load::<IngestorConfig>(DISTRIBUTED).unwrap().http.unwrap().addr;
+    let evaluator = load::<EvaluatorConfig>(DISTRIBUTED).unwrap().ops.addr;
+    let forwarder = load::<ForwarderConfig>(DISTRIBUTED).unwrap().ops.addr;
+    let addrs = [api, ingestor, evaluator, forwarder].map(|a| a.to_string());
+    assert_eq!(addrs, ["127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083"]);
+    assert_eq!(load::<Config>(&[]).unwrap().http.addr.to_string(), "127.0.0.1:8080", "the all-in-one's");
+}
+
+#[test]
 fn help_lists_each_setting_with_its_variable_and_default() {
     let help = |binary: &str| match Config::load(args(binary, &["--help"]), &env(&[])) {
         Err(ConfigError::Help(text)) => text,

@@ -1,0 +1,104 @@
+//! Each binary's settings as clap declares them (flag, `ZONECAST_*` variable, default, help),
+//! one group per section, and their validation into the typed sections of [`super`]. Values
+//! are taken as text and checked here rather than by clap, so that every problem is found in
+//! one pass and named by where it was given.
+//!
+//! [`shared`] holds the sections several binaries take (file, bus, store, listeners, secret,
+//! credentials, site, log), [`limits`] what requests and filter chains may ask, [`services`]
+//! each service's own settings, and [`all_in_one`] and [`distributed`] the command lines that
+//! compose them.
+
+mod all_in_one;
+mod distributed;
+mod limits;
+mod services;
+mod shared;
+
+use std::fmt::Display;
+use std::str::FromStr;
+
+use zonecast_model::Secret;
+
+use super::Problem;
+use super::load::Origins;
+
+pub use all_in_one::{AllInOneCli, DemoArgs};
+pub use distributed::{ApiCli, EvaluatorCli, ForwarderCli, IngestorCli};
+pub use limits::{FilterLimitArgs, InputLimitArgs, LimitsArgs};
+pub use services::{ApiArgs, EvaluatorArgs, ForwarderArgs, MqttArgs};
+pub use shared::{
+    ApiAddr, AuthArgs, BusArgs, DefaultAddr, EvaluatorAddr, FileArgs, ForwarderAddr, HttpAddrArgs, LogArgs,
+    OpsAddrArgs, SecretArgs, SiteArgs, StoreArgs,
+};
+
+/// Collects the problems of one load.
+pub(super) struct Check<'a> {
+    origins: &'a Origins,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Check<'a> {
+    pub(super) fn new(origins: &'a Origins) -> Self {
+        Self { origins, problems: Vec::new() }
+    }
+
+    fn bad(&mut self, id: &str, reason: impl Into<String>) {
+        self.problems.push(Problem { name: self.origins.name(id), reason: reason.into() });
+    }
+
+    /// `raw` parsed as `T`, or `fallback` with a problem noted.
+    fn parse<T: FromStr>(&mut self, id: &str, raw: &str, fallback: T) -> T
+    where
+        T::Err: Display,
+    {
+        raw.trim().parse::<T>().unwrap_or_else(|e| {
+            self.bad(id, format!("'{raw}': {e}"));
+            fallback
+        })
+    }
+
+    /// `raw` as a switch: `true` or `false`, nothing else (false with a problem noted).
+    fn flag(&mut self, id: &str, raw: &str) -> bool {
+        match raw {
+            "true" => true,
+            "false" => false,
+            other => {
+                self.bad(id, format!("'{other}': must be true or false"));
+                false
+            }
+        }
+    }
+
+    /// `raw` parsed as a number within `lo..=hi`.
+    fn within<T>(&mut self, id: &str, raw: &str, lo: T, hi: T) -> T
+    where
+        T: FromStr + PartialOrd + Display + Copy,
+        T::Err: Display,
+    {
+        let value = self.parse(id, raw, lo);
+        if !(lo..=hi).contains(&value) {
+            self.bad(id, format!("must be between {lo} and {hi}"));
+        }
+        value
+    }
+
+    /// A problem when `value` is missing: `binary` needs it, for `why`.
+    fn require<T>(&mut self, id: &str, value: Option<&T>, binary: &str, why: &str) {
+        if value.is_none() {
+            self.bad(id, format!("is required by {binary}{why}"));
+        }
+    }
+
+    pub(super) fn into_problems(self) -> Vec<Problem> {
+        self.problems
+    }
+}
+
+/// A secret setting: an empty value is an unset one.
+fn secret(raw: &Option<String>) -> Option<Secret> {
+    raw.as_deref().filter(|v| !v.is_empty()).map(Secret::new)
+}
+
+fn split_list(v: &str) -> impl Iterator<Item = &str> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
