@@ -10,6 +10,11 @@ up:
     (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null || start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
     (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null || mosquitto -d -c /etc/mosquitto/mosquitto.conf
 
+# Build every binary and start the distributed services on the local PostgreSQL and NATS.
+dist:
+    cargo build --release --workspace
+    deploy/run-distributed.sh
+
 # The README's test command (needs `just up`).
 test:
     cargo test --workspace
