@@ -86,7 +86,7 @@ async fn the_document_has_the_shape_of_openapi_3(mode: Mode) {
     assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")), "openapi: {}", doc["openapi"]);
     assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string(), "info: {}", doc["info"]);
     let ops = operations(&doc);
-    assert!(ops.len() >= 22, "at least the 22 operations of the design: {}", ops.len());
+    assert!(ops.len() >= 22, "at least the 22 configuration operations: {}", ops.len());
     let mut ids = Vec::new();
     for (path, method, op) in &ops {
         assert!(path.starts_with('/'), "{path}");

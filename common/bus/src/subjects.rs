@@ -254,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_prefix_gives_the_subjects_of_the_design() {
+    fn the_default_prefix_gives_the_documented_subjects() {
         let s = Subjects::default();
         assert_eq!(s.prefix(), "zonecast");
         assert_eq!(s.ingest(), "zonecast.ingest");

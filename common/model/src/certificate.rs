@@ -1,4 +1,4 @@
-//! Certificate profiles (operations 21–22): the upload, decoded. Opening the bundle and
+//! Certificate profiles (create and update): the upload, decoded. Opening the bundle and
 //! parsing the CA happens where the TLS crates are (the API); this only checks shape and base64.
 
 use base64::Engine;

@@ -1,4 +1,4 @@
-//! MQTT connections (operations 17–20): what the client sends and what is stored and returned.
+//! MQTT connections: what the client sends and what is stored and returned.
 
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -82,7 +82,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// JSON of operations 17–20; never carries the password.
+    /// JSON of the connection routes; never carries the password.
     pub fn to_json(&self) -> ConnectionView {
         ConnectionView {
             id: format_id(&self.id),
@@ -96,7 +96,7 @@ impl Connection {
     }
 }
 
-/// The body of operations 18 and 20, validated. `password`: `None` when absent (an update
+/// The body of a connection create or update, validated. `password`: `None` when absent (an update
 /// keeps the stored one), `Some(None)` when sent as null or "" (clears it).
 ///
 /// Its JSON Schema is the body as [`ConnectionInput::parse`] reads it: `null` counts as absent,

@@ -1,4 +1,5 @@
-//! Device radii (operation 15): `{MAC: metres}`, a null value removes the device's own radius.
+//! Device radii (`PUT /v3/modules/zones/devices/radius`): `{MAC: metres}`, a null value removes the
+//! device's own radius.
 
 use serde_json::Value;
 
@@ -8,7 +9,7 @@ use crate::{Invalid, Limits, Mac};
 /// Largest accepted device radius, in metres.
 pub const MAX_RADIUS: f64 = 100.0;
 
-/// The body of operation 15 as [`parse_radii`] reads it: device MACs to metres, `null` to
+/// The body of a radius write as [`parse_radii`] reads it: device MACs to metres, `null` to
 /// remove the device's own radius.
 #[derive(schemars::JsonSchema)]
 #[schemars(
@@ -23,7 +24,7 @@ pub struct RadiusMap(std::collections::BTreeMap<Mac, Option<Radius>>);
 #[allow(dead_code)]
 struct Radius(#[schemars(range(min = 0.0, max = MAX_RADIUS))] f64);
 
-/// Reads the body of operation 15 into `(MAC, Some(radius) | None for remove)` pairs; at most
+/// Reads the body of a radius write into `(MAC, Some(radius) | None for remove)` pairs; at most
 /// [`Limits::radii_per_write`] of them.
 pub fn parse_radii(value: &Value, limits: &Limits) -> Result<Vec<(Mac, Option<f64>)>, Invalid> {
     let Value::Object(map) = value else {

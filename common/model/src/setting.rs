@@ -161,9 +161,9 @@ fn format_value(v: f64) -> String {
 }
 
 impl Setting {
-    /// Reads the body of operation 14. `Err(None)` means the SettingName is unknown (404);
-    /// `Err(Some(_))` invalid data. `SettingValue` may be a number or a string holding one;
-    /// it may be left out only when `IsActive` is false.
+    /// Reads the body of a setting write (`PUT /v3/modules/zones/settings`). `Err(None)` means the
+    /// SettingName is unknown (404); `Err(Some(_))` invalid data. `SettingValue` may be a number or
+    /// a string holding one; it may be left out only when `IsActive` is false.
     pub fn parse(value: &Value) -> Result<Self, Option<Invalid>> {
         let f = Fields::of(value, "").map_err(Some)?;
         let name =
@@ -189,7 +189,7 @@ impl Setting {
         Ok(Self { name, value, active })
     }
 
-    /// JSON of operation 13: `SettingValue` as text, the words a dashboard shows, and the
+    /// JSON of the settings listing: `SettingValue` as text, the words a dashboard shows, and the
     /// default for reference.
     pub fn to_json(&self) -> SettingView {
         SettingView {
@@ -202,7 +202,8 @@ impl Setting {
         }
     }
 
-    /// The listing of operation 13: every setting, the written ones with their values.
+    /// The settings listing (`GET /v3/modules/zones/settings`): every setting, the written ones
+    /// with their values.
     pub fn listing(written: &[Setting]) -> Vec<Setting> {
         SettingName::ALL
             .into_iter()
@@ -217,7 +218,7 @@ impl Setting {
     }
 }
 
-/// A setting as operation 13 lists it.
+/// A setting as the settings listing shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "PascalCase")]
 #[schemars(rename = "Setting", deny_unknown_fields)]
@@ -239,7 +240,7 @@ pub struct SettingView {
     pub default_value: String,
 }
 
-/// The body of operation 14 as [`Setting::parse`] reads it. An unknown `SettingName` is 404;
+/// The body of a setting write as [`Setting::parse`] reads it. An unknown `SettingName` is 404;
 /// `SettingValue` (a number, or a string holding one) must lie in the setting's range and may
 /// be left out only with `IsActive` false. `Description`, `DisplayName` and unknown fields are
 /// ignored.

@@ -95,8 +95,8 @@ fn rows_by_geometry_type(schema: &mut Schema) {
     schema.insert("allOf".into(), Value::Array(rules));
 }
 
-/// The body of a zone create (operations 2 and 6): a [`ZoneInput`] that names its GeometryType
-/// and GeometryData.
+/// The body of a zone create (one zone, or each of a batch): a [`ZoneInput`] that names its
+/// GeometryType and GeometryData.
 #[derive(JsonSchema)]
 #[schemars(
     transform = geometry_required,
@@ -114,7 +114,7 @@ fn geometry_required(schema: &mut Schema) {
     });
 }
 
-/// One element of a batch zone update (operation 7): a [`ZoneInput`] that selects its zone by
+/// One element of a batch zone update: a [`ZoneInput`] that selects its zone by
 /// `ZoneID`, or by a `Name` exactly one zone has.
 #[derive(JsonSchema)]
 #[schemars(
@@ -315,7 +315,7 @@ fn check_len(items: &[Value], field: &str, most: usize) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Reads the body of operations 11 and 12, a JSON array of MACs (at most
+/// Reads the body of DeviceList additions and removals, a JSON array of MACs (at most
 /// [`Limits::device_list`]): normalised, each once; errors name the element (`[2]: …`).
 pub fn parse_mac_list(items: &[Value], limits: &Limits) -> Result<Vec<Mac>, Invalid> {
     parse_macs(items, "", limits.device_list)

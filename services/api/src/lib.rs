@@ -1,6 +1,7 @@
-//! zonecast config API: the 22 zone and MQTT operations of the specification plus lock/unlock, deletes,
-//! connection status, tokens, OpenAPI, health and metrics, over warp, and the browser console at
-//! `/`. Stateless: it writes the store and announces every change on `<prefix>.config.changed`.
+//! zonecast config API: zones, zone settings, device radii, MQTT connections and certificate
+//! profiles, plus deletes, connection status, tokens, OpenAPI, health and metrics, over warp, and
+//! the browser console at `/`. Stateless: it writes the store and announces every change on
+//! `<prefix>.config.changed`.
 
 mod applied;
 mod body;

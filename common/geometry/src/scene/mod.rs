@@ -18,7 +18,7 @@
 //! regions were added beyond the tiles' extent, the whole scene is built again. Either way the
 //! queries answer exactly what a scene built from scratch over the same regions answers.
 //!
-//! A hierarchy over every static region, the first design, walked about 40 nodes per position at
+//! A hierarchy over every static region would walk about 40 nodes per position at
 //! 100,000 zones of 1–20 m on a square kilometre (16.7 overlapping boxes per position), with a
 //! cache miss at nearly every node; the tiles answer the same query from one contiguous list.
 //! Figures in `docs/benchmarks.md`.

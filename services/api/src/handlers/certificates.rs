@@ -1,4 +1,4 @@
-//! Certificate profiles: operations 21–22, list and delete. Uploads are opened (PKCS#12 with
+//! Certificate profiles: create, update, list and delete. Uploads are opened (PKCS#12 with
 //! its password, CA parsed) before anything is stored, and stored sealed.
 
 use bytes::Bytes;
@@ -39,7 +39,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     Ok(reply::ok(&out))
 }
 
-/// Operation 21.
+/// `POST /v3/modules/mqtt/certificates`: creates a profile.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let c = seal(ctx, Uuid::new_v4(), body)?;
     ctx.store.insert_certificate(&c).await?;
@@ -47,7 +47,7 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     Ok(applied.stamp(reply::ok(&summary(&c))))
 }
 
-/// Operation 22.
+/// `PUT /v3/modules/mqtt/certificates/{ID}`: replaces a profile.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
     ctx.store.get_certificate(id).await?;
     let c = seal(ctx, id, body)?;

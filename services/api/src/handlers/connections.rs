@@ -1,4 +1,4 @@
-//! MQTT connections: operations 17–20, delete, and the forwarding status.
+//! MQTT connections: list, read, create, update, delete, and the forwarding status.
 
 use bytes::Bytes;
 use schemars::JsonSchema;
@@ -13,13 +13,13 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::reply;
 
-/// Operation 17.
+/// `GET /v3/modules/mqtt/connections`: every connection.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let out: Vec<_> = ctx.store.list_connections().await?.iter().map(|c| c.connection.to_json()).collect();
     Ok(reply::ok(&out))
 }
 
-/// Operation 19: one connection, as a list.
+/// `GET /v3/modules/mqtt/connections/{ConnectionID}`: one connection, as a list.
 pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     let c = ctx.store.get_connection(id).await?;
     Ok(reply::ok(&[c.connection.to_json()]))
@@ -47,7 +47,7 @@ async fn input(ctx: &Context, body: &Bytes) -> Result<ConnectionInput, ApiError>
     Ok(parsed?)
 }
 
-/// Operation 18.
+/// `POST /v3/modules/mqtt/connections`: creates a connection.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let input = input(ctx, body).await?;
     let c = stored(ctx, input, Uuid::new_v4())?;
@@ -56,9 +56,9 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     Ok(applied.stamp(reply::ok(&c.connection.to_json())))
 }
 
-/// Operation 20: the whole connection is replaced, except an omitted password is kept: the
-/// store keeps the password it holds at the moment of the write, so a concurrent password
-/// change is not undone by an update that left the password out.
+/// `PUT /v3/modules/mqtt/connections/{ConnectionID}`: the whole connection is replaced, except an
+/// omitted password is kept: the store keeps the password it holds at the moment of the write, so a
+/// concurrent password change is not undone by an update that left the password out.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes) -> Result<Response, ApiError> {
     let input = input(ctx, body).await?;
     let keep_password = input.password.is_none();

@@ -1,4 +1,4 @@
-//! Zone settings (operations 13–14) and device radii (operation 15).
+//! Zone settings (list, write one) and device radii.
 
 use bytes::Bytes;
 use warp::reply::Response;
@@ -9,14 +9,14 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::reply;
 
-/// Operation 13: all seven settings with the values written, else the defaults.
+/// `GET /v3/modules/zones/settings`: all seven settings with the values written, else the defaults.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let written = ctx.store.list_settings().await?;
     let out: Vec<_> = Setting::listing(&written).iter().map(Setting::to_json).collect();
     Ok(reply::ok(&out))
 }
 
-/// Operation 14: an unknown SettingName is 404, a bad value 422.
+/// `PUT /v3/modules/zones/settings`: an unknown SettingName is 404, a bad value 422.
 pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let value = body::object(body, &ctx.limits)?;
     let setting = Setting::parse(&value).map_err(|e| match e {
@@ -31,7 +31,7 @@ pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     Ok(applied.stamp(reply::ack()))
 }
 
-/// Operation 15: merged; a null value removes the device's own radius.
+/// `PUT /v3/modules/zones/devices/radius`: merged; a null value removes the device's own radius.
 pub async fn set_radii(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let changes = parse_radii(&body::object(body, &ctx.limits)?, &ctx.limits)?;
     ctx.store.merge_radii(&changes).await?;

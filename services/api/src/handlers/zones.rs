@@ -1,7 +1,9 @@
-//! Zone operations 1–12 and 16, plus lock and unlock. Bulk operations read, merge and validate
-//! every element first and then write all of them in one store transaction: all or nothing.
-//! Every write that changes existing zones is an atomic read-modify-write ([`versions::write`]);
-//! single-zone writes honour `If-Match` and answer with the zone's new `ETag`.
+//! The zone routes: list, create, read, update and delete zones (one or a batch), activate and
+//! deactivate, DeviceList additions and removals, reset, lock and unlock. Bulk operations read,
+//! merge and validate every element first and then write all of them in one store transaction: all
+//! or nothing. Every write that changes existing zones is an atomic read-modify-write
+//! ([`versions::write`]); single-zone writes honour `If-Match` and answer with the zone's new
+//! `ETag`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,7 +40,7 @@ fn zone_input(ctx: &Context, body: &Bytes) -> Result<ZoneInput, ApiError> {
     seal(ctx, ZoneInput::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?)
 }
 
-/// Operation 1.
+/// `GET /v3/modules/zones`: every zone.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let zones = ctx.store.list_zones().await?;
     let mut inside: HashMap<Uuid, Vec<CollidingDevice>> = HashMap::new();
@@ -55,7 +57,7 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     Ok(reply::ok(&out))
 }
 
-/// Operation 3.
+/// `GET /v3/modules/zones/{ZoneID}`: one zone.
 pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     let zone = ctx.store.get_zone(id).await?;
     let version = zone.version;
@@ -63,7 +65,7 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     Ok(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, inside)), version))
 }
 
-/// Operation 2.
+/// `POST /v3/modules/zones`: creates one zone.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let zone = zone_input(ctx, body)?.create(Uuid::new_v4())?;
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
@@ -72,7 +74,7 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     Ok(applied.stamp(versions::with_etag(reply::ok(&Zone::new(zone, ctx.site_id, Vec::new())), version)))
 }
 
-/// Operation 6.
+/// `POST /v3/modules/zones/batch`: creates zones, all or nothing.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let items = batch(ctx, body)?.into_iter().map(|v| (Uuid::new_v4(), v)).collect();
     let (zones, applied) = create_zones(ctx, items).await?;
@@ -80,9 +82,9 @@ pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     Ok(applied.stamp(reply::ok(&out)))
 }
 
-/// Operation 6 after its body is read: each zone body validated (its errors named by its place,
-/// `[i]`) and its secrets sealed, then all of them created with the ZoneIDs given, in one store
-/// transaction, and announced.
+/// The batch create after its body is read: each zone body validated (its errors named by its
+/// place, `[i]`) and its secrets sealed, then all of them created with the ZoneIDs given, in one
+/// store transaction, and announced.
 pub(crate) async fn create_zones(
     ctx: &Context,
     items: Vec<(Uuid, Value)>,
@@ -100,31 +102,31 @@ pub(crate) async fn create_zones(
     Ok((zones, applied))
 }
 
-/// The body of operation 6: the zones to create.
+/// The body of a batch create: the zones to create.
 #[derive(schemars::JsonSchema)]
 #[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
 #[allow(dead_code)]
 pub struct NewZones(Vec<zonecast_model::NewZone>);
 
-/// The body of operation 7: the changes, each selecting its zone.
+/// The body of a batch update: the changes, each selecting its zone.
 #[derive(schemars::JsonSchema)]
 #[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
 #[allow(dead_code)]
 pub struct ZoneUpdates(Vec<zonecast_model::ZoneUpdate>);
 
-/// The body of operations 8–10: zone IDs (any case; text that names no zone is 404, and
-/// nothing changes).
+/// The body of the zone-list delete, activate and deactivate: zone IDs (any case; text that names
+/// no zone is 404, and nothing changes).
 #[derive(schemars::JsonSchema)]
 #[allow(dead_code)]
 pub struct ZoneIds(Vec<uuid::Uuid>);
 
-/// The body of operations 11 and 12: device MACs (a MAC listed twice counts once).
+/// The body of DeviceList additions and removals: device MACs (a MAC listed twice counts once).
 #[derive(schemars::JsonSchema)]
 #[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
 #[allow(dead_code)]
 pub struct Macs(Vec<Mac>);
 
-/// The body of operations 6 and 7: an array of at most [`Limits::batch_zones`] zones (each
+/// The body of a batch create or update: an array of at most [`Limits::batch_zones`] zones (each
 /// evaluator applies a batch as one change), counted before any zone is read.
 ///
 /// [`Limits::batch_zones`]: zonecast_model::Limits::batch_zones
@@ -137,7 +139,7 @@ fn batch(ctx: &Context, body: &Bytes) -> Result<Vec<Value>, ApiError> {
     Ok(items)
 }
 
-/// Operation 5.
+/// `PUT /v3/modules/zones/{ZoneID}`: only the supplied fields change.
 pub async fn update(ctx: &Context, id: Uuid, body: &Bytes, if_match: Option<&str>) -> Result<Response, ApiError> {
     let input = zone_input(ctx, body)?;
     let written = versions::write(ctx, || async {
@@ -160,7 +162,8 @@ fn single_ack(written: &[ZoneSpec]) -> Response {
     }
 }
 
-/// Operation 7: each element is matched by ZoneID, else by a Name exactly one zone has.
+/// `PUT /v3/modules/zones/batch`: each element is matched by ZoneID, else by a Name exactly one
+/// zone has.
 pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let items = batch(ctx, body)?;
     let inputs = items
@@ -168,7 +171,7 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
         .enumerate()
         .map(|(i, v)| {
             // Text that is not a UUID names no zone (404 below), but a ZoneID that is not text
-            // at all is a type error, as in operations 8–10.
+            // at all is a type error, as in the zone-list delete, activate and deactivate.
             if let Some(id) = v.get("ZoneID").filter(|id| !id.is_null() && !id.is_string()) {
                 let message = format!("must be a zone ID string, got {id}");
                 return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), message));
@@ -184,7 +187,7 @@ pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     Ok(applied.stamp(reply::ack()))
 }
 
-/// The zones operation 7 makes of `all` with `inputs`, each element matched by ZoneID, else
+/// The zones a batch update makes of `all` with `inputs`, each element matched by ZoneID, else
 /// by a Name exactly one zone has. Several elements for one zone apply in order.
 fn merge_batch(all: &[ZoneSpec], inputs: &[ZoneInput]) -> Result<Vec<ZoneSpec>, ApiError> {
     let mut changed: Vec<ZoneSpec> = Vec::new();
@@ -236,7 +239,8 @@ fn zone_ids(ctx: &Context, body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
     Ok(ids)
 }
 
-/// Operation 4; with `If-Match`, only a zone still at that version is deleted.
+/// `DELETE /v3/modules/zones/{ZoneID}`; with `If-Match`, only a zone still at that version is
+/// deleted.
 pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<Response, ApiError> {
     match if_match {
         None => ctx.store.delete_zones(&[id]).await?,
@@ -253,7 +257,7 @@ pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<R
     Ok(applied.stamp(reply::ack()))
 }
 
-/// Operation 8.
+/// `DELETE /v3/modules/zones`: deletes the listed zones, all or nothing.
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let ids = zone_ids(ctx, body)?;
     ctx.store.delete_zones(&ids).await?;
@@ -261,7 +265,7 @@ pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
     Ok(applied.stamp(reply::ack()))
 }
 
-/// Operations 9 and 10.
+/// `POST /v3/modules/zones/activate` and `/deactivate`.
 pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
     let ids = zone_ids(ctx, body)?;
     let zones = versions::write(ctx, || async {
@@ -276,7 +280,7 @@ pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Res
     Ok(applied.stamp(reply::ack()))
 }
 
-/// Operations 11 and 12.
+/// `POST` and `DELETE /v3/modules/zones/{ZoneID}/devices`: DeviceList additions and removals.
 pub async fn change_devices(
     ctx: &Context,
     id: Uuid,
@@ -311,7 +315,8 @@ pub async fn change_devices(
     Ok(applied.stamp(single_ack(&written)))
 }
 
-/// Operation 16: forgets the zone's collisions; evaluators emit the exits (Reason `reset`).
+/// `POST /v3/modules/zones/{ZoneID}/reset`: forgets the zone's collisions; evaluators emit the
+/// exits (Reason `reset`).
 pub async fn reset(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_zone(id).await?;
     ctx.store.clear_collisions(id).await?;
