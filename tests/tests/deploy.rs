@@ -1,7 +1,10 @@
 //! The deployment files under `deploy/` agree with the binaries: every `ZONECAST_*` variable
 //! they name is one the services read, every probe and scrape path is answered by the listener
 //! it points at (the real binaries run with the manifests' environment), and every Deployment
-//! has resource limits, a restrictive securityContext, probes and a PodDisruptionBudget.
+//! has resource limits, a restrictive securityContext, probes and a PodDisruptionBudget; the
+//! image is versioned and pulled only when missing, holds only the service binaries and builds
+//! its dependencies in a layer of their own; the systemd units of one host listen on distinct
+//! addresses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,7 +14,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
-use zonecast_runtime::config::ENV_VARS;
+use zonecast_runtime::config::{ApiConfig, ENV_VARS, EvaluatorConfig, ForwarderConfig, IngestorConfig, Load};
 use zonecast_tests::process::{Service, free_port};
 
 fn deploy_dir() -> PathBuf {
@@ -346,4 +349,76 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
     assert!(checked >= 15, "three checks for each of the five Deployments, got {checked}");
     let name = database.rsplit('/').next().unwrap();
     let _ = zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await;
+}
+
+#[test]
+fn every_deployment_runs_the_versioned_image_pulled_only_when_missing() {
+    let image = format!("zonecast:{}", env!("CARGO_PKG_VERSION"));
+    let objects = k8s_objects();
+    for deployment in of_kind(&objects, "Deployment") {
+        for container in containers(deployment) {
+            let at = format!("{}/{}", name(deployment), container["name"].as_str().unwrap());
+            assert_eq!(container["image"], Value::from(image.clone()), "{at}: image");
+            assert_eq!(container["imagePullPolicy"], "IfNotPresent", "{at}: imagePullPolicy");
+        }
+    }
+    let compose = read(&deploy_dir().join("compose.yaml"));
+    assert!(compose.contains(&format!("image: {image}")), "compose builds and tags {image}");
+    assert!(!compose.contains("zonecast:latest"), "compose names zonecast:latest");
+}
+
+#[test]
+fn the_image_holds_only_the_service_binaries_and_caches_its_dependencies_in_a_layer() {
+    let dockerfile = read(&deploy_dir().join("Dockerfile"));
+    let runtime = dockerfile.rsplit("\nFROM ").next().unwrap();
+    assert!(!runtime.contains("loadgen"), "the runtime image ships the load generator");
+    for binary in zonecast_tests::process::BINARIES {
+        assert!(runtime.contains(&format!("/release/{binary} ")), "the runtime image lacks {binary}");
+    }
+    let cook = dockerfile.find("cargo chef cook").expect("dependencies built from the recipe first");
+    let sources = dockerfile[cook..].find("COPY . .").map(|at| at + cook).expect("the sources copied after");
+    assert!(dockerfile[sources..].contains("cargo build --release --locked"), "zonecast built after its sources");
+}
+
+/// The variables a systemd unit sets itself (`Environment=` lines), with `%i` as `instance`.
+fn unit_environment(unit: &str, instance: &str) -> Vec<(String, String)> {
+    read(&deploy_dir().join("systemd").join(unit))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Environment="))
+        .filter_map(|a| a.trim_matches('"').split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.replace("%i", instance)))
+        .collect()
+}
+
+/// The listen address `C` loads from `unit`'s own variables and the settings every distributed
+/// binary needs (those the environment files give).
+fn unit_listener<C: Load>(unit: &str, addr: impl Fn(&C) -> std::net::SocketAddr) -> String {
+    let mut env: std::collections::HashMap<String, String> = [
+        ("ZONECAST_DATABASE_URL", "postgres://zonecast@db/zonecast"),
+        ("ZONECAST_NATS_URL", "nats://nats:4222"),
+        ("ZONECAST_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
+        ("ZONECAST_API_KEYS", "key:admin"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    env.extend(unit_environment(unit, "0-7"));
+    let loaded = C::load(vec![C::BINARY.into()], &env).unwrap_or_else(|e| panic!("{unit}: {e}"));
+    addr(&loaded.config).to_string()
+}
+
+#[test]
+fn the_systemd_units_of_one_host_listen_on_distinct_addresses() {
+    let listeners = [
+        unit_listener::<ApiConfig>("zonecast-api.service", |c| c.http.addr),
+        unit_listener::<IngestorConfig>("zonecast-ingestor.service", |c| c.http.unwrap().addr),
+        unit_listener::<EvaluatorConfig>("zonecast-evaluator@.service", |c| c.ops.addr),
+        unit_listener::<ForwarderConfig>("zonecast-forwarder.service", |c| c.ops.addr),
+    ];
+    let distinct: BTreeSet<&String> = listeners.iter().collect();
+    assert_eq!(distinct.len(), listeners.len(), "units on one host collide: {listeners:?}");
+    for unit in files(&deploy_dir().join("systemd"), "service") {
+        let text = read(&unit);
+        assert!(text.contains("Environment=ZONECAST_LOG_FORMAT=json"), "{} logs text", unit.display());
+    }
 }
