@@ -112,7 +112,16 @@ async fn a_stream_narrowed_to_macs_sends_only_those_devices(mode: Mode) {
     while everyone.len() < 3 {
         everyone.extend(tick(&mut all).await.iter().map(|p| p["MAC"].as_str().unwrap().to_owned()));
     }
-    assert_eq!(everyone, HashSet::from([a, b, c]));
+    assert_eq!(everyone, HashSet::from([a.clone(), b, c.clone()]));
+    // A tick that moves none of its devices sends the narrowed stream nothing: once the
+    // unnarrowed stream has had a tick of `c` alone, the narrowed one's next frame is `a`'s.
+    server.publish_positions(vec![update(&c, 30.0, t + chrono::Duration::seconds(1))]).await;
+    until_at(&mut all, &c, 30.0).await;
+    server.publish_positions(vec![update(&a, 10.0, t + chrono::Duration::seconds(2))]).await;
+    let positions = tick(&mut narrowed).await;
+    assert_eq!(positions.len(), 1, "the next frame has a's position alone: {positions:?}");
+    assert_eq!(positions[0]["MAC"], json!(a));
+    assert_eq!(positions[0]["Position"][0], json!(10.0));
     drop((narrowed, all));
     server.stop().await;
 }

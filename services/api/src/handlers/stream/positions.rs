@@ -326,6 +326,10 @@ impl Stream {
                     }
                     next = Some(tick.before + tick.positions.len() as u64);
                     let mine = tick.positions.iter().filter(|p| self.macs.is_empty() || self.macs.contains(&p.mac));
+                    // A narrowed stream is told nothing of a tick that moved none of its devices.
+                    if !self.macs.is_empty() && mine.clone().next().is_none() {
+                        continue;
+                    }
                     if held.is_empty() && skipped == 0 {
                         let frame = if self.macs.is_empty() { tick.frame.clone() } else { frame(mine.clone()) };
                         match self.frames.try_send(frame) {
