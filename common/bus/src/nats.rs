@@ -57,6 +57,8 @@ impl NatsBus {
                 reason: scrub_credentials(&err.to_string(), url),
             })?;
         tracing::info!(url = %redacted, client = client_name, "connected to NATS");
+        // At 0 from the connection on, so that an alert on its increase can fire.
+        metrics::counter!("zonecast_bus_slow_consumer_total").increment(0);
         Ok(Self { client, url: redacted, drained: Arc::new(AtomicBool::new(false)) })
     }
 

@@ -14,16 +14,23 @@ use crate::Shutdown;
 pub const LAG_EVERY: Duration = Duration::from_millis(250);
 
 /// Publishes `measure()` (milliseconds) as the lag of a replica of `stage` every [`LAG_EVERY`]
-/// until `shutdown`. A report that cannot be published is skipped: the next one follows.
+/// until `shutdown`, and sets it in `zonecast_pipeline_lag_seconds{stage}`. An evaluator names
+/// its `partitions` (`lo-hi`), a label of its gauge, so that the evaluators of one process
+/// each have theirs. A report that cannot be published is skipped: the next one follows.
 pub fn spawn_reports(
     bus: Arc<dyn Bus>,
     subjects: &Subjects,
     stage: Stage,
+    partitions: Option<String>,
     mut measure: impl FnMut() -> u64 + Send + 'static,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
     let subject = subjects.pipeline_lag();
     let replica = uuid::Uuid::new_v4();
+    let mut labels = vec![("stage", stage.as_str().to_owned())];
+    labels.extend(partitions.map(|p| ("partitions", p)));
+    crate::metrics::register_series("zonecast_pipeline_lag_seconds", &labels);
+    let gauge = metrics::gauge!("zonecast_pipeline_lag_seconds", &labels);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(LAG_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -33,7 +40,7 @@ pub fn spawn_reports(
                 _ = tick.tick() => {}
             }
             let lag_ms = measure();
-            metrics::gauge!("zonecast_pipeline_lag_seconds", "stage" => stage.as_str()).set(lag_ms as f64 / 1e3);
+            gauge.set(lag_ms as f64 / 1e3);
             let Ok(payload) = serde_json::to_vec(&LagReport { replica, stage, lag_ms }) else { continue };
             if let Err(e) = bus.publish(subject.clone(), payload.into()).await {
                 tracing::debug!(error = %e, "lag not reported");

@@ -87,7 +87,7 @@ impl Health {
 
     /// `GET /metrics`: the process recorder in Prometheus's text exposition format.
     pub fn metrics() -> Response {
-        let mut response = Response::new(crate::metrics::handle().render().into());
+        let mut response = Response::new(crate::metrics::render().into());
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
         response
     }

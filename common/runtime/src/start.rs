@@ -28,8 +28,8 @@ impl StartError {
 /// one place outside tests that does), load the binary's configuration from its command line,
 /// its environment and its file (printing `--help` or `--version` and exiting when asked),
 /// start tracing, install the metrics recorder (so that nothing counted before the first
-/// scrape is lost), and cancel the returned token on SIGINT/SIGTERM. Must run inside the tokio
-/// runtime.
+/// scrape is lost) with `zonecast_build_info` naming the binary, and cancel the returned token
+/// on SIGINT/SIGTERM. Must run inside the tokio runtime.
 pub fn boot<C: Load>() -> Result<(C, Shutdown), ConfigError> {
     // Ignored when a provider is installed already (the same one).
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -42,6 +42,6 @@ pub fn boot<C: Load>() -> Result<(C, Shutdown), ConfigError> {
         Err(e) => return Err(e),
     };
     crate::telemetry::init(loaded.log_json);
-    crate::metrics::handle();
+    crate::metrics::build_info(C::BINARY);
     Ok((loaded.config, crate::shutdown::on_signals()))
 }

@@ -110,6 +110,7 @@ pub struct Deps {
 /// and `/console/`, every other path through the route table); the task ends when in-flight
 /// requests are done.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
+    zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Api);
     let socket = edge::bind(deps.addr).await?;
     let addr = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", deps.addr)))?;
     let mut context = deps.context;

@@ -98,3 +98,21 @@ impl Deps {
         }
     }
 }
+
+/// Registers at 0 every series an evaluator owning `ownership` serves, and returns the label
+/// of its per-evaluator series (`partitions="lo-hi"`) with its device gauge: the evaluators of
+/// one process each have theirs, and the site's device count is their sum.
+fn register_metrics(ownership: Ownership) -> (String, metrics::Gauge) {
+    use zonecast_runtime::metrics::{Owner, register, register_series};
+    register(Owner::Evaluator);
+    for kind in zonecast_model::EventType::ALL {
+        register_series("zonecast_evaluator_events_total", &[("type", kind.as_str().to_owned())]);
+    }
+    for outcome in ["success", "failed", "expired", "lost"] {
+        register_series("zonecast_evaluator_http_actions_total", &[("outcome", outcome.to_owned())]);
+    }
+    let partitions = format!("{}-{}", ownership.lo, ownership.hi);
+    register_series("zonecast_evaluator_devices", &[("partitions", partitions.clone())]);
+    let devices = metrics::gauge!("zonecast_evaluator_devices", "partitions" => partitions.clone());
+    (partitions, devices)
+}

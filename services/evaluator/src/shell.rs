@@ -13,10 +13,8 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Message, Subjects, Subscription};
-use zonecast_model::lag::Stage;
-use zonecast_model::{Content, IdSource, Mac, PositionFix};
-use zonecast_runtime::applier::Reporter;
-use zonecast_runtime::applier::{Follower, REPORT_EVERY};
+use zonecast_model::{Content, IdSource, Mac, PositionFix, lag::Stage};
+use zonecast_runtime::applier::{Follower, REPORT_EVERY, Reporter};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
 
@@ -74,6 +72,7 @@ impl Sources {
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
+    let (partitions, devices) = crate::register_metrics(deps.ownership);
     let announcements = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut hints = deps.bus.subscribe(&deps.subjects.source_positions()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
@@ -120,6 +119,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             deps.bus.clone(),
             &deps.subjects,
             Stage::Evaluator,
+            Some(partitions),
             move || lag_ms.swap(0, Ordering::Relaxed),
             shutdown.clone(),
         )
@@ -220,7 +220,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 () = acks.written() => {}
                 _ = tick.tick() => {
                     engine.on_tick(Utc::now(), &mut out);
-                    metrics::gauge!("zonecast_evaluator_devices").set(engine.device_count() as f64);
+                    devices.set(engine.device_count() as f64);
                 }
                 _ = report.tick() => {
                     applied.settle(&mut engine, true).await;

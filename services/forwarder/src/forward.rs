@@ -28,6 +28,7 @@ use crate::status::Reporter as StatusReporter;
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
+    zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Forwarder);
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
     let poke = Arc::new(Notify::new());
@@ -56,6 +57,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             deps.bus.clone(),
             &deps.subjects,
             zonecast_model::lag::Stage::Forwarder,
+            None,
             move || {
                 let now = zonecast_model::lag::now_ms();
                 table.borrow().iter().map(|(_, shared)| shared.lag_ms(now)).max().unwrap_or(0)

@@ -98,9 +98,36 @@ impl Deps {
     }
 }
 
+/// Registers at 0 the ingest counters of `inputs` (`http`, `nats`, `mqtt`, `demo`), so that an
+/// alert on any of them can fire before its first increment.
+pub fn register_inputs(inputs: &[&'static str]) {
+    use zonecast_runtime::metrics::{Owner, register, register_series};
+    register(Owner::Ingestor);
+    for &input in inputs {
+        let label = [("input", input.to_owned())];
+        for name in [
+            "zonecast_ingest_accepted_total",
+            "zonecast_ingest_rejected_total",
+            "zonecast_ingest_publish_failures_total",
+            "zonecast_ingest_refused_total",
+        ] {
+            register_series(name, &label);
+        }
+        if input != "http" && input != "demo" {
+            register_series("zonecast_ingest_holds_total", &label);
+        }
+    }
+}
+
 /// Starts the ingestor's inputs: the HTTP listener (if any), the NATS input and the MQTT
 /// input (if any). The task ends once every input has stopped after `shutdown`.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
+    let mut inputs = vec!["http", "nats"];
+    if deps.mqtt.is_some() {
+        inputs.push("mqtt");
+        metrics::gauge!("zonecast_ingest_mqtt_connected").increment(0.0);
+    }
+    register_inputs(&inputs);
     deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;
     // Streams not made now (JetStream not ready yet) are made with their first batch.
     if let Err(e) = deps.publisher.prepare().await {

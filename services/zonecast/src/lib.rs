@@ -155,6 +155,9 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         let created = demo::create_zones(&context).await?;
         tracing::info!(created, "demo site: zones in place");
     }
+    if config.demo {
+        zonecast_ingestor::register_inputs(&["demo"]);
+    }
     let demo = config.demo.then(|| demo::start(demo_positions, shutdown.clone()));
     // The API last: once it answers, every part is running.
     let api = zonecast_api::start(zonecast_api::Deps { context, addr: config.http.addr }, shutdown).await?;
