@@ -1,0 +1,225 @@
+//! Where the engine's outputs go: events stored in the journal (and so published) before
+//! anything acts on them, http-request actions after their events, collision changes to their
+//! writer, lag recorded, and the lines an operator reads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+use zonecast_bus::journal::Record;
+use zonecast_bus::{Bus, Journal, Subjects};
+use zonecast_model::{Content, PositionFix};
+use zonecast_runtime::ratelog::RateLimited;
+
+use super::{Engine, Output};
+use crate::{actions, collisions};
+
+/// Where the engine's outputs go.
+pub(super) struct Shell {
+    pub(super) bus: Arc<dyn Bus>,
+    /// Events are stored here (and so published) before anything acts on them.
+    pub(super) journal: Arc<dyn Journal>,
+    /// The events of the outputs being emitted, appended together.
+    pub(super) records: Vec<Record>,
+    /// The http-request actions of the outputs being emitted, appended after their events.
+    pub(super) requests: Vec<Record>,
+    pub(super) subjects: Subjects,
+    pub(super) collisions: mpsc::UnboundedSender<collisions::Change>,
+    /// Collision changes sent to the writer.
+    pub(super) collision_changes: u64,
+    pub(super) publish_log: RateLimited,
+    pub(super) positions_total: metrics::Counter,
+    /// Positions older than the last one applied for their device, not applied.
+    pub(super) out_of_order_total: metrics::Counter,
+    pub(super) out_of_order_log: RateLimited,
+    pub(super) lag: metrics::Histogram,
+    /// The largest lag among the positions taken from the bus together, not yet recorded.
+    pub(super) batch_lag: Option<f64>,
+    /// The largest time since acceptance among the positions evaluated since the last lag
+    /// report.
+    pub(super) accepted_lag_ms: Arc<AtomicU64>,
+    /// When the oldest of the positions taken together was accepted (Unix ms), not yet
+    /// recorded.
+    pub(super) batch_accepted_ms: Option<u64>,
+}
+
+impl Shell {
+    pub(super) fn position(
+        &mut self,
+        engine: &mut Engine,
+        fix: Result<PositionFix, String>,
+        bad_log: &mut RateLimited,
+        out: &mut Vec<Output>,
+    ) {
+        match fix {
+            Ok(p) => {
+                let now = Utc::now();
+                self.positions_total.increment(1);
+                // Lag: measurement to evaluation (includes ingestion and the bus).
+                let lag = (now - p.timestamp).num_microseconds().unwrap_or(0) as f64 / 1e6;
+                self.batch_lag = Some(self.batch_lag.map_or(lag, |l| l.max(lag)));
+                if let Some(accepted) = p.event_id.and_then(zonecast_model::lag::accepted_ms) {
+                    self.batch_accepted_ms = Some(self.batch_accepted_ms.map_or(accepted, |a| a.min(accepted)));
+                }
+                if !engine.on_fix(&p, now, out) {
+                    self.out_of_order_total.increment(1);
+                    if let Some(held_back) = self.out_of_order_log.allow() {
+                        tracing::info!(
+                            mac = %p.mac.as_str(),
+                            timestamp = %zonecast_model::format_timestamp(&p.timestamp),
+                            held_back,
+                            "position older than the last one applied for its device skipped"
+                        );
+                    }
+                }
+            }
+            Err(reason) => {
+                metrics::counter!("zonecast_evaluator_bad_messages_total").increment(1);
+                if let Some(held_back) = bad_log.allow() {
+                    tracing::warn!(%reason, held_back, "position message skipped");
+                }
+            }
+        }
+    }
+
+    /// Records the lag of the positions taken together (up to [`DRAIN`]) as one sample, their
+    /// largest, and their age since acceptance for the lag reports: once per batch instead of
+    /// per position.
+    pub(super) fn record_lag(&mut self) {
+        if let Some(lag) = self.batch_lag.take() {
+            self.lag.record(lag.max(0.0));
+        }
+        if let Some(accepted) = self.batch_accepted_ms.take() {
+            let age = zonecast_model::lag::now_ms().saturating_sub(accepted);
+            self.accepted_lag_ms.fetch_max(age, Ordering::Relaxed);
+        }
+    }
+
+    /// Stores the events among `out` in the journal first, with the requests of http-request
+    /// actions after them (sent from the journal by the actions' consumer), then acts on the
+    /// rest (collision records, source hints): nothing acts on an event before it is stored.
+    pub(super) async fn emit(&mut self, out: &mut Vec<Output>) {
+        let (stored, acts): (Vec<Output>, Vec<Output>) =
+            out.drain(..).partition(|o| matches!(o, Output::Publish(_) | Output::Http { .. }));
+        for output in stored {
+            match output {
+                Output::Publish(event) => self.record(&event),
+                Output::Http { zone, action, uri, method, headers, event, secret } => {
+                    self.request(&zone, action, &actions::Request { uri, method, headers, event, secret });
+                }
+                _ => {}
+            }
+        }
+        self.store_events().await;
+        for output in acts {
+            match output {
+                // Stored above.
+                Output::Publish(_) | Output::Http { .. } => {}
+                Output::Entered(c) => self.collision(collisions::Change::Entered(c)),
+                Output::Exited { zone, mac } => self.collision(collisions::Change::Exited(zone, mac)),
+                Output::Source(hint) => {
+                    let subject = self.subjects.source_position(hint.mac.as_str());
+                    let Ok(payload) = serde_json::to_vec(&hint) else { continue };
+                    if let Err(e) = self.bus.publish(subject, payload.into()).await {
+                        tracing::warn!(error = %e, mac = %hint.mac.as_str(), "mobile-zone source position not told to the other evaluators");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a collision change to the writer.
+    pub(super) fn collision(&mut self, change: collisions::Change) {
+        if self.collisions.send(change).is_ok() {
+            self.collision_changes += 1;
+        }
+    }
+
+    /// Counts and logs an event and adds it to the records to store.
+    pub(super) fn record(&mut self, event: &zonecast_model::Event) {
+        let kind = event.kind();
+        metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()).increment(1);
+        log_event(event);
+        let Some(subject) = self.subjects.of_event(event) else {
+            tracing::error!(r#type = kind.as_str(), "event without a subject not published");
+            return;
+        };
+        match serde_json::to_vec(event) {
+            // Shrunk to its length: the journal holds it until every consumer has it, and the
+            // buffer's doubling would leave a third of it unused.
+            Ok(payload) => self.records.push(Record {
+                subject,
+                payload: payload.into_boxed_slice().into(),
+                id: event.event_id.to_string(),
+            }),
+            Err(e) => tracing::error!(error = %e, "cannot encode event"),
+        }
+    }
+
+    /// Adds the request of an http-request action to the records to store.
+    pub(super) fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &actions::Request) {
+        match request.record(&self.subjects, zone, action) {
+            Ok(record) => self.requests.push(record),
+            Err(reason) => {
+                metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
+                tracing::error!(%reason, "http-request action not stored");
+            }
+        }
+    }
+
+    /// Appends the events gathered by [`Shell::emit`], then the action requests, to the
+    /// journal in one call, trying again for a while when it cannot store them (NATS or
+    /// JetStream away); what still cannot be stored is counted (events in
+    /// `zonecast_evaluator_publish_failures_total`, requests as `outcome="lost"`) and logged.
+    pub(super) async fn store_events(&mut self) {
+        if self.records.is_empty() && self.requests.is_empty() {
+            return;
+        }
+        let mut records = std::mem::take(&mut self.records);
+        let count = records.len() as u64;
+        let requests = self.requests.len() as u64;
+        records.append(&mut self.requests);
+        let mut delay = Duration::from_millis(50);
+        let mut last_error = None;
+        for _ in 0..STORE_TRIES {
+            match self.journal.append(records.clone()).await {
+                Ok(()) => return,
+                Err(e) => last_error = Some(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+        }
+        metrics::counter!("zonecast_evaluator_publish_failures_total").increment(count);
+        metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "lost").increment(requests);
+        if let (Some(held_back), Some(e)) = (self.publish_log.allow(), last_error) {
+            tracing::error!(error = %e, events = count, requests, held_back, "events not stored: lost");
+        }
+    }
+}
+
+/// Tries to store a batch of events: with doubling delays from 50 ms, about 3 s in all.
+pub(super) const STORE_TRIES: u32 = 6;
+
+/// The log lines of an event: every entry at debug (target `zonecast::entry`; entries are
+/// events, kept in the journal and history, and would flood an operator's log at info), and the
+/// message of every info event at info (target `zonecast::zone_info`: writing that message is
+/// the action its zone asks for).
+pub(super) fn log_event(event: &zonecast_model::Event) {
+    let mac = event.source.mac.as_ref().map_or("", |m| m.as_str());
+    match &event.content {
+        Content::ZoneEnter(c) => tracing::debug!(
+            target: "zonecast::entry",
+            zone = %zonecast_model::format_id(&c.zone_id),
+            name = %c.zone_name,
+            mac = %mac,
+            alarm = c.alarm.as_str(),
+            "zone entered"
+        ),
+        Content::ZoneInfo(c) => {
+            tracing::info!(target: "zonecast::zone_info", zone = %c.zone_name, mac = %mac, "{}", c.message);
+        }
+        _ => {}
+    }
+}
