@@ -367,16 +367,18 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
             .send()
             .await
             .unwrap();
-        (r.status(), r.json::<Value>().await.unwrap())
+        let retry_after = r.headers().get(reqwest::header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_owned());
+        (r.status(), r.json::<Value>().await.unwrap(), retry_after)
     };
     assert_eq!(post().await.0, StatusCode::OK);
     nats.stop();
-    let answer = eventually(WAIT, || async {
+    let (status, body, retry_after) = eventually(WAIT, || async {
         let answer = post().await;
         (answer.0 == StatusCode::SERVICE_UNAVAILABLE).then_some(answer)
     })
     .await;
-    zonecast_tests::assert_error(&answer, 503, "unavailable");
+    zonecast_tests::assert_error(&(status, body), 503, "unavailable");
+    assert_eq!(retry_after.as_deref(), Some("1"), "a 503 tells the client when to try again");
     // Readiness (and its former name) reports the bus; liveness stays 200, so the replica is
     // taken out of rotation, not restarted.
     for path in ["/readyz", "/healthz"] {

@@ -211,7 +211,7 @@ impl From<AcceptError> for HttpError {
     }
 }
 
-/// What an overloaded answer asks a client to wait, in seconds (`Retry-After`).
+/// What a 503 (overloaded, or a dependency away) asks a client to wait, in seconds (`Retry-After`).
 pub const RETRY_AFTER_SECS: &str = "1";
 
 impl HttpError {
@@ -244,8 +244,8 @@ impl HttpError {
         }
     }
 
-    /// The response: `{"status", "success": false, "error", "message"}`, with `Allow` on 405
-    /// and `WWW-Authenticate: Bearer` on 401.
+    /// The response: `{"status", "success": false, "error", "message"}`, with `Allow` on 405,
+    /// `WWW-Authenticate: Bearer` on 401 and `Retry-After` on every 503.
     pub fn into_response(self) -> Response {
         let (status, kind) = self.status_and_kind();
         match &self {
@@ -262,7 +262,8 @@ impl HttpError {
         if let Self::Unauthorized(_) = &self {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if let Self::Overloaded(_) = &self {
+        // Overloaded or a dependency away: either way the client may try again shortly.
+        if let Self::Overloaded(_) | Self::Unavailable(_) = &self {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response
