@@ -14,6 +14,7 @@ use zonecast_model::Invalid;
 use zonecast_store::StoreError;
 
 use crate::AuthError;
+use crate::ratelog::RateLimited;
 
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +212,9 @@ impl From<AcceptError> for HttpError {
     }
 }
 
+/// How often a request failing on an unavailable dependency is logged.
+const UNAVAILABLE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What a 503 (overloaded, or a dependency away) asks a client to wait, in seconds (`Retry-After`).
 pub const RETRY_AFTER_SECS: &str = "1";
 
@@ -248,8 +252,16 @@ impl HttpError {
     /// `WWW-Authenticate: Bearer` on 401 and `Retry-After` on every 503.
     pub fn into_response(self) -> Response {
         let (status, kind) = self.status_and_kind();
+        // While a dependency is away every request fails the same way: one line per interval,
+        // with the count held back, rather than one per request.
+        static UNAVAILABLE_LOG: std::sync::Mutex<Option<RateLimited>> = std::sync::Mutex::new(None);
         match &self {
-            Self::Unavailable(cause) => tracing::warn!(%cause, "request failed: dependency unavailable"),
+            Self::Unavailable(cause) => {
+                let mut log = UNAVAILABLE_LOG.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(held_back) = log.get_or_insert_with(|| RateLimited::new(UNAVAILABLE_LOG_EVERY)).allow() {
+                    tracing::warn!(%cause, held_back, "request failed: dependency unavailable");
+                }
+            }
             Self::Internal(cause) => tracing::error!(%cause, "request failed"),
             _ => {}
         }
