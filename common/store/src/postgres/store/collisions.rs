@@ -1,0 +1,123 @@
+//! Collisions in PostgreSQL: the devices inside each zone, and collision batches retried when they
+//! lose a race with a zone delete.
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::error::SqlState;
+use uuid::Uuid;
+use zonecast_model::{CollidingDevice, Mac};
+
+use super::sorted_collisions;
+use crate::postgres::{Db, PgStore, detail, is_code};
+use crate::{Collision, CollisionReader, CollisionWriter, Result, StoreError, codec};
+
+/// How often a collision batch is retried when it loses a race (a zone deleted under it, a
+/// deadlock with a zone delete) before the error is returned.
+const COLLISION_TRIES: usize = 3;
+
+/// Why one attempt at a collision batch failed.
+enum Attempt {
+    /// Lost a race worth retrying (a zone deleted under the batch, a deadlock).
+    Race(String),
+    /// Anything else.
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Attempt {
+    fn from(e: StoreError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+impl From<tokio_postgres::Error> for Attempt {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let race = is_code(&e, &SqlState::FOREIGN_KEY_VIOLATION)
+            || is_code(&e, &SqlState::T_R_DEADLOCK_DETECTED)
+            || is_code(&e, &SqlState::T_R_SERIALIZATION_FAILURE);
+        if race { Self::Race(detail(&e)) } else { Self::Failed(crate::postgres::unavailable_or_backend(e)) }
+    }
+}
+
+impl PgStore {
+    /// One attempt at [`CollisionWriter::write_collisions`].
+    async fn try_write_collisions(
+        &self,
+        entered: &[Collision],
+        exited: &[(Uuid, Mac)],
+    ) -> std::result::Result<(), Attempt> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        if !entered.is_empty() {
+            let zones: Vec<Uuid> = entered.iter().map(|c| c.zone_id).collect();
+            let macs: Vec<&str> = entered.iter().map(|c| c.mac.as_str()).collect();
+            let ids: Vec<Uuid> = entered.iter().map(|c| c.collision_id).collect();
+            let times: Vec<DateTime<Utc>> = entered.iter().map(|c| c.entry_time).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO collisions (zone_id, mac, collision_id, entry_time)
+                     SELECT u.zone_id, u.mac, u.collision_id, u.entry_time
+                     FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[])
+                          AS u(zone_id, mac, collision_id, entry_time)
+                     WHERE EXISTS (SELECT 1 FROM zones z WHERE z.id = u.zone_id)
+                     ON CONFLICT (zone_id, mac) DO UPDATE
+                     SET collision_id = EXCLUDED.collision_id, entry_time = EXCLUDED.entry_time",
+                )
+                .await?;
+            tx.execute(&stmt, &[&zones, &macs, &ids, &times]).await?;
+        }
+        if !exited.is_empty() {
+            let zones: Vec<Uuid> = exited.iter().map(|(z, _)| *z).collect();
+            let macs: Vec<&str> = exited.iter().map(|(_, m)| m.as_str()).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "DELETE FROM collisions c USING unnest($1::uuid[], $2::text[]) AS u(zone_id, mac)
+                     WHERE c.zone_id = u.zone_id AND c.mac = u.mac",
+                )
+                .await?;
+            tx.execute(&stmt, &[&zones, &macs]).await?;
+        }
+        Ok(tx.commit().await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl CollisionReader for PgStore {
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions WHERE zone_id = $1")
+            .await
+            .db()?;
+        let inside = sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)?;
+        Ok(inside.into_iter().map(CollidingDevice::from).collect())
+    }
+
+    async fn all_collisions(&self) -> Result<Vec<Collision>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions").await.db()?;
+        sorted_collisions(&client.query(&stmt, &[]).await.db()?)
+    }
+}
+
+#[async_trait::async_trait]
+impl CollisionWriter for PgStore {
+    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+        if entered.is_empty() && exited.is_empty() {
+            return Ok(());
+        }
+        let entered = codec::coalesce_entered(entered);
+        let mut exited = exited.to_vec();
+        exited.sort();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.try_write_collisions(&entered, &exited).await {
+                Ok(()) => return Ok(()),
+                Err(Attempt::Failed(e)) => return Err(e),
+                Err(Attempt::Race(m)) if tries < COLLISION_TRIES => {
+                    tracing::debug!(error = %m, tries, "retrying a collision batch that lost a race");
+                }
+                Err(Attempt::Race(m)) => return Err(StoreError::Backend(format!("collision batch: {m}"))),
+            }
+        }
+    }
+}

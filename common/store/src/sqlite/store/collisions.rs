@@ -1,0 +1,59 @@
+//! Collisions in SQLite: the devices inside each zone, entered and exited.
+
+use rusqlite::params;
+use uuid::Uuid;
+use zonecast_model::{CollidingDevice, Mac};
+
+use super::{collisions_of, id, write};
+use crate::codec;
+use crate::sqlite::{Db, SqliteStore};
+use crate::{Collision, CollisionReader, CollisionWriter, Result};
+
+#[async_trait::async_trait]
+impl CollisionReader for SqliteStore {
+    async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
+        self.run(move |conn| Ok(collisions_of(conn, Some(&zone))?.into_iter().map(CollidingDevice::from).collect()))
+            .await
+    }
+
+    async fn all_collisions(&self) -> Result<Vec<Collision>> {
+        self.run(|conn| collisions_of(conn, None)).await
+    }
+}
+
+#[async_trait::async_trait]
+impl CollisionWriter for SqliteStore {
+    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+        let entered = codec::coalesce_entered(entered);
+        let exited = exited.to_vec();
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            {
+                let mut upsert = tx
+                    .prepare_cached(
+                        "INSERT INTO collisions (zone_id, mac, collision_id, entry_time_us)
+                         SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM zones WHERE id = ?1)
+                         ON CONFLICT (zone_id, mac) DO UPDATE
+                         SET collision_id = excluded.collision_id, entry_time_us = excluded.entry_time_us",
+                    )
+                    .db()?;
+                for c in &entered {
+                    upsert
+                        .execute(params![
+                            id(&c.zone_id),
+                            c.mac.as_str(),
+                            id(&c.collision_id),
+                            c.entry_time.timestamp_micros()
+                        ])
+                        .db()?;
+                }
+                let mut delete = tx.prepare_cached("DELETE FROM collisions WHERE zone_id = ?1 AND mac = ?2").db()?;
+                for (zone, mac) in &exited {
+                    delete.execute(params![id(zone), mac.as_str()]).db()?;
+                }
+            }
+            tx.commit().db()
+        })
+        .await
+    }
+}

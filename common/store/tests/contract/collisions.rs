@@ -1,0 +1,121 @@
+//! The collision, setting and radius contract.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+use zonecast_model::{CollidingDevice, Setting, SettingName};
+use zonecast_store::{Collision, EvaluatorStore, Store};
+
+use super::fixtures::{at, collision, mac, zone};
+
+pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<dyn Store>) {
+    let (z1, z2) = (zone("one"), zone("two"));
+    store.insert_zones(&[z1.clone(), z2.clone()]).await.unwrap();
+    let a = collision(z1.id, "00:00:00:00:00:0B", 1);
+    let b = collision(z1.id, "00:00:00:00:00:0A", 2);
+    let c = collision(z2.id, "00:00:00:00:00:0A", 3);
+    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[]).await.unwrap();
+    // The stays of one zone, by MAC, each with the CollisionID and EntryTime written.
+    let inside: Vec<CollidingDevice> = vec![b.clone().into(), a.clone().into()];
+    assert_eq!(store.colliding_devices(z1.id).await.unwrap(), inside);
+    let mut expected = vec![a.clone(), b.clone(), c.clone()];
+    expected.sort_by(|x, y| (x.zone_id, &x.mac).cmp(&(y.zone_id, &y.mac)));
+    assert_eq!(store.all_collisions().await.unwrap(), expected);
+
+    // Re-entering replaces the stay; exits remove; unknown exits are no-ops.
+    let a2 = Collision { collision_id: Uuid::new_v4(), entry_time: at(10), ..a.clone() };
+    store
+        .write_collisions(std::slice::from_ref(&a2), &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))])
+        .await
+        .unwrap();
+    let mut expected = vec![a2.clone(), b.clone()];
+    expected.sort_by(|x, y| x.mac.cmp(&y.mac));
+    assert_eq!(store.all_collisions().await.unwrap(), expected);
+    assert!(store.colliding_devices(z2.id).await.unwrap().is_empty());
+
+    // Within one batch the last entry for a pair wins, and a pair both entered and exited is gone.
+    let a3 = Collision { collision_id: Uuid::new_v4(), ..a.clone() };
+    let d = collision(z2.id, "00:00:00:00:00:0D", 4);
+    store.write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())]).await.unwrap();
+    let all = store.all_collisions().await.unwrap();
+    assert!(all.contains(&a3) && !all.contains(&a2) && !all.iter().any(|x| x.mac == d.mac), "{all:?}");
+    store.write_collisions(&[], &[]).await.unwrap();
+}
+
+pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_zone(store: Arc<dyn Store>) {
+    let (kept, gone) = (zone("kept"), zone("gone"));
+    store.insert_zones(&[kept.clone(), gone.clone()]).await.unwrap();
+    let k = collision(kept.id, "00:00:00:00:00:01", 0);
+    store.write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[]).await.unwrap();
+    store.delete_zones(&[gone.id]).await.unwrap();
+    assert_eq!(store.all_collisions().await.unwrap(), vec![k.clone()]);
+    assert!(store.colliding_devices(gone.id).await.unwrap().is_empty());
+    // A late batch from the evaluator still naming the deleted zone: its rows are skipped.
+    let late = collision(gone.id, "00:00:00:00:00:03", 1);
+    let fresh = collision(kept.id, "00:00:00:00:00:04", 1);
+    store.write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))]).await.unwrap();
+    assert_eq!(store.all_collisions().await.unwrap(), vec![k, fresh]);
+}
+
+pub(crate) async fn clearing_a_zone_returns_and_removes_only_its_collisions(store: Arc<dyn Store>) {
+    let (z1, z2) = (zone("one"), zone("two"));
+    store.insert_zones(&[z1.clone(), z2.clone()]).await.unwrap();
+    let a = collision(z1.id, "00:00:00:00:00:02", 5);
+    let b = collision(z1.id, "00:00:00:00:00:01", 6);
+    let other = collision(z2.id, "00:00:00:00:00:01", 7);
+    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[]).await.unwrap();
+    assert_eq!(store.clear_collisions(z1.id).await.unwrap(), vec![b, a]);
+    assert!(store.colliding_devices(z1.id).await.unwrap().is_empty());
+    assert_eq!(store.all_collisions().await.unwrap(), vec![other]);
+    assert!(store.clear_collisions(z1.id).await.unwrap().is_empty());
+    // The zone itself stays.
+    assert_eq!(store.get_zone(z1.id).await.unwrap(), z1);
+}
+
+pub(crate) async fn settings_are_upserted_by_name(store: Arc<dyn Store>) {
+    assert!(store.list_settings().await.unwrap().is_empty());
+    let radius = Setting { name: SettingName::DefaultDeviceRadiusMeters, value: 0.35, active: true };
+    let site = Setting { name: SettingName::SiteAlarmMinLevel, value: 9.0, active: true };
+    store.put_setting(&radius).await.unwrap();
+    store.put_setting(&site).await.unwrap();
+    // Listed in SettingName::ALL order, whatever the write order.
+    assert_eq!(store.list_settings().await.unwrap(), vec![site, radius]);
+    let site_off = Setting { value: 3.0, active: false, ..site };
+    store.put_setting(&site_off).await.unwrap();
+    assert_eq!(store.list_settings().await.unwrap(), vec![site_off, radius]);
+}
+
+pub(crate) async fn radii_merge_sets_replaces_and_removes(store: Arc<dyn Store>) {
+    assert!(store.list_radii().await.unwrap().is_empty());
+    let (a, b, c) = (mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B"), mac("00:00:00:00:00:0C"));
+    store.merge_radii(&[(b.clone(), Some(0.5)), (a.clone(), Some(1.25)), (c.clone(), None)]).await.unwrap();
+    assert_eq!(store.list_radii().await.unwrap(), vec![(a.clone(), 1.25), (b.clone(), 0.5)]);
+    store
+        .merge_radii(&[(a.clone(), None), (b.clone(), Some(2.0)), (c.clone(), Some(0.1)), (c.clone(), Some(0.2))])
+        .await
+        .unwrap();
+    assert_eq!(store.list_radii().await.unwrap(), vec![(b.clone(), 2.0), (c.clone(), 0.2)]);
+    store.merge_radii(&[]).await.unwrap();
+    store.merge_radii(&[(b.clone(), None), (c, None)]).await.unwrap();
+    assert!(store.list_radii().await.unwrap().is_empty());
+}
+
+pub(crate) async fn find_radii_answers_each_device_asked_once_with_its_own_radius_or_none(store: Arc<dyn Store>) {
+    let (a, b, c) = (mac("00:00:00:00:00:0A"), mac("00:00:00:00:00:0B"), mac("00:00:00:00:00:0C"));
+    assert!(store.find_radii(&[]).await.unwrap().is_empty());
+    assert_eq!(store.find_radii(std::slice::from_ref(&a)).await.unwrap(), vec![(a.clone(), None)]);
+    store.merge_radii(&[(a.clone(), Some(0.5)), (b.clone(), Some(1.25))]).await.unwrap();
+    assert_eq!(
+        store.find_radii(&[c.clone(), a.clone(), c.clone()]).await.unwrap(),
+        vec![(a.clone(), Some(0.5)), (c.clone(), None)],
+        "sorted, once each, and only those asked"
+    );
+    store.merge_radii(&[(a.clone(), None), (c.clone(), Some(0.0))]).await.unwrap();
+    assert_eq!(
+        store.find_radii(&[a.clone(), b.clone(), c.clone()]).await.unwrap(),
+        vec![(a, None), (b, Some(1.25)), (c, Some(0.0))]
+    );
+    // The evaluator's view reads them too.
+    let evaluator: Arc<dyn EvaluatorStore> = store.clone();
+    assert_eq!(evaluator.find_radii(&[mac("00:00:00:00:00:0B")]).await.unwrap().len(), 1);
+}

@@ -1,0 +1,210 @@
+//! Delivery through faults, on real processes and a Mosquitto broker the test stops and starts.
+//! Distributed: the API, an evaluator and a forwarder, each its own process, on a NATS server
+//! (with JetStream) of the test's own and a fresh PostgreSQL database; a forwarder killed with
+//! SIGKILL while it holds a backlog, and a forwarder that is not running at all while events
+//! are produced, lose nothing. All-in-one: the `zonecast` binary killed with SIGKILL while
+//! events wait for a broker delivers them after its restart. Every event reaches the broker
+//! once it is back, and any copy carries the same `EventID`. An evaluator killed with SIGKILL
+//! and restarted within the position window, and a NATS server restarted while positions wait
+//! for an evaluator, lose no accepted position and repeat no event. http-request actions waiting
+//! for a retry when the evaluator (or the all-in-one) is killed with SIGKILL reach their
+//! receiver after the restart, each with its event's Idempotency-Key.
+#![allow(clippy::unwrap_used)]
+
+mod hooks;
+mod site;
+
+use std::sync::atomic::Ordering;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use zonecast_tests::fresh_database;
+use zonecast_tests::mosquitto::{Broker, Subscriber};
+use zonecast_tests::nats::NatsServer;
+
+use hooks::{HOOKED, Seen, cell_with_action, hook_receiver};
+use site::{EVENTS, PARTITIONS, Site, WAIT, all_in_one, alternate, cell, devices, every_device_gets};
+
+#[tokio::test]
+async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    let mut broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let connection = site.api.zone_and_connection(&broker).await;
+
+    // A backlog held by the forwarder while the broker is away, then SIGKILL.
+    broker.stop().await;
+    site.api.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
+    let macs = devices();
+    site.positions(&macs, 1.0).await;
+    site.api.wait_status(&connection, "the backlog", |s| s["queued"] == EVENTS).await;
+    site.forwarder.kill().await;
+    broker.start().await;
+    site.forwarder.restart();
+    site.forwarder.healthy(&site.api.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
+
+    // Events produced while no forwarder runs at all.
+    site.forwarder.kill().await;
+    site.positions(&macs, 100.0).await;
+    site.forwarder.restart();
+    site.forwarder.healthy(&site.api.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_EXIT", &macs).await;
+    site.api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
+    zonecast_tests::drop_fresh_database(&database).await;
+}
+
+#[tokio::test]
+async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let data = tempfile::tempdir().unwrap();
+    let (mut zonecast, api) = all_in_one(data.path()).await;
+    let mut broker = Broker::plain().await;
+    let mut sub = Subscriber::new(&broker, "zc/#").await;
+    let connection = api.zone_and_connection(&broker).await;
+
+    broker.stop().await;
+    api.wait_status(&connection, "disconnected", |s| s["connected"] == false).await;
+    let macs = devices();
+    let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [1, 0, 0]})).collect();
+    let accepted = api.call(Method::POST, "/v3/positions", Some(Value::Array(body))).await;
+    assert_eq!(accepted["accepted"], EVENTS);
+    api.wait_status(&connection, "the events waiting", |s| s["queued"] == EVENTS).await;
+    zonecast.kill().await;
+    broker.start().await;
+    zonecast.restart();
+    zonecast.healthy(&api.http, WAIT).await;
+    every_device_gets(&mut sub, "ZONE_ENTER", &macs).await;
+    api.wait_status(&connection, "everything delivered", |s| s["queued"] == 0 && s["dropped"] == 0).await;
+}
+
+#[tokio::test]
+async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_and_repeats_no_enter() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    let macs = devices();
+    // Each round moves every device across the zone's boundary: in on even rounds, out on odd.
+    // The evaluator is killed while it works on round 2, misses rounds 3 to 7, and comes back
+    // for the rest: every position is evaluated once, in order.
+    const ROUNDS: usize = 12;
+    for round in 0..ROUNDS {
+        if round == 3 {
+            site.evaluator.kill().await;
+        }
+        if round == 8 {
+            site.evaluator.restart();
+            site.evaluator.healthy(&site.api.http, WAIT).await;
+        }
+        site.positions(&macs, if round % 2 == 0 { 1.0 } else { 100.0 }).await;
+    }
+    alternate(&site.transitions(&mut events, &macs).await, ROUNDS);
+    zonecast_tests::drop_fresh_database(&database).await;
+}
+
+#[tokio::test]
+async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let macs = devices();
+    // Accepted while no evaluator runs: they wait in their streams through the restart.
+    site.evaluator.kill().await;
+    site.positions(&macs, 1.0).await;
+    nats.restart().await;
+    let bus = &site.bus;
+    zonecast_tests::eventually(WAIT, || async move { bus.is_connected().then_some(()) }).await;
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    site.positions(&macs, 100.0).await;
+    alternate(&site.transitions(&mut events, &macs).await, 2);
+    zonecast_tests::drop_fresh_database(&database).await;
+}
+
+#[tokio::test]
+async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_delivered_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let mut site = Site::start(&nats, &database).await;
+    let (url, status, mut hooks) = hook_receiver().await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell_with_action(&url))).await;
+    let macs: Vec<String> = devices().into_iter().take(HOOKED).collect();
+    site.positions(&macs, 1.0).await;
+    // Every request has been tried and refused: all of them wait for a retry.
+    let mut seen = Seen::default();
+    seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
+    site.evaluator.kill().await;
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    status.store(200, Ordering::SeqCst);
+    seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
+    seen.every_device_delivered(&macs);
+    zonecast_tests::drop_fresh_database(&database).await;
+}
+
+#[tokio::test]
+async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_delivered_after_its_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let data = tempfile::tempdir().unwrap();
+    let (mut zonecast, api) = all_in_one(data.path()).await;
+    let (url, status, mut hooks) = hook_receiver().await;
+    api.call(Method::POST, "/v3/modules/zones", Some(cell_with_action(&url))).await;
+    let macs: Vec<String> = devices().into_iter().take(HOOKED).collect();
+    let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [1, 0, 0]})).collect();
+    let accepted = api.call(Method::POST, "/v3/positions", Some(Value::Array(body))).await;
+    assert_eq!(accepted["accepted"], HOOKED);
+    let mut seen = Seen::default();
+    seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
+    zonecast.kill().await;
+    zonecast.restart();
+    zonecast.healthy(&api.http, WAIT).await;
+    status.store(200, Ordering::SeqCst);
+    seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
+    seen.every_device_delivered(&macs);
+}
+
+/// Positions that leave their stream before a stopped evaluator comes back are skipped, and
+/// the skip is counted: the streams here keep 1 MiB per partition, and far more is stored while
+/// the evaluator is down. The newest positions are still evaluated.
+#[tokio::test]
+async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted_as_skipped() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let small = zonecast_bus::PositionSettings { max_bytes: 1 << 20, ..Default::default() };
+    let mut site = Site::start_with(&nats, &database, small).await;
+    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+    let macs = devices();
+    site.evaluator.kill().await;
+    // About 3 MiB per partition, in batches of ~10 KiB: the oldest two thirds leave.
+    for round in 0..300 {
+        site.positions(&macs, if round % 2 == 0 { 100.0 } else { 1.0 }).await;
+    }
+    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    site.evaluator.restart();
+    site.evaluator.healthy(&site.api.http, WAIT).await;
+    // The last round put every device inside: each enters.
+    let by_device = site.transitions(&mut events, &macs).await;
+    for (mac, events) in &by_device {
+        assert_eq!(events.last().map(|e| e["Type"].clone()), Some(json!("ZONE_ENTER")), "{mac}: {events:?}");
+    }
+    let metrics = site.api.http.get(&site.evaluator_metrics).send().await.unwrap().text().await.unwrap();
+    let skipped: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("zonecast_evaluator_position_batches_skipped_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no skipped batches counted:\n{metrics}"));
+    // Each partition kept at most ~110 of its 300 batches.
+    assert!(skipped >= f64::from(PARTITIONS) * 150.0, "{skipped} batches counted as skipped");
+    zonecast_tests::drop_fresh_database(&database).await;
+}
