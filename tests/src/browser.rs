@@ -3,7 +3,7 @@
 //! dropped. A few WebDriver commands over plain HTTP are all the tests need, so this speaks the
 //! protocol with the test's own HTTP client instead of pulling in a WebDriver crate.
 //!
-//! Every session records the page's errors, and [`Browser::close`] fails the test when there was
+//! Every browser records the page's errors, and [`Browser::close`] fails the test when there was
 //! one: the browser's own log (chromedriver's `goog:loggingPrefs`, read with its `se/log`
 //! command) holds every uncaught exception and unhandled promise rejection of the page
 //! (`javascript`), each `console.error` (`console-api`), Content-Security-Policy violations
