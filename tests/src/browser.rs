@@ -2,8 +2,20 @@
 //! test starts chromedriver on a free port and ends it (with the browser) when the `Browser` is
 //! dropped. A few WebDriver commands over plain HTTP are all the tests need, so this speaks the
 //! protocol with the test's own HTTP client instead of pulling in a WebDriver crate.
+//!
+//! Every browser records the page's errors, and [`Browser::close`] fails the test when there was
+//! one: the browser's own log (chromedriver's `goog:loggingPrefs`, read with its `se/log`
+//! command) holds every uncaught exception and unhandled promise rejection of the page
+//! (`javascript`), each `console.error` (`console-api`), Content-Security-Policy violations
+//! (`security`) and every request of the page that failed or was answered 4xx or 5xx (`network`),
+//! across reloads and navigations, from the first script on. The API's refusals (`/v3/…`) are
+//! not errors: the page shows them, and the tests provoke them on purpose. A listener installed
+//! with CDP's `Page.addScriptToEvaluateOnNewDocument` would see the page's exceptions too, but
+//! not its failed loads (a missing icon or script), and would lose what it held at each
+//! navigation.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -93,6 +105,8 @@ pub struct Browser {
     /// `http://127.0.0.1:<port>/session/<id>`
     session: String,
     screenshots: PathBuf,
+    /// The page's errors read from the browser's log so far (it hands each entry out once).
+    errors: Mutex<Vec<String>>,
 }
 
 impl Browser {
@@ -125,7 +139,8 @@ impl Browser {
             .unwrap_or_else(|e| panic!("{CHROMEDRIVER} does not start ({e}); install it with: {INSTALL}"));
         let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
         let base = format!("http://127.0.0.1:{port}");
-        let mut browser = Self { driver, http, session: String::new(), screenshots: screenshot_dir() };
+        let mut browser =
+            Self { driver, http, session: String::new(), screenshots: screenshot_dir(), errors: Mutex::default() };
         crate::eventually(Duration::from_secs(20), || async {
             let ready = browser.http.get(format!("{base}/status")).send().await.ok()?.json::<Value>().await.ok()?;
             (ready["value"]["ready"] == json!(true)).then_some(())
@@ -138,6 +153,8 @@ impl Browser {
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
+            // The browser's log, errors only: what `page_errors` reads.
+            "goog:loggingPrefs": {"browser": "SEVERE"},
         }}});
         let answer = browser.command(reqwest::Method::POST, &format!("{base}/session"), Some(capabilities)).await;
         let id = answer["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}"));
@@ -341,10 +358,52 @@ impl Browser {
         path
     }
 
-    /// Ends the session (the browser closes) and chromedriver.
-    pub async fn close(self) {
-        let _ = self.http.delete(&self.session).send().await;
+    /// Every error of the page since the browser started (see the module's documentation):
+    /// each as the browser logged it, e.g. `http://…/console/js/zone-layer.js 354:12 Uncaught
+    /// TypeError: …` or `http://…/favicon.ico - Failed to load resource: the server responded
+    /// with a status of 404 (Not Found)`.
+    pub async fn page_errors(&self) -> Vec<String> {
+        let entries = self.post("/se/log", json!({"type": "browser"})).await;
+        let mut errors = self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for entry in entries.as_array().into_iter().flatten() {
+            if is_page_error(entry) {
+                let (source, message) = (entry["source"].as_str().unwrap_or("?"), entry["message"].as_str());
+                errors.push(format!("{source}: {}", message.unwrap_or_default()));
+            }
+        }
+        errors.clone()
     }
+
+    /// Panics, naming `when` and every error, when the page has had one since the browser
+    /// started (see [`Browser::page_errors`]).
+    pub async fn assert_no_page_errors(&self, when: &str) {
+        let errors = self.page_errors().await;
+        assert!(errors.is_empty(), "the page had {} error(s) {when}:\n{}", errors.len(), errors.join("\n"));
+    }
+
+    /// Ends the session (the browser closes) and chromedriver. Panics when the page had an
+    /// error while it ran ([`Browser::page_errors`]): every test that closes its browser checks
+    /// that.
+    pub async fn close(self) {
+        let errors = self.page_errors().await;
+        let _ = self.http.delete(&self.session).send().await;
+        assert!(errors.is_empty(), "the page had {} error(s):\n{}", errors.len(), errors.join("\n"));
+    }
+}
+
+/// Whether an entry of the browser's log is an error of the page: anything logged as `SEVERE`,
+/// except a request to the API (`/v3/…`) answered with an error, which the page shows.
+fn is_page_error(entry: &Value) -> bool {
+    if entry["level"] != "SEVERE" {
+        return false;
+    }
+    if entry["source"] != "network" {
+        return true;
+    }
+    // "http://127.0.0.1:PORT/v3/modules/zones - Failed to load resource: …"
+    let url = entry["message"].as_str().unwrap_or_default().split(' ').next().unwrap_or_default();
+    let path = url.split_once("://").map_or(url, |(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]));
+    !path.starts_with("/v3/")
 }
 
 impl Drop for Browser {
@@ -362,4 +421,26 @@ fn screenshot_dir() -> PathBuf {
     // <target>/<profile>/deps/<test executable>
     let target = exe.ancestors().nth(3).expect("target directory");
     target.join("console-screenshots")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(level: &str, source: &str, message: &str) -> Value {
+        json!({"level": level, "source": source, "message": message, "timestamp": 0})
+    }
+
+    #[test]
+    fn errors_of_the_page_are_its_exceptions_and_failed_loads_of_its_own_files() {
+        let thrown = "http://127.0.0.1:1/console/js/zone-layer.js 354:12 Uncaught TypeError: x";
+        assert!(is_page_error(&entry("SEVERE", "javascript", thrown)));
+        assert!(is_page_error(&entry("SEVERE", "console-api", "http://127.0.0.1:1/ 2:8 \"boom\"")));
+        let icon = "http://127.0.0.1:1/favicon.ico - Failed to load resource: the server responded with a status of 404 (Not Found)";
+        assert!(is_page_error(&entry("SEVERE", "network", icon)));
+        // The API's refusals are the page's to show.
+        let refused = "http://127.0.0.1:1/v3/modules/zones - Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)";
+        assert!(!is_page_error(&entry("SEVERE", "network", refused)));
+        assert!(!is_page_error(&entry("WARNING", "rendering", "Automatic fallback to software WebGL")));
+    }
 }

@@ -1,5 +1,6 @@
 //! The console: the browser page at `/` and its files under `/console/`, compiled into the
-//! binary (`services/api/console/`, with three.js vendored). They are static and open to
+//! binary (`services/api/console/`, with three.js vendored), and its icon, also at
+//! `/favicon.ico` for the clients that ask there. They are static and open to
 //! everyone; the page signs in and sends the credential with every API request it makes. They
 //! are not API operations, so they are served beside the route table (and left out of the
 //! OpenAPI document).
@@ -13,6 +14,10 @@ use zonecast_runtime::http::HttpError;
 
 /// Where the console's files are served from.
 pub const PREFIX: &str = "/console/";
+
+/// Where browsers look for a site's icon when its page names none: answered with the console's
+/// icon (the page names `/console/favicon.svg`, so a browser showing it never asks here).
+pub const FAVICON: &str = "/favicon.ico";
 
 /// One file of the console.
 struct Asset {
@@ -32,10 +37,12 @@ const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
+const SVG: &str = "image/svg+xml";
 
 static ASSETS: &[Asset] = &[
     asset!("index.html", HTML),
     asset!("console.css", CSS),
+    asset!("favicon.svg", SVG),
     asset!("js/api.js", JS),
     asset!("js/connections.js", JS),
     asset!("js/device-layer.js", JS),
@@ -77,14 +84,18 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Whether `path` is the console's: `/` (the page) or anything under `/console/`.
+/// Whether `path` is the console's: `/` (the page), [`FAVICON`] or anything under `/console/`.
 pub fn owns(path: &str) -> bool {
-    path == "/" || path.starts_with(PREFIX)
+    path == "/" || path == FAVICON || path.starts_with(PREFIX)
 }
 
 /// The index in [`ASSETS`] of the file a console path names, if any.
 fn find(path: &str) -> Option<usize> {
-    let wanted = if path == "/" { "index.html" } else { path.strip_prefix(PREFIX)? };
+    let wanted = match path {
+        "/" => "index.html",
+        FAVICON => "favicon.svg",
+        _ => path.strip_prefix(PREFIX)?,
+    };
     ASSETS.iter().position(|a| a.path == wanted)
 }
 
@@ -159,6 +170,18 @@ mod tests {
         assert_eq!(get("/console/js/main.js").headers()[header::CONTENT_TYPE], JS);
         assert_eq!(get("/console/console.css").headers()[header::CONTENT_TYPE], CSS);
         assert_eq!(get("/console/vendor/three/build/three.module.js").status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn the_icon_is_served_where_the_page_names_it_and_at_favicon_ico() {
+        for path in ["/console/favicon.svg", "/favicon.ico"] {
+            let icon = get(path);
+            assert_eq!(icon.status(), StatusCode::OK, "{path}");
+            assert_eq!(icon.headers()[header::CONTENT_TYPE], SVG, "{path}");
+        }
+        let page = std::str::from_utf8(ASSETS[0].body).unwrap();
+        assert!(page.contains(r#"<link rel="icon" href="/console/favicon.svg" type="image/svg+xml">"#));
+        assert!(!owns("/favicon.svg"));
     }
 
     #[test]

@@ -190,10 +190,18 @@ async function refreshZones() {
       view.fit();
       state.fitted = true;
     }
+    showEmptySite(zones.length === 0);
     setStatus("zones", `${zones.length} zones`);
   } catch (e) {
     if (e.status !== 401) setStatus("zones", `zones: ${describe(e)}`, "bad");
   }
+}
+
+/** Shows (`on`) or hides the hint over the view of a site without zones: where to start. */
+function showEmptySite(on) {
+  // Absent when the browser has no WebGL: the view then holds only its explanation.
+  const hint = $("view-empty");
+  if (hint) hint.hidden = !on;
 }
 
 function onEvent(event) {
@@ -330,6 +338,7 @@ function signOut(message) {
   connections.reset();
   $("zone-none").hidden = false;
   $("zone-detail").hidden = true;
+  showEmptySite(false);
   document.body.classList.remove("signed-in");
   $("signin").hidden = false;
   $("signin-message").textContent = message || "";

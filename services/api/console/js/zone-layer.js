@@ -110,7 +110,9 @@ class Level {
     }
     this.touched = new Set();
     this.moved = new Set();
-    this.whole = true;
+    // Empty buffers from the start: a site without zones (before sign-in, a new site, the last
+    // zone deleted) is drawn and sent like any other, with nothing in it.
+    this.rebuild([]);
   }
 
   surfaceOf(shape) {
