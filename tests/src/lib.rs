@@ -253,6 +253,19 @@ impl Gateway {
     }
 }
 
+/// Every file below `dir`, in its subfolders too.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display())).path();
+            if path.is_dir() { pending.push(path) } else { files.push(path) }
+        }
+    }
+    files
+}
+
 /// Generates one `#[tokio::test]` per mode for each listed async fn taking a `Mode`.
 #[macro_export]
 macro_rules! both_modes {

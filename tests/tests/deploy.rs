@@ -107,26 +107,16 @@ fn variables_set() -> BTreeMap<String, String> {
 /// Every `ZONECAST_…` word anywhere under `deploy/` (comments, Dockerfile, configuration).
 fn variables_named() -> BTreeMap<String, String> {
     let mut named = BTreeMap::new();
-    let mut pending = vec![deploy_dir()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
+    for path in zonecast_tests::files_under(&deploy_dir()) {
+        let text = read(&path);
+        for (at, _) in text.match_indices("ZONECAST_") {
+            let word: String =
+                text[at..].chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect();
+            // `ZONECAST_INGEST_MQTT_*` names a family in prose, not a variable.
+            if text[at + word.len()..].starts_with('*') {
                 continue;
             }
-            let text = read(&path);
-            for (at, _) in text.match_indices("ZONECAST_") {
-                let word: String = text[at..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-                    .collect();
-                // `ZONECAST_INGEST_MQTT_*` names a family in prose, not a variable.
-                if text[at + word.len()..].starts_with('*') {
-                    continue;
-                }
-                named.insert(word, path.display().to_string());
-            }
+            named.insert(word, path.display().to_string());
         }
     }
     named

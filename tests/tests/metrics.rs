@@ -17,7 +17,7 @@ use zonecast_runtime::metrics::{CATALOG, Kind, Owner, Presence, find};
 use zonecast_tests::mosquitto::Broker;
 use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
-use zonecast_tests::{eventually, fresh_database};
+use zonecast_tests::{eventually, files_under, fresh_database};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "metrics-admin-key";
@@ -306,25 +306,16 @@ fn the_alert_rules_pass_promtool_and_watch_every_loss_counter() {
 /// catalog, so that none is served without its help text.
 #[test]
 fn every_metric_the_sources_name_is_in_the_catalog() {
-    let mut pending = vec![root().join("common"), root().join("services")];
     let mut named = 0;
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            for macro_call in ["counter!(\"", "gauge!(\"", "histogram!(\"", "register_series(\""] {
-                for (at, _) in text.match_indices(macro_call) {
-                    let name = text[at + macro_call.len()..].split('"').next().unwrap();
-                    assert!(find(name).is_some(), "{}: {name} is not in the catalog", path.display());
-                    named += 1;
-                }
+    let sources =
+        [root().join("common"), root().join("services")].iter().flat_map(|d| files_under(d)).collect::<Vec<_>>();
+    for path in sources.into_iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for macro_call in ["counter!(\"", "gauge!(\"", "histogram!(\"", "register_series(\""] {
+            for (at, _) in text.match_indices(macro_call) {
+                let name = text[at + macro_call.len()..].split('"').next().unwrap();
+                assert!(find(name).is_some(), "{}: {name} is not in the catalog", path.display());
+                named += 1;
             }
         }
     }
