@@ -5,7 +5,8 @@
 
 import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
 import { openStream } from "./sse.js";
-import { SiteView, alarmKind } from "./scene.js";
+import { SiteView } from "./scene.js";
+import { alarmKind } from "./zone-look.js";
 import { CreateForm, DetailPane, Timeline, ZoneList, describe, notice } from "./panels.js";
 import { DrawTool } from "./draw.js";
 import { ZoneEditor } from "./editor.js";
