@@ -6,7 +6,7 @@
 //! (an uncaught exception, a failed load: see `zonecast_tests::browser`). Screenshots of each
 //! step go to `target/console-screenshots/`.
 //!
-//! One test binary; each module holds the tests of one part of the console.
+//! Each module holds the tests of one part of the console.
 #![allow(clippy::unwrap_used)]
 
 mod detail;

@@ -1,0 +1,32 @@
+//! zonecast's black-box tests, as one test binary so the workspace is linked once for them:
+//! each module drives the real services (in process, or as the binaries) through their public
+//! surfaces (HTTP, NATS, MQTT, the browser console) against this machine's PostgreSQL, NATS and
+//! Mosquitto. `cargo test -p zonecast-tests --test blackbox -- <module>::` runs one module.
+
+mod auth;
+mod bad_input;
+mod cluster;
+mod concurrency;
+mod configuration;
+mod conformance;
+mod console;
+mod demo;
+mod deploy;
+mod durability;
+mod evaluator;
+mod event_stream;
+mod forwarder;
+mod history;
+mod http_actions;
+mod http_connections;
+mod ingestor;
+mod limits;
+mod local_cluster;
+mod metrics;
+mod mqtt;
+mod openapi;
+mod order;
+mod position_stream;
+mod read_your_writes;
+mod smoke;
+mod zones;
