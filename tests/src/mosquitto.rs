@@ -79,6 +79,19 @@ impl Broker {
     }
 
     async fn start_new(access: Access) -> Self {
+        // A port handed out free can be taken before Mosquitto binds it (by another socket's
+        // ephemeral port): the broker is then made again on fresh ports.
+        for _ in 0..5 {
+            let mut broker = Self::configured(&access);
+            if broker.listen().await {
+                return broker;
+            }
+        }
+        panic!("mosquitto found its ports taken five times in a row")
+    }
+
+    /// A broker with `access` on free ports, configured in a directory of its own, not started.
+    fn configured(access: &Access) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory for Mosquitto");
         let (port, observer_port) = (crate::process::free_port(), crate::process::free_port());
         let d = dir.path();
@@ -89,7 +102,7 @@ impl Broker {
             d.join("mosquitto.log").display()
         );
         let mut observer_login = None;
-        let listener = match &access {
+        let listener = match access {
             Access::Anonymous => format!("listener {port} 127.0.0.1\nallow_anonymous true\n"),
             Access::Tls { client_ca_pem } => {
                 std::fs::write(d.join("client-ca.pem"), client_ca_pem).unwrap();
@@ -122,9 +135,7 @@ impl Broker {
             give_to_mosquitto(&entry.unwrap().path());
         }
         give_to_mosquitto(d);
-        let mut broker = Self { dir, port, observer_port, observer_login, child: None };
-        broker.start().await;
-        broker
+        Self { dir, port, observer_port, observer_login, child: None }
     }
 
     fn conf(&self) -> PathBuf {
@@ -133,6 +144,12 @@ impl Broker {
 
     /// Starts the broker (again) on its ports and waits until both listeners accept.
     pub async fn start(&mut self) {
+        assert!(self.listen().await, "mosquitto found a port of its own taken:\n{}", self.log());
+    }
+
+    /// Starts the broker and waits until both listeners accept; false when it stopped because
+    /// a port was taken.
+    async fn listen(&mut self) -> bool {
         assert!(self.child.is_none(), "the broker is running already");
         let child = Command::new("mosquitto")
             .arg("-c")
@@ -149,12 +166,17 @@ impl Broker {
                 if let Some(child) = &mut self.child
                     && let Ok(Some(status)) = child.try_wait()
                 {
+                    self.child = None;
+                    if self.log().contains("Address already in use") {
+                        return false;
+                    }
                     panic!("mosquitto exited ({status}) before listening; its log:\n{}", self.log());
                 }
                 assert!(tokio::time::Instant::now() < deadline, "mosquitto not listening on {port}:\n{}", self.log());
                 tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling interval of a bounded wait
             }
         }
+        true
     }
 
     fn signal(&self, signal: &str) {
