@@ -254,11 +254,12 @@ impl HttpError {
         let (status, kind) = self.status_and_kind();
         // While a dependency is away every request fails the same way: one line per interval,
         // with the count held back, rather than one per request.
-        static UNAVAILABLE_LOG: std::sync::Mutex<Option<RateLimited>> = std::sync::Mutex::new(None);
+        static UNAVAILABLE_LOG: std::sync::Mutex<RateLimited> =
+            std::sync::Mutex::new(RateLimited::new(UNAVAILABLE_LOG_EVERY));
         match &self {
             Self::Unavailable(cause) => {
                 let mut log = UNAVAILABLE_LOG.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some(held_back) = log.get_or_insert_with(|| RateLimited::new(UNAVAILABLE_LOG_EVERY)).allow() {
+                if let Some(held_back) = log.allow() {
                     tracing::warn!(%cause, held_back, "request failed: dependency unavailable");
                 }
             }

@@ -12,7 +12,7 @@ pub struct RateLimited {
 
 impl RateLimited {
     /// At most one line per `every`.
-    pub fn new(every: Duration) -> Self {
+    pub const fn new(every: Duration) -> Self {
         Self { every, last: None, suppressed: 0 }
     }
 

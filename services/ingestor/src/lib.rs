@@ -125,7 +125,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut inputs = vec!["http", "nats"];
     if deps.mqtt.is_some() {
         inputs.push("mqtt");
-        metrics::gauge!("zonecast_ingest_mqtt_connected").increment(0.0);
+        zonecast_runtime::metrics::register_series("zonecast_ingest_mqtt_connected", &[]);
     }
     register_inputs(&inputs);
     deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;

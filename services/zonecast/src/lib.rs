@@ -154,8 +154,6 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     if config.demo {
         let created = demo::create_zones(&context).await?;
         tracing::info!(created, "demo site: zones in place");
-    }
-    if config.demo {
         zonecast_ingestor::register_inputs(&["demo"]);
     }
     let demo = config.demo.then(|| demo::start(demo_positions, shutdown.clone()));
