@@ -15,13 +15,12 @@ use zonecast_tests::process::{binary, free_port};
 
 const WAIT: Duration = Duration::from_secs(120);
 
-/// Runs `sql` as the PostgreSQL superuser the tests use.
-fn as_superuser(sql: &str) {
-    let status = std::process::Command::new("psql")
-        .args([&zonecast_tests::database_admin_url(), "-q", "-c", sql])
-        .status()
-        .expect("psql runs (apt-get install postgresql-client)");
-    assert!(status.success(), "psql -c {sql}");
+/// Drops the role the script made, as the PostgreSQL superuser the tests use.
+async fn drop_role(role: &str) {
+    let (client, connection) =
+        tokio_postgres::connect(&zonecast_tests::database_admin_url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(&format!("DROP ROLE IF EXISTS \"{role}\"")).await.unwrap();
 }
 
 /// POSTs `body` to `url` with the admin key; panics unless it succeeds.
@@ -136,6 +135,6 @@ async fn the_distributed_script_creates_its_database_starts_every_service_and_fo
         "services still running after SIGTERM: {}",
         String::from_utf8_lossy(&still_running)
     );
-    as_superuser(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
-    as_superuser(&format!("DROP ROLE IF EXISTS {role}"));
+    zonecast_tests::drop_fresh_database(&url).await;
+    drop_role(&role).await;
 }
