@@ -23,9 +23,9 @@ use zonecast_model::Connection;
 pub use error::{Result, StoreError};
 pub use postgres::PgStore;
 pub use roles::{
-    CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionReader, CollisionWriter,
-    ConnectionReader, ConnectionWriter, Health, RadiusReader, RadiusWriter, SettingReader, SettingWriter, StatusReader,
-    StatusWriter, ZoneReader, ZoneWriter,
+    CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionMarks, CollisionReader,
+    CollisionWriter, ConnectionReader, ConnectionWriter, Health, RadiusReader, RadiusWriter, SettingReader,
+    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
@@ -104,7 +104,7 @@ pub struct ConnectionStatus {
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {
-///     let _ = store.write_collisions(&[], &[]).await;
+///     let _ = store.write_collisions(&[], &[], &Default::default()).await;
 /// }
 /// ```
 pub trait ApiStore:

@@ -23,6 +23,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         name: "config_changes",
         sql: include_str!("../migrations/postgres/V3__config_changes.sql"),
     },
+    Migration {
+        version: 4,
+        name: "collision_marks",
+        sql: include_str!("../migrations/postgres/V4__collision_marks.sql"),
+    },
 ];
 
 /// SQLite migrations, in order.
@@ -30,6 +35,11 @@ pub(crate) const SQLITE: &[Migration] = &[
     Migration { version: 1, name: "init", sql: include_str!("../migrations/sqlite/V1__init.sql") },
     Migration { version: 2, name: "zone_versions", sql: include_str!("../migrations/sqlite/V2__zone_versions.sql") },
     Migration { version: 3, name: "config_changes", sql: include_str!("../migrations/sqlite/V3__config_changes.sql") },
+    Migration {
+        version: 4,
+        name: "collision_marks",
+        sql: include_str!("../migrations/sqlite/V4__collision_marks.sql"),
+    },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that
@@ -149,8 +159,9 @@ mod tests {
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(SQLITE, &[]).len(), SQLITE.len());
         let versions = |ms: Vec<&Migration>| ms.iter().map(|m| m.version).collect::<Vec<_>>();
-        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3]);
-        assert!(pending(SQLITE, &[1, 2, 3]).is_empty());
-        assert!(pending(SQLITE, &[1, 2, 3, 99]).is_empty());
+        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4]);
+        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4]);
+        assert!(pending(SQLITE, &[1, 2, 3, 4]).is_empty());
+        assert!(pending(SQLITE, &[1, 2, 3, 4, 99]).is_empty());
     }
 }

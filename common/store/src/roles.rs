@@ -4,6 +4,7 @@
 //! unions of these. Batch writes are all-or-nothing: on any error nothing changes. Listings come
 //! in creation order unless a method says otherwise.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, ConfigChanged, Mac, Setting, ZoneSpec};
 
@@ -61,16 +62,71 @@ pub trait CollisionReader: Send + Sync + 'static {
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>>;
     /// Every current collision, sorted by zone id and MAC.
     async fn all_collisions(&self) -> Result<Vec<Collision>>;
+    /// How far the collisions reflect what was evaluated: the marks written with them.
+    async fn collision_marks(&self) -> Result<CollisionMarks>;
 }
+
+/// How far the collisions written reflect what the evaluators evaluated, written in the same
+/// transaction as the collision changes they cover.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollisionMarks {
+    /// Per position partition, sorted: the stream sequence of the last stored batch whose
+    /// collision changes are written, and those of every earlier batch.
+    pub partitions: Vec<(u32, u64)>,
+    /// Every collision change made before this time is written.
+    pub through: Option<DateTime<Utc>>,
+}
+
+impl CollisionMarks {
+    /// The mark of `partition`, if one is written.
+    pub fn partition(&self, partition: u32) -> Option<u64> {
+        self.partitions.iter().find(|(p, _)| *p == partition).map(|(_, sequence)| *sequence)
+    }
+
+    /// The names and values the store keeps the marks under.
+    pub(crate) fn rows(&self) -> Vec<(String, i64)> {
+        let partitions = self
+            .partitions
+            .iter()
+            .map(|(p, sequence)| (format!("{PARTITION}{p}"), i64::try_from(*sequence).unwrap_or(i64::MAX)));
+        partitions.chain(self.through.map(|t| (THROUGH.to_owned(), t.timestamp_micros()))).collect()
+    }
+
+    /// The marks kept under these names and values; names the store does not know are passed
+    /// over.
+    pub(crate) fn from_rows(rows: impl IntoIterator<Item = (String, i64)>) -> Self {
+        let mut marks = Self::default();
+        for (name, value) in rows {
+            if name == THROUGH {
+                marks.through = DateTime::from_timestamp_micros(value);
+            } else if let Some(p) = name.strip_prefix(PARTITION).and_then(|p| p.parse().ok()) {
+                marks.partitions.push((p, u64::try_from(value).unwrap_or(0)));
+            }
+        }
+        marks.partitions.sort_unstable();
+        marks
+    }
+}
+
+/// The prefix of a partition's mark name.
+const PARTITION: &str = "partition:";
+/// The name of the time mark.
+const THROUGH: &str = "through";
 
 /// Current collisions, recorded as devices enter and leave zones.
 #[async_trait::async_trait]
 pub trait CollisionWriter: Send + Sync + 'static {
-    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`. Entries
-    /// for zones that no longer exist are skipped. A pair in both lists ends up absent, so
-    /// callers coalesce the transitions of one (zone, MAC) before writing; within `entered`
-    /// the last row for a pair wins.
-    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()>;
+    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`, and sets
+    /// the `marks` given (a partition or time not given keeps its mark). Entries for zones that
+    /// no longer exist are skipped. A pair in both lists ends up absent, so callers coalesce
+    /// the transitions of one (zone, MAC) before writing; within `entered` the last row for a
+    /// pair wins.
+    async fn write_collisions(
+        &self,
+        entered: &[Collision],
+        exited: &[(Uuid, Mac)],
+        marks: &CollisionMarks,
+    ) -> Result<()>;
 }
 
 /// Zone settings, read.

@@ -1,18 +1,24 @@
 //! Writes current collisions to the store in batches, so `CollidingDevices` is right from any
-//! API replica without a store round trip per event. Nothing is dropped: a failed batch is
-//! retried with backoff, and pending changes are flushed on shutdown.
+//! API replica without a store round trip per event, and so a restarted evaluator starts from
+//! them. The changes come a turn of the evaluator's loop at a time, with the stored batches the
+//! turn evaluated; a write covers whole turns and records, in the same transaction, how far
+//! they reach ([`CollisionMarks`]): the collisions in the store always match the marks written
+//! with them. Nothing is dropped: a failed write is tried again with backoff (changes coalesce
+//! meanwhile, so the pending set stays as large as the collisions it touches), and what is
+//! pending is written on shutdown.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac};
-use zonecast_store::CollisionWriter;
+use zonecast_store::{CollisionMarks, CollisionWriter};
 
 /// One change of the current collisions.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Now inside.
     Entered(Collision),
@@ -20,82 +26,116 @@ pub enum Change {
     Exited(Uuid, Mac),
 }
 
-/// Most changes written in one transaction.
+/// What one turn of the evaluator's loop changed.
+#[derive(Debug)]
+pub struct Turn {
+    /// The collision changes, in the order they happened.
+    pub changes: Vec<Change>,
+    /// The stored batches the turn evaluated: partition and stream sequence.
+    pub batches: Vec<(u32, u64)>,
+    /// When the turn ended: every change of it was made before.
+    pub at: DateTime<Utc>,
+}
+
+/// Most collision changes written in one transaction.
 const BATCH: usize = 5_000;
 
 /// The writer's inputs and outputs.
 pub struct Writer {
-    /// Changes to write, in the order they happened.
-    pub changes: mpsc::UnboundedSender<Change>,
-    /// How many of the changes sent are written.
+    /// Turns to write, in order.
+    pub turns: mpsc::UnboundedSender<Turn>,
+    /// How many of the turns sent are written.
     pub written: watch::Receiver<u64>,
-    /// Ends when every sender is dropped and the last batch is written.
+    /// Ends when every sender is dropped and the last turn is written.
     pub task: tokio::task::JoinHandle<()>,
+}
+
+/// What is taken from the channel and not yet written: the latest change of each (zone, MAC)
+/// and the furthest mark of each partition.
+#[derive(Default)]
+struct Pending {
+    changes: HashMap<(Uuid, Mac), Option<Collision>>,
+    partitions: BTreeMap<u32, u64>,
+    through: Option<DateTime<Utc>>,
+    /// Turns taken from the channel so far: once the pending set is written, all of them are.
+    turns: u64,
+}
+
+impl Pending {
+    fn take(&mut self, turn: Turn) {
+        self.turns += 1;
+        for change in turn.changes {
+            match change {
+                Change::Entered(c) => self.changes.insert((c.zone_id, c.mac.clone()), Some(c)),
+                Change::Exited(zone, mac) => self.changes.insert((zone, mac), None),
+            };
+        }
+        for (partition, sequence) in turn.batches {
+            let mark = self.partitions.entry(partition).or_default();
+            *mark = (*mark).max(sequence);
+        }
+        self.through = Some(turn.at);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.partitions.is_empty() && self.through.is_none()
+    }
+
+    fn clear(&mut self) {
+        self.changes.clear();
+        self.partitions.clear();
+        self.through = None;
+    }
 }
 
 /// Starts the writer.
 pub fn spawn(store: Arc<dyn CollisionWriter>) -> Writer {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Turn>();
     let (written_tx, written) = watch::channel(0u64);
     let task = tokio::spawn(async move {
-        let mut pending: HashMap<(Uuid, Mac), Option<Collision>> = HashMap::new();
-        // Changes taken from the channel: once a batch is written, all of them are.
-        let mut taken = 0u64;
+        let mut pending = Pending::default();
+        let failures = metrics::counter!("zonecast_evaluator_collision_write_failures_total");
         loop {
             if pending.is_empty() {
                 match rx.recv().await {
-                    Some(change) => {
-                        taken += 1;
-                        apply(&mut pending, change);
-                    }
+                    Some(turn) => pending.take(turn),
                     None => break,
                 }
             }
-            while pending.len() < BATCH {
+            while pending.changes.len() < BATCH {
                 match rx.try_recv() {
-                    Ok(change) => {
-                        taken += 1;
-                        apply(&mut pending, change);
-                    }
+                    Ok(turn) => pending.take(turn),
                     Err(_) => break,
                 }
             }
             let mut backoff = Duration::from_millis(100);
             loop {
-                let entered: Vec<Collision> = pending.values().flatten().cloned().collect();
+                let entered: Vec<Collision> = pending.changes.values().flatten().cloned().collect();
                 let exited: Vec<(Uuid, Mac)> =
-                    pending.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
-                match store.write_collisions(&entered, &exited).await {
+                    pending.changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
+                let marks = CollisionMarks {
+                    partitions: pending.partitions.iter().map(|(p, s)| (*p, *s)).collect(),
+                    through: pending.through,
+                };
+                match store.write_collisions(&entered, &exited, &marks).await {
                     Ok(()) => {
                         pending.clear();
-                        written_tx.send_replace(taken);
+                        written_tx.send_replace(pending.turns);
                         break;
                     }
                     Err(e) => {
-                        metrics::counter!("zonecast_evaluator_collision_write_failures_total").increment(1);
-                        tracing::warn!(error = %e, pending = pending.len(), "collision batch not written; retrying");
+                        failures.increment(1);
+                        tracing::warn!(error = %e, pending = pending.changes.len(), "collision batch not written; retrying");
                         tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
-                        // Keep absorbing changes so the latest state wins when the store is back.
-                        while let Ok(change) = rx.try_recv() {
-                            taken += 1;
-                            apply(&mut pending, change);
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        // Keep absorbing turns so the latest state wins when the store is back.
+                        while let Ok(turn) = rx.try_recv() {
+                            pending.take(turn);
                         }
                     }
                 }
             }
         }
     });
-    Writer { changes: tx, written, task }
-}
-
-fn apply(pending: &mut HashMap<(Uuid, Mac), Option<Collision>>, change: Change) {
-    match change {
-        Change::Entered(c) => {
-            pending.insert((c.zone_id, c.mac.clone()), Some(c));
-        }
-        Change::Exited(zone, mac) => {
-            pending.insert((zone, mac), None);
-        }
-    }
+    Writer { turns: tx, written, task }
 }

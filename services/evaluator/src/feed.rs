@@ -3,10 +3,14 @@
 //! streams forget what is done.
 //!
 //! A batch is acknowledged once the events its positions caused are stored and the collisions
-//! they changed are written to the store, so that an evaluator that restarts, resuming at the
-//! first batch not acknowledged, starts from collisions that match what it resumes from. While
-//! the store is away, collision writes wait; batches are then acknowledged [`ACK_AT_LATEST`]
-//! after they were evaluated, and evaluation goes on.
+//! they changed are written to the store, never before: the acknowledgement floor is never
+//! ahead of the collisions. The store also keeps, with the collisions, the sequence of the last
+//! batch of each partition they reflect (its mark), and a restarted evaluator resumes each
+//! partition after it: what it evaluates again meets the collisions as they were before it,
+//! and causes the same events with the same EventIDs (the journal stores them once). While the
+//! store is away nothing is acknowledged: each partition takes up to [`IN_HAND`] batches, then
+//! JetStream holds back the rest, the positions wait in their streams, and ingest pushes back
+//! once they are late. Alarms come late, never wrong.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,13 +18,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
 use zonecast_bus::PositionStreams;
 use zonecast_bus::journal::Ack;
 use zonecast_bus::positions::{self, Batch};
 use zonecast_model::PositionFix;
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::ratelog::RateLimited;
+use zonecast_store::CollisionMarks;
 
 /// Batches of a partition delivered to this evaluator and not yet acknowledged, at most.
 const IN_HAND: usize = 1000;
@@ -28,14 +32,12 @@ const IN_HAND: usize = 1000;
 /// Batches read and waiting for the evaluator's loop, over all partitions.
 const WAITING: usize = 64;
 
-/// How long after its evaluation a batch is acknowledged at the latest, collisions written or
-/// not (the store is away).
-pub const ACK_AT_LATEST: Duration = Duration::from_secs(5);
-
 /// One batch as the loop takes it: its positions read.
 pub struct Taken {
     /// The partition.
     pub partition: u32,
+    /// Its place in the partition's stream.
+    pub sequence: u64,
     /// Its positions, or why a line could not be read.
     pub fixes: Vec<Result<PositionFix, String>>,
     /// Batches of the partition skipped just before it (they left the stream unseen).
@@ -44,17 +46,24 @@ pub struct Taken {
     pub ack: Ack,
 }
 
-/// Follows the streams of partitions `lo..=hi` until `shutdown`, each opened again after its
-/// connection is lost; the batches come out in each partition's order.
-pub fn follow(streams: Arc<PositionStreams>, lo: u32, hi: u32, shutdown: Shutdown) -> mpsc::Receiver<Taken> {
+/// Follows the streams of partitions `lo..=hi` until `shutdown`, each after its mark in
+/// `marks` (the last batch the stored collisions reflect) and opened again after its connection
+/// is lost; the batches come out in each partition's order.
+pub fn follow(
+    streams: Arc<PositionStreams>,
+    lo: u32,
+    hi: u32,
+    marks: &CollisionMarks,
+    shutdown: Shutdown,
+) -> mpsc::Receiver<Taken> {
     let (tx, rx) = mpsc::channel(WAITING);
     for partition in lo..=hi {
         let (streams, tx, shutdown) = (streams.clone(), tx.clone(), shutdown.clone());
+        // The last batch taken, or reflected in the collisions: an opening goes on after it.
+        let mut had = marks.partition(partition);
         tokio::spawn(async move {
             let mut log = RateLimited::new(Duration::from_secs(10));
             let mut delay = Duration::from_millis(100);
-            // The last batch taken: a new opening goes on after it.
-            let mut had = None;
             while !shutdown.is_cancelled() {
                 match streams.follow(partition, IN_HAND, had).await {
                     Ok(mut batches) => {
@@ -91,7 +100,7 @@ pub fn follow(streams: Arc<PositionStreams>, lo: u32, hi: u32, shutdown: Shutdow
 /// Reads a batch's lines.
 fn read(batch: Batch) -> Taken {
     let fixes = lines(&batch.payload).collect();
-    Taken { partition: batch.partition, fixes, skipped: batch.skipped, ack: batch.ack }
+    Taken { partition: batch.partition, sequence: batch.sequence, fixes, skipped: batch.skipped, ack: batch.ack }
 }
 
 /// The positions of a batch's lines, each read, or why it could not be.
@@ -115,42 +124,37 @@ pub fn of_devices(batch: &zonecast_bus::Message, macs: &[String]) -> Vec<Result<
         .collect()
 }
 
-/// Batches evaluated and not yet acknowledged, oldest first, each with the number of
-/// collision changes that must be written before it is.
+/// Batches evaluated and not yet acknowledged, oldest first, each with the turn of the
+/// evaluator's loop whose collision changes must be written before it is.
 pub struct Acks {
-    waiting: VecDeque<(u32, Ack, u64, Instant)>,
-    /// Collision changes written so far.
+    waiting: VecDeque<(u32, Ack, u64)>,
+    /// Turns written so far.
     written: watch::Receiver<u64>,
 }
 
 impl Acks {
-    /// Acknowledgements waiting for the collision changes counted by `written`.
+    /// Acknowledgements waiting for the turns counted by `written`.
     pub fn new(written: watch::Receiver<u64>) -> Self {
         Self { waiting: VecDeque::new(), written }
     }
 
-    /// A batch whose events are stored, to be acknowledged once `changes` collision changes
-    /// are written.
-    pub fn hold(&mut self, partition: u32, ack: Ack, changes: u64) {
-        self.waiting.push_back((partition, ack, changes, Instant::now()));
+    /// A batch whose events are stored, to be acknowledged once turn `turn` is written.
+    pub fn hold(&mut self, partition: u32, ack: Ack, turn: u64) {
+        self.waiting.push_back((partition, ack, turn));
     }
 
-    /// Waits until more collision changes are written.
+    /// Waits until more turns are written.
     pub async fn written(&mut self) {
         if self.written.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
 
-    /// Acknowledges, per partition, the newest batch whose collisions are written or that has
-    /// waited [`ACK_AT_LATEST`] (the partition's earlier batches with it).
+    /// Acknowledges, per partition, the newest batch whose collisions are written (the
+    /// partition's earlier batches with it).
     pub fn settle(&mut self) {
         let written = *self.written.borrow_and_update();
-        let due = self
-            .waiting
-            .iter()
-            .take_while(|(_, _, changes, since)| *changes <= written || since.elapsed() >= ACK_AT_LATEST)
-            .count();
+        let due = self.waiting.iter().take_while(|(_, _, turn)| *turn <= written).count();
         ack_newest(self.waiting.drain(..due));
     }
 
@@ -161,7 +165,7 @@ impl Acks {
 }
 
 /// Acknowledges the newest of each partition's batches: with it, the earlier ones.
-fn ack_newest(batches: impl Iterator<Item = (u32, Ack, u64, Instant)>) {
+fn ack_newest(batches: impl Iterator<Item = (u32, Ack, u64)>) {
     let mut newest: Vec<(u32, Ack)> = Vec::new();
     for (partition, ack, ..) in batches {
         match newest.iter_mut().find(|(p, _)| *p == partition) {

@@ -5,6 +5,7 @@
 mod actions;
 mod actions_consumer;
 pub mod catalog;
+mod catch_up;
 mod collisions;
 mod config;
 pub mod engine;

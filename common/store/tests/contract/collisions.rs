@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, Setting, SettingName};
-use zonecast_store::{Collision, EvaluatorStore, Store};
+use zonecast_store::{Collision, CollisionMarks, EvaluatorStore, Store};
 
 use super::fixtures::{at, collision, mac, zone};
 
@@ -14,7 +14,7 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     let a = collision(z1.id, "00:00:00:00:00:0B", 1);
     let b = collision(z1.id, "00:00:00:00:00:0A", 2);
     let c = collision(z2.id, "00:00:00:00:00:0A", 3);
-    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[]).await.unwrap();
+    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[], &Default::default()).await.unwrap();
     // The stays of one zone, by MAC, each with the CollisionID and EntryTime written.
     let inside: Vec<CollidingDevice> = vec![b.clone().into(), a.clone().into()];
     assert_eq!(store.colliding_devices(z1.id).await.unwrap(), inside);
@@ -25,7 +25,11 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     // Re-entering replaces the stay; exits remove; unknown exits are no-ops.
     let a2 = Collision { collision_id: Uuid::new_v4(), entry_time: at(10), ..a.clone() };
     store
-        .write_collisions(std::slice::from_ref(&a2), &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))])
+        .write_collisions(
+            std::slice::from_ref(&a2),
+            &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))],
+            &Default::default(),
+        )
         .await
         .unwrap();
     let mut expected = vec![a2.clone(), b.clone()];
@@ -36,25 +40,63 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     // Within one batch the last entry for a pair wins, and a pair both entered and exited is gone.
     let a3 = Collision { collision_id: Uuid::new_v4(), ..a.clone() };
     let d = collision(z2.id, "00:00:00:00:00:0D", 4);
-    store.write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())]).await.unwrap();
+    store
+        .write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())], &Default::default())
+        .await
+        .unwrap();
     let all = store.all_collisions().await.unwrap();
     assert!(all.contains(&a3) && !all.contains(&a2) && !all.iter().any(|x| x.mac == d.mac), "{all:?}");
-    store.write_collisions(&[], &[]).await.unwrap();
+    store.write_collisions(&[], &[], &Default::default()).await.unwrap();
 }
 
 pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_zone(store: Arc<dyn Store>) {
     let (kept, gone) = (zone("kept"), zone("gone"));
     store.insert_zones(&[kept.clone(), gone.clone()]).await.unwrap();
     let k = collision(kept.id, "00:00:00:00:00:01", 0);
-    store.write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[]).await.unwrap();
+    store
+        .write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[], &Default::default())
+        .await
+        .unwrap();
     store.delete_zones(&[gone.id]).await.unwrap();
     assert_eq!(store.all_collisions().await.unwrap(), vec![k.clone()]);
     assert!(store.colliding_devices(gone.id).await.unwrap().is_empty());
     // A late batch from the evaluator still naming the deleted zone: its rows are skipped.
     let late = collision(gone.id, "00:00:00:00:00:03", 1);
     let fresh = collision(kept.id, "00:00:00:00:00:04", 1);
-    store.write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))]).await.unwrap();
+    store
+        .write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))], &Default::default())
+        .await
+        .unwrap();
     assert_eq!(store.all_collisions().await.unwrap(), vec![k, fresh]);
+}
+
+pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_again(store: Arc<dyn Store>) {
+    assert_eq!(store.collision_marks().await.unwrap(), CollisionMarks::default());
+    let z = zone("marked");
+    store.insert_zones(std::slice::from_ref(&z)).await.unwrap();
+    let first = CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: Some(at(1)) };
+    let inside = collision(z.id, "00:00:00:00:00:01", 1);
+    store.write_collisions(std::slice::from_ref(&inside), &[], &first).await.unwrap();
+    let mut expected = CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: Some(at(1)) };
+    assert_eq!(store.collision_marks().await.unwrap(), expected);
+    assert_eq!(expected.partition(3), Some(17));
+    assert_eq!(expected.partition(1), None);
+    // Marks alone are written too; a partition not named keeps its mark.
+    store.write_collisions(&[], &[], &CollisionMarks { partitions: vec![(3, 40)], through: None }).await.unwrap();
+    expected.partitions[1].1 = 40;
+    assert_eq!(store.collision_marks().await.unwrap(), expected);
+    // With an exit: both in one transaction.
+    store
+        .write_collisions(
+            &[],
+            &[(z.id, inside.mac.clone())],
+            &CollisionMarks { partitions: vec![(0, 9)], through: Some(at(2)) },
+        )
+        .await
+        .unwrap();
+    expected = CollisionMarks { partitions: vec![(0, 9), (3, 40)], through: Some(at(2)) };
+    assert_eq!(store.collision_marks().await.unwrap(), expected);
+    assert!(store.all_collisions().await.unwrap().is_empty());
 }
 
 pub(crate) async fn clearing_a_zone_returns_and_removes_only_its_collisions(store: Arc<dyn Store>) {
@@ -63,7 +105,7 @@ pub(crate) async fn clearing_a_zone_returns_and_removes_only_its_collisions(stor
     let a = collision(z1.id, "00:00:00:00:00:02", 5);
     let b = collision(z1.id, "00:00:00:00:00:01", 6);
     let other = collision(z2.id, "00:00:00:00:00:01", 7);
-    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[]).await.unwrap();
+    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[], &Default::default()).await.unwrap();
     assert_eq!(store.clear_collisions(z1.id).await.unwrap(), vec![b, a]);
     assert!(store.colliding_devices(z1.id).await.unwrap().is_empty());
     assert_eq!(store.all_collisions().await.unwrap(), vec![other]);

@@ -20,7 +20,8 @@ use zonecast_store::{
 use collisions::{
     clearing_a_zone_returns_and_removes_only_its_collisions, collisions_are_upserted_and_deleted_in_one_batch,
     collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
-    find_radii_answers_each_device_asked_once_with_its_own_radius_or_none, radii_merge_sets_replaces_and_removes,
+    find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,
+    marks_are_written_with_the_collisions_and_kept_until_set_again, radii_merge_sets_replaces_and_removes,
     settings_are_upserted_by_name,
 };
 use connections::{
@@ -142,6 +143,7 @@ contract!(
     collisions_are_upserted_and_deleted_in_one_batch,
     collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
     clearing_a_zone_returns_and_removes_only_its_collisions,
+    marks_are_written_with_the_collisions_and_kept_until_set_again,
     settings_are_upserted_by_name,
     radii_merge_sets_replaces_and_removes,
     find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,

@@ -4,12 +4,19 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{ExitReason, Mac};
+use zonecast_model::{ExitReason, IdSource, Mac};
 
 use super::state::{At, Phase};
 use super::{Engine, Output};
 
 impl Engine {
+    /// Draws what a transition of `mac` in `zone` due at `at` causes from a source keyed by
+    /// them, and returns the source to put back after it: the same transition evaluated again
+    /// gets the same IDs.
+    fn keyed_ids(&mut self, mac: &Mac, zone: Uuid, at: DateTime<Utc>) -> IdSource {
+        std::mem::replace(&mut self.ids, IdSource::keyed(at, &[mac.as_str().as_bytes(), zone.as_bytes()]))
+    }
+
     /// The clock: fires delayed entries and exits that are due, device timeouts and the ends of
     /// time windows.
     pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
@@ -40,6 +47,7 @@ impl Engine {
         timed_out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (mac, id, phase, at) in due {
             let Some(&zi) = self.catalog.by_id.get(&id) else { continue };
+            let ids = self.keyed_ids(&mac, id, at);
             match phase {
                 Phase::Entering { .. } => {
                     self.forget(&mac, id);
@@ -47,13 +55,18 @@ impl Engine {
                 }
                 Phase::Inside { .. } => self.exit(&mac, zi, ExitReason::Position, At { ts: at, now }, out),
             }
+            self.ids = ids;
         }
         for (mac, at) in timed_out {
             let zones: Vec<Uuid> =
                 self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
             for id in zones {
                 match self.catalog.by_id.get(&id) {
-                    Some(&zi) => self.exit(&mac, zi, ExitReason::Timeout, At { ts: at, now }, out),
+                    Some(&zi) => {
+                        let ids = self.keyed_ids(&mac, id, at);
+                        self.exit(&mac, zi, ExitReason::Timeout, At { ts: at, now }, out);
+                        self.ids = ids;
+                    }
                     None => self.forget(&mac, id),
                 }
             }

@@ -27,7 +27,7 @@ use outputs::Shell;
 
 use crate::config;
 use crate::engine::SourceHint;
-use crate::{Deps, actions, actions_consumer, collisions, feed};
+use crate::{Deps, actions, actions_consumer, catch_up, collisions, feed};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
 const TICK: Duration = Duration::from_millis(100);
@@ -89,9 +89,19 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     // The owned partitions' batches: over NATS followed in their streams, in one process
     // through a subscription per partition.
     let streams = deps.bus.position_streams(deps.subjects.prefix(), deps.ownership.count, deps.positions);
+    let marks = deps.store.collision_marks().await.map_err(store_err)?;
+    let rows = deps.store.all_collisions().await.map_err(store_err)?;
+    // Positions not stored are not evaluated again after a crash: the collisions catch up with
+    // the events the journal stored instead.
+    let caught_up = match streams {
+        Some(_) => Vec::new(),
+        None => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through)
+            .await
+            .map_err(bus_err)?,
+    };
     let mut positions = SelectAll::new();
     let mut batches = match streams {
-        Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, shutdown.clone()),
+        Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, &marks, shutdown.clone()),
         None => {
             for p in deps.ownership.lo..=deps.ownership.hi {
                 positions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(p)).await.map_err(bus_err)?);
@@ -103,7 +113,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let collisions = collisions::spawn(deps.store.clone());
     let collision_task = collisions.task;
     let mut acks = feed::Acks::new(collisions.written);
-    let mut evaluated: Vec<(u32, zonecast_bus::journal::Ack)> = Vec::new();
+    let mut evaluated: Vec<feed::Taken> = Vec::new();
     // The consumer of http-request actions exists before the first request is stored.
     actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
     let http_task = deps.http_actions.then(|| {
@@ -111,7 +121,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
     });
     let mut out = Vec::new();
-    engine.restore(deps.store.all_collisions().await.map_err(store_err)?, Utc::now(), &mut out);
+    if !caught_up.is_empty() {
+        tracing::info!(
+            changes = caught_up.len(),
+            "collisions brought up to date with the events journaled before a stop"
+        );
+    }
+    engine.restore(catch_up::apply(rows, &caught_up), Utc::now(), &mut out);
     let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
     let mut applied =
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
@@ -134,8 +150,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         records: Vec::new(),
         requests: Vec::new(),
         subjects: deps.subjects.clone(),
-        collisions: collisions.changes,
-        collision_changes: 0,
+        collisions: collisions.turns,
+        changes: caught_up,
+        turns: 0,
         publish_log: RateLimited::new(Duration::from_secs(10)),
         positions_total: metrics::counter!("zonecast_evaluator_positions_total"),
         out_of_order_total: metrics::counter!("zonecast_evaluator_positions_out_of_order_total"),
@@ -146,6 +163,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         batch_accepted_ms: None,
     };
     shell.emit(&mut out).await;
+    shell.end_turn(Vec::new());
     applied.reporter.report(revision).await;
     tracing::info!(
         lo = deps.ownership.lo,
@@ -202,13 +220,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     // positions.
                     let mut next = Some(batch);
                     let mut taken = 0;
-                    while let Some(batch) = next.take() {
+                    while let Some(mut batch) = next.take() {
                         skipped(&batch);
                         taken += batch.fixes.len();
-                        for fix in batch.fixes {
+                        for fix in std::mem::take(&mut batch.fixes) {
                             shell.position(&mut engine, fix, &mut bad_log, &mut out);
                         }
-                        evaluated.push((batch.partition, batch.ack));
+                        evaluated.push(batch);
                         if taken < DRAIN {
                             next = batches.try_recv().ok();
                         }
@@ -235,8 +253,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             shell.emit(&mut out).await;
             // What was evaluated is done with once its events are stored (above) and the
             // collisions it changed are written.
-            for (partition, ack) in evaluated.drain(..) {
-                acks.hold(partition, ack, shell.collision_changes);
+            let turn = shell.end_turn(evaluated.iter().map(|b| (b.partition, b.sequence)).collect());
+            for batch in evaluated.drain(..) {
+                acks.hold(batch.partition, batch.ack, turn);
             }
             acks.settle();
         }

@@ -26,9 +26,12 @@ pub(super) struct Shell {
     /// The http-request actions of the outputs being emitted, appended after their events.
     pub(super) requests: Vec<Record>,
     pub(super) subjects: Subjects,
-    pub(super) collisions: mpsc::UnboundedSender<collisions::Change>,
-    /// Collision changes sent to the writer.
-    pub(super) collision_changes: u64,
+    /// Where each turn's collision changes go, with the stored batches it evaluated.
+    pub(super) collisions: mpsc::UnboundedSender<collisions::Turn>,
+    /// The collision changes of the turn under way.
+    pub(super) changes: Vec<collisions::Change>,
+    /// Turns sent to the writer.
+    pub(super) turns: u64,
     pub(super) publish_log: RateLimited,
     pub(super) positions_total: metrics::Counter,
     /// Positions older than the last one applied for their device, not applied.
@@ -130,11 +133,23 @@ impl Shell {
         }
     }
 
-    /// Sends a collision change to the writer.
+    /// A collision change of the turn under way.
     pub(super) fn collision(&mut self, change: collisions::Change) {
-        if self.collisions.send(change).is_ok() {
-            self.collision_changes += 1;
+        self.changes.push(change);
+    }
+
+    /// Ends a turn of the loop: its collision changes go to the writer together with the
+    /// stored batches it evaluated (their events are stored by now), so that the store never
+    /// holds part of a turn. Returns the turn's number, which the writer counts once written.
+    pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>) -> u64 {
+        if self.changes.is_empty() && batches.is_empty() {
+            return self.turns;
         }
+        let turn = collisions::Turn { changes: std::mem::take(&mut self.changes), batches, at: Utc::now() };
+        if self.collisions.send(turn).is_ok() {
+            self.turns += 1;
+        }
+        self.turns
     }
 
     /// Counts and logs an event and adds it to the records to store.

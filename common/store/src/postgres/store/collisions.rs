@@ -8,7 +8,7 @@ use zonecast_model::{CollidingDevice, Mac};
 
 use super::sorted_collisions;
 use crate::postgres::{Db, PgStore, detail, is_code};
-use crate::{Collision, CollisionReader, CollisionWriter, Result, StoreError, codec};
+use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result, StoreError, codec};
 
 /// How often a collision batch is retried when it loses a race (a zone deleted under it, a
 /// deadlock with a zone delete) before the error is returned.
@@ -43,6 +43,7 @@ impl PgStore {
         &self,
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
+        marks: &[(String, i64)],
     ) -> std::result::Result<(), Attempt> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -75,6 +76,17 @@ impl PgStore {
                 .await?;
             tx.execute(&stmt, &[&zones, &macs]).await?;
         }
+        if !marks.is_empty() {
+            let names: Vec<&str> = marks.iter().map(|(n, _)| n.as_str()).collect();
+            let values: Vec<i64> = marks.iter().map(|(_, v)| *v).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO collision_marks (name, value) SELECT * FROM unnest($1::text[], $2::bigint[])
+                     ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                )
+                .await?;
+            tx.execute(&stmt, &[&names, &values]).await?;
+        }
         Ok(tx.commit().await?)
     }
 }
@@ -96,12 +108,25 @@ impl CollisionReader for PgStore {
         let stmt = client.prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions").await.db()?;
         sorted_collisions(&client.query(&stmt, &[]).await.db()?)
     }
+
+    async fn collision_marks(&self) -> Result<CollisionMarks> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT name, value FROM collision_marks").await.db()?;
+        let rows = client.query(&stmt, &[]).await.db()?;
+        Ok(CollisionMarks::from_rows(rows.iter().map(|r| (r.get(0), r.get(1)))))
+    }
 }
 
 #[async_trait::async_trait]
 impl CollisionWriter for PgStore {
-    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
-        if entered.is_empty() && exited.is_empty() {
+    async fn write_collisions(
+        &self,
+        entered: &[Collision],
+        exited: &[(Uuid, Mac)],
+        marks: &CollisionMarks,
+    ) -> Result<()> {
+        let marks = marks.rows();
+        if entered.is_empty() && exited.is_empty() && marks.is_empty() {
             return Ok(());
         }
         let entered = codec::coalesce_entered(entered);
@@ -110,7 +135,7 @@ impl CollisionWriter for PgStore {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.try_write_collisions(&entered, &exited).await {
+            match self.try_write_collisions(&entered, &exited, &marks).await {
                 Ok(()) => return Ok(()),
                 Err(Attempt::Failed(e)) => return Err(e),
                 Err(Attempt::Race(m)) if tries < COLLISION_TRIES => {

@@ -7,7 +7,7 @@ use zonecast_model::{CollidingDevice, Mac};
 use super::{collisions_of, id, write};
 use crate::codec;
 use crate::sqlite::{Db, SqliteStore};
-use crate::{Collision, CollisionReader, CollisionWriter, Result};
+use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result};
 
 #[async_trait::async_trait]
 impl CollisionReader for SqliteStore {
@@ -19,13 +19,28 @@ impl CollisionReader for SqliteStore {
     async fn all_collisions(&self) -> Result<Vec<Collision>> {
         self.run(|conn| collisions_of(conn, None)).await
     }
+
+    async fn collision_marks(&self) -> Result<CollisionMarks> {
+        self.run(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT name, value FROM collision_marks").db()?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).db()?;
+            Ok(CollisionMarks::from_rows(rows.collect::<rusqlite::Result<Vec<(String, i64)>>>().db()?))
+        })
+        .await
+    }
 }
 
 #[async_trait::async_trait]
 impl CollisionWriter for SqliteStore {
-    async fn write_collisions(&self, entered: &[Collision], exited: &[(Uuid, Mac)]) -> Result<()> {
+    async fn write_collisions(
+        &self,
+        entered: &[Collision],
+        exited: &[(Uuid, Mac)],
+        marks: &CollisionMarks,
+    ) -> Result<()> {
         let entered = codec::coalesce_entered(entered);
         let exited = exited.to_vec();
+        let marks = marks.rows();
         self.run(move |conn| {
             let tx = write(conn)?;
             {
@@ -50,6 +65,15 @@ impl CollisionWriter for SqliteStore {
                 let mut delete = tx.prepare_cached("DELETE FROM collisions WHERE zone_id = ?1 AND mac = ?2").db()?;
                 for (zone, mac) in &exited {
                     delete.execute(params![id(zone), mac.as_str()]).db()?;
+                }
+                let mut mark = tx
+                    .prepare_cached(
+                        "INSERT INTO collision_marks (name, value) VALUES (?1, ?2)
+                         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    )
+                    .db()?;
+                for (name, value) in &marks {
+                    mark.execute(params![name, value]).db()?;
                 }
             }
             tx.commit().db()
