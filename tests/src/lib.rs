@@ -51,6 +51,34 @@ pub async fn drop_fresh_database(url: &str) {
     }
 }
 
+/// Takes the database of `url` (made by [`fresh_database`]) away from its services: no new
+/// connection is allowed and those open are ended, as when PostgreSQL stops, while the rest
+/// of the server goes on serving the other tests. [`reopen_database`] brings it back.
+pub async fn close_database(url: &str) {
+    let name = url.rsplit('/').next().unwrap_or_default();
+    admin_sql(&format!(
+        "ALTER DATABASE \"{name}\" WITH ALLOW_CONNECTIONS false;
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}';"
+    ))
+    .await;
+}
+
+/// Lets the services of the database of `url` connect again after [`close_database`].
+pub async fn reopen_database(url: &str) {
+    let name = url.rsplit('/').next().unwrap_or_default();
+    admin_sql(&format!("ALTER DATABASE \"{name}\" WITH ALLOW_CONNECTIONS true")).await;
+}
+
+/// Runs `sql` as the suite's PostgreSQL superuser.
+async fn admin_sql(sql: &str) {
+    let url = database_admin_url();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {url} is not usable ({e}); start it with: {START_POSTGRES}"));
+    tokio::spawn(connection);
+    client.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
 /// Reads one HTTP/1.1 request from `socket`: its head and its body (by `Content-Length`);
 /// `None` when the peer closes first. For receivers of the test's own.
 pub async fn read_http_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {

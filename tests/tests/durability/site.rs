@@ -15,7 +15,7 @@ use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
-const KEY: &str = "durability-admin-key";
+pub(crate) const KEY: &str = "durability-admin-key";
 pub(crate) const PARTITIONS: u32 = 4;
 /// Events produced in each phase.
 pub(crate) const EVENTS: usize = 150;
@@ -179,6 +179,21 @@ impl Site {
         let publisher =
             zonecast_ingest::Publisher::new(self.bus.clone(), self.subjects.clone(), PARTITIONS, 501, self.positions);
         assert_eq!(publisher.publish(updates, Utc::now()).await.unwrap(), macs.len());
+    }
+
+    /// A counter of the evaluator's `/metrics` (0 before it counts anything).
+    pub(crate) async fn evaluator_counter(&self, name: &str) -> f64 {
+        let metrics = self.api.http.get(&self.evaluator_metrics).send().await.unwrap().text().await.unwrap();
+        let prefix = format!("{name} ");
+        metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map_or(0.0, |v| v.trim().parse().unwrap())
+    }
+
+    /// Waits until the evaluator's counter `name` has reached `count` since it started.
+    pub(crate) async fn evaluator_counts(&self, name: &str, count: usize) {
+        zonecast_tests::eventually(WAIT, || async move {
+            (self.evaluator_counter(name).await >= count as f64).then_some(())
+        })
+        .await;
     }
 
     /// Waits until the evaluator has acknowledged every stored position: every event they
