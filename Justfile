@@ -15,6 +15,11 @@ dist:
     cargo build --release --workspace
     deploy/run-distributed.sh
 
+# The fault suite: each fault under load, checked against an oracle (needs `just up`).
+faults *args:
+    cargo build --release --workspace
+    tools/faults.py {{args}}
+
 # The README's test command (needs `just up`).
 test:
     cargo test --workspace
