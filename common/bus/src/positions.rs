@@ -183,14 +183,26 @@ impl PositionStreams {
 
     /// Opens the durable consumer of `partition`, with at most `in_hand` batches delivered and
     /// not acknowledged. It starts at the first batch not acknowledged (at the oldest the stream
-    /// holds when it is made for the first time), past `had`, the last batch this process already took from an
-    /// earlier opening: batches delivered to an evaluator that stopped before acknowledging them
-    /// come again at once, in order.
+    /// holds when it is made for the first time), or past `had` when that is further: the last
+    /// batch the follower already has (taken from an earlier opening, or reflected in the state
+    /// it restored), ignored when the stream holds no batch that far. Batches delivered to an
+    /// evaluator that stopped before acknowledging them come again at once, in order.
     pub async fn follow(&self, partition: u32, in_hand: usize, had: Option<u64>) -> Result<Batches, BusError> {
         self.ready(partition).await?;
         let name = self.stream_name(partition);
-        let stream =
+        let mut stream =
             self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
+        // A stream made anew (its server's storage lost or wiped) numbers its batches from 1
+        // again: a point past its last batch belongs to the stream before it.
+        let last =
+            stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
+        let had = match had {
+            Some(had) if had > last => {
+                tracing::warn!(stream = %name, had, last, "the partition's stream is newer than the point to resume at; following it from its start");
+                None
+            }
+            had => had,
+        };
         // JetStream hands the batches an earlier opening had and did not acknowledge out again
         // only once their ack wait is over: the consumer is made anew from its acknowledgement
         // floor instead, so that they come first.
