@@ -58,9 +58,9 @@ pub async fn from_journal(
 /// already reflect changes nothing in the end: an entry sets the stay it starts, and its exit,
 /// later in the journal, ends it again; an exit only ends the stay it names.
 pub fn replay(rows: &[Collision], events: &[Event]) -> Vec<Change> {
+    let before: BTreeMap<(Uuid, Mac), &Collision> = rows.iter().map(|c| ((c.zone_id, c.mac.clone()), c)).collect();
     let mut now: BTreeMap<(Uuid, Mac), Option<Collision>> =
-        rows.iter().map(|c| ((c.zone_id, c.mac.clone()), Some(c.clone()))).collect();
-    let before = now.clone();
+        before.iter().map(|(key, c)| (key.clone(), Some((*c).clone()))).collect();
     for event in events {
         let Some(mac) = event.source.mac.clone() else { continue };
         match &event.content {
@@ -84,7 +84,7 @@ pub fn replay(rows: &[Collision], events: &[Event]) -> Vec<Change> {
         }
     }
     now.into_iter()
-        .filter(|(key, stay)| before.get(key) != Some(stay) && !(stay.is_none() && !before.contains_key(key)))
+        .filter(|(key, stay)| stay.as_ref() != before.get(key).copied())
         .map(|((zone, mac), stay)| match stay {
             Some(c) => Change::Entered(c),
             None => Change::Exited(zone, mac),

@@ -22,7 +22,7 @@ const KILLS: usize = 5;
 async fn stream(api: Arc<Api>, macs: Vec<String>, rounds: Arc<AtomicUsize>, stop: Arc<AtomicBool>) {
     let mut round = 0usize;
     while !stop.load(Ordering::Relaxed) {
-        let x = if round % 2 == 0 { 1.0 } else { 100.0 };
+        let x = if round.is_multiple_of(2) { 1.0 } else { 100.0 };
         let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
         let accepted = api
             .http
