@@ -8,9 +8,10 @@
 //! batch of each partition they reflect (its mark), and a restarted evaluator resumes each
 //! partition after it: what it evaluates again meets the collisions as they were before it,
 //! and causes the same events with the same EventIDs (the journal stores them once). While the
-//! store is away nothing is acknowledged: each partition takes up to [`IN_HAND`] batches, then
-//! JetStream holds back the rest, the positions wait in their streams, and ingest pushes back
-//! once they are late. Alarms come late, never wrong.
+//! store is away nothing is acknowledged: the evaluator reports itself as far behind as its oldest
+//! batch has waited, so ingest pushes back once that passes its bound; each partition takes up
+//! to [`IN_HAND`] batches, then JetStream holds back the rest and the positions wait in their
+//! streams. Alarms come late, never wrong.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use zonecast_bus::PositionStreams;
 use zonecast_bus::journal::Ack;
 use zonecast_bus::positions::{self, Batch};
@@ -127,7 +129,8 @@ pub fn of_devices(batch: &zonecast_bus::Message, macs: &[String]) -> Vec<Result<
 /// Batches evaluated and not yet acknowledged, oldest first, each with the turn of the
 /// evaluator's loop whose collision changes must be written before it is.
 pub struct Acks {
-    waiting: VecDeque<(u32, Ack, u64)>,
+    /// Partition, acknowledgement, turn, and when it began to wait.
+    waiting: VecDeque<(u32, Ack, u64, Instant)>,
     /// Turns written so far.
     written: watch::Receiver<u64>,
 }
@@ -140,7 +143,13 @@ impl Acks {
 
     /// A batch whose events are stored, to be acknowledged once turn `turn` is written.
     pub fn hold(&mut self, partition: u32, ack: Ack, turn: u64) {
-        self.waiting.push_back((partition, ack, turn));
+        self.waiting.push_back((partition, ack, turn, Instant::now()));
+    }
+
+    /// How long the oldest batch has waited for its collisions to be written: the evaluator is
+    /// that far behind, however quickly it evaluates (the store is away, or slow).
+    pub fn oldest(&self) -> Option<Duration> {
+        self.waiting.front().map(|(.., since)| since.elapsed())
     }
 
     /// Waits until more turns are written.
@@ -154,7 +163,7 @@ impl Acks {
     /// partition's earlier batches with it).
     pub fn settle(&mut self) {
         let written = *self.written.borrow_and_update();
-        let due = self.waiting.iter().take_while(|(_, _, turn)| *turn <= written).count();
+        let due = self.waiting.iter().take_while(|(_, _, turn, _)| *turn <= written).count();
         ack_newest(self.waiting.drain(..due));
     }
 
@@ -165,7 +174,7 @@ impl Acks {
 }
 
 /// Acknowledges the newest of each partition's batches: with it, the earlier ones.
-fn ack_newest(batches: impl Iterator<Item = (u32, Ack, u64)>) {
+fn ack_newest(batches: impl Iterator<Item = (u32, Ack, u64, Instant)>) {
     let mut newest: Vec<(u32, Ack)> = Vec::new();
     for (partition, ack, ..) in batches {
         match newest.iter_mut().find(|(p, _)| *p == partition) {

@@ -135,6 +135,9 @@ async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collis
             // trying to write them for several seconds.
             site.evaluator_counts("zonecast_evaluator_positions_total", macs.len() * 5).await;
             site.evaluator_counts("zonecast_evaluator_collision_write_failures_total", 8).await;
+            // Meanwhile it reports itself as far behind as its batches have waited (ingest
+            // pushes back on that).
+            site.evaluator_lag_reaches(2.0).await;
             site.evaluator.kill().await;
             zonecast_tests::reopen_database(&database).await;
             site.evaluator.restart();

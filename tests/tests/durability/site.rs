@@ -188,6 +188,20 @@ impl Site {
         metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map_or(0.0, |v| v.trim().parse().unwrap())
     }
 
+    /// Waits until the evaluator reports a lag of `seconds` or more.
+    pub(crate) async fn evaluator_lag_reaches(&self, seconds: f64) {
+        zonecast_tests::eventually(WAIT, || async move {
+            let metrics = self.api.http.get(&self.evaluator_metrics).send().await.ok()?.text().await.ok()?;
+            let lag = metrics
+                .lines()
+                .filter(|l| l.starts_with("zonecast_pipeline_lag_seconds{"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .fold(0.0, f64::max);
+            (lag >= seconds).then_some(())
+        })
+        .await;
+    }
+
     /// Waits until the evaluator's counter `name` has reached `count` since it started.
     pub(crate) async fn evaluator_counts(&self, name: &str, count: usize) {
         zonecast_tests::eventually(WAIT, || async move {

@@ -258,6 +258,11 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 acks.hold(batch.partition, batch.ack, turn);
             }
             acks.settle();
+            if let Some(waited) = acks.oldest() {
+                shell
+                    .accepted_lag_ms
+                    .fetch_max(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+            }
         }
         applied.reporter.leave(applied.revision).await;
         drop(shell);
