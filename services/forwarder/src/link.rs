@@ -15,6 +15,9 @@ use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgo
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use zonecast_bus::journal::Ack;
+use zonecast_runtime::ratelog::RateLimited;
+
 use crate::Settings;
 use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
@@ -62,6 +65,12 @@ pub struct Shared {
     routes: Mutex<Arc<[Route]>>,
     /// Poked on connect and disconnect so the status is written at once.
     status: Arc<Notify>,
+    /// Poked when a message is queued while disconnected: a client waiting out a long
+    /// reconnect delay tries again sooner.
+    waiting: Notify,
+    /// Acknowledgements of events the broker has every copy of, held until a status row
+    /// counting them is written ([`Shared::take_settling`]).
+    settling: Arc<Mutex<Vec<Ack>>>,
 }
 
 impl Shared {
@@ -76,6 +85,8 @@ impl Shared {
             }),
             routes: Mutex::new(Arc::from(Vec::new())),
             status,
+            waiting: Notify::new(),
+            settling: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -90,6 +101,46 @@ impl Shared {
         let mut inner = self.lock();
         inner.outbox.push(message);
         inner.pump();
+        if !inner.outbox.is_connected() {
+            self.waiting.notify_one();
+        }
+    }
+
+    /// `ack` as the journal's acknowledgement of an event this connection takes: once the
+    /// broker has every copy it is not sent to the journal at once but waits in this
+    /// connection's settling list, until a status row whose `forwarded` counts the copies is
+    /// written ([`Shared::take_settling`]). A replica killed in between has counted nothing the
+    /// journal took as done: the event is handed out again and counted by whoever sends it.
+    /// Progress reports go to the journal at once.
+    pub fn defer(&self, ack: Ack) -> Ack {
+        let held = Arc::new(Mutex::new(Some(ack)));
+        let (done, progress, settling) = (held.clone(), held, self.settling.clone());
+        Ack::new(move || {
+            if let Some(ack) = done.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                settling.lock().unwrap_or_else(PoisonError::into_inner).push(ack);
+            }
+        })
+        .with_progress(move || {
+            if let Some(ack) = progress.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                ack.progress();
+            }
+        })
+    }
+
+    /// The acknowledgements waiting to be sent. Take them before the [`Shared::snapshot`] that
+    /// is written: every copy they stand for is counted in it.
+    pub fn take_settling(&self) -> Vec<Ack> {
+        std::mem::take(&mut *self.settling.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Whether acknowledgements wait to be sent.
+    pub fn is_settling(&self) -> bool {
+        !self.settling.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
+    /// Whether messages wait for the broker.
+    fn holds_any(&self) -> bool {
+        self.lock().outbox.held() > 0
     }
 
     /// The connection's topics now.
@@ -253,6 +304,7 @@ async fn run(
     eventloop.set_network_options(network);
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
     let mut connected_at: Option<Instant> = None;
+    let mut fail_log = RateLimited::new(Duration::from_secs(30));
     loop {
         let polled = tokio::select! {
             biased;
@@ -273,14 +325,13 @@ async fn run(
                     backoff.reset();
                 }
                 let text = describe(&error);
-                tracing::warn!(connection = %name, error = %text, "MQTT connection failed; will retry");
+                if let Some(held_back) = fail_log.allow() {
+                    tracing::warn!(connection = %name, error = %text, held_back, "MQTT connection failed; will retry");
+                }
                 shared.disconnected(generation, Some(text));
                 forget_in_flight(&mut eventloop);
-                let delay = backoff.next_delay();
-                tokio::select! {
-                    biased;
-                    () = stops.stop.cancelled() => break,
-                    () = tokio::time::sleep(delay) => {}
+                if !pause(&shared, backoff.next_delay(), settings.backoff_waiting, &stops.stop).await {
+                    break;
                 }
             }
         }
@@ -302,6 +353,22 @@ async fn run(
         .await;
     }
     tracing::debug!(connection = %name, "MQTT client stopped");
+}
+
+/// Waits before the next connection attempt: `delay`, but at most `waiting` while messages
+/// wait for the broker (also when the first of them comes during a longer delay), so a broker
+/// that returns gets them within about `waiting`. False when the client is stopped meanwhile.
+async fn pause(shared: &Shared, delay: Duration, waiting: Duration, stop: &CancellationToken) -> bool {
+    let started = tokio::time::Instant::now();
+    let mut until = started + if shared.holds_any() { delay.min(waiting) } else { delay };
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return false,
+            () = tokio::time::sleep_until(until) => return true,
+            () = shared.waiting.notified() => until = until.min(started + waiting),
+        }
+    }
 }
 
 /// After a connection error: the client must not resend anything on its own (the outbox has
