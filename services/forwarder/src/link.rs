@@ -402,3 +402,65 @@ fn describe(error: &ConnectionError) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn counter() -> (Arc<AtomicUsize>, impl Fn() + Send + Sync + 'static) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let bump = count.clone();
+        (count, move || {
+            bump.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    fn position() -> Message {
+        Message { topic: Arc::from("t"), payload: bytes::Bytes::from_static(b"{}"), receipt: None }
+    }
+
+    #[test]
+    fn an_event_reaches_the_journal_only_once_its_count_is_settled_and_progress_goes_at_once() {
+        let shared = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let (acked, ack) = counter();
+        let (progressed, progress) = counter();
+        let deferred = shared.defer(Ack::new(ack).with_progress(progress));
+        deferred.progress();
+        assert_eq!(progressed.load(Ordering::SeqCst), 1, "progress is not held back");
+        assert!(!shared.is_settling());
+        deferred.ack();
+        assert_eq!(acked.load(Ordering::SeqCst), 0, "held until a row counts it");
+        assert!(shared.is_settling());
+        let settling = shared.take_settling();
+        assert_eq!(settling.len(), 1);
+        assert!(!shared.is_settling());
+        settling.into_iter().for_each(Ack::ack);
+        assert_eq!(acked.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_long_reconnect_delay_is_cut_short_while_messages_wait() {
+        const LONG: Duration = Duration::from_secs(30);
+        const WAITING: Duration = Duration::from_millis(20);
+        let shared = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let stop = CancellationToken::new();
+        shared.push(position());
+        let bounded = tokio::time::timeout(Duration::from_secs(5), pause(&shared, LONG, WAITING, &stop)).await;
+        assert_eq!(bounded, Ok(true), "messages held: the cap applies");
+
+        let idle = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let waiting = pause(&idle, LONG, WAITING, &stop);
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut waiting).await.is_err(),
+            "nothing held: the full delay"
+        );
+        idle.push(position());
+        assert_eq!(tokio::time::timeout(Duration::from_secs(5), waiting).await, Ok(true), "the first message ends it");
+
+        stop.cancel();
+        assert!(!pause(&idle, LONG, WAITING, &stop).await, "a stopped client does not wait");
+    }
+}
