@@ -22,6 +22,7 @@ use crate::Settings;
 use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
+use crate::status::Wake;
 use crate::task::Stoppable;
 
 /// A connection that stays up this long resets the reconnect backoff.
@@ -63,19 +64,23 @@ pub struct Shared {
     inner: Mutex<Inner>,
     /// The connection's topics with their compiled chains, replaced on reload.
     routes: Mutex<Arc<[Route]>>,
-    /// Poked on connect and disconnect so the status is written at once.
-    status: Arc<Notify>,
+    /// Wakes the status reporter: on connect and disconnect so the status is written at once,
+    /// and when many acknowledgements wait to be settled.
+    status: Arc<Wake>,
     /// Poked when a message is queued while disconnected: a client waiting out a long
     /// reconnect delay tries again sooner.
     waiting: Notify,
     /// Acknowledgements of events the broker has every copy of, held until a status row
     /// counting them is written ([`Shared::take_settling`]).
     settling: Arc<Mutex<Vec<Ack>>>,
+    /// How many waiting acknowledgements wake the reporter before its next round: a quarter of
+    /// the events the connection holds in hand, so the journal's bound is never the limit.
+    settle_at: usize,
 }
 
 impl Shared {
     /// An empty outbox bounded by `settings`.
-    pub fn new(settings: &Settings, status: Arc<Notify>) -> Arc<Self> {
+    pub fn new(settings: &Settings, status: Arc<Wake>) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Inner {
                 outbox: Outbox::new(settings.queue, usize::from(settings.window)),
@@ -87,6 +92,7 @@ impl Shared {
             status,
             waiting: Notify::new(),
             settling: Arc::new(Mutex::new(Vec::new())),
+            settle_at: (settings.queue / 4).max(1),
         })
     }
 
@@ -115,9 +121,14 @@ impl Shared {
     pub fn defer(&self, ack: Ack) -> Ack {
         let held = Arc::new(Mutex::new(Some(ack)));
         let (done, progress, settling) = (held.clone(), held, self.settling.clone());
+        let (wake, settle_at) = (self.status.clone(), self.settle_at);
         Ack::new(move || {
             if let Some(ack) = done.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                settling.lock().unwrap_or_else(PoisonError::into_inner).push(ack);
+                let mut settling = settling.lock().unwrap_or_else(PoisonError::into_inner);
+                settling.push(ack);
+                if settling.len() == settle_at {
+                    wake.settle.notify_one();
+                }
             }
         })
         .with_progress(move || {
@@ -213,7 +224,7 @@ impl Shared {
             inner.outbox.on_connected();
             inner.pump();
         });
-        self.status.notify_one();
+        self.status.status.notify_one();
     }
 
     fn disconnected(&self, generation: u64, error: Option<String>) {
@@ -224,7 +235,7 @@ impl Shared {
                 inner.last_error = error;
             }
         });
-        self.status.notify_one();
+        self.status.status.notify_one();
     }
 
     fn written(&self, generation: u64, pkid: u16) {
@@ -423,7 +434,8 @@ mod tests {
 
     #[test]
     fn an_event_reaches_the_journal_only_once_its_count_is_settled_and_progress_goes_at_once() {
-        let shared = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let wake: Arc<Wake> = Arc::default();
+        let shared = Shared::new(&Settings { queue: 4, ..Settings::default() }, wake.clone());
         let (acked, ack) = counter();
         let (progressed, progress) = counter();
         let deferred = shared.defer(Ack::new(ack).with_progress(progress));
@@ -433,6 +445,7 @@ mod tests {
         deferred.ack();
         assert_eq!(acked.load(Ordering::SeqCst), 0, "held until a row counts it");
         assert!(shared.is_settling());
+        assert!(wake.settle.notified().now_or_never().is_some(), "a quarter of the in-hand bound wakes the reporter");
         let settling = shared.take_settling();
         assert_eq!(settling.len(), 1);
         assert!(!shared.is_settling());
@@ -444,13 +457,13 @@ mod tests {
     async fn a_long_reconnect_delay_is_cut_short_while_messages_wait() {
         const LONG: Duration = Duration::from_secs(30);
         const WAITING: Duration = Duration::from_millis(20);
-        let shared = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let shared = Shared::new(&Settings::default(), Arc::default());
         let stop = CancellationToken::new();
         shared.push(position());
         let bounded = tokio::time::timeout(Duration::from_secs(5), pause(&shared, LONG, WAITING, &stop)).await;
         assert_eq!(bounded, Ok(true), "messages held: the cap applies");
 
-        let idle = Shared::new(&Settings::default(), Arc::new(Notify::new()));
+        let idle = Shared::new(&Settings::default(), Arc::default());
         let waiting = pause(&idle, LONG, WAITING, &stop);
         tokio::pin!(waiting);
         assert!(

@@ -5,7 +5,7 @@
 //!
 //! `forwarded` survives the replica: an event the broker has every copy of is acknowledged to
 //! the journal only after a row counting its copies is written (every [`SETTLE_EVERY`] while
-//! there are some), so a replica killed before that leaves the event to be handed out again
+//! there are some, sooner when many wait), so a replica killed before that leaves the event to be handed out again
 //! and counted by whoever sends it. The row's `queued` is the positions this replica holds (not
 //! journalled); the events waiting for the connection are the journal consumer's backlog, which
 //! the API reads itself. Events that left the journal before the connection had them count as
@@ -28,9 +28,18 @@ use zonecast_bus::Journal;
 use zonecast_bus::journal::Kind;
 
 /// How often acknowledgements waiting for their count to be stored are settled: the journal
-/// gets them at most this late (it holds at most the connection's in-hand bound unacknowledged,
-/// so this also bounds a connection's rate to that bound per period).
+/// gets them at most this late, and sooner once a quarter of the connection's in-hand bound
+/// waits (the journal hands out no more than that bound unacknowledged).
 pub const SETTLE_EVERY: Duration = Duration::from_millis(200);
+
+/// What wakes the status reporter besides its clock.
+#[derive(Debug, Default)]
+pub struct Wake {
+    /// A connection came up or went down: a full round at once.
+    pub status: Notify,
+    /// Many acknowledgements wait for their count to be stored: settle them now.
+    pub settle: Notify,
+}
 
 /// The connections being reported, replaced whenever the configuration is reloaded.
 pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
@@ -125,7 +134,7 @@ impl Reporter {
     pub fn spawn(
         mut self,
         mut table: watch::Receiver<Table>,
-        poke: Arc<Notify>,
+        poke: Arc<Wake>,
         every: Duration,
         shutdown: Shutdown,
     ) -> tokio::task::JoinHandle<Self> {
@@ -138,9 +147,10 @@ impl Reporter {
                 let full = tokio::select! {
                     biased;
                     () = shutdown.cancelled() => break,
-                    () = poke.notified() => true,
+                    () = poke.status.notified() => true,
                     _ = tick.tick() => true,
                     changed = table.changed() => if changed.is_err() { break } else { true },
+                    () = poke.settle.notified() => false,
                     _ = settle.tick() => false,
                 };
                 let current = table.borrow_and_update().clone();
