@@ -355,6 +355,34 @@ impl Server {
         }
     }
 
+    /// Distributed mode: stops the server's own forwarder as an operator would (it delivers
+    /// what it can for up to 2 s, writes its last status rows and ends), leaving the site
+    /// without a forwarder until the test starts one (see [`Server::forwarder_process`]).
+    pub async fn stop_forwarder(&mut self) {
+        let (shutdown, task) = self.forwarder.take().expect("a distributed server runs a forwarder of its own");
+        shutdown.cancel();
+        task.await.unwrap();
+    }
+
+    /// Distributed mode: a `zonecast-forwarder` process for this server's database, NATS,
+    /// subject prefix and secret key, serving `/healthz` on a free port; killed when dropped.
+    pub fn forwarder_process(&self) -> crate::process::Service {
+        let port = crate::process::free_port();
+        let database = self.database_url.clone().expect("a distributed server has a database");
+        let secret = self.config.secret_key.as_ref().expect("the test configuration has a secret key");
+        let mut env: Vec<(String, String)> = vec![
+            ("ZONECAST_DATABASE_URL".into(), database),
+            ("ZONECAST_NATS_URL".into(), nats_url()),
+            ("ZONECAST_SECRET_KEY".into(), secret.expose().to_owned()),
+            ("ZONECAST_SUBJECT_PREFIX".into(), self.config.bus.subject_prefix.clone()),
+            ("ZONECAST_HTTP_ADDR".into(), format!("127.0.0.1:{port}")),
+        ];
+        env.extend(crate::small_stream_env());
+        let retention = self.config.bus.journal.max_age.as_secs();
+        env.push(("ZONECAST_EVENT_RETENTION_SECS".into(), retention.to_string()));
+        crate::process::Service::start("zonecast-forwarder", env, port)
+    }
+
     /// The event journal the server's evaluators append to and its forwarders consume.
     pub fn journal(&self) -> std::sync::Arc<dyn zonecast_bus::Journal> {
         self.journal.clone()

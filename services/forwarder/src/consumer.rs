@@ -31,8 +31,13 @@ use crate::task::Stoppable;
 
 /// The journal consumer of the MQTT connection `id`; every replica uses the same one.
 pub fn consumer_name(id: Uuid) -> String {
-    format!("mqtt-{}", id.simple())
+    zonecast_bus::journal::connection_consumer(id)
 }
+
+/// How often the events held (waiting for a broker that is away or slow) are reported to the
+/// journal as in progress: well within JetStream's ack wait (10 s), so none of them is handed
+/// out again while this replica holds it.
+const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 
 /// The journal consumer of one connection.
 pub struct Consumer;
@@ -61,6 +66,8 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
     let mut fail_log = RateLimited::new(Duration::from_secs(30));
     let mut bad_log = RateLimited::new(Duration::from_secs(10));
     let counters = Counters::new("zonecast_forwarder_events_total");
+    let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     'open: loop {
         let opened = tokio::select! {
             biased;
@@ -87,15 +94,22 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
             let permit = tokio::select! {
                 biased;
                 () = stop.cancelled() => break 'open,
+                _ = progress.tick() => {
+                    in_progress(&held);
+                    continue;
+                }
                 permit = permits.clone().acquire_owned() => match permit {
                     Ok(permit) => permit,
                     Err(_) => break 'open,
                 },
             };
-            let delivery = tokio::select! {
-                biased;
-                () = stop.cancelled() => break 'open,
-                delivery = deliveries.next() => delivery,
+            let delivery = loop {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break 'open,
+                    _ = progress.tick() => in_progress(&held),
+                    delivery = deliveries.next() => break delivery,
+                }
             };
             let Some(delivery) = delivery else {
                 // The journal ended the stream (connection lost, consumer opened again): open
@@ -112,6 +126,11 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
             }
         }
     }
+}
+
+/// Tells the journal that every event still held is in progress.
+fn in_progress(held: &HashMap<u64, Weak<Receipt>>) {
+    held.values().filter_map(Weak::upgrade).for_each(|receipt| receipt.progress());
 }
 
 /// The counters of what the forwarder takes (events from the journal, positions from the
@@ -148,7 +167,7 @@ fn take(
     bad_log: &mut RateLimited,
 ) {
     if let Some(receipt) = held.get(&delivery.sequence).and_then(Weak::upgrade) {
-        receipt.renew(delivery.ack);
+        receipt.renew(shared.defer(delivery.ack));
         return;
     }
     counters.taken.increment(1);
@@ -174,7 +193,7 @@ fn take(
         delivery.ack.ack();
         return;
     }
-    let receipt = Receipt::new(topics.len(), delivery.ack, permit, accepted_ms);
+    let receipt = Receipt::new(topics.len(), shared.defer(delivery.ack), permit, accepted_ms);
     held.insert(delivery.sequence, Arc::downgrade(&receipt));
     for topic in topics {
         shared.push(Message { topic, payload: delivery.payload.clone(), receipt: Some(receipt.clone()) });

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use uuid::Uuid;
 use zonecast_bus::Journal;
 use zonecast_bus::journal::Kind;
@@ -21,7 +21,7 @@ use crate::endpoint::{self, Key, MAX_PAYLOAD};
 use crate::link::{Link, Shared};
 use crate::outbox::Message;
 use crate::router::{BadEvent, Envelope, Router};
-use crate::status::Table;
+use crate::status::{Table, Wake};
 use crate::task::Stoppable;
 
 /// What a reload does to the running clients.
@@ -68,7 +68,7 @@ pub struct Fleet {
     settings: Settings,
     replica: String,
     shutdown: Shutdown,
-    poke: Arc<Notify>,
+    poke: Arc<Wake>,
     table: watch::Sender<Table>,
     router: Router,
     /// Outboxes in router order.
@@ -87,7 +87,7 @@ impl Fleet {
         settings: Settings,
         replica: String,
         shutdown: Shutdown,
-        poke: Arc<Notify>,
+        poke: Arc<Wake>,
     ) -> (Self, watch::Receiver<Table>) {
         let (table, reader) = watch::channel(Table::default());
         let fleet = Self {

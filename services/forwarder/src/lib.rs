@@ -55,6 +55,9 @@ pub struct Settings {
     pub backoff_min: Duration,
     /// Longest reconnect delay.
     pub backoff_max: Duration,
+    /// Longest reconnect delay while messages wait for the broker: a broker that returns gets
+    /// them within about this.
+    pub backoff_waiting: Duration,
     /// How often status rows are written (also on every connect and disconnect).
     pub status_every: Duration,
     /// What compiling one connection's filter chains may spend (the configuration's
@@ -71,6 +74,7 @@ impl Default for Settings {
             window: 1000,
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
+            backoff_waiting: Duration::from_millis(250),
             status_every: Duration::from_secs(1),
             filters: zonecast_model::Limits::DEFAULT.filter_bounds(),
             drain: Duration::from_secs(2),

@@ -15,10 +15,14 @@ use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgo
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use zonecast_bus::journal::Ack;
+use zonecast_runtime::ratelog::RateLimited;
+
 use crate::Settings;
 use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
+use crate::status::Wake;
 use crate::task::Stoppable;
 
 /// A connection that stays up this long resets the reconnect backoff.
@@ -60,13 +64,23 @@ pub struct Shared {
     inner: Mutex<Inner>,
     /// The connection's topics with their compiled chains, replaced on reload.
     routes: Mutex<Arc<[Route]>>,
-    /// Poked on connect and disconnect so the status is written at once.
-    status: Arc<Notify>,
+    /// Wakes the status reporter: on connect and disconnect so the status is written at once,
+    /// and when many acknowledgements wait to be settled.
+    status: Arc<Wake>,
+    /// Poked when a message is queued while disconnected: a client waiting out a long
+    /// reconnect delay tries again sooner.
+    waiting: Notify,
+    /// Acknowledgements of events the broker has every copy of, held until a status row
+    /// counting them is written ([`Shared::take_settling`]).
+    settling: Arc<Mutex<Vec<Ack>>>,
+    /// How many waiting acknowledgements wake the reporter before its next round: a quarter of
+    /// the events the connection holds in hand, so the journal's bound is never the limit.
+    settle_at: usize,
 }
 
 impl Shared {
     /// An empty outbox bounded by `settings`.
-    pub fn new(settings: &Settings, status: Arc<Notify>) -> Arc<Self> {
+    pub fn new(settings: &Settings, status: Arc<Wake>) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Inner {
                 outbox: Outbox::new(settings.queue, usize::from(settings.window)),
@@ -76,6 +90,9 @@ impl Shared {
             }),
             routes: Mutex::new(Arc::from(Vec::new())),
             status,
+            waiting: Notify::new(),
+            settling: Arc::new(Mutex::new(Vec::new())),
+            settle_at: (settings.queue / 4).max(1),
         })
     }
 
@@ -90,6 +107,51 @@ impl Shared {
         let mut inner = self.lock();
         inner.outbox.push(message);
         inner.pump();
+        if !inner.outbox.is_connected() {
+            self.waiting.notify_one();
+        }
+    }
+
+    /// `ack` as the journal's acknowledgement of an event this connection takes: once the
+    /// broker has every copy it is not sent to the journal at once but waits in this
+    /// connection's settling list, until a status row whose `forwarded` counts the copies is
+    /// written ([`Shared::take_settling`]). A replica killed in between has counted nothing the
+    /// journal took as done: the event is handed out again and counted by whoever sends it.
+    /// Progress reports go to the journal at once.
+    pub fn defer(&self, ack: Ack) -> Ack {
+        let held = Arc::new(Mutex::new(Some(ack)));
+        let (done, progress, settling) = (held.clone(), held, self.settling.clone());
+        let (wake, settle_at) = (self.status.clone(), self.settle_at);
+        Ack::new(move || {
+            if let Some(ack) = done.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                let mut settling = settling.lock().unwrap_or_else(PoisonError::into_inner);
+                settling.push(ack);
+                if settling.len() == settle_at {
+                    wake.settle.notify_one();
+                }
+            }
+        })
+        .with_progress(move || {
+            if let Some(ack) = progress.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                ack.progress();
+            }
+        })
+    }
+
+    /// The acknowledgements waiting to be sent. Take them before the [`Shared::snapshot`] that
+    /// is written: every copy they stand for is counted in it.
+    pub fn take_settling(&self) -> Vec<Ack> {
+        std::mem::take(&mut *self.settling.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Whether acknowledgements wait to be sent.
+    pub fn is_settling(&self) -> bool {
+        !self.settling.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
+    /// Whether messages wait for the broker.
+    fn holds_any(&self) -> bool {
+        self.lock().outbox.held() > 0
     }
 
     /// The connection's topics now.
@@ -162,7 +224,7 @@ impl Shared {
             inner.outbox.on_connected();
             inner.pump();
         });
-        self.status.notify_one();
+        self.status.status.notify_one();
     }
 
     fn disconnected(&self, generation: u64, error: Option<String>) {
@@ -173,7 +235,7 @@ impl Shared {
                 inner.last_error = error;
             }
         });
-        self.status.notify_one();
+        self.status.status.notify_one();
     }
 
     fn written(&self, generation: u64, pkid: u16) {
@@ -253,6 +315,7 @@ async fn run(
     eventloop.set_network_options(network);
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
     let mut connected_at: Option<Instant> = None;
+    let mut fail_log = RateLimited::new(Duration::from_secs(30));
     loop {
         let polled = tokio::select! {
             biased;
@@ -273,14 +336,13 @@ async fn run(
                     backoff.reset();
                 }
                 let text = describe(&error);
-                tracing::warn!(connection = %name, error = %text, "MQTT connection failed; will retry");
+                if let Some(held_back) = fail_log.allow() {
+                    tracing::warn!(connection = %name, error = %text, held_back, "MQTT connection failed; will retry");
+                }
                 shared.disconnected(generation, Some(text));
                 forget_in_flight(&mut eventloop);
-                let delay = backoff.next_delay();
-                tokio::select! {
-                    biased;
-                    () = stops.stop.cancelled() => break,
-                    () = tokio::time::sleep(delay) => {}
+                if !pause(&shared, backoff.next_delay(), settings.backoff_waiting, &stops.stop).await {
+                    break;
                 }
             }
         }
@@ -302,6 +364,22 @@ async fn run(
         .await;
     }
     tracing::debug!(connection = %name, "MQTT client stopped");
+}
+
+/// Waits before the next connection attempt: `delay`, but at most `waiting` while messages
+/// wait for the broker (also when the first of them comes during a longer delay), so a broker
+/// that returns gets them within about `waiting`. False when the client is stopped meanwhile.
+async fn pause(shared: &Shared, delay: Duration, waiting: Duration, stop: &CancellationToken) -> bool {
+    let started = tokio::time::Instant::now();
+    let mut until = started + if shared.holds_any() { delay.min(waiting) } else { delay };
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return false,
+            () = tokio::time::sleep_until(until) => return true,
+            () = shared.waiting.notified() => until = until.min(started + waiting),
+        }
+    }
 }
 
 /// After a connection error: the client must not resend anything on its own (the outbox has
@@ -333,5 +411,69 @@ fn describe(error: &ConnectionError) -> String {
         ConnectionError::ConnectionRefused(code) => format!("broker refused the connection: {code:?}"),
         ConnectionError::NetworkTimeout => "no answer from the broker in time".to_owned(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn counter() -> (Arc<AtomicUsize>, impl Fn() + Send + Sync + 'static) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let bump = count.clone();
+        (count, move || {
+            bump.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    fn position() -> Message {
+        Message { topic: Arc::from("t"), payload: bytes::Bytes::from_static(b"{}"), receipt: None }
+    }
+
+    #[test]
+    fn an_event_reaches_the_journal_only_once_its_count_is_settled_and_progress_goes_at_once() {
+        let wake: Arc<Wake> = Arc::default();
+        let shared = Shared::new(&Settings { queue: 4, ..Settings::default() }, wake.clone());
+        let (acked, ack) = counter();
+        let (progressed, progress) = counter();
+        let deferred = shared.defer(Ack::new(ack).with_progress(progress));
+        deferred.progress();
+        assert_eq!(progressed.load(Ordering::SeqCst), 1, "progress is not held back");
+        assert!(!shared.is_settling());
+        deferred.ack();
+        assert_eq!(acked.load(Ordering::SeqCst), 0, "held until a row counts it");
+        assert!(shared.is_settling());
+        assert!(wake.settle.notified().now_or_never().is_some(), "a quarter of the in-hand bound wakes the reporter");
+        let settling = shared.take_settling();
+        assert_eq!(settling.len(), 1);
+        assert!(!shared.is_settling());
+        settling.into_iter().for_each(Ack::ack);
+        assert_eq!(acked.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_long_reconnect_delay_is_cut_short_while_messages_wait() {
+        const LONG: Duration = Duration::from_secs(30);
+        const WAITING: Duration = Duration::from_millis(20);
+        let shared = Shared::new(&Settings::default(), Arc::default());
+        let stop = CancellationToken::new();
+        shared.push(position());
+        let bounded = tokio::time::timeout(Duration::from_secs(5), pause(&shared, LONG, WAITING, &stop)).await;
+        assert_eq!(bounded, Ok(true), "messages held: the cap applies");
+
+        let idle = Shared::new(&Settings::default(), Arc::default());
+        let waiting = pause(&idle, LONG, WAITING, &stop);
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut waiting).await.is_err(),
+            "nothing held: the full delay"
+        );
+        idle.push(position());
+        assert_eq!(tokio::time::timeout(Duration::from_secs(5), waiting).await, Ok(true), "the first message ends it");
+
+        stop.cancel();
+        assert!(!pause(&idle, LONG, WAITING, &stop).await, "a stopped client does not wait");
     }
 }

@@ -69,6 +69,14 @@ impl Receipt {
         *self.ack.lock().unwrap_or_else(PoisonError::into_inner) = Some(ack);
     }
 
+    /// Tells the journal the event is still being worked on (its copies wait for the broker),
+    /// so it is not handed out again while it is held here.
+    pub fn progress(&self) {
+        if let Some(ack) = self.ack.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            ack.progress();
+        }
+    }
+
     /// One copy was acknowledged by the broker; after the last, the event is acknowledged.
     fn delivered(&self) {
         if self.copies.fetch_sub(1, Ordering::AcqRel) == 1

@@ -8,6 +8,7 @@ mod connect;
 mod outages;
 mod overload;
 mod routing;
+mod status;
 
 use std::time::Duration;
 
@@ -37,6 +38,10 @@ use routing::{
     changing_topics_redirects_new_events_without_restarting_any_client,
     every_filter_form_routes_exactly_the_matching_events,
     positions_are_taken_from_the_bus_only_while_a_topic_wants_them,
+};
+use status::{
+    a_broker_away_longer_than_the_ack_wait_gets_every_event_exactly_once,
+    a_stopped_or_killed_forwarder_is_shown_gone_and_what_waits_for_it_stays_queued,
 };
 
 const CONNECTIONS: &str = "/v3/modules/mqtt/connections";
@@ -134,4 +139,12 @@ both_modes!(
     every_filter_form_routes_exactly_the_matching_events,
     changing_topics_redirects_new_events_without_restarting_any_client,
     a_dead_or_hanging_broker_does_not_delay_another_connection,
+    a_broker_away_longer_than_the_ack_wait_gets_every_event_exactly_once,
 );
+
+/// Forwarders as processes of their own, stopped and killed: distributed only (in the
+/// all-in-one the forwarder dies with the API that reports on it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_or_killed_forwarder_is_shown_gone_and_what_waits_for_it_stays_queued_distributed() {
+    a_stopped_or_killed_forwarder_is_shown_gone_and_what_waits_for_it_stays_queued().await;
+}

@@ -381,7 +381,11 @@ impl Journal for JetStreamJournal {
     }
 
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {
-        let mut stream = self.stream(kind).await?;
+        // Asking leaves the stream as the evaluators and forwarders made it (the API asks too).
+        let mut stream = match self.context.get_stream(self.stream_name(kind)).await {
+            Ok(stream) => stream,
+            Err(_) => self.stream(kind).await?,
+        };
         let info = match stream.consumer_info(name).await {
             Ok(info) => info,
             Err(e) if e.kind() == async_nats::jetstream::context::ConsumerInfoErrorKind::NotFound => return Ok(None),

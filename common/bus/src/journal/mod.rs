@@ -49,6 +49,13 @@ impl Default for JournalSettings {
 /// How long a repeated record id is recognised as a copy and not stored again.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
+/// The durable consumer of the events of MQTT connection `connection`:
+/// `mqtt-<connection id without dashes>`. Every forwarder replica takes the connection's events
+/// from it, and the API reads its state for the connection's status.
+pub fn connection_consumer(connection: uuid::Uuid) -> String {
+    format!("mqtt-{}", connection.simple())
+}
+
 /// The records a consumer reads. Each kind is kept apart: its own stream, its own sequences,
 /// its own consumers (a name may be used by both kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 use warp::reply::Response;
+use zonecast_bus::journal::{Kind, connection_consumer};
 use zonecast_model::{ConfigKind, ConnectionInput, format_id, format_timestamp};
 use zonecast_store::StoredConnection;
 
@@ -75,10 +76,13 @@ pub async fn delete(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     Ok(applied.stamp(reply::ack()))
 }
 
-/// A replica whose row is older than this has stopped (rows are written every second).
-const STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(15);
+/// A forwarder replica whose row is older than this is taken as gone: replicas write their rows
+/// every second (and at once on every connect and disconnect), so one that stopped or died is
+/// shown as such at most this long after its last row.
+const STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(3);
 
-/// Forwarding status of a connection, summed over forwarder replicas.
+/// Forwarding status of a connection: what waits for it in the event journal, and the
+/// forwarder replicas reporting on it.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -87,15 +91,19 @@ pub struct ConnectionStatus {
     #[serde(rename = "ConnectionID")]
     #[schemars(with = "zonecast_model::schema::UpperUuid")]
     connection_id: String,
-    /// Whether every live replica is connected to the broker (false with none).
+    /// Whether a live replica reports it and every live replica is connected to the broker
+    /// (false with none).
     connected: bool,
     /// The latest error a live replica reported.
     last_error: Option<String>,
-    /// Events forwarded, by every replica ever reporting.
+    /// Messages the broker acknowledged, by every replica ever reporting (a copy sent again
+    /// after a replica died may count twice; none is missing).
     forwarded: u64,
-    /// Events dropped (queue overflow), by every replica ever reporting.
+    /// Messages given up on, by every replica ever reporting.
     dropped: u64,
-    /// Events waiting in live replicas' queues.
+    /// Messages waiting for the broker: the events the connection's journal consumer has not
+    /// acknowledged (waiting in the journal, or held by a replica, alive or not), plus the
+    /// positions live replicas hold.
     queued: u64,
     /// Each replica's row.
     replicas: Vec<ReplicaStatus>,
@@ -108,32 +116,39 @@ pub struct ConnectionStatus {
 pub struct ReplicaStatus {
     /// The replica's name.
     replica: String,
-    /// Whether it is connected to the broker.
+    /// Whether it is connected to the broker (as it last reported).
     connected: bool,
     /// Its latest error.
     last_error: Option<String>,
-    /// Events it forwarded.
+    /// Messages it forwarded.
     forwarded: u64,
-    /// Events it dropped.
+    /// Messages it dropped.
     dropped: u64,
-    /// Events in its queue.
+    /// Positions waiting in its queue (its events are counted in the connection's `queued`).
     queued: u64,
     /// When it last reported.
     updated_at: String,
-    /// Whether it stopped reporting (its counters stay in the sums).
+    /// Whether it stopped reporting: no row for more than 3 s (its counters stay in the sums).
     stale: bool,
 }
 
-/// Forwarding status over forwarder replicas, with each replica's row. Counters are summed;
-/// `queued` is the largest a live replica reports, as every replica reports the same journal
-/// backlog of the connection (plus the few positions it holds itself). Rows of replicas that
-/// stopped reporting are listed as stale and do not count towards `connected` or `queued`;
-/// their counters stay in the sums.
+/// Forwarding status over forwarder replicas, with each replica's row. `queued` is read from
+/// the journal here (the connection's consumer's backlog), so it holds with no replica alive;
+/// the live replicas add the positions they hold. Counters are summed over every row. Rows of
+/// replicas that stopped reporting are listed as stale and do not count towards `connected`,
+/// `lastError` or `queued`.
 pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
     ctx.store.get_connection(id).await?;
     let rows = ctx.store.connection_status(id).await?;
+    let backlog = ctx
+        .journal
+        .state(Kind::Events, &connection_consumer(id))
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("event journal: {e}")))?
+        .map_or(0, |state| state.backlog);
     let now = chrono::Utc::now();
-    let live: Vec<_> = rows.iter().filter(|r| now - r.updated_at <= STALE_AFTER).collect();
+    let is_live = |r: &zonecast_store::ConnectionStatus| now - r.updated_at <= STALE_AFTER;
+    let live: Vec<_> = rows.iter().filter(|r| is_live(r)).collect();
     let latest_error = live.iter().filter(|r| r.last_error.is_some()).max_by_key(|r| r.updated_at);
     let replicas = rows
         .iter()
@@ -145,16 +160,16 @@ pub async fn status(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
             dropped: r.dropped,
             queued: r.queued,
             updated_at: format_timestamp(&r.updated_at),
-            stale: now - r.updated_at > STALE_AFTER,
+            stale: !is_live(r),
         })
         .collect();
     Ok(reply::ok(&ConnectionStatus {
         connection_id: format_id(&id),
         connected: !live.is_empty() && live.iter().all(|r| r.connected),
         last_error: latest_error.and_then(|r| r.last_error.clone()),
-        forwarded: rows.iter().map(|r| r.forwarded).sum(),
-        dropped: rows.iter().map(|r| r.dropped).sum(),
-        queued: live.iter().map(|r| r.queued).max().unwrap_or(0),
+        forwarded: rows.iter().map(|r| r.forwarded).fold(0, u64::saturating_add),
+        dropped: rows.iter().map(|r| r.dropped).fold(0, u64::saturating_add),
+        queued: live.iter().map(|r| r.queued).fold(backlog, u64::saturating_add),
         replicas,
     }))
 }
