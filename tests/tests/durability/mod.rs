@@ -103,7 +103,7 @@ async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_a
             site.evaluator.restart();
             site.evaluator.healthy(&site.api.http, WAIT).await;
         }
-        site.positions(&macs, if round % 2 == 0 { 1.0 } else { 100.0 }).await;
+        site.round(&macs, round).await;
     }
     alternate(&site.transitions(&mut events, &macs).await, ROUNDS);
     zonecast_tests::drop_fresh_database(&database).await;
@@ -143,7 +143,7 @@ async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collis
             site.evaluator.restart();
             site.evaluator.healthy(&site.api.http, WAIT).await;
         }
-        site.positions(&macs, if round % 2 == 0 { 1.0 } else { 100.0 }).await;
+        site.round(&macs, round).await;
     }
     alternate(&site.transitions(&mut events, &macs).await, ROUNDS);
     zonecast_tests::drop_fresh_database(&database).await;

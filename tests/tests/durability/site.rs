@@ -210,6 +210,12 @@ impl Site {
         .await;
     }
 
+    /// Round `round` of the walk in and out of the cell: every one of `macs` inside on even
+    /// rounds, outside on odd ones.
+    pub(crate) async fn round(&self, macs: &[String], round: usize) {
+        self.positions(macs, if round.is_multiple_of(2) { 1.0 } else { 100.0 }).await;
+    }
+
     /// Waits until the evaluator has acknowledged every stored position: every event they
     /// caused is stored, and so published.
     pub(crate) async fn positions_done(&self) {
