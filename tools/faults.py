@@ -20,7 +20,7 @@ ingestor, two evaluators and a forwarder, all on free ports. It prints one row p
   open       ENTERs never closed by an EXIT
   orphan     EXITs without their ENTER
 
-Usage: tools/faults.py [--steps N] [--devices N] [fault ...]   (build first: cargo build --release --workspace)
+Usage: tools/faults.py [--steps N] [--devices N] [--kills N] [fault ...]   (build first: cargo build --release --workspace)
 Faults: aio-kill aio-broker forwarder-kill evaluator-kill store-outage-kill nats-restart broker-stop broker-freeze
 """
 
@@ -47,6 +47,7 @@ ZONES = 50
 SPACING = 10.0
 RADIUS = 3.0
 KEY = "faults-" + secrets.token_hex(8)
+KILLS = 5
 ADMIN_URL = os.environ.get("ZONECAST_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
@@ -278,8 +279,8 @@ def inject(fault, site, progress, steps):
     a, b = steps // 4, steps // 2
     p = site.procs
     if fault == "aio-kill":
-        for k in range(5):
-            at_step(progress, a + k * (steps // 10))
+        for k in range(KILLS):
+            at_step(progress, a + k * (steps // 2) // KILLS)
             p["zonecast"].kill()
             p["zonecast"].start()
     elif fault == "aio-broker" or fault == "broker-stop":
@@ -386,9 +387,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--devices", type=int, default=200)
+    ap.add_argument("--kills", type=int, default=5, help="times the all-in-one is killed in aio-kill")
     ap.add_argument("faults", nargs="*", default=["aio-kill", "aio-broker", "forwarder-kill", "evaluator-kill",
                                                    "store-outage-kill", "nats-restart", "broker-stop", "broker-freeze"])
     args = ap.parse_args()
+    global KILLS
+    KILLS = args.kills
     cols = ["expected", "delivered", "lost", "extra", "copies", "open", "orphan"]
     print("| fault | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")

@@ -73,8 +73,9 @@ pub struct CollisionMarks {
     /// Per position partition, sorted: the stream sequence of the last stored batch whose
     /// collision changes are written, and those of every earlier batch.
     pub partitions: Vec<(u32, u64)>,
-    /// Every collision change made before this time is written.
-    pub through: Option<DateTime<Utc>>,
+    /// Per evaluator (named by its first partition), sorted: every collision change it made
+    /// before this time is written.
+    pub through: Vec<(u32, DateTime<Utc>)>,
 }
 
 impl CollisionMarks {
@@ -83,13 +84,20 @@ impl CollisionMarks {
         self.partitions.iter().find(|(p, _)| *p == partition).map(|(_, sequence)| *sequence)
     }
 
+    /// The earliest time mark of any evaluator: every collision change made before it is
+    /// written.
+    pub fn through_all(&self) -> Option<DateTime<Utc>> {
+        self.through.iter().map(|(_, t)| *t).min()
+    }
+
     /// The names and values the store keeps the marks under.
     pub(crate) fn rows(&self) -> Vec<(String, i64)> {
         let partitions = self
             .partitions
             .iter()
             .map(|(p, sequence)| (format!("{PARTITION}{p}"), i64::try_from(*sequence).unwrap_or(i64::MAX)));
-        partitions.chain(self.through.map(|t| (THROUGH.to_owned(), t.timestamp_micros()))).collect()
+        let through = self.through.iter().map(|(p, t)| (format!("{THROUGH}{p}"), t.timestamp_micros()));
+        partitions.chain(through).collect()
     }
 
     /// The marks kept under these names and values; names the store does not know are passed
@@ -97,21 +105,22 @@ impl CollisionMarks {
     pub(crate) fn from_rows(rows: impl IntoIterator<Item = (String, i64)>) -> Self {
         let mut marks = Self::default();
         for (name, value) in rows {
-            if name == THROUGH {
-                marks.through = DateTime::from_timestamp_micros(value);
+            if let Some(p) = name.strip_prefix(THROUGH).and_then(|p| p.parse().ok()) {
+                marks.through.extend(DateTime::from_timestamp_micros(value).map(|t| (p, t)));
             } else if let Some(p) = name.strip_prefix(PARTITION).and_then(|p| p.parse().ok()) {
                 marks.partitions.push((p, u64::try_from(value).unwrap_or(0)));
             }
         }
         marks.partitions.sort_unstable();
+        marks.through.sort_unstable();
         marks
     }
 }
 
 /// The prefix of a partition's mark name.
 const PARTITION: &str = "partition:";
-/// The name of the time mark.
-const THROUGH: &str = "through";
+/// The prefix of an evaluator's time mark name.
+const THROUGH: &str = "through:";
 
 /// Current collisions, recorded as devices enter and leave zones.
 #[async_trait::async_trait]

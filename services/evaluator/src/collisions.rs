@@ -26,6 +26,16 @@ pub enum Change {
     Exited(Uuid, Mac),
 }
 
+impl Change {
+    /// The device.
+    pub fn mac(&self) -> &Mac {
+        match self {
+            Self::Entered(c) => &c.mac,
+            Self::Exited(_, mac) => mac,
+        }
+    }
+}
+
 /// What one turn of the evaluator's loop changed.
 #[derive(Debug)]
 pub struct Turn {
@@ -88,8 +98,8 @@ impl Pending {
     }
 }
 
-/// Starts the writer.
-pub fn spawn(store: Arc<dyn CollisionWriter>) -> Writer {
+/// Starts the writer of the evaluator whose first partition is `first`.
+pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
     let (tx, mut rx) = mpsc::unbounded_channel::<Turn>();
     let (written_tx, written) = watch::channel(0u64);
     let task = tokio::spawn(async move {
@@ -115,7 +125,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>) -> Writer {
                     pending.changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
                 let marks = CollisionMarks {
                     partitions: pending.partitions.iter().map(|(p, s)| (*p, *s)).collect(),
-                    through: pending.through,
+                    through: pending.through.map(|t| (first, t)).into_iter().collect(),
                 };
                 match store.write_collisions(&entered, &exited, &marks).await {
                     Ok(()) => {

@@ -74,15 +74,15 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
     assert_eq!(store.collision_marks().await.unwrap(), CollisionMarks::default());
     let z = zone("marked");
     store.insert_zones(std::slice::from_ref(&z)).await.unwrap();
-    let first = CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: Some(at(1)) };
+    let first = CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: vec![(0, at(1))] };
     let inside = collision(z.id, "00:00:00:00:00:01", 1);
     store.write_collisions(std::slice::from_ref(&inside), &[], &first).await.unwrap();
-    let mut expected = CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: Some(at(1)) };
+    let mut expected = CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: vec![(0, at(1))] };
     assert_eq!(store.collision_marks().await.unwrap(), expected);
     assert_eq!(expected.partition(3), Some(17));
     assert_eq!(expected.partition(1), None);
     // Marks alone are written too; a partition not named keeps its mark.
-    store.write_collisions(&[], &[], &CollisionMarks { partitions: vec![(3, 40)], through: None }).await.unwrap();
+    store.write_collisions(&[], &[], &CollisionMarks { partitions: vec![(3, 40)], through: vec![] }).await.unwrap();
     expected.partitions[1].1 = 40;
     assert_eq!(store.collision_marks().await.unwrap(), expected);
     // With an exit: both in one transaction.
@@ -90,12 +90,13 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
         .write_collisions(
             &[],
             &[(z.id, inside.mac.clone())],
-            &CollisionMarks { partitions: vec![(0, 9)], through: Some(at(2)) },
+            &CollisionMarks { partitions: vec![(0, 9)], through: vec![(8, at(2))] },
         )
         .await
         .unwrap();
-    expected = CollisionMarks { partitions: vec![(0, 9), (3, 40)], through: Some(at(2)) };
+    expected = CollisionMarks { partitions: vec![(0, 9), (3, 40)], through: vec![(0, at(1)), (8, at(2))] };
     assert_eq!(store.collision_marks().await.unwrap(), expected);
+    assert_eq!(expected.through_all(), Some(at(1)), "the earliest evaluator's");
     assert!(store.all_collisions().await.unwrap().is_empty());
 }
 

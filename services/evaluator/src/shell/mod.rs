@@ -93,12 +93,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
     // Positions not stored are not evaluated again after a crash: the collisions catch up with
     // the events the journal stored instead.
-    let caught_up = match streams {
+    let mut caught_up = match streams {
         Some(_) => Vec::new(),
-        None => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through)
+        None => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through_all())
             .await
             .map_err(bus_err)?,
     };
+    caught_up.retain(|change| deps.ownership.owns(change.mac()));
     let mut positions = SelectAll::new();
     let mut batches = match streams {
         Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, &marks, shutdown.clone()),
@@ -110,7 +111,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         }
     };
     let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
-    let collisions = collisions::spawn(deps.store.clone());
+    let collisions = collisions::spawn(deps.store.clone(), deps.ownership.lo);
     let collision_task = collisions.task;
     let mut acks = feed::Acks::new(collisions.written);
     let mut evaluated: Vec<feed::Taken> = Vec::new();
@@ -153,6 +154,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         collisions: collisions.turns,
         changes: caught_up,
         turns: 0,
+        last_turn: tokio::time::Instant::now(),
         publish_log: RateLimited::new(Duration::from_secs(10)),
         positions_total: metrics::counter!("zonecast_evaluator_positions_total"),
         out_of_order_total: metrics::counter!("zonecast_evaluator_positions_out_of_order_total"),

@@ -32,6 +32,8 @@ pub(super) struct Shell {
     pub(super) changes: Vec<collisions::Change>,
     /// Turns sent to the writer.
     pub(super) turns: u64,
+    /// When the last turn was sent.
+    pub(super) last_turn: tokio::time::Instant,
     pub(super) publish_log: RateLimited,
     pub(super) positions_total: metrics::Counter,
     /// Positions older than the last one applied for their device, not applied.
@@ -140,11 +142,14 @@ impl Shell {
 
     /// Ends a turn of the loop: its collision changes go to the writer together with the
     /// stored batches it evaluated (their events are stored by now), so that the store never
-    /// holds part of a turn. Returns the turn's number, which the writer counts once written.
+    /// holds part of a turn. An idle evaluator still ends a turn every [`MARK_EVERY`], so that
+    /// its time mark stays recent. Returns the turn's number, which the writer counts once
+    /// written.
     pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>) -> u64 {
-        if self.changes.is_empty() && batches.is_empty() {
+        if self.changes.is_empty() && batches.is_empty() && self.last_turn.elapsed() < MARK_EVERY {
             return self.turns;
         }
+        self.last_turn = tokio::time::Instant::now();
         let turn = collisions::Turn { changes: std::mem::take(&mut self.changes), batches, at: Utc::now() };
         if self.collisions.send(turn).is_ok() {
             self.turns += 1;
@@ -213,6 +218,9 @@ impl Shell {
         }
     }
 }
+
+/// How often an idle evaluator renews its time mark in the store.
+const MARK_EVERY: Duration = Duration::from_secs(10);
 
 /// Tries to store a batch of events: with doubling delays from 50 ms, about 3 s in all.
 pub(super) const STORE_TRIES: u32 = 6;
