@@ -31,7 +31,7 @@ fn mac(device: usize) -> String {
 /// the origin when `k` is even, 5 m away when it is odd.
 fn payload(devices: usize, k: usize, t0: DateTime<Utc>) -> bytes::Bytes {
     let t = at(t0 + chrono::Duration::milliseconds(k as i64));
-    let x = if k % 2 == 0 { 0.0 } else { 5.0 };
+    let x = if k.is_multiple_of(2) { 0.0 } else { 5.0 };
     let body: Vec<Value> =
         (0..devices).map(|d| json!({"MAC": mac(d), "Position": [x, 0.0, 0.0], "Timestamp": t})).collect();
     serde_json::to_vec(&body).unwrap().into()
@@ -127,7 +127,7 @@ async fn payloads_are_applied_in_the_order_they_were_published_while_the_input_h
             let mut tick = tokio::time::interval(Duration::from_millis(5)); // sleep-ok: a replica's reports, not a wait
             for n in 0u64.. {
                 tick.tick().await;
-                replica.set(if n % 2 == 0 { 0 } else { 60_000 });
+                replica.set(if n.is_multiple_of(2) { 0 } else { 60_000 });
             }
         }
     });
@@ -158,7 +158,7 @@ async fn payloads_are_applied_in_the_order_they_were_published_while_the_input_h
     }
     let expected: Vec<(String, String)> = (0..payloads)
         .map(|k| {
-            let kind = if k % 2 == 0 { "ZONE_ENTER" } else { "ZONE_EXIT" };
+            let kind = if k.is_multiple_of(2) { "ZONE_ENTER" } else { "ZONE_EXIT" };
             (kind.to_owned(), at(t0 + chrono::Duration::milliseconds(k as i64)))
         })
         .collect();
