@@ -87,7 +87,8 @@ impl Publisher {
     }
 
     /// Returns once the pipeline is within its lag bound: the NATS and MQTT inputs wait here
-    /// before they take the next payload, so that their brokers hold what is not taken yet.
+    /// before they take the next payload (the MQTT broker holds what is not taken yet, the
+    /// NATS input's buffer what fits in it).
     pub async fn caught_up(&self, input: &'static str) {
         self.pressure.caught_up(input).await;
     }
