@@ -25,6 +25,7 @@ mod limits;
 mod local_cluster;
 mod metrics;
 mod mqtt;
+mod nats_input;
 mod openapi;
 mod order;
 mod position_stream;

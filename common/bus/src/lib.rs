@@ -70,6 +70,18 @@ impl Message {
 /// A live subscription; dropping it unsubscribes. It ends when the bus is drained or closed.
 pub type Subscription = Pin<Box<dyn futures::Stream<Item = Message> + Send>>;
 
+/// A subscription that takes what publishers outside zonecast send ([`Bus::input_subscribe`]).
+pub struct Input {
+    /// The messages, in the order the bus delivers them.
+    pub messages: Subscription,
+    /// Whether the bus drops messages its reader does not take in time (NATS: the client's
+    /// queue for the subscription is full) instead of making the publishers wait (in-process).
+    pub lossy: bool,
+    /// Messages the bus dropped so far because its queue for the subscription was full, as
+    /// the NATS client reports them (always 0 in-process).
+    pub dropped: Arc<std::sync::atomic::AtomicU64>,
+}
+
 /// Publish/subscribe with NATS semantics, implemented over NATS and in-process.
 #[async_trait::async_trait]
 pub trait Bus: Send + Sync + 'static {
@@ -114,6 +126,17 @@ pub trait Bus: Send + Sync + 'static {
     /// Subscribes as a member of queue group `group`: each matching message goes to exactly one
     /// member of each group.
     async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError>;
+
+    /// Subscribes an input (publishers outside zonecast send to `subject`) as a member of queue
+    /// group `group`. Over NATS it has a connection of its own, so that a flood on it neither
+    /// delays the process's other traffic nor mixes its drops with theirs: when its reader falls
+    /// behind the client's queue of the subscription (65,536 messages), the client drops
+    /// messages, counts them in [`Input::dropped`] and in `zonecast_bus_slow_consumer_total`.
+    /// In-process, the same as [`Bus::queue_subscribe`]: publishers wait for room.
+    async fn input_subscribe(&self, subject: &str, group: &str) -> Result<Input, BusError> {
+        let messages = self.queue_subscribe(subject, group).await?;
+        Ok(Input { messages, lossy: false, dropped: Arc::default() })
+    }
 
     /// Returns once every message published before the call has reached the server (NATS,
     /// confirmed by a round trip) or the subscribers' queues (in-process).

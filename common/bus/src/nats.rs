@@ -2,7 +2,7 @@
 //! in-process bus and a flush that is confirmed by the server.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::client::PublishErrorKind;
@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::pattern::{validate_pattern, validate_queue_group, validate_subject};
-use crate::{Bus, BusError, Message, Subscription};
+use crate::{Bus, BusError, Input, Message, Subscription};
 
 /// How long the first connection attempt may take before start-up fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -29,7 +29,54 @@ pub struct NatsBus {
     client: async_nats::Client,
     /// The server URL without credentials, for logs and errors.
     url: String,
+    /// What opens the connections of inputs ([`Bus::input_subscribe`]).
+    opener: Opener,
     drained: Arc<AtomicBool>,
+}
+
+/// The URL (credentials included) and client name a connection is opened with.
+#[derive(Clone)]
+struct Opener {
+    url: Arc<str>,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opener").field("url", &redact_url(&self.url)).field("name", &self.name).finish()
+    }
+}
+
+impl Opener {
+    /// Opens a connection on which each message the client drops for a full subscription queue
+    /// counts in `zonecast_bus_slow_consumer_total` and in `dropped`.
+    async fn open(&self, name: &str, dropped: Arc<AtomicU64>) -> Result<async_nats::Client, BusError> {
+        let url = &*self.url;
+        async_nats::ConnectOptions::new()
+            .name(name)
+            .connection_timeout(CONNECT_TIMEOUT)
+            .event_callback(move |event| {
+                let dropped = dropped.clone();
+                async move {
+                    // The client drops a message for a subscription whose queue is full and
+                    // reports each drop: counted, as the loss it is.
+                    match event {
+                        async_nats::Event::SlowConsumer(_) => {
+                            metrics::counter!("zonecast_bus_slow_consumer_total").increment(1);
+                            dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // The client's own line for each event is held back below warnings
+                        // (the default filter), so that a flood of drops does not flood the log.
+                        async_nats::Event::Connected => tracing::info!("NATS connection (re)established"),
+                        async_nats::Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
+                        other => tracing::info!(event = %other, "NATS client event"),
+                    }
+                }
+            })
+            .connect(url)
+            .await
+            .map_err(|err| BusError::Connect { url: redact_url(url), reason: scrub_credentials(&err.to_string(), url) })
+    }
 }
 
 impl NatsBus {
@@ -40,26 +87,12 @@ impl NatsBus {
     /// cannot be reached within a few seconds.
     pub async fn connect(url: &str, client_name: &str) -> Result<Self, BusError> {
         let redacted = redact_url(url);
-        let client = async_nats::ConnectOptions::new()
-            .name(client_name)
-            .connection_timeout(CONNECT_TIMEOUT)
-            .event_callback(|event| async move {
-                // The client drops a message for a subscription whose queue is full and
-                // reports each drop it can: counted, as the loss it is.
-                if let async_nats::Event::SlowConsumer(_) = event {
-                    metrics::counter!("zonecast_bus_slow_consumer_total").increment(1);
-                }
-            })
-            .connect(url)
-            .await
-            .map_err(|err| BusError::Connect {
-                url: redacted.clone(),
-                reason: scrub_credentials(&err.to_string(), url),
-            })?;
+        let opener = Opener { url: url.into(), name: client_name.into() };
+        let client = opener.open(client_name, Arc::default()).await?;
         tracing::info!(url = %redacted, client = client_name, "connected to NATS");
         // At 0 from the connection on, so that an alert on its increase can fire.
         metrics::counter!("zonecast_bus_slow_consumer_total").increment(0);
-        Ok(Self { client, url: redacted, drained: Arc::new(AtomicBool::new(false)) })
+        Ok(Self { client, url: redacted, opener, drained: Arc::new(AtomicBool::new(false)) })
     }
 
     /// The server URL this bus connected to, without credentials.
@@ -81,10 +114,15 @@ impl NatsBus {
     /// subscription of this connection has been processed, and that messages it routed back to
     /// this connection's subscriptions have already been received.
     async fn round_trip(&self) -> Result<(), BusError> {
-        let inbox = self.client.new_inbox();
-        let mut probe = self.client.subscribe(inbox.clone()).await.map_err(|err| BusError::Flush(err.to_string()))?;
-        self.client.publish(inbox, Bytes::new()).await.map_err(publish_error)?;
-        self.client.flush().await.map_err(|err| BusError::Flush(err.to_string()))?;
+        self.round_trip_on(&self.client).await
+    }
+
+    /// [`NatsBus::round_trip`] on `client`'s connection.
+    async fn round_trip_on(&self, client: &async_nats::Client) -> Result<(), BusError> {
+        let inbox = client.new_inbox();
+        let mut probe = client.subscribe(inbox.clone()).await.map_err(|err| BusError::Flush(err.to_string()))?;
+        client.publish(inbox, Bytes::new()).await.map_err(publish_error)?;
+        client.flush().await.map_err(|err| BusError::Flush(err.to_string()))?;
         match tokio::time::timeout(FLUSH_TIMEOUT, probe.next()).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(BusError::Closed),
@@ -128,6 +166,25 @@ impl Bus for NatsBus {
 
     async fn queue_subscribe(&self, subject: &str, group: &str) -> Result<Subscription, BusError> {
         self.add(subject, Some(group)).await
+    }
+
+    async fn input_subscribe(&self, subject: &str, group: &str) -> Result<Input, BusError> {
+        validate_pattern(subject)?;
+        validate_queue_group(group)?;
+        self.ensure_open()?;
+        let dropped = Arc::new(AtomicU64::new(0));
+        let client = self.opener.open(&format!("{}-input", self.opener.name), dropped.clone()).await?;
+        let subscriber = client
+            .queue_subscribe(subject.to_owned(), group.to_owned())
+            .await
+            .map_err(|err| BusError::Subscribe(err.to_string()))?;
+        self.round_trip_on(&client).await?;
+        // The connection lives as long as the subscription.
+        let messages = subscriber.map(move |message| {
+            let _connection = &client;
+            Message { subject: message.subject.to_string(), payload: message.payload, decoded: None }
+        });
+        Ok(Input { messages: Box::pin(messages), lossy: true, dropped })
     }
 
     async fn flush(&self) -> Result<(), BusError> {

@@ -189,6 +189,28 @@ async fn messages_from_one_publisher_arrive_in_order(bus: Arc<dyn Bus>) {
     }
 }
 
+/// An input subscription shares its subject with the queue group's other members, gets one
+/// publisher's messages in order, and has dropped none when its reader keeps up; only NATS
+/// may drop (the in-process bus makes publishers wait instead).
+async fn an_input_subscription_takes_its_share_in_order(bus: Arc<dyn Bus>) {
+    const N: usize = 1_000;
+    let s = fresh_subjects();
+    let mut input = bus.input_subscribe(&s.ingest(), INGESTORS).await.expect("input subscribe");
+    assert_eq!(input.lossy, bus.kind() == "nats");
+    let mut other_group = bus.queue_subscribe(&s.ingest(), FORWARDERS).await.expect("queue subscribe");
+    for i in 0..N {
+        publish(&bus, s.ingest(), &i.to_string()).await;
+    }
+    for i in 0..N {
+        assert_eq!(next(&mut input.messages).await.payload, text(&i.to_string()));
+        assert_eq!(next(&mut other_group).await.payload, text(&i.to_string()));
+    }
+    assert_nothing_more(&bus, &mut input.messages).await;
+    assert_eq!(input.dropped.load(Ordering::Relaxed), 0);
+    let invalid = bus.input_subscribe(&format!("{}..x", s.prefix()), INGESTORS).await.map(|_| ());
+    assert!(matches!(invalid, Err(BusError::InvalidSubject(_))), "{invalid:?}");
+}
+
 async fn invalid_subjects_are_rejected(bus: Arc<dyn Bus>) {
     let s = fresh_subjects();
     let bad_subjects = [
@@ -335,6 +357,7 @@ contract!(
     a_queue_group_delivers_each_message_to_exactly_one_member,
     each_queue_group_gets_its_own_copy,
     messages_from_one_publisher_arrive_in_order,
+    an_input_subscription_takes_its_share_in_order,
     invalid_subjects_are_rejected,
     dropping_a_subscription_unsubscribes,
     ten_thousand_messages_arrive_without_loss,

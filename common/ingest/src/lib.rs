@@ -9,7 +9,7 @@ mod rejection;
 
 pub use normalize::{Element, normalize, normalize_bytes};
 pub use pressure::{Behind, Pressure};
-pub use publish::{AcceptError, PublishError, Publisher};
+pub use publish::{AcceptError, PublishError, Publisher, Taken};
 pub use rejection::{Malformed, Problem, Rejection};
 pub use zonecast_model::PositionUpdate;
 

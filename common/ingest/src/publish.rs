@@ -87,7 +87,8 @@ impl Publisher {
     }
 
     /// Returns once the pipeline is within its lag bound: the NATS and MQTT inputs wait here
-    /// before they take the next payload, so that their brokers hold what is not taken yet.
+    /// before they take the next payload (the MQTT broker holds what is not taken yet, the
+    /// NATS input's buffer what fits in it).
     pub async fn caught_up(&self, input: &'static str) {
         self.pressure.caught_up(input).await;
     }
@@ -130,6 +131,14 @@ impl Publisher {
 
     /// Normalises, publishes and counts.
     async fn take(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
+        self.hand_over(payload, input).await?.stored().await
+    }
+
+    /// Normalises `payload` received now on `input` and hands its valid positions on to be
+    /// stored, returning once they are on their way: the positions of payloads handed over one
+    /// after the other are stored in that order. [`Taken::stored`] waits for their store and
+    /// counts the outcome. Sequential inputs (NATS) take their next payload meanwhile.
+    pub async fn hand_over(&self, payload: &[u8], input: &'static str) -> Result<Taken, AcceptError> {
         let now = Utc::now();
         let results = match crate::normalize_bytes(payload, now) {
             Ok(r) => r,
@@ -146,16 +155,20 @@ impl Publisher {
                 Err(reason) => outcome.rejected.push((element.index, reason)),
             }
         }
-        outcome.accepted = self.publish(valid, now).await?;
-        metrics::counter!("zonecast_ingest_accepted_total", "input" => input).increment(outcome.accepted as u64);
-        metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(outcome.rejected.len() as u64);
-        Ok(outcome)
+        let on_the_way = self.send(valid, now).await?;
+        Ok(Taken { outcome, on_the_way, input })
     }
 
     /// Publishes `updates`, produced at `now`, returning how many once they are stored (over
     /// NATS) or handed to the bus (in one process). Refuses everything when the bus is not
     /// connected; over NATS an error may leave some of them stored.
     pub async fn publish(&self, updates: Vec<PositionUpdate>, now: DateTime<Utc>) -> Result<usize, PublishError> {
+        self.send(updates, now).await?.stored().await
+    }
+
+    /// [`Publisher::publish`] up to handing the batches on: over NATS the batches are queued
+    /// to be stored, after those of earlier calls, and [`OnTheWay::stored`] waits for them.
+    async fn send(&self, updates: Vec<PositionUpdate>, now: DateTime<Utc>) -> Result<OnTheWay, PublishError> {
         if !self.ready() {
             return Err(PublishError::Disconnected);
         }
@@ -209,18 +222,54 @@ impl Publisher {
                 self.bus.publish(subject, batch.encode()).await?;
             }
         }
+        let mut stored = None;
         if let Some((streams, coalescer)) = &self.streams {
             let batches: Vec<(u32, BytesMut)> =
                 batches.into_iter().enumerate().filter_map(|(p, b)| Some((p as u32, b?))).collect();
             if !batches.is_empty() {
                 let sender = coalescer.get_or_init(|| spawn_coalescer(streams.clone()));
-                let (done, stored) = oneshot::channel();
+                let (done, confirmed) = oneshot::channel();
                 let bytes = batches.iter().map(|(_, b)| b.len()).sum();
                 sender.send(Pending { batches, bytes, done }).await.map_err(|_| PublishError::Disconnected)?;
-                stored.await.map_err(|_| PublishError::Disconnected)?.map_err(BusError::Journal)?;
+                stored = Some(confirmed);
             }
         }
-        Ok(count)
+        Ok(OnTheWay { count, stored })
+    }
+}
+
+/// Positions handed on to be stored ([`Publisher::hand_over`]).
+#[must_use = "the positions count as taken once stored"]
+pub struct Taken {
+    outcome: crate::Outcome,
+    on_the_way: OnTheWay,
+    input: &'static str,
+}
+
+impl Taken {
+    /// Waits until the positions are stored (over NATS; in one process they already reached the
+    /// bus), counts them and the rejected elements, and tells what became of the payload.
+    pub async fn stored(self) -> Result<crate::Outcome, AcceptError> {
+        let Self { mut outcome, on_the_way, input } = self;
+        outcome.accepted = on_the_way.stored().await?;
+        metrics::counter!("zonecast_ingest_accepted_total", "input" => input).increment(outcome.accepted as u64);
+        metrics::counter!("zonecast_ingest_rejected_total", "input" => input).increment(outcome.rejected.len() as u64);
+        Ok(outcome)
+    }
+}
+
+/// Positions on their way to their streams: how many, and what confirms their store.
+struct OnTheWay {
+    count: usize,
+    stored: Option<oneshot::Receiver<Result<(), String>>>,
+}
+
+impl OnTheWay {
+    async fn stored(self) -> Result<usize, PublishError> {
+        if let Some(stored) = self.stored {
+            stored.await.map_err(|_| PublishError::Disconnected)?.map_err(BusError::Journal)?;
+        }
+        Ok(self.count)
     }
 }
 

@@ -2,6 +2,7 @@
 //! RTLS broker over MQTT and from `POST /v3/positions`, all through one normalisation path
 //! ([`zonecast_ingest`]), published on `<prefix>.positions.<P>.<MAC>`.
 
+mod buffer;
 mod http;
 mod mqtt;
 mod nats;
@@ -68,6 +69,8 @@ pub struct Deps {
     pub http: Option<HttpInput>,
     /// The MQTT input, when configured.
     pub mqtt: Option<MqttInput>,
+    /// Bytes of payloads the NATS input holds while it is behind its publishers.
+    pub nats_buffer_bytes: usize,
 }
 
 impl Deps {
@@ -94,7 +97,7 @@ impl Deps {
         };
         let mqtt =
             config.mqtt.as_ref().map(MqttInput::from_config).transpose().map_err(|e| StartError::new("config", e))?;
-        Ok(Self { bus, subjects, publisher, http, mqtt })
+        Ok(Self { bus, subjects, publisher, http, mqtt, nats_buffer_bytes: config.bus.ingest_buffer_bytes })
     }
 }
 
@@ -115,6 +118,9 @@ pub fn register_inputs(inputs: &[&'static str]) {
         }
         if input != "http" && input != "demo" {
             register_series("zonecast_ingest_holds_total", &label);
+        }
+        if input == "nats" {
+            register_series("zonecast_ingest_dropped_total", &label);
         }
     }
 }
@@ -141,7 +147,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         tasks.push(task);
     }
     tasks.push(
-        nats::start(deps.bus.clone(), &deps.subjects, deps.publisher.clone(), shutdown.clone())
+        nats::start(deps.bus.clone(), &deps.subjects, deps.publisher.clone(), deps.nats_buffer_bytes, shutdown.clone())
             .await
             .map_err(|e| StartError::new("bus", e))?,
     );

@@ -24,6 +24,7 @@
 #   STREAMS=100 MODE=all-in-one services/loadgen/scripts/pipeline.sh 0 20 http  # with 100 live
 #     streams open on the API (50 event streams, 50 position streams), read as fast as they come;
 #     STREAM_KIND=events or positions opens only one kind
+#   RUST_LOG=info ...  # the services' log filter (warn by default)
 #   MQTT=1 MODE=all-in-one SENDERS=8 services/loadgen/scripts/pipeline.sh 0 30 http  # overload: every
 #     zone event to MQTT and measured there; the HTTP input pushes back, the sent rate is the
 #     sustainable one, and each process's peak memory is reported
@@ -45,7 +46,7 @@ printf 'listener %s 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n' "$m
 chmod 755 "$work"; chmod 644 "$work/mosquitto.conf"
 mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" & pids+=($!)
 export ZONECAST_SECRET_KEY=$(head -c 32 /dev/urandom | base64) ZONECAST_API_KEYS="$key:admin" \
-  ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=warn
+  ZONECAST_SUBJECT_PREFIX=$prefix RUST_LOG=${RUST_LOG:-warn}
 # The run's JetStream streams stay small on the shared server, and are removed at the end.
 export ZONECAST_EVENT_RETENTION_SECS=${ZONECAST_EVENT_RETENTION_SECS:-600} \
   ZONECAST_EVENT_RETENTION_BYTES=${ZONECAST_EVENT_RETENTION_BYTES:-268435456}
@@ -105,5 +106,7 @@ fi
 if [ "${MODE:-distributed}" = all-in-one ]; then
   curl -fs -H "X-API-Key: $key" "$api/metrics" | grep -E '^zonecast_(evaluator_positions|ingest_accepted|ingest_refused|forwarder_forwarded|forwarder_dropped)_total' || true
 else
-  for p in 18182 18183; do curl -fs http://127.0.0.1:$p/metrics | grep -E '^zonecast_evaluator_positions_total' | sed "s/^/evaluator :$p /"; done
+  for p in 18182 18183; do curl -fs http://127.0.0.1:$p/metrics | grep -E '^zonecast_evaluator_positions(_out_of_order)?_total' | sed "s/^/evaluator :$p /"; done
+  curl -fs http://127.0.0.1:18181/metrics | grep -E '^zonecast_(ingest_(accepted|dropped|holds)_total\{input="nats"\}|bus_slow_consumer_total)' | sed "s/^/ingestor /" || true
+  echo "ingestor log: $(wc -l < "$work/ingestor.log") lines"
 fi

@@ -25,6 +25,9 @@ pub struct BusConfig {
     /// `ZONECAST_POSITION_SUBJECTS`: what the position streams keep, and whether positions are
     /// published one per subject too.
     pub positions: zonecast_bus::PositionSettings,
+    /// `ZONECAST_INGEST_NATS_BUFFER_BYTES`: bytes of payloads the ingestor's NATS input holds
+    /// while it is behind its publishers; past them it drops payloads, counted.
+    pub ingest_buffer_bytes: usize,
 }
 
 impl Default for BusConfig {
@@ -35,9 +38,13 @@ impl Default for BusConfig {
             partitions: 16,
             journal: zonecast_bus::JournalSettings::default(),
             positions: zonecast_bus::PositionSettings::default(),
+            ingest_buffer_bytes: DEFAULT_INGEST_BUFFER_BYTES,
         }
     }
 }
+
+/// The default of `ZONECAST_INGEST_NATS_BUFFER_BYTES`: 64 MiB.
+pub const DEFAULT_INGEST_BUFFER_BYTES: usize = 64 << 20;
 
 /// The store: PostgreSQL when a URL is set (required by the distributed API, evaluator and
 /// forwarder), the all-in-one's SQLite file otherwise.

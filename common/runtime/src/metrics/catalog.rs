@@ -152,6 +152,8 @@ pub static CATALOG: &[Metric] = &[
         "payloads not published because the bus was down").loss(),
     m("zonecast_ingest_refused_total", Counter, &[Ingestor], INPUT,
         "payloads refused with 503 because the pipeline was further behind than ZONECAST_INGEST_MAX_LAG_MS, or (all-in-one) too many positions waited in its queues").loss(),
+    m("zonecast_ingest_dropped_total", Counter, &[Ingestor], "`input` (`nats`)",
+        "payloads on the NATS ingest subject dropped unread because the input was behind its publishers: its buffer (ZONECAST_INGEST_NATS_BUFFER_BYTES) was full, or before it the NATS client's queue for the subscription (65,536 messages); core NATS cannot slow a publisher down").loss(),
     m("zonecast_ingest_holds_total", Counter, &[Ingestor], "`input` (`nats`, `mqtt` when configured)",
         "times an input waited for the pipeline to catch up before taking its next payload"),
     m("zonecast_ingest_mqtt_connected", Gauge, &[Ingestor], "", "MQTT position input connected (1) or not (0)")
@@ -161,7 +163,7 @@ pub static CATALOG: &[Metric] = &[
         "this replica's lag as it reports it on <prefix>.pipeline.lag, each evaluator with the partitions it owns")
         .unit(Unit::Seconds),
     m("zonecast_bus_slow_consumer_total", Counter, &[Nats], "",
-        "messages dropped for this process's NATS subscriptions because their queue (65,536 messages) was full: an input that could not keep up (under a flood the client may miss some drops; the NATS server's slow_consumers counts them too)").loss(),
+        "messages the NATS client dropped for this process's subscriptions because their queue (65,536 messages) was full (for the ingest subject also in zonecast_ingest_dropped_total; the NATS server counts what it drops itself in its slow_consumers)").loss(),
     m("zonecast_evaluator_positions_total", Counter, &[Evaluator], "", "positions evaluated"),
     m("zonecast_evaluator_lag_seconds", Histogram, &[Evaluator], "",
         "position timestamp to evaluation, the pipeline's lag: one observation per batch of positions taken from the bus together (up to 256), their largest")

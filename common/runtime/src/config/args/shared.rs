@@ -60,6 +60,10 @@ pub struct BusArgs {
     /// back: HTTP answers 503 with Retry-After, the NATS and MQTT inputs wait (0-60000; 0: never).
     #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "500")]
     pub(super) ingest_max_lag_ms: String,
+    /// Bytes of payloads the ingestor's NATS input holds while it is behind its publishers
+    /// (65536-68719476736); past them it drops payloads, counted in zonecast_ingest_dropped_total.
+    #[arg(long, env = "ZONECAST_INGEST_NATS_BUFFER_BYTES", value_name = "BYTES", default_value = "67108864")]
+    pub(super) ingest_nats_buffer_bytes: String,
 }
 
 impl BusArgs {
@@ -97,6 +101,7 @@ impl BusArgs {
                 )),
                 per_position_subjects: c.flag("position_subjects", &self.position_subjects),
             },
+            ingest_buffer_bytes: c.within("ingest_nats_buffer_bytes", &self.ingest_nats_buffer_bytes, 1 << 16, 1 << 36),
         }
     }
 }
