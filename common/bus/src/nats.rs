@@ -40,8 +40,13 @@ impl NatsBus {
     /// cannot be reached within a few seconds.
     pub async fn connect(url: &str, client_name: &str) -> Result<Self, BusError> {
         let redacted = redact_url(url);
+        // Used when the URL (`tls://`) or the server asks for TLS: the operating system's roots,
+        // as async-nats would trust, on zonecast's crypto provider.
+        let tls = zonecast_tls::native_roots_config()
+            .map_err(|e| BusError::Connect { url: redacted.clone(), reason: format!("TLS configuration: {e}") })?;
         let client = async_nats::ConnectOptions::new()
             .name(client_name)
+            .tls_client_config(tls)
             .connection_timeout(CONNECT_TIMEOUT)
             .event_callback(|event| async move {
                 // The client drops a message for a subscription whose queue is full and
