@@ -137,7 +137,7 @@ impl Browser {
         let driver = command
             .spawn()
             .unwrap_or_else(|e| panic!("{CHROMEDRIVER} does not start ({e}); install it with: {INSTALL}"));
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+        let http = zonecast_tls::http_client().unwrap().timeout(Duration::from_secs(60)).build().unwrap();
         let base = format!("http://127.0.0.1:{port}");
         let mut browser =
             Self { driver, http, session: String::new(), screenshots: screenshot_dir(), errors: Mutex::default() };

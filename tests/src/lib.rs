@@ -238,7 +238,11 @@ where
 /// request sent on a connection the server is closing at that very moment fails as an
 /// incomplete message.
 pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5)).build().expect("an HTTP client")
+    zonecast_tls::http_client()
+        .expect("a TLS configuration")
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build()
+        .expect("an HTTP client")
 }
 
 /// The next message of `sub` as JSON, or a panic after `timeout`.

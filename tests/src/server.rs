@@ -63,8 +63,6 @@ impl Server {
 
     /// Starts zonecast in `mode` with `config` (its store and bus URLs are set here).
     pub async fn start_with(mode: Mode, mut config: Config, data_dir: tempfile::TempDir) -> Self {
-        // What every binary's start-up does first; the services' `start` functions rely on it.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         // The metrics recorder before any service registers a counter, as every binary's
         // start-up installs it: counters registered before it would count nothing.
         zonecast_runtime::metrics::handle();

@@ -173,7 +173,6 @@ async fn exactly_once_mqtt(sub: &mut Subscriber, topic: &str, kind: &str, n: usi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_survives_restarts() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut nats = NatsServer::start().await;
     let database = fresh_database().await;
     let broker = Broker::plain().await;

@@ -267,7 +267,6 @@ fn checks(deployment: &Value, container: &Value) -> Vec<Check> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_service_it_belongs_to() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let objects = k8s_objects();
     let database = zonecast_tests::fresh_database().await;
     let http = zonecast_tests::http_client();

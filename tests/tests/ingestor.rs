@@ -348,8 +348,6 @@ async fn per_position_subjects_are_published_only_when_asked_for(mode: Mode) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after() {
-    // As every binary's start-up does, before the service or a client builds TLS configurations.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path()).ingestor();
@@ -398,7 +396,6 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
 /// comes: the first positions wait for their store only, not for the streams to be made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ingestor_makes_every_partition_stream_at_start() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path()).ingestor();

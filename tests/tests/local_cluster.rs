@@ -45,7 +45,6 @@ impl Drop for Script {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_distributed_script_creates_its_database_starts_every_service_and_forwards_an_entry_to_mqtt() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (role, database) = (format!("zc_test_role_{id}"), format!("zc_test_{id}"));
     let url = format!("postgres://{role}:pw-{id}@127.0.0.1:5432/{database}");

@@ -230,7 +230,6 @@ async fn the_all_in_one_serves_every_metric_and_counts_every_device_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_distributed_service_serves_its_metrics_and_the_evaluators_add_up_to_the_devices() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let broker = Broker::plain().await;

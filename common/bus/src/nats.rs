@@ -52,8 +52,13 @@ impl Opener {
     /// counts in `zonecast_bus_slow_consumer_total` and in `dropped`.
     async fn open(&self, name: &str, dropped: Arc<AtomicU64>) -> Result<async_nats::Client, BusError> {
         let url = &*self.url;
+        // Used when the URL (`tls://`) or the server asks for TLS: the operating system's roots,
+        // as async-nats would trust, on zonecast's crypto provider.
+        let tls = zonecast_tls::native_roots_config()
+            .map_err(|e| BusError::Connect { url: redact_url(url), reason: format!("TLS configuration: {e}") })?;
         async_nats::ConnectOptions::new()
             .name(name)
+            .tls_client_config(tls)
             .connection_timeout(CONNECT_TIMEOUT)
             .event_callback(move |event| {
                 let dropped = dropped.clone();

@@ -1,5 +1,5 @@
-//! Start-up shared by every binary: one crypto provider, configuration, tracing, metrics,
-//! signals, and the one error a service's start can end in.
+//! Start-up shared by every binary: configuration, tracing, metrics, signals, and the one
+//! error a service's start can end in.
 
 use std::fmt::Display;
 
@@ -24,15 +24,12 @@ impl StartError {
     }
 }
 
-/// Every binary's first steps: install ring as the process's only rustls crypto provider (the
-/// one place outside tests that does), load the binary's configuration from its command line,
-/// its environment and its file (printing `--help` or `--version` and exiting when asked),
+/// Every binary's first steps: load the binary's configuration from its command line, its
+/// environment and its file (printing `--help` or `--version` and exiting when asked),
 /// start tracing, install the metrics recorder (so that nothing counted before the first
 /// scrape is lost) with `zonecast_build_info` naming the binary, and cancel the returned token
 /// on SIGINT/SIGTERM. Must run inside the tokio runtime.
 pub fn boot<C: Load>() -> Result<(C, Shutdown), ConfigError> {
-    // Ignored when a provider is installed already (the same one).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let loaded = match C::from_process() {
         Ok(loaded) => loaded,
         Err(ConfigError::Help(text)) => {

@@ -2,8 +2,14 @@
 //! PKCS#12 client bundle (OpenSSL 3 default or `-legacy` encryption) as a certificate chain
 //! and private key that rustls (ring provider) can use. The API validates uploads with it;
 //! the forwarder builds its client configurations with it.
+//!
+//! Every TLS configuration zonecast builds (MQTT, HTTP and NATS clients) names its crypto
+//! provider, [`provider`]: the binaries and tests install no process-wide default.
 
 mod bundle;
+mod provider;
+
+pub use provider::{client_builder, http_client, https_config, native_roots_config, provider};
 
 use std::sync::Arc;
 
@@ -101,8 +107,7 @@ pub fn client_config(identity: TlsIdentity) -> Result<Arc<rustls::ClientConfig>,
     let key = rustls::crypto::ring::sign::any_supported_type(&identity.key)
         .map_err(|_| err("client", format!("private key type is not supported ({})", bundle::SUPPORTED)))?;
     let certified = CertifiedKey::new(identity.chain, key);
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
+    let config = client_builder()
         .map_err(|e| err("client", e.to_string()))?
         .with_root_certificates(identity.roots)
         .with_client_cert_resolver(Arc::new(ProfileCertificate(Arc::new(certified))));

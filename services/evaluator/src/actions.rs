@@ -208,13 +208,15 @@ impl Delivery {
     /// A delivery with `keys` (the API's) and `backoff`. Redirects are not followed: a signed
     /// request goes to the URI its action names, or nowhere.
     pub fn new(keys: Arc<Keys>, backoff: Backoff) -> Self {
-        let client =
-            reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build().map_err(
-                |e| {
-                    tracing::error!(error = %e, "http-request actions disabled: cannot build HTTP client");
-                    format!("no HTTP client: {e}")
-                },
-            );
+        let client = zonecast_tls::http_client()
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                b.timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())
+            })
+            .map_err(|e| {
+                tracing::error!(error = %e, "http-request actions disabled: cannot build HTTP client");
+                format!("no HTTP client: {e}")
+            });
         Self { client, keys, backoff, workers: Semaphore::new(WORKERS), rng: SystemRandom::new() }
     }
 

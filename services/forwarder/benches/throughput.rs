@@ -224,7 +224,6 @@ fn routing_cost(connections: &[Connection]) -> Duration {
 }
 
 fn main() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let port = free_port();
     let Some(broker) = start_mosquitto(port) else {
         eprintln!("throughput bench skipped: the mosquitto binary is not installed");

@@ -21,9 +21,8 @@ use crate::status::Reporter as StatusReporter;
 
 /// Starts the forwarder: loads the connections, starts their clients, subscribes, and forwards
 /// until `shutdown`. The task ends once the clients have delivered what they could within
-/// `settings.drain` and the last status rows are written. The MQTT clients build rustls
-/// configurations: ring must be the process's crypto provider (the binary's start-up installs
-/// it; tests install it themselves).
+/// `settings.drain` and the last status rows are written. The MQTT clients' TLS configurations
+/// name their crypto provider (`zonecast_tls::client_config`): no process-wide default is needed.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());

@@ -62,12 +62,10 @@ impl MqttInput {
             let path = config.ca.as_ref().ok_or_else(|| MqttInputError::Ca("is required for mqtts://".into()))?;
             let pem = std::fs::read(path).map_err(|e| MqttInputError::Ca(format!("{}: {e}", path.display())))?;
             let roots = zonecast_tls::parse_ca(&pem).map_err(|e| MqttInputError::Ca(e.to_string()))?;
-            let client =
-                rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| MqttInputError::Ca(e.to_string()))?
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
+            let client = zonecast_tls::client_builder()
+                .map_err(|e| MqttInputError::Ca(e.to_string()))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
             Some(Arc::new(client))
         } else {
             None

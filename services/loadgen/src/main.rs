@@ -148,12 +148,11 @@ async fn evaluated(http: &reqwest::Client, urls: &[String], key: &str) -> anyhow
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let subjects = Subjects::new(args.prefix.clone());
     // The services close a connection idle for 10 s: pooled ones go before, so that a request
     // (the evaluation count read after a 10 s run) never lands on one being closed.
-    let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5)).build()?;
+    let http = zonecast_tls::http_client()?.pool_idle_timeout(Duration::from_secs(5)).build()?;
     let mut site = Site::new(args.site, args.devices, 42, args.circles);
     if args.zones > 0 {
         let created = site.create_zones(&http, &args.api, &args.key, args.zones).await?;
@@ -192,7 +191,9 @@ async fn main() -> anyhow::Result<()> {
     bus.flush().await?;
     let streams = match args.streams {
         0 => None,
-        n => Some(streams::open(&reqwest::Client::new(), &args.api, &args.key, n, args.stream_kind).await?),
+        n => Some(
+            streams::open(&zonecast_tls::http_client()?.build()?, &args.api, &args.key, n, args.stream_kind).await?,
+        ),
     };
 
     // One publisher for every sender, as one ingestor stores what all its inputs take;

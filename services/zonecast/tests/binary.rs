@@ -96,9 +96,8 @@ impl Zonecast {
         })
         .await
         .unwrap_or_else(|_| panic!("zonecast did not say where it listens within {TIMEOUT:?}"));
-        // reqwest is built with rustls but no provider (ECOSYSTEM: one provider, ring).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        Self { child, base: format!("http://{addr}"), stderr, stdout, readers, http: reqwest::Client::new() }
+        let http = zonecast_tls::http_client().unwrap().build().unwrap();
+        Self { child, base: format!("http://{addr}"), stderr, stdout, readers, http }
     }
 
     fn stderr(&self) -> String {

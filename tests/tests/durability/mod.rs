@@ -28,7 +28,6 @@ use site::{EVENTS, PARTITIONS, Site, WAIT, all_in_one, alternate, cell, devices,
 
 #[tokio::test]
 async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -60,7 +59,6 @@ async fn forwarders_killed_with_a_backlog_or_down_while_events_flow_lose_nothing
 
 #[tokio::test]
 async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_restart() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let data = tempfile::tempdir().unwrap();
     let (mut zonecast, api) = all_in_one(data.path()).await;
     let mut broker = Broker::plain().await;
@@ -84,7 +82,6 @@ async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_r
 
 #[tokio::test]
 async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_and_repeats_no_enter() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -116,7 +113,6 @@ async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_a
 /// goes on alternating, with no second exit, no second entry and no stay left open.
 #[tokio::test]
 async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collisions_stand() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -151,7 +147,6 @@ async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collis
 
 #[tokio::test]
 async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -173,7 +168,6 @@ async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
 
 #[tokio::test]
 async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_delivered_after_its_restart() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -195,7 +189,6 @@ async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_deliv
 
 #[tokio::test]
 async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_delivered_after_its_restart() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let data = tempfile::tempdir().unwrap();
     let (mut zonecast, api) = all_in_one(data.path()).await;
     let (url, status, mut hooks) = hook_receiver().await;
@@ -219,7 +212,6 @@ async fn http_actions_waiting_for_a_retry_when_the_all_in_one_is_killed_are_deli
 /// the evaluator is down. The newest positions are still evaluated.
 #[tokio::test]
 async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted_as_skipped() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let small = zonecast_bus::PositionSettings { max_bytes: 1 << 20, ..Default::default() };

@@ -25,8 +25,6 @@ pub(crate) struct Process {
 
 impl Process {
     pub(crate) async fn start(mode: Mode, args: &[&str], env: &[(&str, &str)]) -> Self {
-        // The HTTP client's TLS needs a provider, as in every binary.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let port = free_port();
         let data_dir = tempfile::tempdir().unwrap();
         let mut vars: Vec<(String, String)> = vec![

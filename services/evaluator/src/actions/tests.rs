@@ -164,6 +164,5 @@ fn a_request_is_stored_with_its_secret_sealed_under_the_id_of_its_event_and_acti
 }
 
 fn test_keys() -> Keys {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     Keys::from_secret(&zonecast_runtime::Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())).unwrap()
 }
