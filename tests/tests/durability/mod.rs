@@ -84,9 +84,7 @@ async fn the_all_in_one_killed_with_undelivered_events_delivers_them_after_its_r
 async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_and_repeats_no_enter() {
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
-    let mut site = Site::start(&nats, &database).await;
-    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
-    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    let (mut site, mut events) = Site::with_cell(&nats, &database).await;
     let macs = devices();
     // Each round moves every device across the zone's boundary: in on even rounds, out on odd.
     // The evaluator is killed while it works on round 2, misses rounds 3 to 7, and comes back
@@ -115,9 +113,7 @@ async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_a
 async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collisions_stand() {
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
-    let mut site = Site::start(&nats, &database).await;
-    site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
-    let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    let (mut site, mut events) = Site::with_cell(&nats, &database).await;
     let macs = devices();
     const ROUNDS: usize = 10;
     for round in 0..ROUNDS {

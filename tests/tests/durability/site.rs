@@ -117,6 +117,14 @@ impl Site {
         Self::start_with(nats, database, zonecast_bus::PositionSettings::default()).await
     }
 
+    /// A site with the cell, and the zone events as the test's bus connection sees them.
+    pub(crate) async fn with_cell(nats: &NatsServer, database: &str) -> (Self, Subscription) {
+        let site = Self::start(nats, database).await;
+        site.api.call(Method::POST, "/v3/modules/zones", Some(cell())).await;
+        let events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
+        (site, events)
+    }
+
     /// A site whose position streams keep `positions.max_bytes` over all partitions.
     pub(crate) async fn start_with(
         nats: &NatsServer,
