@@ -5,6 +5,7 @@
 
 pub mod applier;
 pub mod auth;
+pub mod backoff;
 pub mod config;
 pub mod cors;
 pub mod edge;

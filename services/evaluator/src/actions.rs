@@ -106,7 +106,7 @@ impl Outcome {
 
 /// When a request is tried again: exponential backoff with full jitter within a retry window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub struct RetryPolicy {
     /// The ceiling of the first wait.
     pub first: Duration,
     /// The largest ceiling; waits double up to it.
@@ -115,7 +115,7 @@ pub struct Backoff {
     pub retry_for: Duration,
 }
 
-impl Backoff {
+impl RetryPolicy {
     /// First wait up to 200 ms, doubling up to 60 s, tried again for `retry_for`.
     pub fn within(retry_for: Duration) -> Self {
         Self { first: Duration::from_millis(200), cap: Duration::from_secs(60), retry_for }
@@ -194,20 +194,20 @@ struct Prepared {
     body: Vec<u8>,
 }
 
-/// Sends requests: the HTTP client, the keys that unseal action secrets, the backoff, and the
+/// Sends requests: the HTTP client, the keys that unseal action secrets, the retry policy, and the
 /// workers every try takes one of.
 pub struct Delivery {
     client: Result<reqwest::Client, String>,
     keys: Arc<Keys>,
-    backoff: Backoff,
+    retries: RetryPolicy,
     workers: Semaphore,
     rng: SystemRandom,
 }
 
 impl Delivery {
-    /// A delivery with `keys` (the API's) and `backoff`. Redirects are not followed: a signed
+    /// A delivery with `keys` (the API's) and `retries`. Redirects are not followed: a signed
     /// request goes to the URI its action names, or nowhere.
-    pub fn new(keys: Arc<Keys>, backoff: Backoff) -> Self {
+    pub fn new(keys: Arc<Keys>, retries: RetryPolicy) -> Self {
         let client = zonecast_tls::http_client()
             .map_err(|e| e.to_string())
             .and_then(|b| {
@@ -217,7 +217,7 @@ impl Delivery {
                 tracing::error!(error = %e, "http-request actions disabled: cannot build HTTP client");
                 format!("no HTTP client: {e}")
             });
-        Self { client, keys, backoff, workers: Semaphore::new(WORKERS), rng: SystemRandom::new() }
+        Self { client, keys, retries, workers: Semaphore::new(WORKERS), rng: SystemRandom::new() }
     }
 
     /// Sends `request` until it is delivered, refused, its retry window (from the event's
@@ -234,7 +234,7 @@ impl Delivery {
             Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason),
         };
         let window = self
-            .backoff
+            .retries
             .retry_for
             .saturating_sub((chrono::Utc::now() - request.event.local_timestamp).to_std().unwrap_or(Duration::ZERO));
         let deadline = Instant::now() + window;
@@ -257,7 +257,7 @@ impl Delivery {
             if shutdown.is_cancelled() {
                 return Outcome::Interrupted;
             }
-            let wait = after.unwrap_or_else(|| self.backoff.delay(retry, self.unit())).min(left);
+            let wait = after.unwrap_or_else(|| self.retries.delay(retry, self.unit())).min(left);
             metrics::counter!("zonecast_evaluator_http_action_retries_total").increment(1);
             tokio::select! {
                 () = shutdown.cancelled() => return Outcome::Interrupted,

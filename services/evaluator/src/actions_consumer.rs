@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use zonecast_bus::Journal;
 use zonecast_bus::journal::{Ack, Delivery as Record, Kind};
 use zonecast_runtime::Shutdown;
+use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::actions::{self, Delivery, Outcome, Request};
@@ -80,7 +81,7 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
     let mut losses = Losses::default();
     let mut look = tokio::time::interval(LOSS_EVERY);
     look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut pause = Duration::from_millis(100);
+    let mut pause = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
     'open: loop {
         let opened = tokio::select! {
             biased;
@@ -89,7 +90,7 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
         };
         let mut records = match opened {
             Ok(records) => {
-                pause = Duration::from_millis(100);
+                pause.reset();
                 records
             }
             Err(e) => {
@@ -99,9 +100,8 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
                 tokio::select! {
                     biased;
                     () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep(pause) => {}
+                    () = tokio::time::sleep(pause.next_delay()) => {}
                 }
-                pause = (pause * 2).min(Duration::from_secs(10));
                 continue;
             }
         };
@@ -128,7 +128,7 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
                 tokio::select! {
                     biased;
                     () = shutdown.cancelled() => break 'open,
-                    () = tokio::time::sleep(pause) => continue 'open,
+                    () = tokio::time::sleep(pause.next_delay()) => continue 'open,
                 }
             };
             take(record, permit, &mut held, &mut running, &delivery, &shutdown, &log);

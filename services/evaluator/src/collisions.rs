@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac};
+use zonecast_runtime::backoff::Backoff;
 use zonecast_store::{CollisionMarks, CollisionWriter};
 
 /// One change of the current collisions.
@@ -118,7 +119,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
                     Err(_) => break,
                 }
             }
-            let mut backoff = Duration::from_millis(100);
+            let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
             loop {
                 let entered: Vec<Collision> = pending.changes.values().flatten().cloned().collect();
                 let exited: Vec<(Uuid, Mac)> =
@@ -136,8 +137,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
                     Err(e) => {
                         failures.increment(1);
                         tracing::warn!(error = %e, pending = pending.changes.len(), "collision batch not written; retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        tokio::time::sleep(backoff.next_delay()).await;
                         // Keep absorbing turns so the latest state wins when the store is back.
                         while let Ok(turn) = rx.try_recv() {
                             pending.take(turn);

@@ -25,6 +25,7 @@ use zonecast_bus::journal::Ack;
 use zonecast_bus::positions::{self, Batch};
 use zonecast_model::PositionFix;
 use zonecast_runtime::Shutdown;
+use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::CollisionMarks;
 
@@ -65,11 +66,11 @@ pub fn follow(
         let mut had = marks.partition(partition);
         tokio::spawn(async move {
             let mut log = RateLimited::new(Duration::from_secs(10));
-            let mut delay = Duration::from_millis(100);
+            let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
             while !shutdown.is_cancelled() {
                 match streams.follow(partition, IN_HAND, had).await {
                     Ok(mut batches) => {
-                        delay = Duration::from_millis(100);
+                        backoff.reset();
                         loop {
                             let batch = tokio::select! {
                                 () = shutdown.cancelled() => return,
@@ -90,9 +91,8 @@ pub fn follow(
                 }
                 tokio::select! {
                     () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(delay) => {}
+                    () = tokio::time::sleep(backoff.next_delay()) => {}
                 }
-                delay = (delay * 2).min(Duration::from_secs(2));
             }
         });
     }

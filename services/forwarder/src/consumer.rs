@@ -22,12 +22,12 @@ use zonecast_bus::journal::Delivery;
 use zonecast_bus::journal::Kind;
 use zonecast_runtime::ratelog::RateLimited;
 
-use crate::backoff::Backoff;
 use crate::endpoint::MAX_PAYLOAD;
 use crate::link::Shared;
 use crate::outbox::{Message, Receipt};
 use crate::router::{BadEvent, Envelope, Head, Route};
 use crate::task::Stoppable;
+use zonecast_runtime::backoff::Backoff;
 
 /// The journal consumer of the MQTT connection `id`; every replica uses the same one.
 pub fn consumer_name(id: Uuid) -> String {

@@ -11,7 +11,6 @@
 //! events (the rest wait in the journal), and writes its status to the store every second.
 //! Nothing waits on a broker but its own connection.
 
-mod backoff;
 mod consumer;
 mod endpoint;
 mod fleet;
@@ -30,12 +29,12 @@ use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{ForwarderConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
 
-pub use crate::backoff::Backoff;
 pub use crate::consumer::consumer_name;
 pub use crate::endpoint::{MAX_PAYLOAD, client_id};
 pub use crate::fleet::{Plan, plan};
 pub use crate::forward::start;
 pub use crate::router::Router;
+pub use zonecast_runtime::backoff::Backoff;
 
 /// Messages a connection holds (waiting plus unacknowledged) by default (the configuration's
 /// `ZONECAST_FORWARDER_QUEUE`).

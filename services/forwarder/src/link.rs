@@ -19,11 +19,11 @@ use zonecast_bus::journal::Ack;
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::Settings;
-use crate::backoff::Backoff;
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
 use crate::status::Wake;
 use crate::task::Stoppable;
+use zonecast_runtime::backoff::Backoff;
 
 /// A connection that stays up this long resets the reconnect backoff.
 const STABLE: Duration = Duration::from_secs(1);

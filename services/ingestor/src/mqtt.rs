@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS, TlsConfiguration, Transport};
 use zonecast_ingest::Publisher;
+use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::config::MqttInputConfig;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Secret, Shutdown};
@@ -106,7 +107,7 @@ impl MqttInput {
         tokio::spawn(async move {
             let mut log = RateLimited::new(crate::LOG_EVERY);
             let mut error_log = RateLimited::new(crate::LOG_EVERY);
-            let mut backoff = Duration::from_millis(100);
+            let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
             tracing::info!(input = ?self, "MQTT position input starting");
             loop {
                 tokio::select! {
@@ -117,7 +118,7 @@ impl MqttInput {
                     }
                     event = events.poll() => match event {
                         Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                            backoff = Duration::from_millis(100);
+                            backoff.reset();
                             metrics::gauge!("zonecast_ingest_mqtt_connected").set(1.0);
                             tracing::info!(host = %self.host, port = self.port, "MQTT position input connected");
                             for topic in &self.topics {
@@ -139,9 +140,8 @@ impl MqttInput {
                             }
                             tokio::select! {
                                 () = shutdown.cancelled() => break,
-                                () = tokio::time::sleep(backoff) => {}
+                                () = tokio::time::sleep(backoff.next_delay()) => {}
                             }
-                            backoff = (backoff * 2).min(Duration::from_secs(10));
                         }
                     },
                 }

@@ -7,7 +7,7 @@ use super::*;
 
 #[test]
 fn the_ceiling_starts_at_200_ms_and_doubles_up_to_60_s() {
-    let b = Backoff::within(Duration::from_secs(3600));
+    let b = RetryPolicy::within(Duration::from_secs(3600));
     assert_eq!(b.ceiling(0), Duration::from_millis(200));
     assert_eq!(b.ceiling(1), Duration::from_millis(400));
     assert_eq!(b.ceiling(5), Duration::from_millis(6400));
@@ -18,7 +18,7 @@ fn the_ceiling_starts_at_200_ms_and_doubles_up_to_60_s() {
 
 #[test]
 fn full_jitter_stays_between_zero_and_the_ceiling() {
-    let b = Backoff::within(Duration::from_secs(3600));
+    let b = RetryPolicy::within(Duration::from_secs(3600));
     let delivery = Delivery::new(Arc::new(test_keys()), b);
     for retry in 0..40 {
         assert_eq!(b.delay(retry, 0.0), Duration::ZERO);
@@ -91,7 +91,7 @@ fn post_to(addr: impl std::fmt::Display, event: Event) -> Request {
 async fn a_secret_sealed_with_another_key_is_not_sent_and_fails_at_once() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
-    let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
+    let delivery = Delivery::new(Arc::new(test_keys()), RetryPolicy::within(Duration::from_secs(3600)));
     let request =
         Request { secret: Some(ActionSecret::Sealed(sealed)), ..post_to(listener.local_addr().unwrap(), event()) };
     let outcome = delivery.send(&request, &Shutdown::new()).await;
@@ -108,7 +108,7 @@ async fn a_request_still_failing_when_its_window_closes_expires() {
     // A port nothing listens on: every try is a connection error, tried again until the
     // window (zero here) closes.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::ZERO));
+    let delivery = Delivery::new(Arc::new(test_keys()), RetryPolicy::within(Duration::ZERO));
     let request = post_to(free, event());
     let outcome = delivery.send(&request, &Shutdown::new()).await;
     assert_eq!(outcome.label(), Some("expired"), "{outcome:?}");
@@ -117,7 +117,7 @@ async fn a_request_still_failing_when_its_window_closes_expires() {
 #[tokio::test]
 async fn a_request_taken_after_its_window_closed_is_tried_once_and_expires() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(60)));
+    let delivery = Delivery::new(Arc::new(test_keys()), RetryPolicy::within(Duration::from_secs(60)));
     let mut event = event();
     event.local_timestamp = chrono::Utc::now() - chrono::Duration::seconds(61);
     let request = post_to(free, event);
@@ -130,7 +130,7 @@ async fn a_request_taken_after_its_window_closed_is_tried_once_and_expires() {
 #[tokio::test]
 async fn a_request_waiting_for_its_next_try_at_shutdown_has_no_outcome_yet() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let delivery = Delivery::new(Arc::new(test_keys()), Backoff::within(Duration::from_secs(3600)));
+    let delivery = Delivery::new(Arc::new(test_keys()), RetryPolicy::within(Duration::from_secs(3600)));
     let mut event = event();
     event.local_timestamp = chrono::Utc::now();
     let request = post_to(free, event);

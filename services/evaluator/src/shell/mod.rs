@@ -118,7 +118,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     // The consumer of http-request actions exists before the first request is stored.
     actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
     let http_task = deps.http_actions.then(|| {
-        let delivery = actions::Delivery::new(deps.keys.clone(), actions::Backoff::within(deps.http_action_retry_for));
+        let delivery = actions::Delivery::new(deps.keys.clone(), actions::RetryPolicy::within(deps.http_action_retry_for));
         actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
     });
     let mut out = Vec::new();

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Subjects};
 use zonecast_model::{Content, PositionFix};
+use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
 use super::{Engine, Output};
@@ -201,15 +202,14 @@ impl Shell {
         let count = records.len() as u64;
         let requests = self.requests.len() as u64;
         records.append(&mut self.requests);
-        let mut delay = Duration::from_millis(50);
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
         let mut last_error = None;
         for _ in 0..STORE_TRIES {
             match self.journal.append(records.clone()).await {
                 Ok(()) => return,
                 Err(e) => last_error = Some(e),
             }
-            tokio::time::sleep(delay).await;
-            delay *= 2;
+            tokio::time::sleep(backoff.next_delay()).await;
         }
         metrics::counter!("zonecast_evaluator_publish_failures_total").increment(count);
         metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "lost").increment(requests);

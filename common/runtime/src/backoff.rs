@@ -1,4 +1,5 @@
-//! Capped exponential backoff between reconnect attempts.
+//! Capped exponential backoff: the one delay schedule between attempts at anything that may
+//! fail for a while (a broker, a stream, the store), so that every loop retries alike.
 
 use std::time::Duration;
 
