@@ -2,15 +2,15 @@
 //! alarms and zone actions, keeps per-device collision state, and records current collisions in
 //! the store. The engine is pure ([`engine`]); its I/O shell and loop are in `shell.rs`.
 
-mod actions;
-mod actions_consumer;
 pub mod catalog;
 mod catch_up;
 mod collisions;
-mod config;
+mod config_changes;
 pub mod engine;
 mod feed;
 mod grid;
+mod http_actions;
+mod http_actions_consumer;
 mod shell;
 
 use std::sync::Arc;

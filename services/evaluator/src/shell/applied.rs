@@ -7,7 +7,7 @@ use chrono::Utc;
 use zonecast_runtime::applier::Reporter;
 
 use super::{Engine, Output, log_skipped};
-use crate::config::Update;
+use crate::config_changes::Update;
 
 /// How long an evaluator waits for the others to say where the new mobile-zone sources they
 /// own are, before it reports a change in force without them.

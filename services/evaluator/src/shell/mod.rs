@@ -25,9 +25,9 @@ mod outputs;
 use applied::{Applied, apply};
 use outputs::Shell;
 
-use crate::config;
+use crate::config_changes;
 use crate::engine::SourceHint;
-use crate::{Deps, actions, actions_consumer, catch_up, collisions, feed};
+use crate::{Deps, catch_up, collisions, feed, http_actions, http_actions_consumer};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
 const TICK: Duration = Duration::from_millis(100);
@@ -83,7 +83,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     // The log's revision first: the catalog read after it holds every change up to it.
     let follower = Follower::at_current(deps.store.clone()).await.map_err(store_err)?;
     let revision = follower.applied();
-    let catalog = config::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
+    let catalog = config_changes::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     log_skipped(&catalog);
     let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
     // The owned partitions' batches: over NATS followed in their streams, in one process
@@ -116,10 +116,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut acks = feed::Acks::new(collisions.written);
     let mut evaluated: Vec<feed::Taken> = Vec::new();
     // The consumer of http-request actions exists before the first request is stored.
-    actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
+    http_actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
     let http_task = deps.http_actions.then(|| {
-        let delivery = actions::Delivery::new(deps.keys.clone(), actions::RetryPolicy::within(deps.http_action_retry_for));
-        actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
+        let delivery = http_actions::Delivery::new(
+            deps.keys.clone(),
+            http_actions::RetryPolicy::within(deps.http_action_retry_for),
+        );
+        http_actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
     });
     let mut out = Vec::new();
     if !caught_up.is_empty() {
@@ -129,7 +132,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         );
     }
     engine.restore(catch_up::apply(rows, &caught_up), Utc::now(), &mut out);
-    let mut steps = config::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
+    let mut steps = config_changes::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
     let mut applied =
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
     // The largest age of the positions evaluated since the last lag report.

@@ -15,7 +15,7 @@ use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
 use super::{Engine, Output};
-use crate::{actions, collisions};
+use crate::{collisions, http_actions};
 
 /// Where the engine's outputs go.
 pub(super) struct Shell {
@@ -113,7 +113,7 @@ impl Shell {
             match output {
                 Output::Publish(event) => self.record(&event),
                 Output::Http { zone, action, uri, method, headers, event, secret } => {
-                    self.request(&zone, action, &actions::Request { uri, method, headers, event, secret });
+                    self.request(&zone, action, &http_actions::Request { uri, method, headers, event, secret });
                 }
                 _ => {}
             }
@@ -180,7 +180,7 @@ impl Shell {
     }
 
     /// Adds the request of an http-request action to the records to store.
-    pub(super) fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &actions::Request) {
+    pub(super) fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &http_actions::Request) {
         match request.record(&self.subjects, zone, action) {
             Ok(record) => self.requests.push(record),
             Err(reason) => {

@@ -23,7 +23,7 @@ use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
-use crate::actions::{self, Delivery, Outcome, Request};
+use crate::http_actions::{self, Delivery, Outcome, Request};
 
 /// The journal consumer of http-request actions, shared by every evaluator replica.
 pub const CONSUMER: &str = "http-actions";
@@ -182,7 +182,7 @@ fn take(
                 _ = progress.tick() => holding.progress(),
             }
         };
-        actions::record(&request.uri, &outcome, &log);
+        http_actions::record(&request.uri, &outcome, &log);
         match outcome {
             Outcome::Interrupted => {
                 metrics::counter!("zonecast_evaluator_http_actions_interrupted_total").increment(1);

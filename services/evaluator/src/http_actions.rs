@@ -5,7 +5,7 @@
 //! [`Delivery::send`] takes one request to its final outcome, with a bounded number of tries in
 //! flight: a request waiting for its next try holds no worker, so a slow or failing receiver
 //! does not hold up the others. Requests reach it through the event journal
-//! (`actions_consumer.rs`), so they survive the evaluator.
+//! (`http_actions_consumer.rs`), so they survive the evaluator.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
