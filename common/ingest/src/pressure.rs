@@ -108,7 +108,7 @@ impl Pressure {
             while let Some(message) = reports.next().await {
                 let Some(pressure) = pressure.upgrade() else { break };
                 match serde_json::from_slice::<LagReport>(&message.payload) {
-                    Ok(report) => pressure.take(report),
+                    Ok(report) => pressure.record(report),
                     Err(e) => tracing::debug!(error = %e, "unreadable lag report ignored"),
                 }
             }
@@ -116,8 +116,8 @@ impl Pressure {
         Ok(())
     }
 
-    /// Takes one replica's report.
-    fn take(&self, report: LagReport) {
+    /// Records one replica's report.
+    fn record(&self, report: LagReport) {
         let mut reports = self.reports.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         reports.retain(|_, (_, _, at)| now.duration_since(*at) < FRESH);
@@ -178,21 +178,21 @@ mod tests {
     async fn the_replica_furthest_behind_past_the_bound_pushes_back_while_its_reports_are_fresh() {
         let pressure = Pressure::new(Duration::from_millis(500), None);
         assert_eq!(pressure.behind(), None);
-        pressure.take(report(1, Stage::Evaluator, 400));
+        pressure.record(report(1, Stage::Evaluator, 400));
         assert_eq!(pressure.behind(), None, "within the bound");
-        pressure.take(report(2, Stage::Forwarder, 900));
-        pressure.take(report(3, Stage::Evaluator, 700));
+        pressure.record(report(2, Stage::Forwarder, 900));
+        pressure.record(report(3, Stage::Evaluator, 700));
         assert_eq!(lagging(&pressure), Some((Stage::Forwarder, 900, 500)));
         assert_eq!(
             pressure.behind().unwrap().to_string(),
             "overloaded: the forwarder is 900 ms behind (more than 500 ms); try again later"
         );
-        pressure.take(report(2, Stage::Forwarder, 0));
+        pressure.record(report(2, Stage::Forwarder, 0));
         assert_eq!(lagging(&pressure).unwrap().0, Stage::Evaluator, "the replica's newest report counts");
         tokio::time::advance(FRESH).await;
         assert_eq!(pressure.behind(), None, "a replica that stopped reporting no longer counts");
         let off = Pressure::new(Duration::ZERO, None);
-        off.take(report(1, Stage::Evaluator, 1_000_000));
+        off.record(report(1, Stage::Evaluator, 1_000_000));
         assert_eq!(off.behind(), None, "a zero bound never pushes back");
     }
 

@@ -115,7 +115,7 @@ impl Publisher {
             metrics::counter!("zonecast_ingest_refused_total", "input" => input).increment(1);
             return Err(AcceptError::Busy(behind));
         }
-        self.take(payload, input).await
+        self.store(payload, input).await
     }
 
     /// Like [`Publisher::accept`] for an input that can be held (`nats`, `mqtt`): waits while
@@ -126,11 +126,11 @@ impl Publisher {
         input: &'static str,
     ) -> Result<crate::Outcome, AcceptError> {
         self.caught_up(input).await;
-        self.take(payload, input).await
+        self.store(payload, input).await
     }
 
     /// Normalises, publishes and counts.
-    async fn take(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
+    async fn store(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
         self.hand_over(payload, input).await?.stored().await
     }
 

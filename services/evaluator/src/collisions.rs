@@ -73,7 +73,7 @@ struct Pending {
 }
 
 impl Pending {
-    fn take(&mut self, turn: Turn) {
+    fn absorb(&mut self, turn: Turn) {
         self.turns += 1;
         for change in turn.changes {
             match change {
@@ -109,13 +109,13 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
         loop {
             if pending.is_empty() {
                 match rx.recv().await {
-                    Some(turn) => pending.take(turn),
+                    Some(turn) => pending.absorb(turn),
                     None => break,
                 }
             }
             while pending.changes.len() < BATCH {
                 match rx.try_recv() {
-                    Ok(turn) => pending.take(turn),
+                    Ok(turn) => pending.absorb(turn),
                     Err(_) => break,
                 }
             }
@@ -140,7 +140,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
                         tokio::time::sleep(backoff.next_delay()).await;
                         // Keep absorbing turns so the latest state wins when the store is back.
                         while let Ok(turn) = rx.try_recv() {
-                            pending.take(turn);
+                            pending.absorb(turn);
                         }
                     }
                 }

@@ -131,7 +131,7 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
                     () = tokio::time::sleep(pause.next_delay()) => continue 'open,
                 }
             };
-            take(record, permit, &mut held, &mut running, &delivery, &shutdown, &log);
+            dispatch(record, permit, &mut held, &mut running, &delivery, &shutdown, &log);
             while running.try_join_next().is_some() {}
             if held.len() > 2 * IN_HAND {
                 held.retain(|_, h| h.strong_count() > 0);
@@ -146,7 +146,7 @@ async fn run(journal: Arc<dyn Journal>, delivery: Arc<Delivery>, shutdown: Shutd
 /// Sends a request taken from the journal on a task of its own; a redelivery of one still
 /// held renews its acknowledgement instead. A record that is no request is acknowledged at
 /// once and counted as failed.
-fn take(
+fn dispatch(
     record: Record,
     permit: tokio::sync::OwnedSemaphorePermit,
     held: &mut HashMap<u64, Weak<Held>>,

@@ -64,7 +64,7 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
     let mut held: HashMap<u64, Weak<Receipt>> = HashMap::new();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
     let mut fail_log = RateLimited::new(Duration::from_secs(30));
-    let mut bad_log = RateLimited::new(Duration::from_secs(10));
+    let mut unreadable_log = RateLimited::new(Duration::from_secs(10));
     let counters = Counters::new("zonecast_forwarder_events_total");
     let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
     progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -120,7 +120,7 @@ async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_ha
                     () = tokio::time::sleep(backoff.next_delay()) => continue 'open,
                 }
             };
-            take(delivery, permit, &shared, &mut held, &counters, &mut bad_log);
+            route(delivery, permit, &shared, &mut held, &counters, &mut unreadable_log);
             if held.len() > 2 * in_hand {
                 held.retain(|_, receipt| receipt.strong_count() > 0);
             }
@@ -158,13 +158,13 @@ impl Counters {
 /// Queues a copy of the event for each topic of the connection it matches. An event that
 /// matches none, cannot be read, or is too large for MQTT (counted as dropped) is acknowledged
 /// at once; a redelivery of an event still held renews its receipt.
-fn take(
+fn route(
     delivery: Delivery,
     permit: tokio::sync::OwnedSemaphorePermit,
     shared: &Shared,
     held: &mut HashMap<u64, Weak<Receipt>>,
     counters: &Counters,
-    bad_log: &mut RateLimited,
+    unreadable_log: &mut RateLimited,
 ) {
     if let Some(receipt) = held.get(&delivery.sequence).and_then(Weak::upgrade) {
         receipt.renew(shared.defer(delivery.ack));
@@ -176,7 +176,7 @@ fn take(
         Ok(matched) => matched,
         Err(reason) => {
             counters.bad.increment(1);
-            if let Some(held_back) = bad_log.allow() {
+            if let Some(held_back) = unreadable_log.allow() {
                 tracing::warn!(%reason, subject = %delivery.subject, held_back, "event not forwarded");
             }
             delivery.ack.ack();

@@ -20,7 +20,7 @@ pub use crate::mqtt::{MqttInput, MqttInputError};
 
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the
 /// rejected elements counted and logged at a limited rate. Never fails the loop.
-async fn take(publisher: &Publisher, payload: &[u8], input: &'static str, log: &mut RateLimited) {
+async fn ingest(publisher: &Publisher, payload: &[u8], input: &'static str, log: &mut RateLimited) {
     report(publisher.accept_when_caught_up(payload, input).await, input, log);
 }
 

@@ -130,7 +130,7 @@ impl MqttInput {
                         Ok(Event::Incoming(Packet::Publish(p))) => {
                             // While the pipeline is behind, this waits and the broker holds
                             // what comes next.
-                            super::take(&publisher, &p.payload, "mqtt", &mut log).await;
+                            super::ingest(&publisher, &p.payload, "mqtt", &mut log).await;
                         }
                         Ok(_) => {}
                         Err(e) => {

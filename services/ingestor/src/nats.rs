@@ -53,7 +53,7 @@ pub(crate) async fn start(
             .map_err(|e| zonecast_bus::BusError::Subscribe(format!("cannot start the NATS input's reader: {e}")))?
     };
     Ok(tokio::spawn(async move {
-        take(&buffer, &publisher, &shutdown).await;
+        hand_on(&buffer, &publisher, &shutdown).await;
         // Anything the reader still puts in is refused and counted.
         let held = buffer.close_and_clear();
         if held > 0 {
@@ -150,7 +150,7 @@ impl Drops {
 
 /// Takes payloads out of `buffer` in order and hands them on, until the buffer is closed and
 /// empty or `shutdown`; then waits for what was handed on.
-async fn take(buffer: &Buffer, publisher: &Publisher, shutdown: &Shutdown) {
+async fn hand_on(buffer: &Buffer, publisher: &Publisher, shutdown: &Shutdown) {
     let mut log = RateLimited::new(crate::LOG_EVERY);
     let mut in_flight = FuturesOrdered::new();
     let mut in_flight_bytes = 0;

@@ -336,7 +336,7 @@ pub(crate) fn history(path: &Path, query: &HistoryQuery) -> Result<HistoryPage, 
         }
         for record in chunk {
             cursor = record.sequence as i64 + 1;
-            if !pager.take(record, true) {
+            if !pager.offer(record, true) {
                 return Ok(pager.finish());
             }
         }

@@ -111,9 +111,9 @@ impl<'q> Pager<'q> {
         Ok(Self { query, patterns, last, until, scanned: 0, page: HistoryPage::default() })
     }
 
-    /// Takes the next record; `more`: whether the journal may hold records after it. Returns
+    /// Offers the next record; `more`: whether the journal may hold records after it. Returns
     /// whether the page wants another.
-    pub(crate) fn take(&mut self, record: HistoryRecord, more: bool) -> bool {
+    pub(crate) fn offer(&mut self, record: HistoryRecord, more: bool) -> bool {
         if record.sequence > self.last || self.until.is_some_and(|until| record.stored >= until) {
             self.page.next = None;
             return false;

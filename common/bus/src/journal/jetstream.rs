@@ -373,7 +373,7 @@ impl Journal for JetStreamJournal {
                 sequence,
                 stored,
             };
-            if !pager.take(record, pending > 0) {
+            if !pager.offer(record, pending > 0) {
                 break;
             }
         }

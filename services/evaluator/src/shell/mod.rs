@@ -182,7 +182,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut report = tokio::time::interval(REPORT_EVERY);
         report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut bad_log = RateLimited::new(Duration::from_secs(10));
+        let mut unreadable_log = RateLimited::new(Duration::from_secs(10));
         loop {
             tokio::select! {
                 biased;
@@ -213,7 +213,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     let mut next = Some(batch);
                     let mut taken = 0;
                     while let Some(batch) = next.take() {
-                        taken += evaluate_batch(&mut shell, &mut engine, &batch, &mut bad_log, &mut out);
+                        taken += evaluate_batch(&mut shell, &mut engine, &batch, &mut unreadable_log, &mut out);
                         if taken < DRAIN {
                             next = positions.next().now_or_never().flatten();
                         }
@@ -229,7 +229,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                         skipped(&batch);
                         taken += batch.fixes.len();
                         for fix in std::mem::take(&mut batch.fixes) {
-                            shell.position(&mut engine, fix, &mut bad_log, &mut out);
+                            shell.position(&mut engine, fix, &mut unreadable_log, &mut out);
                         }
                         evaluated.push(batch);
                         if taken < DRAIN {
@@ -240,7 +240,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 }
                 Some(msg) = sources.subscriptions.next() => {
                     for fix in feed::of_devices(&msg, &sources.written) {
-                        shell.position(&mut engine, fix, &mut bad_log, &mut out);
+                        shell.position(&mut engine, fix, &mut unreadable_log, &mut out);
                     }
                     shell.record_lag();
                 }
@@ -301,7 +301,7 @@ fn evaluate_batch(
     shell: &mut Shell,
     engine: &mut Engine,
     batch: &Message,
-    bad_log: &mut RateLimited,
+    unreadable_log: &mut RateLimited,
     out: &mut Vec<Output>,
 ) -> usize {
     match batch.decoded::<Vec<PositionFix>>() {
@@ -310,14 +310,14 @@ fn evaluate_batch(
                 if let Some(after) = fixes.get(i + 1) {
                     engine.prefetch(after.position);
                 }
-                shell.position(engine, Ok(fix.clone()), bad_log, out);
+                shell.position(engine, Ok(fix.clone()), unreadable_log, out);
             }
             fixes.len()
         }
         None => {
             let mut taken = 0;
             for fix in feed::lines(&batch.payload) {
-                shell.position(engine, fix, bad_log, out);
+                shell.position(engine, fix, unreadable_log, out);
                 taken += 1;
             }
             taken

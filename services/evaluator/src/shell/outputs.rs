@@ -56,7 +56,7 @@ impl Shell {
         &mut self,
         engine: &mut Engine,
         fix: Result<PositionFix, String>,
-        bad_log: &mut RateLimited,
+        unreadable_log: &mut RateLimited,
         out: &mut Vec<Output>,
     ) {
         match fix {
@@ -83,7 +83,7 @@ impl Shell {
             }
             Err(reason) => {
                 metrics::counter!("zonecast_evaluator_bad_messages_total").increment(1);
-                if let Some(held_back) = bad_log.allow() {
+                if let Some(held_back) = unreadable_log.allow() {
                     tracing::warn!(%reason, held_back, "position message skipped");
                 }
             }

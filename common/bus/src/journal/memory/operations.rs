@@ -225,7 +225,7 @@ impl Journal for MemoryJournal {
             }
             for record in chunk {
                 cursor = record.sequence + 1;
-                if !pager.take(record, true) {
+                if !pager.offer(record, true) {
                     return Ok(pager.finish());
                 }
             }

@@ -246,7 +246,7 @@ impl Stream {
             let until = tokio::time::Instant::now() + GATHER;
             loop {
                 while let Some(read) = next.take() {
-                    if let Err(lagged) = self.take(&read, &mut chunk) {
+                    if let Err(lagged) = self.frame(&read, &mut chunk) {
                         end = Some(lagged);
                         break;
                     }
@@ -292,9 +292,9 @@ impl Stream {
         }
     }
 
-    /// Takes the next event read: its frame goes into `chunk` when the narrowing lets it pass.
+    /// Frames the next event read: its frame goes into `chunk` when the narrowing lets it pass.
     /// Fails when the stream has fallen behind.
-    fn take(&mut self, read: &Read, chunk: &mut BytesMut) -> Result<(), End> {
+    fn frame(&mut self, read: &Read, chunk: &mut BytesMut) -> Result<(), End> {
         let newest = read.sequence + read.behind;
         if read.sequence > self.next {
             // Events left the journal before this stream read them.

@@ -130,7 +130,7 @@ impl PositionFeed {
                             break;
                         }
                     }
-                    let positions = newest.take();
+                    let positions = newest.drain();
                     if positions.is_empty() {
                         continue;
                     }
@@ -177,7 +177,7 @@ impl Newest {
     }
 
     /// The positions not sent yet, each device once.
-    fn take(&mut self) -> Vec<PositionFix> {
+    fn drain(&mut self) -> Vec<PositionFix> {
         let devices = &mut self.devices;
         self.pending
             .drain(..)
@@ -400,12 +400,12 @@ mod tests {
         newest.take_message(&message(fix("00:AA:BB:CC:DD:01", 2.0, "2026-11-24T10:00:00Z")));
         newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 3.0, "2026-11-24T10:00:00Z")));
         newest.take_message(&message(fix("00:AA:BB:CC:DD:02", 4.0, "2026-11-24T10:00:02Z")));
-        assert_eq!(xs(newest.take()), [1.0, 4.0]);
-        assert!(newest.take().is_empty(), "nothing moved since");
+        assert_eq!(xs(newest.drain()), [1.0, 4.0]);
+        assert!(newest.drain().is_empty(), "nothing moved since");
         // Older than what was sent: not sent again, nor in place of it.
         newest.keep(fix("00:AA:BB:CC:DD:01", 5.0, "2026-11-24T10:00:00.500Z"));
         newest.keep(fix("00:AA:BB:CC:DD:02", 6.0, "2026-11-24T10:00:03Z"));
-        assert_eq!(xs(newest.take()), [6.0]);
+        assert_eq!(xs(newest.drain()), [6.0]);
     }
 
     #[test]
@@ -427,7 +427,7 @@ mod tests {
         let message = Message { subject: "zc.batches.0".into(), payload: batch.freeze(), decoded: None };
         let mut newest = Newest::default();
         newest.take_message(&message);
-        let taken = newest.take();
+        let taken = newest.drain();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].position, [1.0, 0.0, 0.0]);
     }

@@ -112,7 +112,7 @@ async fn visits(ctx: &Context, id: Uuid, from: DateTime<Utc>, to: DateTime<Utc>)
             match serde_json::from_slice::<Event>(&record.payload) {
                 Ok(event) => {
                     seen = Some(event.timestamp);
-                    visits.take(&event);
+                    visits.add(&event);
                 }
                 Err(e) => {
                     tracing::debug!(sequence = record.sequence, error = %e, "journal event not read for a report")

@@ -54,7 +54,7 @@ impl Visits {
     }
 
     /// Takes one event of the zone; other types than enter and exit change nothing.
-    pub fn take(&mut self, event: &Event) {
+    pub fn add(&mut self, event: &Event) {
         let mac = || event.source.mac.as_ref().map(|m| m.as_str().to_owned()).unwrap_or_default();
         match &event.content {
             // A copy of an enter after its exit opens nothing again.
@@ -210,7 +210,7 @@ mod tests {
     fn visits_of(events: &[Event], from: i64, to: i64) -> Vec<Visit> {
         let mut visits = Visits::new();
         for e in events {
-            visits.take(e);
+            visits.add(e);
         }
         visits.within(t(from), t(to))
     }
@@ -275,9 +275,9 @@ mod tests {
     #[test]
     fn later_events_cannot_change_a_settled_report() {
         let mut visits = Visits::new();
-        visits.take(&enter(A, id(1), 0));
+        visits.add(&enter(A, id(1), 0));
         assert!(!visits.settled(t(50), t(40)), "A, inside since before the end, may still leave");
-        visits.take(&exit(A, id(1), 0, 45, "position"));
+        visits.add(&exit(A, id(1), 0, 45, "position"));
         assert!(visits.settled(t(50), t(40)));
         assert!(!visits.settled(t(30), t(40)), "events before the end are still to come");
     }
