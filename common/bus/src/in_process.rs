@@ -25,10 +25,11 @@ pub const DEFAULT_CAPACITY: usize = 65_536;
 /// An in-memory [`Bus`] with the same semantics as NATS; clones share the same subscriptions.
 #[derive(Clone)]
 pub struct InProcessBus {
-    shared: Arc<Shared>,
+    shared: Arc<Hub>,
 }
 
-struct Shared {
+/// What every clone of the bus shares: the subscriptions and the journals.
+struct Hub {
     capacity: usize,
     registry: Mutex<Registry>,
     /// The journal of each subject prefix, shared by every service of the process.
@@ -219,7 +220,7 @@ impl Registry {
     }
 }
 
-impl Shared {
+impl Hub {
     fn lock(&self) -> MutexGuard<'_, Registry> {
         // The registry is consistent after every statement, so a panic elsewhere while the lock
         // was held leaves nothing to repair.
@@ -251,7 +252,7 @@ impl InProcessBus {
     /// A bus whose subscriptions buffer `capacity` messages each (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Hub {
                 capacity: capacity.max(1),
                 registry: Mutex::new(Registry::default()),
                 journals: Mutex::new(HashMap::new()),
@@ -411,9 +412,9 @@ impl Bus for InProcessBus {
 /// The receiving half of one subscription; unsubscribes when dropped.
 struct InProcessSubscription {
     rx: mpsc::Receiver<Message>,
-    /// Shared with its [`Member`]: the weight of what `rx` holds.
+    /// Hub with its [`Member`]: the weight of what `rx` holds.
     queued: Arc<AtomicUsize>,
-    shared: Weak<Shared>,
+    shared: Weak<Hub>,
     id: u64,
 }
 

@@ -23,7 +23,7 @@ use zonecast_bus::journal::Kind;
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::endpoint::MAX_PAYLOAD;
-use crate::link::Shared;
+use crate::link::LinkState;
 use crate::outbox::{Message, Receipt};
 use crate::router::{BadEvent, Envelope, Head, Route};
 use crate::task::Stoppable;
@@ -49,7 +49,7 @@ impl Consumer {
     pub fn spawn(
         journal: Arc<dyn Journal>,
         id: Uuid,
-        shared: Arc<Shared>,
+        shared: Arc<LinkState>,
         in_hand: usize,
         shutdown: &CancellationToken,
     ) -> Stoppable {
@@ -59,7 +59,7 @@ impl Consumer {
     }
 }
 
-async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<Shared>, in_hand: usize, stop: CancellationToken) {
+async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<LinkState>, in_hand: usize, stop: CancellationToken) {
     let permits = Arc::new(Semaphore::new(in_hand));
     let mut held: HashMap<u64, Weak<Receipt>> = HashMap::new();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
@@ -161,7 +161,7 @@ impl Counters {
 fn route(
     delivery: Delivery,
     permit: tokio::sync::OwnedSemaphorePermit,
-    shared: &Shared,
+    shared: &LinkState,
     held: &mut HashMap<u64, Weak<Receipt>>,
     counters: &Counters,
     unreadable_log: &mut RateLimited,

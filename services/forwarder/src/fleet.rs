@@ -18,7 +18,7 @@ use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
 use crate::Settings;
 use crate::consumer::{Consumer, consumer_name};
 use crate::endpoint::{self, Key, MAX_PAYLOAD};
-use crate::link::{Link, Shared};
+use crate::link::{Link, LinkState};
 use crate::outbox::Message;
 use crate::router::{BadEvent, Envelope, Router};
 use crate::status::{Table, Wake};
@@ -55,7 +55,7 @@ pub fn plan<K: PartialEq>(current: &HashMap<Uuid, K>, wanted: &[(Uuid, K)]) -> P
 /// and its consumer of the event journal.
 struct Entry {
     key: Key,
-    shared: Arc<Shared>,
+    shared: Arc<LinkState>,
     link: Option<Stoppable>,
     consumer: Stoppable,
 }
@@ -72,7 +72,7 @@ pub struct Fleet {
     table: watch::Sender<Table>,
     router: Router,
     /// Outboxes in router order.
-    outboxes: Vec<Arc<Shared>>,
+    outboxes: Vec<Arc<LinkState>>,
     entries: HashMap<Uuid, Entry>,
     /// Clients and consumers told to stop and not yet awaited.
     retired: Vec<Stoppable>,
@@ -173,7 +173,7 @@ impl Fleet {
                     {
                         tracing::warn!(connection = %format_id(&id), error = %e, "journal consumer not made yet; the consumer task goes on trying");
                     }
-                    let shared = Shared::new(&self.settings, self.poke.clone());
+                    let shared = LinkState::new(&self.settings, self.poke.clone());
                     // Its topics before its first event: an event taken without them would
                     // match nothing and be acknowledged unsent.
                     if let Some((_, routes)) = router.each().find(|(c, _)| *c == id) {
@@ -208,7 +208,7 @@ impl Fleet {
         }
         self.outboxes = router.connections().filter_map(|id| self.entries.get(&id).map(|e| e.shared.clone())).collect();
         self.router = router;
-        let table: Vec<(Uuid, Arc<Shared>)> = self.entries.iter().map(|(id, e)| (*id, e.shared.clone())).collect();
+        let table: Vec<(Uuid, Arc<LinkState>)> = self.entries.iter().map(|(id, e)| (*id, e.shared.clone())).collect();
         self.table.send_replace(Arc::new(table));
         tracing::info!(
             connections = self.entries.len(),

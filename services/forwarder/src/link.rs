@@ -2,7 +2,7 @@
 //! polls the client's event loop, reconnects with backoff and tells the outbox what the
 //! broker acknowledged.
 //!
-//! The bus consumer never waits here: [`Shared::push`] takes a short lock, queues the message
+//! The bus consumer never waits here: [`LinkState::push`] takes a short lock, queues the message
 //! and, while connected and the in-flight window has room, hands it to the client with a
 //! non-blocking `try_publish` (the client's request channel is larger than the window, so it
 //! cannot be full). A dead, slow or refusing broker only fills this connection's outbox.
@@ -45,7 +45,8 @@ pub struct Snapshot {
     pub positions_queued: u64,
 }
 
-struct Inner {
+/// What one lock guards: the outbox, the client of the running generation, and the last error.
+struct Session {
     outbox: Outbox,
     /// The client of the running generation, while it is connected.
     client: Option<AsyncClient>,
@@ -60,8 +61,8 @@ struct Inner {
 pub const STALLED: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The state of one connection that outlives its clients: the outbox, counters and last error.
-pub struct Shared {
-    inner: Mutex<Inner>,
+pub struct LinkState {
+    inner: Mutex<Session>,
     /// The connection's topics with their compiled chains, replaced on reload.
     routes: Mutex<Arc<[Route]>>,
     /// Wakes the status reporter: on connect and disconnect so the status is written at once,
@@ -71,18 +72,18 @@ pub struct Shared {
     /// reconnect delay tries again sooner.
     waiting: Notify,
     /// Acknowledgements of events the broker has every copy of, held until a status row
-    /// counting them is written ([`Shared::take_settling`]).
+    /// counting them is written ([`LinkState::take_settling`]).
     settling: Arc<Mutex<Vec<Ack>>>,
     /// How many waiting acknowledgements wake the reporter before its next round: a quarter of
     /// the events the connection holds in hand, so the journal's bound is never the limit.
     settle_at: usize,
 }
 
-impl Shared {
+impl LinkState {
     /// An empty outbox bounded by `settings`.
     pub fn new(settings: &Settings, status: Arc<Wake>) -> Arc<Self> {
         Arc::new(Self {
-            inner: Mutex::new(Inner {
+            inner: Mutex::new(Session {
                 outbox: Outbox::new(settings.queue, usize::from(settings.window)),
                 client: None,
                 generation: 0,
@@ -96,7 +97,7 @@ impl Shared {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, Session> {
         // Every critical section leaves the outbox consistent, so a panic elsewhere while the
         // lock was held leaves nothing to repair.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -115,7 +116,7 @@ impl Shared {
     /// `ack` as the journal's acknowledgement of an event this connection takes: once the
     /// broker has every copy it is not sent to the journal at once but waits in this
     /// connection's settling list, until a status row whose `forwarded` counts the copies is
-    /// written ([`Shared::take_settling`]). A replica killed in between has counted nothing the
+    /// written ([`LinkState::take_settling`]). A replica killed in between has counted nothing the
     /// journal took as done: the event is handed out again and counted by whoever sends it.
     /// Progress reports go to the journal at once.
     pub fn defer(&self, ack: Ack) -> Ack {
@@ -138,7 +139,7 @@ impl Shared {
         })
     }
 
-    /// The acknowledgements waiting to be sent. Take them before the [`Shared::snapshot`] that
+    /// The acknowledgements waiting to be sent. Take them before the [`LinkState::snapshot`] that
     /// is written: every copy they stand for is counted in it.
     pub fn take_settling(&self) -> Vec<Ack> {
         std::mem::take(&mut *self.settling.lock().unwrap_or_else(PoisonError::into_inner))
@@ -211,7 +212,7 @@ impl Shared {
     }
 
     /// Runs `f` on the state if `generation` is still the current one.
-    fn current(&self, generation: u64, f: impl FnOnce(&mut Inner)) {
+    fn current(&self, generation: u64, f: impl FnOnce(&mut Session)) {
         let mut inner = self.lock();
         if inner.generation == generation {
             f(&mut inner);
@@ -255,7 +256,7 @@ impl Shared {
     }
 }
 
-impl Inner {
+impl Session {
     /// Hands messages to the client while the outbox allows.
     fn pump(&mut self) {
         let Some(client) = &self.client else { return };
@@ -279,7 +280,7 @@ impl Link {
     /// Starts a client generation for `shared` with `options`. Stopping the task ends it at
     /// once; `shutdown` (the service's) first gives it `settings.drain` to deliver what it holds.
     pub fn spawn(
-        shared: Arc<Shared>,
+        shared: Arc<LinkState>,
         options: MqttOptions,
         settings: &Settings,
         shutdown: &CancellationToken,
@@ -301,7 +302,7 @@ struct Stops {
 }
 
 async fn run(
-    shared: Arc<Shared>,
+    shared: Arc<LinkState>,
     generation: u64,
     options: MqttOptions,
     settings: Settings,
@@ -369,7 +370,7 @@ async fn run(
 /// Waits before the next connection attempt: `delay`, but at most `waiting` while messages
 /// wait for the broker (also when the first of them comes during a longer delay), so a broker
 /// that returns gets them within about `waiting`. False when the client is stopped meanwhile.
-async fn pause(shared: &Shared, delay: Duration, waiting: Duration, stop: &CancellationToken) -> bool {
+async fn pause(shared: &LinkState, delay: Duration, waiting: Duration, stop: &CancellationToken) -> bool {
     let started = tokio::time::Instant::now();
     let mut until = started + if shared.holds_any() { delay.min(waiting) } else { delay };
     loop {
@@ -391,7 +392,7 @@ fn forget_in_flight(eventloop: &mut EventLoop) {
 }
 
 /// On service shutdown: keep the connection going until the outbox is empty or `limit` passed.
-async fn deliver_rest(shared: &Shared, generation: u64, eventloop: &mut EventLoop, limit: Duration) {
+async fn deliver_rest(shared: &LinkState, generation: u64, eventloop: &mut EventLoop, limit: Duration) {
     let _ = tokio::time::timeout(limit, async {
         while !shared.is_empty(generation) {
             match eventloop.poll().await {
@@ -435,7 +436,7 @@ mod tests {
     #[test]
     fn an_event_reaches_the_journal_only_once_its_count_is_settled_and_progress_goes_at_once() {
         let wake: Arc<Wake> = Arc::default();
-        let shared = Shared::new(&Settings { queue: 4, ..Settings::default() }, wake.clone());
+        let shared = LinkState::new(&Settings { queue: 4, ..Settings::default() }, wake.clone());
         let (acked, ack) = counter();
         let (progressed, progress) = counter();
         let deferred = shared.defer(Ack::new(ack).with_progress(progress));
@@ -457,13 +458,13 @@ mod tests {
     async fn a_long_reconnect_delay_is_cut_short_while_messages_wait() {
         const LONG: Duration = Duration::from_secs(30);
         const WAITING: Duration = Duration::from_millis(20);
-        let shared = Shared::new(&Settings::default(), Arc::default());
+        let shared = LinkState::new(&Settings::default(), Arc::default());
         let stop = CancellationToken::new();
         shared.push(position());
         let bounded = tokio::time::timeout(Duration::from_secs(5), pause(&shared, LONG, WAITING, &stop)).await;
         assert_eq!(bounded, Ok(true), "messages held: the cap applies");
 
-        let idle = Shared::new(&Settings::default(), Arc::default());
+        let idle = LinkState::new(&Settings::default(), Arc::default());
         let waiting = pause(&idle, LONG, WAITING, &stop);
         tokio::pin!(waiting);
         assert!(

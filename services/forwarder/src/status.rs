@@ -23,7 +23,7 @@ use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::{ConnectionStatus, StatusWriter};
 
 use crate::consumer::consumer_name;
-use crate::link::Shared;
+use crate::link::LinkState;
 use zonecast_bus::Journal;
 use zonecast_bus::journal::Kind;
 
@@ -42,7 +42,7 @@ pub struct Wake {
 }
 
 /// The connections being reported, replaced whenever the configuration is reloaded.
-pub type Table = Arc<Vec<(Uuid, Arc<Shared>)>>;
+pub type Table = Arc<Vec<(Uuid, Arc<LinkState>)>>;
 
 /// Writes one status row per connection and updates the metrics.
 pub struct Reporter {
@@ -63,7 +63,7 @@ impl Reporter {
     /// One round over `table`: the journal consumers' state is read, every row written and what
     /// waited to be acknowledged is. Store failures are logged at a limited rate; the next round
     /// writes the figures again.
-    pub async fn report(&mut self, table: &[(Uuid, Arc<Shared>)]) {
+    pub async fn report(&mut self, table: &[(Uuid, Arc<LinkState>)]) {
         self.lost.retain(|id, _| table.iter().any(|(t, _)| t == id));
         for (id, shared) in table {
             self.write(*id, shared, true).await;
@@ -72,7 +72,7 @@ impl Reporter {
 
     /// Writes the rows of the connections with acknowledgements waiting for their count to be
     /// stored, then acknowledges those events to the journal.
-    pub async fn settle(&mut self, table: &[(Uuid, Arc<Shared>)]) {
+    pub async fn settle(&mut self, table: &[(Uuid, Arc<LinkState>)]) {
         for (id, shared) in table.iter().filter(|(_, shared)| shared.is_settling()) {
             self.write(*id, shared, false).await;
         }
@@ -82,7 +82,7 @@ impl Reporter {
     /// `full`), then acknowledges the events it counts. They are acknowledged even when the
     /// row could not be written: delivery does not wait for the store; the counts stay in
     /// memory and go with the next row.
-    async fn write(&mut self, id: Uuid, shared: &Shared, full: bool) {
+    async fn write(&mut self, id: Uuid, shared: &LinkState, full: bool) {
         let settling = shared.take_settling();
         let snapshot = shared.snapshot();
         let label = format_id(&id);

@@ -45,8 +45,8 @@ pub struct MemoryJournal {
 /// The state behind every [`MemoryJournal`] of one bus and subject prefix: a log per kind.
 #[derive(Clone)]
 pub(crate) struct Logs {
-    events: Arc<Inner>,
-    actions: Arc<Inner>,
+    events: Arc<Log>,
+    actions: Arc<Log>,
     /// The journal file, when persistent: history reads it.
     file: Option<PathBuf>,
 }
@@ -54,13 +54,13 @@ pub(crate) struct Logs {
 impl Logs {
     pub(crate) fn new(prefix: &str, settings: JournalSettings) -> Self {
         Self {
-            events: Arc::new(Inner::new(Kind::Events, prefix, settings)),
-            actions: Arc::new(Inner::new(Kind::Actions, prefix, settings)),
+            events: Arc::new(Log::new(Kind::Events, prefix, settings)),
+            actions: Arc::new(Log::new(Kind::Actions, prefix, settings)),
             file: None,
         }
     }
 
-    fn of(&self, kind: Kind) -> &Arc<Inner> {
+    fn of(&self, kind: Kind) -> &Arc<Log> {
         match kind {
             Kind::Events => &self.events,
             Kind::Actions => &self.actions,
@@ -69,7 +69,7 @@ impl Logs {
 }
 
 /// The records of one kind.
-pub(crate) struct Inner {
+pub(crate) struct Log {
     kind: Kind,
     /// `<prefix>.events.` or `<prefix>.actions.`: the subjects kept.
     kept: String,
@@ -116,7 +116,7 @@ struct State {
     consumers: HashMap<String, Consumer>,
 }
 
-impl Inner {
+impl Log {
     fn new(kind: Kind, prefix: &str, settings: JournalSettings) -> Self {
         Self {
             kind,
@@ -228,7 +228,7 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl Log {
     /// Up to `count` records from sequence `cursor` on (from the first kept, when it is gone),
     /// copied out so that the lock is held no longer.
     fn history_chunk(&self, cursor: u64, count: usize) -> Vec<HistoryRecord> {
@@ -323,7 +323,7 @@ impl State {
     }
 }
 
-impl Drop for Inner {
+impl Drop for Log {
     fn drop(&mut self) {
         self.flush();
     }

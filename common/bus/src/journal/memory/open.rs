@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Consumer, Inner, Logs, MemoryJournal, READER_TAIL_BYTES, READER_TAIL_RECORDS, Stored};
+use super::{Consumer, Log, Logs, MemoryJournal, READER_TAIL_BYTES, READER_TAIL_RECORDS, Stored};
 use crate::journal::disk::{self, Disk};
 use crate::journal::{JournalSettings, Kind};
 use crate::{Bus, BusError};
@@ -31,7 +31,7 @@ impl MemoryJournal {
         let (now, now_ms) = (Instant::now(), disk::now_ms());
         let mut log = |kind: Kind| {
             let loaded = loaded.remove(&kind).unwrap_or_default();
-            let mut inner = Inner::new(kind, prefix, settings);
+            let mut inner = Log::new(kind, prefix, settings);
             let state = inner.state.get_mut().unwrap_or_else(PoisonError::into_inner);
             state.next = loaded.next.max(loaded.rows.last().map_or(1, |r| r.sequence + 1));
             for row in loaded.rows.into_iter().filter(|r| r.subject.starts_with(&inner.kept)) {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use super::{Inner, MemoryJournal, Next, READ_AT_ONCE, Stored};
+use super::{Log, MemoryJournal, Next, READ_AT_ONCE, Stored};
 use crate::BusError;
 use crate::journal::disk::{self, Row};
 use crate::journal::history::{Pager, to_ms};
@@ -173,7 +173,7 @@ impl Journal for MemoryJournal {
         };
         let reads = futures::stream::unfold(
             (inner, start, VecDeque::new()),
-            |(inner, mut cursor, mut taken): (Arc<Inner>, u64, VecDeque<Read>)| async move {
+            |(inner, mut cursor, mut taken): (Arc<Log>, u64, VecDeque<Read>)| async move {
                 loop {
                     if let Some(read) = taken.pop_front() {
                         return Some((read, (inner, cursor, taken)));
