@@ -122,11 +122,11 @@ impl Catalog {
         let mut former = HashMap::new();
         for id in ids {
             match (self.by_id.get(&id).copied(), fresh.remove(&id)) {
-                (Some(zi), Some(zone)) => {
-                    former.insert(id, self.replace(zi, zone));
+                (Some(zone_index), Some(zone)) => {
+                    former.insert(id, self.replace(zone_index, zone));
                 }
-                (Some(zi), None) => {
-                    former.insert(id, self.remove(zi));
+                (Some(zone_index), None) => {
+                    former.insert(id, self.remove(zone_index));
                 }
                 (None, Some(zone)) => {
                     fresh.insert(id, zone);
@@ -145,37 +145,37 @@ impl Catalog {
 
     /// Adds `zone` with the next index.
     fn push(&mut self, zone: Zone) {
-        let zi = self.zones.len();
-        self.by_id.insert(zone.spec.id, zi);
+        let zone_index = self.zones.len();
+        self.by_id.insert(zone.spec.id, zone_index);
         self.zones.push(zone);
         self.scene_index.push(None);
-        self.index(zi);
+        self.index(zone_index);
     }
 
-    /// Puts `zone` in place of zone `zi` and returns the zone it replaces.
-    fn replace(&mut self, zi: usize, zone: Zone) -> Zone {
-        if let (Some(si), None) = (self.scene_index[zi], &zone.spec.mobile_origin_source) {
+    /// Puts `zone` in place of the zone at `zone_index` and returns the zone it replaces.
+    fn replace(&mut self, zone_index: usize, zone: Zone) -> Zone {
+        if let (Some(si), None) = (self.scene_index[zone_index], &zone.spec.mobile_origin_source) {
             // Static before and after: the scene changes that region in place.
             self.scene.replace_static(si as usize, zone.region.clone());
-            return std::mem::replace(&mut self.zones[zi], zone);
+            return std::mem::replace(&mut self.zones[zone_index], zone);
         }
-        self.unindex(zi);
-        let former = std::mem::replace(&mut self.zones[zi], zone);
-        self.index(zi);
+        self.unindex(zone_index);
+        let former = std::mem::replace(&mut self.zones[zone_index], zone);
+        self.index(zone_index);
         former
     }
 
-    /// Removes zone `zi` and returns it; the last zone takes its index.
-    fn remove(&mut self, zi: usize) -> Zone {
-        self.unindex(zi);
+    /// Removes the zone at `zone_index` and returns it; the last zone takes its index.
+    fn remove(&mut self, zone_index: usize) -> Zone {
+        self.unindex(zone_index);
         let last = self.zones.len() - 1;
-        if zi != last {
-            self.by_id.insert(self.zones[last].spec.id, zi);
+        if zone_index != last {
+            self.by_id.insert(self.zones[last].spec.id, zone_index);
             match (self.scene_index[last], &self.zones[last].spec.mobile_origin_source) {
-                (Some(si), _) => self.static_zone[si as usize] = zi,
+                (Some(si), _) => self.static_zone[si as usize] = zone_index,
                 (None, Some(source)) => {
                     if let Some(list) = self.mobile_by_source.get_mut(source) {
-                        list.iter_mut().filter(|z| **z == last).for_each(|z| *z = zi);
+                        list.iter_mut().filter(|z| **z == last).for_each(|z| *z = zone_index);
                     }
                     // Placed again under its new index by whoever knows where its source is.
                     self.scene.remove_movable(last as u32);
@@ -183,41 +183,41 @@ impl Catalog {
                 (None, None) => {}
             }
         }
-        self.by_id.remove(&self.zones[zi].spec.id);
-        self.scene_index.swap_remove(zi);
-        self.zones.swap_remove(zi)
+        self.by_id.remove(&self.zones[zone_index].spec.id);
+        self.scene_index.swap_remove(zone_index);
+        self.zones.swap_remove(zone_index)
     }
 
-    /// Indexes zone `zi`: a static zone in the scene, a mobile one under its source (the scene
+    /// Indexes zone `zone_index`: a static zone in the scene, a mobile one under its source (the scene
     /// gets it when its source's position is known).
-    fn index(&mut self, zi: usize) {
-        match self.zones[zi].spec.mobile_origin_source.clone() {
-            Some(source) => self.mobile_by_source.entry(source).or_default().push(zi),
+    fn index(&mut self, zone_index: usize) {
+        match self.zones[zone_index].spec.mobile_origin_source.clone() {
+            Some(source) => self.mobile_by_source.entry(source).or_default().push(zone_index),
             None => {
-                let si = self.scene.push_static(self.zones[zi].region.clone());
-                self.static_zone.push(zi);
-                self.scene_index[zi] = Some(si as u32);
+                let si = self.scene.push_static(self.zones[zone_index].region.clone());
+                self.static_zone.push(zone_index);
+                self.scene_index[zone_index] = Some(si as u32);
             }
         }
     }
 
-    /// Takes zone `zi` out of the scene and the source lists.
-    fn unindex(&mut self, zi: usize) {
-        if let Some(si) = self.scene_index[zi].take() {
+    /// Takes zone `zone_index` out of the scene and the source lists.
+    fn unindex(&mut self, zone_index: usize) {
+        if let Some(si) = self.scene_index[zone_index].take() {
             let si = si as usize;
             self.scene.swap_remove_static(si);
             self.static_zone.swap_remove(si);
             if let Some(&moved) = self.static_zone.get(si) {
                 self.scene_index[moved] = Some(si as u32);
             }
-        } else if let Some(source) = &self.zones[zi].spec.mobile_origin_source {
+        } else if let Some(source) = &self.zones[zone_index].spec.mobile_origin_source {
             if let Some(list) = self.mobile_by_source.get_mut(source) {
-                list.retain(|z| *z != zi);
+                list.retain(|z| *z != zone_index);
                 if list.is_empty() {
                     self.mobile_by_source.remove(source);
                 }
             }
-            self.scene.remove_movable(zi as u32);
+            self.scene.remove_movable(zone_index as u32);
         }
     }
 

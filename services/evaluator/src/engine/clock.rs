@@ -46,14 +46,14 @@ impl Engine {
         due.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         timed_out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (mac, id, phase, at) in due {
-            let Some(&zi) = self.catalog.by_id.get(&id) else { continue };
+            let Some(&zone_index) = self.catalog.by_id.get(&id) else { continue };
             let ids = self.keyed_ids(&mac, id, at);
             match phase {
                 Phase::Entering { .. } => {
                     self.forget(&mac, id);
-                    self.enter(&mac, zi, At { ts: at, now }, out);
+                    self.enter(&mac, zone_index, At { ts: at, now }, out);
                 }
-                Phase::Inside { .. } => self.exit(&mac, zi, ExitReason::Position, At { ts: at, now }, out),
+                Phase::Inside { .. } => self.exit(&mac, zone_index, ExitReason::Position, At { ts: at, now }, out),
             }
             self.ids = ids;
         }
@@ -62,9 +62,9 @@ impl Engine {
                 self.devices.get(&mac).map(|d| d.zones.iter().map(|(id, _)| *id).collect()).unwrap_or_default();
             for id in zones {
                 match self.catalog.by_id.get(&id) {
-                    Some(&zi) => {
+                    Some(&zone_index) => {
                         let ids = self.keyed_ids(&mac, id, at);
-                        self.exit(&mac, zi, ExitReason::Timeout, At { ts: at, now }, out);
+                        self.exit(&mac, zone_index, ExitReason::Timeout, At { ts: at, now }, out);
                         self.ids = ids;
                     }
                     None => self.forget(&mac, id),
@@ -78,20 +78,20 @@ impl Engine {
             .occupants
             .keys()
             .filter_map(|id| self.catalog.by_id.get(id).copied())
-            .filter(|&zi| {
-                let z = &self.catalog.zones[zi];
+            .filter(|&zone_index| {
+                let z = &self.catalog.zones[zone_index];
                 z.spec.is_timed && z.spec.stop_time.is_some_and(|stop| stop <= now)
             })
             .collect();
         ended.sort_unstable();
-        for zi in ended {
-            let zone = self.catalog.zones[zi].clone();
+        for zone_index in ended {
+            let zone = self.catalog.zones[zone_index].clone();
             let stop = zone.spec.stop_time.unwrap_or(now);
             let mut inside: Vec<Mac> =
                 self.occupants.get(&zone.spec.id).map(|set| set.iter().cloned().collect()).unwrap_or_default();
             inside.sort_unstable();
             for mac in inside {
-                self.exit(&mac, zi, ExitReason::Window, At { ts: stop, now }, out);
+                self.exit(&mac, zone_index, ExitReason::Window, At { ts: stop, now }, out);
             }
         }
     }

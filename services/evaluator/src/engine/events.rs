@@ -30,9 +30,9 @@ impl Stamp<'_> {
 }
 
 impl Engine {
-    /// Entry of `mac` into zone `zi`: the event, the collision record, alarms and actions.
-    pub(super) fn enter(&mut self, mac: &Mac, zi: usize, at: At, out: &mut Vec<Output>) {
-        let zone = &self.catalog.zones[zi];
+    /// Entry of `mac` into the zone at `zone_index`: the event, the collision record, alarms and actions.
+    pub(super) fn enter(&mut self, mac: &Mac, zone_index: usize, at: At, out: &mut Vec<Output>) {
+        let zone = &self.catalog.zones[zone_index];
         let collision = self.ids.next(at.now);
         let alarm = self.catalog.alarm_kind(zone.spec.alert_level);
         let position = self.devices.get(mac).and_then(|d| d.pos);
@@ -62,9 +62,9 @@ impl Engine {
         self.occupants.entry(zone.spec.id).or_default().insert(mac.clone());
     }
 
-    /// Exit of `mac` from zone `zi` of the current catalog.
-    pub(super) fn exit(&mut self, mac: &Mac, zi: usize, reason: ExitReason, at: At, out: &mut Vec<Output>) {
-        let zone = self.catalog.zones[zi].clone();
+    /// Exit of `mac` from the zone at `zone_index` of the current catalog.
+    pub(super) fn exit(&mut self, mac: &Mac, zone_index: usize, reason: ExitReason, at: At, out: &mut Vec<Output>) {
+        let zone = self.catalog.zones[zone_index].clone();
         self.exit_zone(mac, &zone, reason, at, out);
     }
 

@@ -188,11 +188,11 @@ impl Engine {
 
     fn place_mobile_zones(&mut self, source: &Mac, pos: Vec3) {
         let Some(indexes) = self.catalog.mobile_by_source.get(source) else { return };
-        for &zi in indexes {
-            let z = &self.catalog.zones[zi];
+        for &zone_index in indexes {
+            let z = &self.catalog.zones[zone_index];
             let aabb = z.region.aabb().translated(sub(pos, z.centre));
             // Zone indexes fit u32: a catalog holds far fewer than 4 billion zones.
-            self.catalog.scene.set_movable(zi as u32, aabb);
+            self.catalog.scene.set_movable(zone_index as u32, aabb);
         }
     }
 
@@ -336,8 +336,8 @@ impl Engine {
         self.place_mobile_zones(source, pos);
         let Some(indexes) = self.catalog.mobile_by_source.get(source).cloned() else { return };
         let margin = self.catalog.max_radius + self.catalog.exit_tolerance;
-        for zi in indexes {
-            let z = &self.catalog.zones[zi];
+        for zone_index in indexes {
+            let z = &self.catalog.zones[zone_index];
             let aabb = z.region.aabb().translated(sub(pos, z.centre)).expanded(margin);
             let mut affected: Vec<Mac> =
                 self.occupants.get(&z.spec.id).map(|set| set.iter().cloned().collect()).unwrap_or_default();
@@ -349,7 +349,7 @@ impl Engine {
                 if let Some(device) = self.devices.get_mut(&mac) {
                     // The device stood still; its position is now as of the source's move.
                     device.ts = device.ts.max(ts);
-                    self.evaluate(&mac, Some(zi), now, out);
+                    self.evaluate(&mac, Some(zone_index), now, out);
                 }
             }
         }

@@ -41,11 +41,11 @@ impl Engine {
     /// changes made while this evaluator was away.
     pub fn restore(&mut self, collisions: Vec<Collision>, now: DateTime<Utc>, out: &mut Vec<Output>) {
         for c in collisions.into_iter().filter(|c| self.ownership.owns(&c.mac)) {
-            let Some(&zi) = self.catalog.by_id.get(&c.zone_id) else {
+            let Some(&zone_index) = self.catalog.by_id.get(&c.zone_id) else {
                 out.push(Output::Exited { zone: c.zone_id, mac: c.mac });
                 continue;
             };
-            let alarm = self.catalog.alarm_kind(self.catalog.zones[zi].spec.alert_level);
+            let alarm = self.catalog.alarm_kind(self.catalog.zones[zone_index].spec.alert_level);
             let device = self.devices.entry(c.mac.clone()).or_insert_with(|| Device::new(now));
             device.zones.push((
                 c.zone_id,
@@ -111,7 +111,7 @@ impl Engine {
             };
             let Some(reason) = reason else { continue };
             let zone = match new.by_id.get(&id) {
-                Some(&zi) => new.zones[zi].clone(),
+                Some(&zone_index) => new.zones[zone_index].clone(),
                 None => match before.zone(new, id) {
                     Some(former) => former.clone(),
                     None => {
@@ -134,8 +134,8 @@ impl Engine {
         id: Uuid,
         now: DateTime<Utc>,
     ) -> Option<ExitReason> {
-        let Some(&zi) = new.by_id.get(&id) else { return Some(ExitReason::Deleted) };
-        let zone = &new.zones[zi];
+        let Some(&zone_index) = new.by_id.get(&id) else { return Some(ExitReason::Deleted) };
+        let zone = &new.zones[zone_index];
         let pos = self.devices.get(mac).and_then(|d| d.pos);
         let limit = new.radius(mac) + new.exit_tolerance;
         match self.verdict(zone, mac, pos, now, limit, None) {

@@ -61,7 +61,7 @@ impl Engine {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         match (only, pos) {
-            (Some(zi), _) => candidates.push((zi, None)),
+            (Some(zone_index), _) => candidates.push((zone_index, None)),
             (None, Some(p)) => {
                 let margin = radius + tolerance;
                 self.catalog.scene.static_distances(p, margin, &mut self.nearby);
@@ -70,33 +70,33 @@ impl Engine {
                 self.catalog.scene.movable_candidates(p, margin, &mut self.movable);
                 candidates.extend(self.movable.iter().map(|&k| (k as usize, None)));
                 for (id, _) in &device.zones {
-                    if let Some(&zi) = self.catalog.by_id.get(id) {
-                        candidates.push((zi, None));
+                    if let Some(&zone_index) = self.catalog.by_id.get(id) {
+                        candidates.push((zone_index, None));
                     }
                 }
                 if !device.zones.is_empty() {
                     // A zone the device is in may be a candidate too: keep the entry with a distance.
-                    candidates.sort_unstable_by_key(|&(zi, d)| (zi, d.is_none()));
-                    candidates.dedup_by_key(|&mut (zi, _)| zi);
+                    candidates.sort_unstable_by_key(|&(zone_index, d)| (zone_index, d.is_none()));
+                    candidates.dedup_by_key(|&mut (zone_index, _)| zone_index);
                 }
             }
             (None, None) => {}
         }
         let at = At { ts, now };
-        for &(zi, known) in &candidates {
-            let zone = &self.catalog.zones[zi];
+        for &(zone_index, known) in &candidates {
+            let zone = &self.catalog.zones[zone_index];
             if zone.spec.mobile_origin_source.as_ref() == Some(mac) {
                 continue;
             }
             let verdict = self.verdict(zone, mac, pos, ts, radius + tolerance, known);
-            self.step(mac, zi, verdict, radius, at, out);
+            self.step(mac, zone_index, verdict, radius, at, out);
         }
         self.candidates = candidates;
     }
 
-    /// Moves the phase of `mac` in zone `zi` on `verdict`; `radius` is the device's.
-    fn step(&mut self, mac: &Mac, zi: usize, verdict: Verdict, radius: f64, at: At, out: &mut Vec<Output>) {
-        let zone_id = self.catalog.zones[zi].spec.id;
+    /// Moves the phase of `mac` in the zone at `zone_index` on `verdict`; `radius` is the device's.
+    fn step(&mut self, mac: &Mac, zone_index: usize, verdict: Verdict, radius: f64, at: At, out: &mut Vec<Output>) {
+        let zone_id = self.catalog.zones[zone_index].spec.id;
         let (entry_delay, exit_delay, tolerance) =
             (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.exit_tolerance);
         let ts = at.ts;
@@ -106,10 +106,10 @@ impl Engine {
         match (phase, verdict) {
             (None, Verdict::Gone(_)) => {}
             (Some(Phase::Entering { .. }), Verdict::Gone(_)) => self.forget(mac, zone_id),
-            (Some(Phase::Inside { .. }), Verdict::Gone(reason)) => self.exit(mac, zi, reason, at, out),
+            (Some(Phase::Inside { .. }), Verdict::Gone(reason)) => self.exit(mac, zone_index, reason, at, out),
             (None, Verdict::Distance(d)) if d <= radius => {
                 if entry_delay <= Duration::zero() {
-                    self.enter(mac, zi, at, out);
+                    self.enter(mac, zone_index, at, out);
                 } else {
                     device.zones.push((zone_id, Phase::Entering { since: ts }));
                     self.occupants.entry(zone_id).or_default().insert(mac.clone());
@@ -119,7 +119,7 @@ impl Engine {
             (Some(Phase::Entering { since }), Verdict::Distance(d)) if d <= radius => {
                 if ts - since >= entry_delay {
                     self.forget(mac, zone_id);
-                    self.enter(mac, zi, at, out);
+                    self.enter(mac, zone_index, at, out);
                 }
             }
             (Some(Phase::Entering { .. }), Verdict::Distance(_)) => self.forget(mac, zone_id),
@@ -133,7 +133,7 @@ impl Engine {
             (Some(Phase::Inside { exit_since, .. }), Verdict::Distance(_)) => {
                 let since = exit_since.unwrap_or(ts);
                 if ts - since >= exit_delay {
-                    self.exit(mac, zi, ExitReason::Position, at, out);
+                    self.exit(mac, zone_index, ExitReason::Position, at, out);
                 } else if let Some(i) = slot
                     && let Phase::Inside { exit_since, .. } = &mut device.zones[i].1
                 {
