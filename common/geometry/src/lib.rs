@@ -32,6 +32,7 @@ mod kind;
 mod limits;
 mod polygon;
 mod region;
+mod rows;
 mod scene;
 mod shape;
 mod simple;

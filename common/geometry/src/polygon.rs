@@ -2,9 +2,9 @@
 
 use crate::error::GeometryError;
 use crate::limits::{MIN_AXIS_TILT, MIN_POLYGON_AREA_M2, PLANARITY_TOLERANCE_M, SAME_POINT_M};
+use crate::rows::{all_finite, positive, unit_axis};
 use crate::shape::Shape;
 use crate::simple::{Defect, Point2, find_clash, signed_area};
-use crate::validate::{all_finite, positive, unit_axis};
 use crate::vector::{Vec3, add, cross, distance, dot, is_finite, norm, normalize, scale, sub};
 
 /// Validates `[v1]…[vN]`, `[h,0,0]`, `[axis]`.

@@ -4,8 +4,9 @@ use crate::error::GeometryError;
 use crate::kind::GeometryType;
 use crate::limits::{MAX_AXIS_COS, MIN_AXIS_TILT};
 use crate::polygon;
+use crate::rows::{all_finite, positive, unit_axis};
 use crate::shape::Shape;
-use crate::vector::{Vec3, cross, dot, is_finite, normalize};
+use crate::vector::{Vec3, cross, dot, normalize};
 
 /// Validates `rows` as `GeometryData` of `kind` and returns the normalised shape.
 ///
@@ -57,24 +58,6 @@ fn fixed<const N: usize>(kind: GeometryType, rows: &[Vec3]) -> Result<[Vec3; N],
         rows.try_into().map_err(|_| GeometryError::list(format!("{kind} takes {N} rows, got {}", rows.len())))?;
     all_finite(&rows)?;
     Ok(rows)
-}
-
-/// Rejects the first row holding NaN or an infinity.
-pub(crate) fn all_finite(rows: &[Vec3]) -> Result<(), GeometryError> {
-    match rows.iter().position(|row| !is_finite(*row)) {
-        Some(i) => Err(GeometryError::at(i, "numbers must be finite")),
-        None => Ok(()),
-    }
-}
-
-/// `value` if it is > 0, else "`name` must be > 0" at `row`.
-pub(crate) fn positive(row: usize, value: f64, name: &str) -> Result<f64, GeometryError> {
-    if value > 0.0 { Ok(value) } else { Err(GeometryError::at(row, format!("{name} must be > 0"))) }
-}
-
-/// The axis in `row` at unit length; a zero axis is rejected.
-pub(crate) fn unit_axis(row: usize, axis: Vec3) -> Result<Vec3, GeometryError> {
-    normalize(axis).ok_or_else(|| GeometryError::at(row, "axis must not be zero"))
 }
 
 /// Rejects unit axes `a` and `b` (named `names`) whose `|cos|` reaches [`MAX_AXIS_COS`].

@@ -5,7 +5,7 @@ use uuid::Uuid;
 use zonecast_model::{ActionTrigger, Alarm, AlarmKind, Content, Event, Mac, ZoneAction, ZoneInfo};
 
 use super::Output;
-use super::events::Stamp;
+use super::stamp::Stamp;
 use super::state::At;
 use crate::catalog::Zone;
 

@@ -1,33 +1,13 @@
 //! Event building: the `ZONE_ENTER` and `ZONE_EXIT` of a transition, with the collision record
-//! they start or end, stamped with an EventID from the engine's [`IdSource`].
+//! they start or end, stamped ([`super::stamp::Stamp`]).
 
-use zonecast_model::{
-    ActionTrigger, Collision, Content, Event, EventId, EventSource, ExitReason, IdSource, Mac, ZoneEnter, ZoneExit,
-};
+use zonecast_model::{ActionTrigger, Collision, Content, ExitReason, Mac, ZoneEnter, ZoneExit};
 
 use super::actions::{self, Trigger};
+use super::stamp::Stamp;
 use super::state::{At, Phase};
 use super::{Engine, Output};
 use crate::catalog::Zone;
-
-/// Stamps event contents into events of one site, drawing their IDs.
-pub(super) struct Stamp<'a> {
-    pub(super) ids: &'a mut IdSource,
-    pub(super) site_id: i64,
-}
-
-impl Stamp<'_> {
-    /// `content` about `mac`, happened at `at.ts`, produced at `at.now`.
-    pub(super) fn event(&mut self, mac: &Mac, at: At, content: Content) -> Event {
-        Event {
-            event_id: EventId(self.ids.next(at.now)),
-            timestamp: at.ts,
-            local_timestamp: at.now,
-            source: EventSource { mac: Some(mac.clone()), gateway_uri: None, site_id: self.site_id },
-            content,
-        }
-    }
-}
 
 impl Engine {
     /// Entry of `mac` into the zone at `zone_index`: the event, the collision record, alarms and actions.

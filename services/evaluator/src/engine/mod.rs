@@ -7,6 +7,7 @@
 //! - `state`: what is kept per device;
 //! - `transition`: the step of one device in one zone, and the zones a device is judged against;
 //! - `events`: the enter and exit events and collision records of a step;
+//! - `stamp`: the envelope and EventID every event gets;
 //! - `actions`: the alarms and zone actions they set off;
 //! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
 //! - `clock`: delayed entries and exits, device timeouts and time windows.
@@ -18,6 +19,7 @@ mod actions;
 mod clock;
 mod events;
 mod reconcile;
+mod stamp;
 mod state;
 mod transition;
 
