@@ -12,27 +12,10 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command, CommandFactory, Parser};
 
 use super::args::{AllInOneCli, ApiCli, Check, EvaluatorCli, ForwarderCli, IngestorCli};
+use super::origins::{Origins, env_name};
 use super::{
     ApiConfig, Config, ConfigError, ENV_VARS, EvaluatorConfig, ForwarderConfig, IngestorConfig, Load, Loaded, Problem,
 };
-
-/// How each setting was given, to name it in problems as the operator wrote it.
-#[derive(Debug, Default)]
-pub(super) struct Origins(HashMap<String, String>);
-
-impl Origins {
-    /// The name of setting `id`: its flag, its variable or its file key; the variable when it
-    /// came from nowhere (a default, or a requirement not met).
-    pub(super) fn name(&self, id: &str) -> String {
-        self.0.get(id).cloned().unwrap_or_else(|| env_name(id))
-    }
-}
-
-/// `ZONECAST_` and the setting's id in upper case: every setting follows this rule (a unit
-/// test holds each binary to it), which also makes the id its key in the file.
-pub(super) fn env_name(id: &str) -> String {
-    format!("ZONECAST_{}", id.to_ascii_uppercase())
-}
 
 /// The command as parsed: clap reads no variable itself (values from `env` are passed as
 /// flags), so it is the declaration without them.
@@ -127,7 +110,7 @@ where
         let (Some(env_var), Some(long)) = (arg.get_env(), arg.get_long()) else { continue };
         let id = arg.get_id().as_str();
         if on_command_line(&given, id) {
-            origins.0.insert(id.to_owned(), format!("--{long}"));
+            origins.given(id, format!("--{long}"));
             continue;
         }
         let from_env = env_var.to_str().and_then(|name| env.get(name).map(|v| (name.to_owned(), v)));
@@ -135,7 +118,7 @@ where
             file.get(id).map(|v| (format!("{id} (in {})", file_path.as_deref().unwrap_or(Path::new("")).display()), v))
         };
         if let Some((origin, value)) = from_env.or_else(from_file) {
-            origins.0.insert(id.to_owned(), origin);
+            origins.given(id, origin);
             layered.push(format!("--{long}={value}").into());
         }
     }

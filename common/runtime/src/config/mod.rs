@@ -9,6 +9,7 @@
 pub mod args;
 mod binaries;
 mod load;
+mod origins;
 mod sections;
 #[cfg(test)]
 mod tests;

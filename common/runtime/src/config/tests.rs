@@ -4,7 +4,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 
-use super::load::{commands, env_name};
+use super::load::commands;
+use super::origins::env_name;
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {

@@ -20,7 +20,7 @@ use std::str::FromStr;
 use zonecast_model::Secret;
 
 use super::Problem;
-use super::load::Origins;
+use super::origins::Origins;
 
 pub use all_in_one::{AllInOneCli, DemoArgs};
 pub use distributed::{ApiCli, EvaluatorCli, ForwarderCli, IngestorCli};
