@@ -40,6 +40,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from datetime import datetime, timezone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("BIN", os.path.join(ROOT, "target", "release"))
@@ -372,14 +373,12 @@ def judge(path, sent, t0, devices):
 
 
 def iso(ms):
-    from datetime import datetime, timezone
     return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_ms(ts):
     if isinstance(ts, (int, float)):
         return ts
-    from datetime import datetime
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
 
 
@@ -400,7 +399,7 @@ def main():
     for fault in args.faults:
         row = run(fault, args.steps, args.devices)
         print(f"| {fault} | " + " | ".join(str(row[c]) for c in cols) + " |", flush=True)
-        failed |= row["open"] > 0 or row["orphan"] > 0 or (row["lost"] > 0 and fault != "aio-kill")
+        failed |= row["open"] > 0 or row["orphan"] > 0 or ((row["lost"] > 0 or row["extra"] > 0) and fault != "aio-kill")
     sys.exit(1 if failed else 0)
 
 

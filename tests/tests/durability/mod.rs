@@ -95,8 +95,7 @@ async fn an_evaluator_killed_and_restarted_within_the_window_loses_no_position_a
             site.evaluator.kill().await;
         }
         if round == 8 {
-            site.evaluator.restart();
-            site.evaluator.healthy(&site.api.http, WAIT).await;
+            site.restart_evaluator().await;
         }
         site.round(&macs, round).await;
     }
@@ -132,8 +131,7 @@ async fn an_evaluator_killed_while_the_database_is_away_resumes_where_its_collis
             site.evaluator_lag_reaches(2.0).await;
             site.evaluator.kill().await;
             zonecast_tests::reopen_database(&database).await;
-            site.evaluator.restart();
-            site.evaluator.healthy(&site.api.http, WAIT).await;
+            site.restart_evaluator().await;
         }
         site.round(&macs, round).await;
     }
@@ -155,8 +153,7 @@ async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
     let bus = &site.bus;
     zonecast_tests::eventually(WAIT, || async move { bus.is_connected().then_some(()) }).await;
     let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
-    site.evaluator.restart();
-    site.evaluator.healthy(&site.api.http, WAIT).await;
+    site.restart_evaluator().await;
     site.positions(&macs, 100.0).await;
     alternate(&site.transitions(&mut events, &macs).await, 2);
     zonecast_tests::drop_fresh_database(&database).await;
@@ -175,8 +172,7 @@ async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_deliv
     let mut seen = Seen::default();
     seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
     site.evaluator.kill().await;
-    site.evaluator.restart();
-    site.evaluator.healthy(&site.api.http, WAIT).await;
+    site.restart_evaluator().await;
     status.store(200, Ordering::SeqCst);
     seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
     seen.every_device_delivered(&macs);
@@ -220,8 +216,7 @@ async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted
         site.positions(&macs, if round % 2 == 0 { 100.0 } else { 1.0 }).await;
     }
     let mut events = site.bus.subscribe(&site.subjects.events_all()).await.unwrap();
-    site.evaluator.restart();
-    site.evaluator.healthy(&site.api.http, WAIT).await;
+    site.restart_evaluator().await;
     // The last round put every device inside: each enters.
     let by_device = site.transitions(&mut events, &macs).await;
     for (mac, events) in &by_device {

@@ -189,22 +189,28 @@ impl Site {
         assert_eq!(publisher.publish(updates, Utc::now()).await.unwrap(), macs.len());
     }
 
+    /// Starts the evaluator again (after a kill) and waits until it is healthy.
+    pub(crate) async fn restart_evaluator(&mut self) {
+        self.evaluator.restart();
+        self.evaluator.healthy(&self.api.http, WAIT).await;
+    }
+
+    /// The evaluator's `/metrics` lines starting with `prefix`, with their values.
+    async fn evaluator_samples(&self, prefix: &str) -> Vec<f64> {
+        let Ok(response) = self.api.http.get(&self.evaluator_metrics).send().await else { return Vec::new() };
+        let metrics = response.text().await.unwrap_or_default();
+        metrics.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse().ok()).collect()
+    }
+
     /// A counter of the evaluator's `/metrics` (0 before it counts anything).
     pub(crate) async fn evaluator_counter(&self, name: &str) -> f64 {
-        let metrics = self.api.http.get(&self.evaluator_metrics).send().await.unwrap().text().await.unwrap();
-        let prefix = format!("{name} ");
-        metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map_or(0.0, |v| v.trim().parse().unwrap())
+        self.evaluator_samples(&format!("{name} ")).await.first().copied().unwrap_or(0.0)
     }
 
     /// Waits until the evaluator reports a lag of `seconds` or more.
     pub(crate) async fn evaluator_lag_reaches(&self, seconds: f64) {
         zonecast_tests::eventually(WAIT, || async move {
-            let metrics = self.api.http.get(&self.evaluator_metrics).send().await.ok()?.text().await.ok()?;
-            let lag = metrics
-                .lines()
-                .filter(|l| l.starts_with("zonecast_pipeline_lag_seconds{"))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .fold(0.0, f64::max);
+            let lag = self.evaluator_samples("zonecast_pipeline_lag_seconds{").await.into_iter().fold(0.0, f64::max);
             (lag >= seconds).then_some(())
         })
         .await;
