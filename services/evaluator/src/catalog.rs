@@ -188,8 +188,8 @@ impl Catalog {
         self.zones.swap_remove(zone_index)
     }
 
-    /// Indexes zone `zone_index`: a static zone in the scene, a mobile one under its source (the scene
-    /// gets it when its source's position is known).
+    /// Indexes the zone at `zone_index`: a static zone in the scene, a mobile one under its
+    /// source (the scene gets it when its source's position is known).
     fn index(&mut self, zone_index: usize) {
         match self.zones[zone_index].spec.mobile_origin_source.clone() {
             Some(source) => self.mobile_by_source.entry(source).or_default().push(zone_index),

@@ -5,11 +5,11 @@
 //!
 //! `forwarded` survives the replica: an event the broker has every copy of is acknowledged to
 //! the journal only after a row counting its copies is written (every [`SETTLE_EVERY`] while
-//! there are some, sooner when many wait), so a replica killed before that leaves the event to be handed out again
-//! and counted by whoever sends it. The row's `queued` is the positions this replica holds (not
-//! journalled); the events waiting for the connection are the journal consumer's backlog, which
-//! the API reads itself. Events that left the journal before the connection had them count as
-//! dropped.
+//! there are some, sooner when many wait), so a replica killed before that leaves the event to
+//! be handed out again and counted by whoever sends it. The row's `queued` is the positions
+//! this replica holds (not journalled); the events waiting for the connection are the journal
+//! consumer's backlog, which the API reads itself. Events that left the journal before the
+//! connection had them count as dropped.
 
 use std::collections::HashMap;
 use std::sync::Arc;

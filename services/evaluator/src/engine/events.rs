@@ -10,7 +10,8 @@ use super::{Engine, Output};
 use crate::catalog::Zone;
 
 impl Engine {
-    /// Entry of `mac` into the zone at `zone_index`: the event, the collision record, alarms and actions.
+    /// Entry of `mac` into the zone at `zone_index`: the event, the collision record, alarms
+    /// and actions.
     pub(super) fn enter(&mut self, mac: &Mac, zone_index: usize, at: At, out: &mut Vec<Output>) {
         let zone = &self.catalog.zones[zone_index];
         let collision = self.ids.next(at.now);
