@@ -5,7 +5,8 @@ A test removes its streams when it ends; a test that fails or a run that is kill
 JetStream reserves each stream's byte bound from the server's storage when the stream is made,
 so leftovers add up until no new stream can be made ("insufficient storage resources"). Only
 streams named by the tests' and benchmarks' random prefixes are removed:
-jt/zt/zc/zd followed by 32 hex digits, and bench followed by digits.
+jt/zt/zc/zd followed by 32 hex digits, and bench followed by digits (and the key-value
+buckets of those prefixes, whose streams are named KV_<bucket>).
 
 Usage: nats-leftovers.py [HOST [PORT]]   (default 127.0.0.1 4222)
 """
@@ -14,7 +15,7 @@ import re
 import socket
 import sys
 
-LEFTOVER = re.compile(r"^(?:(?:jt|zt|zc|zd)[0-9a-f]{32}|bench[0-9]+)_")
+LEFTOVER = re.compile(r"^(?:KV_)?(?:(?:jt|zt|zc|zd)[0-9a-f]{32}|bench[0-9]+)_")
 INBOX = "_INBOX.zonecast-ci"
 
 

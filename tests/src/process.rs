@@ -140,4 +140,22 @@ impl Service {
     pub fn restart(&mut self) {
         self.spawn();
     }
+
+    /// Sends `signal` (`-TERM`, `-STOP`, `-CONT`, …) to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().unwrap_or_else(|| panic!("{} is not running", self.name));
+        let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid} failed");
+    }
+
+    /// Stops the process as an orchestrator would (SIGTERM) and waits until it has exited.
+    pub async fn terminate(&mut self, timeout: Duration) {
+        self.signal("-TERM");
+        let mut child = self.child.take().unwrap_or_else(|| panic!("{} is not running", self.name));
+        let status = tokio::time::timeout(timeout, child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{} did not stop within {timeout:?} of SIGTERM", self.name))
+            .unwrap();
+        assert!(status.success(), "{} stopped with {status} on SIGTERM", self.name);
+    }
 }

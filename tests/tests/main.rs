@@ -15,6 +15,7 @@ mod deploy;
 mod durability;
 mod evaluator;
 mod event_stream;
+mod failover;
 mod fault_suite;
 mod forwarder;
 mod history;

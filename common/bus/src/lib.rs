@@ -10,6 +10,7 @@
 mod error;
 mod in_process;
 pub mod journal;
+pub mod leases;
 mod nats;
 mod pattern;
 pub mod positions;
@@ -23,6 +24,7 @@ use bytes::Bytes;
 pub use error::BusError;
 pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
 pub use journal::{Journal, JournalSettings};
+pub use leases::Leases;
 pub use nats::NatsBus;
 pub use positions::{PositionSettings, PositionStreams};
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
@@ -163,6 +165,13 @@ pub trait Bus: Send + Sync + 'static {
         _settings: PositionSettings,
     ) -> Option<Arc<PositionStreams>> {
         None
+    }
+
+    /// The lease bucket in which the evaluators under `prefix` claim partitions, its stream
+    /// kept on `replicas` servers (JetStream over NATS); `None` in-process, where each
+    /// evaluator of the process is given its partitions.
+    async fn leases(&self, _prefix: &str, _replicas: usize) -> Result<Option<Leases>, BusError> {
+        Ok(None)
     }
 
     /// Whether the bus can currently deliver messages; for `/healthz`.

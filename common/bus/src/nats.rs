@@ -216,6 +216,10 @@ impl Bus for NatsBus {
         Some(Arc::new(crate::PositionStreams::new(self.client.clone(), prefix, partitions, settings)))
     }
 
+    async fn leases(&self, prefix: &str, replicas: usize) -> Result<Option<crate::Leases>, BusError> {
+        crate::Leases::open(self.client.clone(), prefix, replicas).await.map(Some)
+    }
+
     fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
         Arc::new(crate::journal::JetStreamJournal::new(self.client.clone(), prefix, settings))
     }

@@ -56,8 +56,21 @@ impl Default for PositionSettings {
 /// refuse messages above 1 MiB by default).
 pub const MAX_BATCH_BYTES: usize = 512 * 1024;
 
-/// The consumer the evaluator owning a partition follows, one per partition's stream.
+/// The consumer an evaluator owning a partition follows: `evaluator` for one given its
+/// partitions, `evaluator-<epoch>` for one that claimed it at that epoch.
 const CONSUMER: &str = "evaluator";
+
+fn consumer_name(epoch: Option<u64>) -> String {
+    epoch.map_or_else(|| CONSUMER.to_owned(), |epoch| format!("{CONSUMER}-{epoch}"))
+}
+
+/// The epoch of an evaluator consumer's name (0 for `evaluator`); `None` for another consumer.
+fn consumer_epoch(name: &str) -> Option<u64> {
+    match name.strip_prefix(CONSUMER)? {
+        "" => Some(0),
+        rest => rest.strip_prefix('-')?.parse().ok(),
+    }
+}
 
 /// How long a batch handed to the evaluator may stay unacknowledged before JetStream hands it
 /// out again. The evaluator acknowledges once the batch's events are stored and the collisions
@@ -181,13 +194,25 @@ impl PositionStreams {
         Ok(Stored(acks))
     }
 
-    /// Opens the durable consumer of `partition`, with at most `in_hand` batches delivered and
-    /// not acknowledged. It starts at the first batch not acknowledged (at the oldest the stream
-    /// holds when it is made for the first time), or past `had` when that is further: the last
-    /// batch the follower already has (taken from an earlier opening, or reflected in the state
-    /// it restored), ignored when the stream holds no batch that far. Batches delivered to an
-    /// evaluator that stopped before acknowledging them come again at once, in order.
-    pub async fn follow(&self, partition: u32, in_hand: usize, had: Option<u64>) -> Result<Batches, BusError> {
+    /// Opens a durable consumer of `partition` for an owner at `epoch` (`None`: an evaluator
+    /// given its partitions, which needs no fencing), with at most `in_hand` batches delivered
+    /// and not acknowledged. It starts at the first batch not acknowledged by an earlier owner
+    /// (at the oldest the stream holds when there was none), or past `had` when that is further:
+    /// the last batch the follower already has (taken from an earlier opening, or reflected in
+    /// the state it restored), ignored when the stream holds no batch that far. Batches
+    /// delivered to an owner that stopped before acknowledging them come again at once, in
+    /// order.
+    ///
+    /// Each epoch has a consumer of its own, `evaluator-<epoch>`, and opening one removes those
+    /// of older epochs: an owner that lost the partition and still acknowledges, acknowledges
+    /// on a consumer that is gone. A consumer of a newer epoch refuses the opening.
+    pub async fn follow(
+        &self,
+        partition: u32,
+        in_hand: usize,
+        had: Option<u64>,
+        epoch: Option<u64>,
+    ) -> Result<Batches, BusError> {
         self.ready(partition).await?;
         let name = self.stream_name(partition);
         let mut stream =
@@ -204,23 +229,30 @@ impl PositionStreams {
             had => had,
         };
         // JetStream hands the batches an earlier opening had and did not acknowledge out again
-        // only once their ack wait is over: the consumer is made anew from its acknowledgement
+        // only once their ack wait is over: the consumer is made anew from the acknowledgement
         // floor instead, so that they come first.
-        let floor = match stream.get_consumer::<consumer::pull::Config>(CONSUMER).await {
-            Ok(mut existing) => {
-                let info = existing.info().await.map_err(|e| BusError::Journal(format!("consumer of {name}: {e}")))?;
-                let floor = Some(info.ack_floor.stream_sequence);
-                stream
-                    .delete_consumer(CONSUMER)
-                    .await
-                    .map_err(|e| BusError::Journal(format!("cannot renew the consumer of {name}: {e}")))?;
-                floor
+        let mine = consumer_name(epoch);
+        let mut floor = None;
+        for (other, other_epoch) in self.consumers(&stream).await? {
+            if other_epoch > epoch.unwrap_or(0) {
+                return Err(BusError::Journal(format!(
+                    "partition {partition} is followed at a newer epoch ({other}); this evaluator no longer owns it"
+                )));
             }
-            Err(_) => None,
-        };
+            let mut existing = stream
+                .get_consumer::<consumer::pull::Config>(&other)
+                .await
+                .map_err(|e| BusError::Journal(format!("consumer {other} of {name}: {e}")))?;
+            let info = existing.info().await.map_err(|e| BusError::Journal(format!("consumer of {name}: {e}")))?;
+            floor = floor.max(Some(info.ack_floor.stream_sequence));
+            stream
+                .delete_consumer(&other)
+                .await
+                .map_err(|e| BusError::Journal(format!("cannot renew the consumer of {name}: {e}")))?;
+        }
         let from = floor.max(had);
         let config = consumer::pull::Config {
-            durable_name: Some(CONSUMER.to_owned()),
+            durable_name: Some(mine),
             deliver_policy: match from {
                 Some(last) => consumer::DeliverPolicy::ByStartSequence { start_sequence: last + 1 },
                 None => consumer::DeliverPolicy::All,
@@ -285,18 +317,37 @@ impl PositionStreams {
         })))
     }
 
-    /// Batches stored in `partition`'s stream and not yet acknowledged by its evaluator.
+    /// The evaluator consumers of a partition's stream with their epochs (0: given, not
+    /// claimed).
+    async fn consumers(&self, stream: &stream::Stream) -> Result<Vec<(String, u64)>, BusError> {
+        let mut names = stream.consumer_names();
+        let mut found = Vec::new();
+        while let Some(name) = names.next().await {
+            let name =
+                name.map_err(|e| BusError::Journal(format!("consumers of {}: {e}", stream.cached_info().config.name)))?;
+            if let Some(epoch) = consumer_epoch(&name) {
+                found.push((name, epoch));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Batches stored in `partition`'s stream and not yet acknowledged by its evaluator (the
+    /// consumer of the newest epoch).
     pub async fn backlog(&self, partition: u32) -> Result<u64, BusError> {
         self.ready(partition).await?;
         let name = self.stream_name(partition);
         let mut stream =
             self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
-        match stream.consumer_info(CONSUMER).await {
-            Ok(info) => Ok(info.num_pending + info.num_ack_pending as u64),
-            Err(e) if e.kind() == jetstream::context::ConsumerInfoErrorKind::NotFound => {
+        let newest = self.consumers(&stream).await?.into_iter().max_by_key(|(_, epoch)| *epoch);
+        match newest {
+            Some((consumer, _)) => match stream.consumer_info(&consumer).await {
+                Ok(info) => Ok(info.num_pending + info.num_ack_pending as u64),
+                Err(e) => Err(BusError::Journal(format!("consumer of {name}: {e}"))),
+            },
+            None => {
                 Ok(stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.messages)
             }
-            Err(e) => Err(BusError::Journal(format!("consumer of {name}: {e}"))),
         }
     }
 

@@ -198,6 +198,8 @@ impl From<StoreError> for HttpError {
             StoreError::Conflict { .. } => Self::Unavailable(e.to_string()),
             StoreError::Unavailable(cause) => Self::Unavailable(cause),
             StoreError::Backend(cause) => Self::Internal(cause),
+            // Collision writes only: no request answers with it.
+            StoreError::Fenced { .. } => Self::Internal(e.to_string()),
         }
     }
 }

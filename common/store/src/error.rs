@@ -53,6 +53,13 @@ pub enum StoreError {
         /// Its identity as the API shows it.
         id: String,
     },
+    /// A collision write named partitions at an older ownership epoch than the store holds:
+    /// another evaluator owns them now, and the write was refused whole.
+    #[error("partitions {partitions:?} are owned by another evaluator now")]
+    Fenced {
+        /// The partitions lost.
+        partitions: Vec<u32>,
+    },
     /// The database cannot be reached (connect, pool, busy). The text is for logs only.
     #[error("store unavailable")]
     Unavailable(String),

@@ -76,6 +76,9 @@ pub struct CollisionMarks {
     /// Per evaluator (named by its first partition), sorted: every collision change it made
     /// before this time is written.
     pub through: Vec<(u32, DateTime<Utc>)>,
+    /// Per position partition, sorted: the ownership epoch of the evaluator that owns it (see
+    /// [`CollisionWriter::write_collisions`]); empty for evaluators given fixed partitions.
+    pub epochs: Vec<(u32, u64)>,
 }
 
 impl CollisionMarks {
@@ -90,7 +93,32 @@ impl CollisionMarks {
         self.through.iter().map(|(_, t)| *t).min()
     }
 
-    /// The names and values the store keeps the marks under.
+    /// The epoch the store holds for `partition`, if one is written.
+    pub fn epoch(&self, partition: u32) -> Option<u64> {
+        self.epochs.iter().find(|(p, _)| *p == partition).map(|(_, epoch)| *epoch)
+    }
+
+    /// The names and values the store keeps the epochs under: they only grow.
+    pub(crate) fn epoch_rows(&self) -> Vec<(String, i64)> {
+        self.epochs
+            .iter()
+            .map(|(p, epoch)| (format!("{EPOCH}{p}"), i64::try_from(*epoch).unwrap_or(i64::MAX)))
+            .collect()
+    }
+
+    /// The partitions of epoch rows (as [`CollisionMarks::epoch_rows`] names them) whose
+    /// stored epoch is higher than the one written: the writer lost them.
+    pub(crate) fn fenced(written: &[(String, i64)], stored: impl IntoIterator<Item = (String, i64)>) -> Vec<u32> {
+        let mut lost: Vec<u32> = stored
+            .into_iter()
+            .filter(|(name, value)| written.iter().any(|(n, v)| n == name && value > v))
+            .filter_map(|(name, _)| name.strip_prefix(EPOCH)?.parse().ok())
+            .collect();
+        lost.sort_unstable();
+        lost
+    }
+
+    /// The names and values the store keeps the marks under (epochs apart).
     pub(crate) fn rows(&self) -> Vec<(String, i64)> {
         let partitions = self
             .partitions
@@ -109,9 +137,12 @@ impl CollisionMarks {
                 marks.through.extend(DateTime::from_timestamp_micros(value).map(|t| (p, t)));
             } else if let Some(p) = name.strip_prefix(PARTITION).and_then(|p| p.parse().ok()) {
                 marks.partitions.push((p, u64::try_from(value).unwrap_or(0)));
+            } else if let Some(p) = name.strip_prefix(EPOCH).and_then(|p| p.parse().ok()) {
+                marks.epochs.push((p, u64::try_from(value).unwrap_or(0)));
             }
         }
         marks.partitions.sort_unstable();
+        marks.epochs.sort_unstable();
         marks.through.sort_unstable();
         marks
     }
@@ -121,12 +152,18 @@ impl CollisionMarks {
 const PARTITION: &str = "partition:";
 /// The prefix of an evaluator's time mark name.
 const THROUGH: &str = "through:";
+/// The prefix of a partition's ownership epoch name.
+const EPOCH: &str = "epoch:";
 
 /// Current collisions, recorded as devices enter and leave zones.
 #[async_trait::async_trait]
 pub trait CollisionWriter: Send + Sync + 'static {
     /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`, and sets
-    /// the `marks` given (a partition or time not given keeps its mark). Entries for zones that
+    /// the `marks` given (a partition or time not given keeps its mark). When `marks.epochs`
+    /// names a partition whose stored epoch is higher (another evaluator claimed it since),
+    /// nothing is written and the answer is [`crate::StoreError::Fenced`] with those partitions;
+    /// otherwise the epochs given are stored, so that every older owner's write is refused
+    /// from then on (a write with epochs only is how a new owner fences the old). Entries for zones that
     /// no longer exist are skipped. A pair in both lists ends up absent, so callers coalesce
     /// the transitions of one (zone, MAC) before writing; within `entered` the last row for a
     /// pair wins.

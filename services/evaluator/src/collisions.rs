@@ -46,6 +46,10 @@ pub struct Turn {
     pub batches: Vec<(u32, u64)>,
     /// When the turn ended: every change of it was made before.
     pub at: DateTime<Utc>,
+    /// The partitions the evaluator held when the turn ended, with its epoch for each (none
+    /// for an evaluator given its partitions): the store refuses the write once another
+    /// evaluator holds one of them at a newer epoch.
+    pub epochs: Vec<(u32, u64)>,
 }
 
 /// Most collision changes written in one transaction.
@@ -57,6 +61,8 @@ pub struct Writer {
     pub turns: mpsc::UnboundedSender<Turn>,
     /// How many of the turns sent are written.
     pub written: watch::Receiver<u64>,
+    /// Partitions the store said another evaluator owns now: their changes were dropped.
+    pub fenced: mpsc::UnboundedReceiver<Vec<u32>>,
     /// Ends when every sender is dropped and the last turn is written.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -68,6 +74,7 @@ struct Pending {
     changes: HashMap<(Uuid, Mac), Option<Collision>>,
     partitions: BTreeMap<u32, u64>,
     through: Option<DateTime<Utc>>,
+    epochs: BTreeMap<u32, u64>,
     /// Turns taken from the channel so far: once the pending set is written, all of them are.
     turns: u64,
 }
@@ -86,6 +93,17 @@ impl Pending {
             *mark = (*mark).max(sequence);
         }
         self.through = Some(turn.at);
+        for (partition, epoch) in turn.epochs {
+            let held = self.epochs.entry(partition).or_default();
+            *held = (*held).max(epoch);
+        }
+    }
+
+    /// Drops what concerns `lost` partitions of `count`: another evaluator owns them now.
+    fn drop_partitions(&mut self, lost: &[u32], count: u32) {
+        self.changes.retain(|(_, mac), _| !lost.contains(&mac.partition(count)));
+        self.partitions.retain(|p, _| !lost.contains(p));
+        self.epochs.retain(|p, _| !lost.contains(p));
     }
 
     fn is_empty(&self) -> bool {
@@ -96,13 +114,16 @@ impl Pending {
         self.changes.clear();
         self.partitions.clear();
         self.through = None;
+        self.epochs.clear();
     }
 }
 
-/// Starts the writer of the evaluator whose first partition is `first`.
-pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
+/// Starts the writer of an evaluator of `count` partitions; `time_mark` names its time mark
+/// (its first partition), if it keeps one (an evaluator given its partitions).
+pub fn spawn(store: Arc<dyn CollisionWriter>, count: u32, time_mark: Option<u32>) -> Writer {
     let (tx, mut rx) = mpsc::unbounded_channel::<Turn>();
     let (written_tx, written) = watch::channel(0u64);
+    let (fenced_tx, fenced) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         let mut pending = Pending::default();
         let failures = metrics::counter!("zonecast_evaluator_collision_write_failures_total");
@@ -126,13 +147,20 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
                     pending.changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
                 let marks = CollisionMarks {
                     partitions: pending.partitions.iter().map(|(p, s)| (*p, *s)).collect(),
-                    through: pending.through.map(|t| (first, t)).into_iter().collect(),
+                    through: time_mark.zip(pending.through).into_iter().collect(),
+                    epochs: pending.epochs.iter().map(|(p, e)| (*p, *e)).collect(),
                 };
                 match store.write_collisions(&entered, &exited, &marks).await {
                     Ok(()) => {
                         pending.clear();
                         written_tx.send_replace(pending.turns);
                         break;
+                    }
+                    Err(zonecast_store::StoreError::Fenced { partitions }) => {
+                        metrics::counter!("zonecast_evaluator_fenced_writes_total").increment(1);
+                        tracing::warn!(partitions = ?partitions, "collision changes of partitions another evaluator owns now dropped");
+                        pending.drop_partitions(&partitions, count);
+                        let _ = fenced_tx.send(partitions);
                     }
                     Err(e) => {
                         failures.increment(1);
@@ -147,5 +175,5 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, first: u32) -> Writer {
             }
         }
     });
-    Writer { turns: tx, written, task }
+    Writer { turns: tx, written, fenced, task }
 }

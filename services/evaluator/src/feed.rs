@@ -13,7 +13,7 @@
 //! to [`IN_HAND`] batches, then JetStream holds back the rest and the positions wait in their
 //! streams. Alarms come late, never wrong.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +27,6 @@ use zonecast_model::PositionFix;
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_store::CollisionMarks;
 
 /// Batches of a partition delivered to this evaluator and not yet acknowledged, at most.
 const IN_HAND: usize = 1000;
@@ -49,31 +48,45 @@ pub struct Taken {
     pub ack: Ack,
 }
 
-/// Follows the streams of partitions `lo..=hi` until `shutdown`, each after its mark in
-/// `marks` (the last batch the stored collisions reflect) and opened again after its connection
-/// is lost; the batches come out in each partition's order.
-pub fn follow(
+/// The owned partitions' streams being followed: one task per partition, its batches coming
+/// out of [`Feed::batches`] in the partition's order.
+pub struct Feed {
     streams: Arc<PositionStreams>,
-    lo: u32,
-    hi: u32,
-    marks: &CollisionMarks,
+    tx: mpsc::Sender<Taken>,
+    /// The batches read, over all partitions followed.
+    pub batches: mpsc::Receiver<Taken>,
+    following: HashMap<u32, Shutdown>,
     shutdown: Shutdown,
-) -> mpsc::Receiver<Taken> {
-    let (tx, rx) = mpsc::channel(WAITING);
-    for partition in lo..=hi {
-        let (streams, tx, shutdown) = (streams.clone(), tx.clone(), shutdown.clone());
+}
+
+impl Feed {
+    /// Follows nothing yet; every partition stops following at `shutdown`.
+    pub fn new(streams: Arc<PositionStreams>, shutdown: Shutdown) -> Self {
+        let (tx, batches) = mpsc::channel(WAITING);
+        Self { streams, tx, batches, following: HashMap::new(), shutdown }
+    }
+
+    /// Follows `partition`'s stream, after `mark` (the last batch the stored collisions
+    /// reflect), at ownership `epoch` (none for an evaluator given its partitions), and opens
+    /// it again after its connection is lost.
+    pub fn start(&mut self, partition: u32, mark: Option<u64>, epoch: Option<u64>) {
+        let stop = self.shutdown.child_token();
+        if let Some(earlier) = self.following.insert(partition, stop.clone()) {
+            earlier.cancel();
+        }
+        let (streams, tx) = (self.streams.clone(), self.tx.clone());
         // The last batch taken, or reflected in the collisions: an opening goes on after it.
-        let mut had = marks.partition(partition);
+        let mut had = mark;
         tokio::spawn(async move {
             let mut log = RateLimited::new(Duration::from_secs(10));
             let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
-            while !shutdown.is_cancelled() {
-                match streams.follow(partition, IN_HAND, had).await {
+            while !stop.is_cancelled() {
+                match streams.follow(partition, IN_HAND, had, epoch).await {
                     Ok(mut batches) => {
                         backoff.reset();
                         loop {
                             let batch = tokio::select! {
-                                () = shutdown.cancelled() => return,
+                                () = stop.cancelled() => return,
                                 batch = batches.next() => batch,
                             };
                             let Some(batch) = batch else { break };
@@ -90,13 +103,20 @@ pub fn follow(
                     }
                 }
                 tokio::select! {
-                    () = shutdown.cancelled() => return,
+                    () = stop.cancelled() => return,
                     () = tokio::time::sleep(backoff.next_delay()) => {}
                 }
             }
         });
     }
-    rx
+
+    /// Stops following `partition`; batches of it already read still come out, for the
+    /// evaluator to pass over.
+    pub fn stop(&mut self, partition: u32) {
+        if let Some(stop) = self.following.remove(&partition) {
+            stop.cancel();
+        }
+    }
 }
 
 /// Reads a batch's lines.
@@ -160,11 +180,18 @@ impl Acks {
     }
 
     /// Acknowledges, per partition, the newest batch whose collisions are written (the
-    /// partition's earlier batches with it).
-    pub fn settle(&mut self) {
+    /// partition's earlier batches with it), and returns how many turns are written.
+    pub fn settle(&mut self) -> u64 {
         let written = *self.written.borrow_and_update();
         let due = self.waiting.iter().take_while(|(_, _, turn, _)| *turn <= written).count();
         ack_newest(self.waiting.drain(..due));
+        written
+    }
+
+    /// Forgets the batches of `partitions` held: another evaluator owns them now, and takes
+    /// them again from the collisions written.
+    pub fn forget(&mut self, partitions: &[u32]) {
+        self.waiting.retain(|(partition, ..)| !partitions.contains(partition));
     }
 
     /// Acknowledges every batch held: the collision writer has written everything.

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 mod catch_up;
+mod claims;
 mod collisions;
 mod config_changes;
 pub mod engine;
@@ -35,8 +36,11 @@ pub struct Deps {
     pub subjects: Subjects,
     /// SiteID of events.
     pub site_id: i64,
-    /// Partitions this replica owns.
+    /// Partitions this replica owns when it is given them (`claims` false, or in one process);
+    /// their count in any case.
     pub ownership: Ownership,
+    /// Whether it claims its partitions with the other evaluators instead (over NATS).
+    pub claims: bool,
     /// What the position streams keep (over NATS, where the evaluator follows them).
     pub positions: zonecast_bus::PositionSettings,
     /// Where events are stored before anyone acts on them.
@@ -53,8 +57,8 @@ pub struct Deps {
 
 /// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL, NATS and
 /// `ZONECAST_SECRET_KEY` (the API's, to unseal the secrets that sign http-request actions); the
-/// owned partitions come from `ZONECAST_EVALUATOR_PARTITIONS`; `/livez`, `/readyz` and
-/// `/metrics` are served on `ZONECAST_HTTP_ADDR`.
+/// evaluators claim the partitions among themselves, unless `ZONECAST_EVALUATOR_PARTITIONS`
+/// pins a range; `/livez`, `/readyz` and `/metrics` are served on `ZONECAST_HTTP_ADDR`.
 pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
     let needs = Needs {
         name: "zonecast-evaluator",
@@ -84,12 +88,14 @@ impl Deps {
         keys: Arc<Keys>,
     ) -> Self {
         let count = config.bus.partitions;
-        let (lo, hi) = config.evaluator.partitions.unwrap_or((0, count.saturating_sub(1)));
+        let pinned = config.evaluator.partitions;
+        let (lo, hi) = pinned.unwrap_or((0, count.saturating_sub(1)));
         Self {
             store,
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             site_id: config.site_id,
-            ownership: Ownership { count, lo, hi },
+            ownership: Ownership::range(count, lo, hi),
+            claims: pinned.is_none(),
             journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
             positions: config.bus.positions,
             bus,
@@ -100,10 +106,11 @@ impl Deps {
     }
 }
 
-/// Registers at 0 every series an evaluator owning `ownership` serves, and returns the label
-/// of its per-evaluator series (`partitions="lo-hi"`) with its device gauge: the evaluators of
-/// one process each have theirs, and the site's device count is their sum.
-fn register_metrics(ownership: Ownership) -> (String, metrics::Gauge) {
+/// Registers at 0 every series an evaluator serves, and returns the label of its per-evaluator
+/// series (`partitions="0-7"` for one given partitions `0..=7`, `partitions="claimed"` for one
+/// that claims them) with its device and owned-partition gauges: the evaluators of one process
+/// each have theirs, and the site's device count is their sum.
+fn register_metrics(label: &str) -> (String, metrics::Gauge, metrics::Gauge) {
     use zonecast_runtime::metrics::{Owner, register, register_series};
     register(Owner::Evaluator);
     for kind in zonecast_model::EventType::ALL {
@@ -112,8 +119,18 @@ fn register_metrics(ownership: Ownership) -> (String, metrics::Gauge) {
     for outcome in ["success", "failed", "expired", "lost"] {
         register_series("zonecast_evaluator_http_actions_total", &[("outcome", outcome.to_owned())]);
     }
-    let partitions = format!("{}-{}", ownership.lo, ownership.hi);
-    register_series("zonecast_evaluator_devices", &[("partitions", partitions.clone())]);
+    let partitions = label.to_owned();
+    for gauge in ["zonecast_evaluator_devices", "zonecast_evaluator_partitions_owned"] {
+        register_series(gauge, &[("partitions", partitions.clone())]);
+    }
+    for counter in [
+        "zonecast_evaluator_rebalances_total",
+        "zonecast_evaluator_fenced_writes_total",
+        "zonecast_evaluator_handover_seconds",
+    ] {
+        register_series(counter, &[]);
+    }
     let devices = metrics::gauge!("zonecast_evaluator_devices", "partitions" => partitions.clone());
-    (partitions, devices)
+    let owned = metrics::gauge!("zonecast_evaluator_partitions_owned", "partitions" => partitions.clone());
+    (partitions, devices, owned)
 }

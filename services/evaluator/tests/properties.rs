@@ -108,12 +108,8 @@ struct World {
 impl World {
     fn new() -> Self {
         let now: DateTime<Utc> = "2026-11-21T10:00:00Z".parse().unwrap();
-        let engine = Engine::new(
-            Catalog::build(Vec::new(), &[], Vec::new()),
-            1,
-            Ownership { count: 1, lo: 0, hi: 0 },
-            IdSource::seeded(9),
-        );
+        let engine =
+            Engine::new(Catalog::build(Vec::new(), &[], Vec::new()), 1, Ownership::range(1, 0, 0), IdSource::seeded(9));
         Self {
             engine,
             now,

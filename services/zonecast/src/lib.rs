@@ -71,11 +71,11 @@ fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
 fn evaluator_ranges(config: &Config) -> Vec<zonecast_evaluator::Ownership> {
     let count = config.bus.partitions;
     if let Some((lo, hi)) = config.evaluator.partitions {
-        return vec![zonecast_evaluator::Ownership { count, lo, hi }];
+        return vec![zonecast_evaluator::Ownership::range(count, lo, hi)];
     }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, count as usize) as u32;
     (0..workers)
-        .map(|w| zonecast_evaluator::Ownership { count, lo: w * count / workers, hi: (w + 1) * count / workers - 1 })
+        .map(|w| zonecast_evaluator::Ownership::range(count, w * count / workers, (w + 1) * count / workers - 1))
         .collect()
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, Setting, SettingName};
-use zonecast_store::{Collision, CollisionMarks, EvaluatorStore, Store};
+use zonecast_store::{Collision, CollisionMarks, EvaluatorStore, Store, StoreError};
 
 use super::fixtures::{at, collision, mac, zone};
 
@@ -74,15 +74,24 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
     assert_eq!(store.collision_marks().await.unwrap(), CollisionMarks::default());
     let z = zone("marked");
     store.insert_zones(std::slice::from_ref(&z)).await.unwrap();
-    let first = CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: vec![(0, at(1))] };
+    let first =
+        CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: vec![(0, at(1))], ..CollisionMarks::default() };
     let inside = collision(z.id, "00:00:00:00:00:01", 1);
     store.write_collisions(std::slice::from_ref(&inside), &[], &first).await.unwrap();
-    let mut expected = CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: vec![(0, at(1))] };
+    let mut expected =
+        CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: vec![(0, at(1))], ..CollisionMarks::default() };
     assert_eq!(store.collision_marks().await.unwrap(), expected);
     assert_eq!(expected.partition(3), Some(17));
     assert_eq!(expected.partition(1), None);
     // Marks alone are written too; a partition not named keeps its mark.
-    store.write_collisions(&[], &[], &CollisionMarks { partitions: vec![(3, 40)], through: vec![] }).await.unwrap();
+    store
+        .write_collisions(
+            &[],
+            &[],
+            &CollisionMarks { partitions: vec![(3, 40)], through: vec![], ..CollisionMarks::default() },
+        )
+        .await
+        .unwrap();
     expected.partitions[1].1 = 40;
     assert_eq!(store.collision_marks().await.unwrap(), expected);
     // With an exit: both in one transaction.
@@ -90,13 +99,50 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
         .write_collisions(
             &[],
             &[(z.id, inside.mac.clone())],
-            &CollisionMarks { partitions: vec![(0, 9)], through: vec![(8, at(2))] },
+            &CollisionMarks { partitions: vec![(0, 9)], through: vec![(8, at(2))], ..CollisionMarks::default() },
         )
         .await
         .unwrap();
-    expected = CollisionMarks { partitions: vec![(0, 9), (3, 40)], through: vec![(0, at(1)), (8, at(2))] };
+    expected = CollisionMarks {
+        partitions: vec![(0, 9), (3, 40)],
+        through: vec![(0, at(1)), (8, at(2))],
+        ..CollisionMarks::default()
+    };
     assert_eq!(store.collision_marks().await.unwrap(), expected);
     assert_eq!(expected.through_all(), Some(at(1)), "the earliest evaluator's");
+    assert!(store.all_collisions().await.unwrap().is_empty());
+}
+
+pub(crate) async fn a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole(store: Arc<dyn Store>) {
+    let z = zone("fenced");
+    store.insert_zones(std::slice::from_ref(&z)).await.unwrap();
+    let at = |partition: u32, epoch: u64, mark: u64| CollisionMarks {
+        partitions: vec![(partition, mark)],
+        epochs: vec![(partition, epoch), (9, 1)],
+        ..CollisionMarks::default()
+    };
+    // The first owner writes at epoch 4.
+    let first = collision(z.id, "00:00:00:00:00:01", 1);
+    store.write_collisions(std::slice::from_ref(&first), &[], &at(2, 4, 10)).await.unwrap();
+    // A new owner fences it: epochs alone.
+    let fence = CollisionMarks { epochs: vec![(2, 7)], ..CollisionMarks::default() };
+    store.write_collisions(&[], &[], &fence).await.unwrap();
+    // The old owner's next write is refused whole: no collision, no mark, no epoch changes.
+    let stale = collision(z.id, "00:00:00:00:00:02", 1);
+    let refused =
+        store.write_collisions(std::slice::from_ref(&stale), &[(z.id, first.mac.clone())], &at(2, 4, 11)).await;
+    assert!(matches!(refused, Err(StoreError::Fenced { ref partitions }) if partitions == &[2]), "{refused:?}");
+    assert_eq!(store.all_collisions().await.unwrap(), vec![first.clone()]);
+    let marks = store.collision_marks().await.unwrap();
+    assert_eq!((marks.partition(2), marks.epoch(2), marks.epoch(9)), (Some(10), Some(7), Some(1)));
+    // The new owner writes at its epoch; an epoch never goes back.
+    store.write_collisions(&[], &[(z.id, first.mac.clone())], &at(2, 7, 12)).await.unwrap();
+    store
+        .write_collisions(&[], &[], &CollisionMarks { epochs: vec![(2, 5)], ..CollisionMarks::default() })
+        .await
+        .unwrap_err();
+    let marks = store.collision_marks().await.unwrap();
+    assert_eq!((marks.partition(2), marks.epoch(2)), (Some(12), Some(7)));
     assert!(store.all_collisions().await.unwrap().is_empty());
 }
 

@@ -18,6 +18,7 @@ use zonecast_store::{
 };
 
 use collisions::{
+    a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
     clearing_a_zone_returns_and_removes_only_its_collisions, collisions_are_upserted_and_deleted_in_one_batch,
     collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
     find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,
@@ -144,6 +145,7 @@ contract!(
     collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
     clearing_a_zone_returns_and_removes_only_its_collisions,
     marks_are_written_with_the_collisions_and_kept_until_set_again,
+    a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
     settings_are_upserted_by_name,
     radii_merge_sets_replaces_and_removes,
     find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,

@@ -85,21 +85,73 @@ pub struct SourceHint {
     pub last: Option<PositionFix>,
 }
 
-/// Which devices this evaluator owns: partitions `lo..=hi` of `count`.
-#[derive(Debug, Clone, Copy)]
+/// Which devices this evaluator owns: those of the partitions it holds, of `count`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ownership {
-    /// Partition count.
-    pub count: u32,
-    /// First owned partition.
-    pub lo: u32,
-    /// Last owned partition.
-    pub hi: u32,
+    count: u32,
+    held: Vec<bool>,
 }
 
 impl Ownership {
+    /// Partitions `lo..=hi` of `count`.
+    pub fn range(count: u32, lo: u32, hi: u32) -> Self {
+        Self { count, held: (0..count).map(|p| (lo..=hi).contains(&p)).collect() }
+    }
+
+    /// None of `count` partitions (an evaluator that has claimed nothing yet).
+    pub fn none(count: u32) -> Self {
+        Self::range(count, 1, 0)
+    }
+
+    /// Partition count.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
     /// Whether `mac`'s partition is owned.
     pub fn owns(&self, mac: &Mac) -> bool {
-        (self.lo..=self.hi).contains(&mac.partition(self.count))
+        self.holds(mac.partition(self.count))
+    }
+
+    /// Whether `partition` is owned.
+    pub fn holds(&self, partition: u32) -> bool {
+        self.held.get(partition as usize).copied().unwrap_or(false)
+    }
+
+    /// The partitions owned, in order.
+    pub fn partitions(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.count).filter(|&p| self.holds(p))
+    }
+
+    /// Owns `partition` from now on.
+    pub fn insert(&mut self, partition: u32) {
+        if let Some(held) = self.held.get_mut(partition as usize) {
+            *held = true;
+        }
+    }
+
+    /// No longer owns `partition`.
+    pub fn remove(&mut self, partition: u32) {
+        if let Some(held) = self.held.get_mut(partition as usize) {
+            *held = false;
+        }
+    }
+
+    /// The partitions owned as ranges, e.g. `0-7,12` (`-` for none): a metric label, a log field.
+    pub fn label(&self) -> String {
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for p in self.partitions() {
+            match ranges.last_mut() {
+                Some((_, hi)) if *hi + 1 == p => *hi = p,
+                _ => ranges.push((p, p)),
+            }
+        }
+        if ranges.is_empty() {
+            return "-".to_owned();
+        }
+        let text: Vec<String> =
+            ranges.iter().map(|(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }).collect();
+        text.join(",")
     }
 }
 
@@ -172,6 +224,53 @@ impl Engine {
     /// Whether this engine owns `mac`.
     pub fn owns(&self, mac: &Mac) -> bool {
         self.ownership.owns(mac)
+    }
+
+    /// The partitions this engine owns.
+    pub fn ownership(&self) -> &Ownership {
+        &self.ownership
+    }
+
+    /// Takes `partitions` over from another evaluator: `collisions` are the current collisions
+    /// stored for their devices (others are passed over). Their devices start as after a
+    /// restart: inside the zones of their collisions, with no position yet.
+    pub fn take_over(
+        &mut self,
+        partitions: &[u32],
+        collisions: Vec<Collision>,
+        now: DateTime<Utc>,
+        out: &mut Vec<Output>,
+    ) {
+        let count = self.ownership.count();
+        for &p in partitions {
+            self.ownership.insert(p);
+        }
+        let theirs = collisions.into_iter().filter(|c| partitions.contains(&c.mac.partition(count))).collect();
+        self.restore(theirs, now, out);
+    }
+
+    /// Gives `partitions` up to another evaluator: their devices are forgotten, without an
+    /// event (their owner from now on goes on from the collisions written).
+    pub fn give_up(&mut self, partitions: &[u32]) {
+        let count = self.ownership.count();
+        for &p in partitions {
+            self.ownership.remove(p);
+        }
+        let gone: Vec<Mac> =
+            self.devices.keys().filter(|mac| partitions.contains(&mac.partition(count))).cloned().collect();
+        for mac in gone {
+            if let Some(device) = self.devices.remove(&mac) {
+                self.grid.removed(&mac, device.pos);
+                for (zone, _) in device.zones {
+                    if let Some(set) = self.occupants.get_mut(&zone) {
+                        set.remove(&mac);
+                        if set.is_empty() {
+                            self.occupants.remove(&zone);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn install(&mut self, catalog: Catalog) {

@@ -20,12 +20,16 @@ use crate::catalog::Catalog;
 pub use crate::engine::{Engine, Output};
 
 mod applied;
+mod handover;
 mod outputs;
 
 use applied::{Applied, apply};
+use handover::Handover;
 use outputs::Shell;
 
+use crate::claims::{Claims, Order};
 use crate::config_changes;
+use crate::engine::Ownership;
 use crate::engine::SourceHint;
 use crate::{Deps, catch_up, collisions, feed, http_actions, http_actions_consumer};
 
@@ -60,7 +64,7 @@ impl Sources {
         let macs: HashSet<Mac> = engine.sources().filter(|m| !engine.owns(m)).cloned().collect();
         let mut subscriptions = SelectAll::new();
         let partitions: std::collections::BTreeSet<u32> =
-            macs.iter().map(|mac| mac.partition(deps.ownership.count)).collect();
+            macs.iter().map(|mac| mac.partition(engine.ownership().count())).collect();
         for partition in partitions {
             subscriptions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(partition)).await?);
         }
@@ -76,7 +80,14 @@ impl Sources {
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
-    let (partitions, devices) = crate::register_metrics(deps.ownership);
+    let count = deps.ownership.count();
+    // Over NATS, an evaluator not given its partitions claims them with the others.
+    let leases = match deps.claims {
+        true => deps.bus.leases(deps.subjects.prefix(), 1 /* REPLICAS-MERGE */).await.map_err(bus_err)?,
+        false => None,
+    };
+    let label = if leases.is_some() { "claimed".to_owned() } else { deps.ownership.label() };
+    let (partitions, devices, owned) = crate::register_metrics(&label);
     let announcements = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut hints = deps.bus.subscribe(&deps.subjects.source_positions()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
@@ -85,10 +96,11 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let revision = follower.applied();
     let catalog = config_changes::load_catalog(deps.store.as_ref()).await.map_err(store_err)?;
     log_skipped(&catalog);
-    let mut engine = Engine::new(catalog, deps.site_id, deps.ownership, IdSource::random());
+    let ownership = if leases.is_some() { Ownership::none(count) } else { deps.ownership.clone() };
+    let mut engine = Engine::new(catalog, deps.site_id, ownership, IdSource::random());
     // The owned partitions' batches: over NATS followed in their streams, in one process
     // through a subscription per partition.
-    let streams = deps.bus.position_streams(deps.subjects.prefix(), deps.ownership.count, deps.positions);
+    let streams = deps.bus.position_streams(deps.subjects.prefix(), count, deps.positions);
     let marks = deps.store.collision_marks().await.map_err(store_err)?;
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
     // Positions not stored are not evaluated again after a crash: the collisions catch up with
@@ -99,21 +111,37 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             .await
             .map_err(bus_err)?,
     };
-    caught_up.retain(|change| deps.ownership.owns(change.mac()));
+    caught_up.retain(|change| engine.owns(change.mac()));
     let mut positions = SelectAll::new();
-    let mut batches = match streams {
-        Some(streams) => feed::follow(streams, deps.ownership.lo, deps.ownership.hi, &marks, shutdown.clone()),
+    let mut feed = match streams {
+        Some(streams) => {
+            let mut feed = feed::Feed::new(streams, shutdown.clone());
+            for p in engine.ownership().partitions() {
+                feed.start(p, marks.partition(p), None);
+            }
+            Some(feed)
+        }
         None => {
-            for p in deps.ownership.lo..=deps.ownership.hi {
+            for p in engine.ownership().partitions() {
                 positions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(p)).await.map_err(bus_err)?);
             }
-            tokio::sync::mpsc::channel(1).1
+            None
         }
     };
     let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
-    let collisions = collisions::spawn(deps.store.clone(), deps.ownership.lo);
+    let time_mark = leases.is_none().then(|| engine.ownership().partitions().next().unwrap_or(0));
+    let collisions = collisions::spawn(deps.store.clone(), count, time_mark);
     let collision_task = collisions.task;
+    let mut fenced = collisions.fenced;
     let mut acks = feed::Acks::new(collisions.written);
+    owned.set(engine.ownership().partitions().count() as f64);
+    let mut handover = match (leases, feed.is_some()) {
+        (Some(leases), true) => {
+            let about = serde_json::json!({ "Partitions": count });
+            Some(Handover::new(Claims::join(leases, count, about).await.map_err(bus_err)?, deps.store.clone()))
+        }
+        _ => None,
+    };
     let mut evaluated: Vec<feed::Taken> = Vec::new();
     // The consumer of http-request actions exists before the first request is stored.
     http_actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
@@ -168,11 +196,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         batch_accepted_ms: None,
     };
     shell.emit(&mut out).await;
-    shell.end_turn(Vec::new());
+    shell.end_turn(Vec::new(), Vec::new());
     applied.reporter.report(revision).await;
     tracing::info!(
-        lo = deps.ownership.lo,
-        hi = deps.ownership.hi,
+        partitions = %handover.as_ref().map_or_else(|| engine.ownership().label(), |h| format!("claimed as {}", h.claims.member)),
         zones = engine.catalog().zones.len(),
         revision,
         "evaluator started"
@@ -189,11 +216,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 () = shutdown.cancelled() => break,
                 Some(step) = steps.recv() => {
                     if apply(&mut engine, step.update, &mut out) {
-                        match Sources::of(&deps, &engine).await {
-                            Ok(now) if now.macs != sources.macs => sources = now,
-                            Ok(_) => {}
-                            Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
-                        }
+                        follow_sources(&deps, &engine, &mut sources).await;
                     }
                     // In force once what it implies is published, and once the other
                     // evaluators have said where the new mobile-zone sources they own are.
@@ -220,12 +243,17 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     }
                     shell.record_lag();
                 }
-                Some(batch) = batches.recv() => {
+                Some(batch) = next_batch(&mut feed) => {
                     // Batches already read are taken in the same turn, up to about DRAIN
-                    // positions.
+                    // positions. Those of a partition no longer owned are passed over: its
+                    // new owner takes them from the collisions written.
                     let mut next = Some(batch);
                     let mut taken = 0;
                     while let Some(mut batch) = next.take() {
+                        if !engine.ownership().holds(batch.partition) {
+                            next = feed.as_mut().and_then(|f| f.batches.try_recv().ok());
+                            continue;
+                        }
                         skipped(&batch);
                         taken += batch.fixes.len();
                         for fix in std::mem::take(&mut batch.fixes) {
@@ -233,7 +261,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                         }
                         evaluated.push(batch);
                         if taken < DRAIN {
-                            next = batches.try_recv().ok();
+                            next = feed.as_mut().and_then(|f| f.batches.try_recv().ok());
                         }
                     }
                     shell.record_lag();
@@ -245,6 +273,18 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     shell.record_lag();
                 }
                 () = acks.written() => {}
+                Some(order) = next_order(&mut handover) => {
+                    let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut()) else { continue };
+                    if h.order(order, &mut engine, f, &mut acks, shell.turns, &mut out).await {
+                        owned.set(engine.ownership().partitions().count() as f64);
+                        follow_sources(&deps, &engine, &mut sources).await;
+                    }
+                }
+                Some(lost) = fenced.recv() => {
+                    let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut()) else { continue };
+                    h.lose(&lost, &mut engine, f, &mut acks);
+                    owned.set(engine.ownership().partitions().count() as f64);
+                }
                 _ = tick.tick() => {
                     engine.on_tick(Utc::now(), &mut out);
                     devices.set(engine.device_count() as f64);
@@ -255,14 +295,29 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 }
                 Some(_) = roll_calls.next() => applied.reporter.report(applied.revision).await,
             }
+            // An evaluator whose lease ran out acts no more for its partitions: others may own
+            // them by now.
+            if let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut())
+                && !h.claims.lease.held()
+            {
+                out.clear();
+                shell.changes.clear();
+                evaluated.clear();
+                h.lose_all(&mut engine, f, &mut acks);
+                owned.set(0.0);
+            }
             shell.emit(&mut out).await;
             // What was evaluated is done with once its events are stored (above) and the
             // collisions it changed are written.
-            let turn = shell.end_turn(evaluated.iter().map(|b| (b.partition, b.sequence)).collect());
+            let epochs = handover.as_ref().map(Handover::epochs).unwrap_or_default();
+            let turn = shell.end_turn(evaluated.iter().map(|b| (b.partition, b.sequence)).collect(), epochs);
             for batch in evaluated.drain(..) {
                 acks.hold(batch.partition, batch.ack, turn);
             }
-            acks.settle();
+            let written = acks.settle();
+            if let Some(h) = handover.as_mut() {
+                h.settle(written);
+            }
             if let Some(waited) = acks.oldest() {
                 shell
                     .accepted_lag_ms
@@ -273,6 +328,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         drop(shell);
         let _ = collision_task.await;
         acks.finish();
+        if let Some(handover) = handover {
+            handover.claims.leave().await;
+        }
         let _ = lag_reports.await;
         if let Some(http_task) = http_task {
             let _ = http_task.await;
@@ -280,6 +338,31 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         tracing::info!("evaluator stopped");
     });
     Ok(Running::new(task))
+}
+
+/// The next batch read from the owned partitions' streams; never, in one process.
+async fn next_batch(feed: &mut Option<feed::Feed>) -> Option<feed::Taken> {
+    match feed {
+        Some(feed) => feed.batches.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next order of the claims; never, for an evaluator given its partitions.
+async fn next_order(handover: &mut Option<Handover>) -> Option<Order> {
+    match handover {
+        Some(handover) => handover.claims.orders.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Follows the mobile-zone sources the engine needs and does not own, when they changed.
+async fn follow_sources(deps: &Deps, engine: &Engine, sources: &mut Sources) {
+    match Sources::of(deps, engine).await {
+        Ok(now) if now.macs != sources.macs => *sources = now,
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot follow mobile-zone sources"),
+    }
 }
 
 /// Counts and logs the batches that left a partition's stream before this evaluator had them.

@@ -15,7 +15,9 @@ use zonecast_evaluator::catalog::Catalog;
 use zonecast_evaluator::{Engine, Output, Ownership};
 use zonecast_model::{IdSource, Mac, Setting, SettingName, ZoneInput, ZoneSpec};
 
-const ALL: Ownership = Ownership { count: 16, lo: 0, hi: 15 };
+fn all() -> Ownership {
+    Ownership::range(16, 0, 15)
+}
 
 fn t0() -> DateTime<Utc> {
     "2026-11-21T10:00:00Z".parse().unwrap()
@@ -42,7 +44,7 @@ fn setting(name: SettingName, value: f64) -> Setting {
 }
 
 fn engine(zones: Vec<ZoneSpec>, settings: &[Setting], radii: Vec<(Mac, f64)>) -> Engine {
-    Engine::new(Catalog::build(zones, settings, radii), 501, ALL, IdSource::seeded(1))
+    Engine::new(Catalog::build(zones, settings, radii), 501, all(), IdSource::seeded(1))
 }
 
 /// The published events as (Type, subject, Content).

@@ -9,10 +9,10 @@ use zonecast_model::{ConfigChanged, ConfigKind, IdSource};
 use super::{kinds, mac, ms, step, t0, zone};
 
 pub(crate) fn a_new_mobile_zone_is_placed_at_its_source_last_position_by_its_owner_and_by_the_others_from_its_hint() {
-    let low = Ownership { count: 16, lo: 0, hi: 7 };
-    let high = Ownership { count: 16, lo: 8, hi: 15 };
-    let of = |o: Ownership, skip: u8| (0..=255u8).map(mac).filter(|m| o.owns(m)).nth(usize::from(skip)).unwrap();
-    let (source, near_owner, near_other) = (of(low, 0), of(low, 1), of(high, 0));
+    let low = Ownership::range(16, 0, 7);
+    let high = Ownership::range(16, 8, 15);
+    let of = |o: &Ownership, skip: u8| (0..=255u8).map(mac).filter(|m| o.owns(m)).nth(usize::from(skip)).unwrap();
+    let (source, near_owner, near_other) = (of(&low, 0), of(&low, 1), of(&high, 0));
     let mut owner = Engine::new(Catalog::build(vec![], &[], vec![]), 501, low, IdSource::seeded(1));
     let mut other = Engine::new(Catalog::build(vec![], &[], vec![]), 501, high, IdSource::seeded(2));
     // The source reports while it has no mobile zone yet; its owner keeps the position.
@@ -59,8 +59,8 @@ pub(crate) fn a_new_mobile_zone_is_placed_at_its_source_last_position_by_its_own
 }
 
 pub(crate) fn word_that_a_new_source_was_never_seen_ends_the_wait_and_places_nothing() {
-    let low = Ownership { count: 16, lo: 0, hi: 7 };
-    let high = Ownership { count: 16, lo: 8, hi: 15 };
+    let low = Ownership::range(16, 0, 7);
+    let high = Ownership::range(16, 8, 15);
     let source = (0..=255u8).map(mac).find(|m| low.owns(m)).unwrap();
     let worker = (0..=255u8).map(mac).find(|m| high.owns(m)).unwrap();
     let mut other = Engine::new(Catalog::build(vec![], &[], vec![]), 501, high, IdSource::seeded(2));

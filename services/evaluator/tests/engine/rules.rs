@@ -155,19 +155,11 @@ pub(crate) fn devices_of_other_partitions_are_ignored() {
     let z = sphere("s", [0.0, 0.0, 0.0], 1.0);
     let dev = mac(1);
     let p = dev.partition(16);
-    let mut mine = Engine::new(
-        Catalog::build(vec![z.clone()], &[], vec![]),
-        1,
-        Ownership { count: 16, lo: p, hi: p },
-        IdSource::seeded(1),
-    );
+    let mut mine =
+        Engine::new(Catalog::build(vec![z.clone()], &[], vec![]), 1, Ownership::range(16, p, p), IdSource::seeded(1));
     let other = if p == 0 { 1 } else { 0 };
-    let mut theirs = Engine::new(
-        Catalog::build(vec![z], &[], vec![]),
-        1,
-        Ownership { count: 16, lo: other, hi: other },
-        IdSource::seeded(2),
-    );
+    let mut theirs =
+        Engine::new(Catalog::build(vec![z], &[], vec![]), 1, Ownership::range(16, other, other), IdSource::seeded(2));
     assert_eq!(kinds(&step(&mut mine, &dev, [0.0, 0.0, 0.0], t0())).len(), 1);
     assert!(kinds(&step(&mut theirs, &dev, [0.0, 0.0, 0.0], t0())).is_empty());
 }

@@ -72,7 +72,7 @@ pub fn engine(static_zones: usize, mobile_zones: usize) -> Engine {
         );
     }
     let catalog = Catalog::build(specs, &[], Vec::new());
-    let mut e = Engine::new(catalog, 1, Ownership { count: 16, lo: 0, hi: 15 }, IdSource::seeded(7));
+    let mut e = Engine::new(catalog, 1, Ownership::range(16, 0, 15), IdSource::seeded(7));
     // Mobile zones wander: give each source a position so its zone is placed.
     let mut out = Vec::new();
     for i in 0..mobile_zones {

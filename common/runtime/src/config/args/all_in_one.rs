@@ -89,7 +89,7 @@ impl AllInOneCli {
     }
 
     pub(in crate::config) fn check(&self, c: &mut Check<'_>) -> (Config, bool) {
-        let bus = self.bus.check(c);
+        let bus = self.bus.check(c, super::ALL_IN_ONE_PARTITIONS);
         let evaluator = self.evaluator.check(c, bus.partitions);
         let config = Config {
             http: HttpConfig { addr: self.http_addr.check(c), limits: self.limits.check(c) },

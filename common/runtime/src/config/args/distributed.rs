@@ -53,7 +53,7 @@ impl ApiCli {
         let config = ApiConfig {
             http: HttpConfig { addr: self.http_addr.check(c), limits: self.limits.check(c) },
             ops_addr: self.ops_addr.check(c),
-            bus: self.bus.check(c),
+            bus: self.bus.check(c, super::DISTRIBUTED_PARTITIONS),
             store: self.store.check(c),
             secret_key: secret(&self.secret.secret_key),
             auth: self.auth.check(c),
@@ -109,7 +109,7 @@ impl IngestorCli {
         let addr = c.parse("ingest_http_addr", &self.ingest_http_addr, crate::config::DEFAULT_INGEST_HTTP_ADDR);
         let config = IngestorConfig {
             http: Some(HttpConfig { addr, limits: self.limits.check(c) }),
-            bus: self.bus.check(c),
+            bus: self.bus.check(c, super::DISTRIBUTED_PARTITIONS),
             secret_key: secret(&self.secret.secret_key),
             auth: self.auth.check(c),
             site_id: self.site.check(c),
@@ -152,7 +152,7 @@ const REQUIRED_EVALUATOR: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS
 
 impl EvaluatorCli {
     pub(in crate::config) fn check(&self, c: &mut Check<'_>) -> (EvaluatorConfig, bool) {
-        let bus = self.bus.check(c);
+        let bus = self.bus.check(c, super::DISTRIBUTED_PARTITIONS);
         let config = EvaluatorConfig {
             ops: HttpConfig { addr: self.http_addr.check(c), limits: self.limits.check(c) },
             evaluator: self.evaluator.check(c, bus.partitions),
@@ -206,7 +206,7 @@ impl ForwarderCli {
     pub(in crate::config) fn check(&self, c: &mut Check<'_>) -> (ForwarderConfig, bool) {
         let config = ForwarderConfig {
             ops: HttpConfig { addr: self.http_addr.check(c), limits: self.limits.check(c) },
-            bus: self.bus.check(c),
+            bus: self.bus.check(c, super::DISTRIBUTED_PARTITIONS),
             store: self.store.check(c),
             secret_key: secret(&self.secret.secret_key),
             forwarder: self.forwarder.check(c),

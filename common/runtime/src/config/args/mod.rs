@@ -31,6 +31,14 @@ pub use shared::{
     OpsAddrArgs, SecretArgs, SiteArgs, StoreArgs,
 };
 
+/// Position partitions of the distributed services unless `ZONECAST_PARTITIONS` says otherwise:
+/// room for 16 evaluators, each with 4.
+pub(super) const DISTRIBUTED_PARTITIONS: u32 = 64;
+
+/// Position partitions of the all-in-one unless `ZONECAST_PARTITIONS` says otherwise: its
+/// evaluators (one per core) split them.
+pub(super) const ALL_IN_ONE_PARTITIONS: u32 = 16;
+
 /// Collects the problems of one load.
 pub(super) struct Check<'a> {
     origins: &'a Origins,

@@ -32,9 +32,11 @@ pub struct BusArgs {
     /// First token of every subject: letters, digits, - and _.
     #[arg(long, env = "ZONECAST_SUBJECT_PREFIX", value_name = "TOKEN", default_value = "zonecast")]
     pub(super) subject_prefix: String,
-    /// Number of position partitions (1-4096).
-    #[arg(long, env = "ZONECAST_PARTITIONS", value_name = "N", default_value = "16")]
-    pub(super) partitions: String,
+    /// Number of position partitions (1-4096); the same for every service of a site. Default:
+    /// 64 for the distributed services (room for 16 evaluators and more), 16 for the
+    /// all-in-one.
+    #[arg(long, env = "ZONECAST_PARTITIONS", value_name = "N")]
+    pub(super) partitions: Option<String>,
     /// How long the event journal keeps an event, in seconds (60-31536000): the event history
     /// reaches this far back, and a consumer away longer loses the older ones, counted.
     #[arg(long, env = "ZONECAST_EVENT_RETENTION_SECS", value_name = "SECONDS", default_value = "604800")]
@@ -67,7 +69,8 @@ pub struct BusArgs {
 }
 
 impl BusArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> BusConfig {
+    /// The bus section; `partitions` unless `ZONECAST_PARTITIONS` says otherwise.
+    pub(super) fn check(&self, c: &mut Check<'_>, partitions: u32) -> BusConfig {
         let prefix = &self.subject_prefix;
         if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
             c.bad("subject_prefix", "must be one subject token: letters, digits, - and _");
@@ -75,7 +78,10 @@ impl BusArgs {
         BusConfig {
             nats_url: secret(&self.nats_url),
             subject_prefix: prefix.clone(),
-            partitions: c.within("partitions", &self.partitions, 1, 4096),
+            partitions: match &self.partitions {
+                Some(raw) => c.within("partitions", raw, 1, 4096),
+                None => partitions,
+            },
             journal: zonecast_bus::JournalSettings {
                 max_age: std::time::Duration::from_secs(c.within(
                     "event_retention_secs",

@@ -44,9 +44,28 @@ impl PgStore {
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
         marks: &[(String, i64)],
+        epochs: &[(String, i64)],
     ) -> std::result::Result<(), Attempt> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        if !epochs.is_empty() {
+            // The epoch rows are locked until the end of the transaction: a new owner's fence
+            // waits for an old owner's write under way, and the old owner's next one sees it.
+            let names: Vec<&str> = epochs.iter().map(|(n, _)| n.as_str()).collect();
+            let values: Vec<i64> = epochs.iter().map(|(_, v)| *v).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO collision_marks (name, value) SELECT * FROM unnest($1::text[], $2::bigint[])
+                     ON CONFLICT (name) DO UPDATE SET value = GREATEST(collision_marks.value, EXCLUDED.value)
+                     RETURNING name, value",
+                )
+                .await?;
+            let stored = tx.query(&stmt, &[&names, &values]).await?;
+            let lost = CollisionMarks::fenced(epochs, stored.iter().map(|r| (r.get(0), r.get(1))));
+            if !lost.is_empty() {
+                return Err(Attempt::Failed(StoreError::Fenced { partitions: lost }));
+            }
+        }
         if !entered.is_empty() {
             let zones: Vec<Uuid> = entered.iter().map(|c| c.zone_id).collect();
             let macs: Vec<&str> = entered.iter().map(|c| c.mac.as_str()).collect();
@@ -125,8 +144,9 @@ impl CollisionWriter for PgStore {
         exited: &[(Uuid, Mac)],
         marks: &CollisionMarks,
     ) -> Result<()> {
+        let epochs = marks.epoch_rows();
         let marks = marks.rows();
-        if entered.is_empty() && exited.is_empty() && marks.is_empty() {
+        if entered.is_empty() && exited.is_empty() && marks.is_empty() && epochs.is_empty() {
             return Ok(());
         }
         let entered = codec::coalesce_entered(entered);
@@ -135,7 +155,7 @@ impl CollisionWriter for PgStore {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.try_write_collisions(&entered, &exited, &marks).await {
+            match self.try_write_collisions(&entered, &exited, &marks, &epochs).await {
                 Ok(()) => return Ok(()),
                 Err(Attempt::Failed(e)) => return Err(e),
                 Err(Attempt::Race(m)) if tries < COLLISION_TRIES => {

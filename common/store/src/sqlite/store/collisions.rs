@@ -7,7 +7,7 @@ use zonecast_model::{CollidingDevice, Mac};
 use super::{collisions_of, id, write};
 use crate::codec;
 use crate::sqlite::{Db, SqliteStore};
-use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result};
+use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result, StoreError};
 
 #[async_trait::async_trait]
 impl CollisionReader for SqliteStore {
@@ -40,10 +40,26 @@ impl CollisionWriter for SqliteStore {
     ) -> Result<()> {
         let entered = codec::coalesce_entered(entered);
         let exited = exited.to_vec();
+        let epochs = marks.epoch_rows();
         let marks = marks.rows();
         self.run(move |conn| {
             let tx = write(conn)?;
             {
+                let mut epoch = tx
+                    .prepare_cached(
+                        "INSERT INTO collision_marks (name, value) VALUES (?1, ?2)
+                         ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)
+                         RETURNING name, value",
+                    )
+                    .db()?;
+                let mut stored = Vec::with_capacity(epochs.len());
+                for (name, value) in &epochs {
+                    stored.push(epoch.query_row(params![name, value], |r| Ok((r.get(0)?, r.get(1)?))).db()?);
+                }
+                let lost = CollisionMarks::fenced(&epochs, stored);
+                if !lost.is_empty() {
+                    return Err(StoreError::Fenced { partitions: lost });
+                }
                 let mut upsert = tx
                     .prepare_cached(
                         "INSERT INTO collisions (zone_id, mac, collision_id, entry_time_us)

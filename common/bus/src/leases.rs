@@ -1,0 +1,220 @@
+//! Who owns which position partition: the evaluators of a site announce themselves and claim
+//! partitions in a JetStream key-value bucket, `<prefix>_EVALUATORS`.
+//!
+//! - `members.<id>`: one key per evaluator, written again every heartbeat. A member whose key
+//!   has not been written for the lease ([`Leases::LEASE`]), by the server's clock, is dead;
+//!   a member leaving cleanly deletes its key.
+//! - `partitions.<P>`: the evaluator that owns partition `P`, claimed and given back by
+//!   compare-and-set on the key's revision, so that two evaluators never both succeed. The
+//!   revision of a successful claim is the owner's **epoch** for the partition: it only grows,
+//!   and the store and the position consumers refuse what carries an older one (fencing).
+//!
+//! The bucket keeps one value per key; everything in it is rebuilt by the evaluators that run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::BusError;
+
+/// One evaluator as the bucket knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its ID (random per start).
+    pub id: String,
+    /// What it says of itself (JSON: its address, for the cluster status).
+    pub about: Bytes,
+    /// When its key was last written, by the server's clock (Unix ns).
+    pub heartbeat_ns: i128,
+}
+
+/// A partition's owner as the bucket knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The owning evaluator's ID; `None` when the partition was given back.
+    pub member: Option<String>,
+    /// The key's revision: the owner's epoch, and what a claim or a release must name.
+    pub revision: u64,
+}
+
+/// A change seen in the bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A member wrote its heartbeat.
+    Member(Member),
+    /// A member left (deleted its key) or its key was removed as dead.
+    Left(String),
+    /// A partition's owner changed.
+    Partition(u32, Owner),
+    /// Everything the bucket held when the watch began has been seen.
+    Current,
+}
+
+/// The lease bucket of a site's evaluators.
+#[derive(Clone)]
+pub struct Leases {
+    store: kv::Store,
+}
+
+impl Leases {
+    /// How often a member writes its heartbeat.
+    pub const HEARTBEAT: Duration = Duration::from_millis(500);
+    /// How long a member may go without a heartbeat before it counts as dead and its
+    /// partitions are taken over.
+    pub const LEASE: Duration = Duration::from_secs(3);
+
+    /// Opens (making it if needed) the bucket of the evaluators under `prefix`, its stream kept
+    /// on `replicas` servers.
+    pub async fn open(client: async_nats::Client, prefix: &str, replicas: usize) -> Result<Self, BusError> {
+        let context = jetstream::new(client);
+        let bucket = format!("{prefix}_EVALUATORS");
+        // The bucket's stream as the client would make it, made directly: the client's own
+        // way first asks for the account's limits, which it cannot read from a 2.9 server.
+        let config = jetstream::stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            storage: jetstream::stream::StorageType::File,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: jetstream::stream::DiscardPolicy::New,
+            num_replicas: replicas.max(1),
+            ..jetstream::stream::Config::default()
+        };
+        context
+            .create_or_update_stream(config)
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot set up key-value bucket {bucket}: {e}")))?;
+        let store = context
+            .get_key_value(&bucket)
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot open key-value bucket {bucket}: {e}")))?;
+        Ok(Self { store })
+    }
+
+    /// Writes `member`'s heartbeat, with what it says of itself.
+    pub async fn heartbeat(&self, member: &str, about: Bytes) -> Result<(), BusError> {
+        self.store
+            .put(format!("members.{member}"), about)
+            .await
+            .map(|_| ())
+            .map_err(|e| BusError::Journal(format!("heartbeat not written: {e}")))
+    }
+
+    /// Removes `member`'s key: it left, or it is dead and was seen so.
+    pub async fn remove(&self, member: &str) -> Result<(), BusError> {
+        self.store
+            .delete(format!("members.{member}"))
+            .await
+            .map_err(|e| BusError::Journal(format!("member not removed: {e}")))
+    }
+
+    /// Claims `partition` for `member`, if its key is still at `revision` (`None`: it has none
+    /// yet). Returns the new revision, the member's epoch for the partition, or `None` when
+    /// another claim or release came first.
+    pub async fn claim(&self, partition: u32, member: &str, revision: Option<u64>) -> Result<Option<u64>, BusError> {
+        self.set(partition, Bytes::from(member.to_owned()), revision).await
+    }
+
+    /// Gives `partition` back, if its key is still at `revision` (the giver's epoch). Returns
+    /// the key's new revision, or `None` when it had moved on (another member claimed it).
+    pub async fn release(&self, partition: u32, revision: u64) -> Result<Option<u64>, BusError> {
+        self.set(partition, Bytes::new(), Some(revision)).await
+    }
+
+    async fn set(&self, partition: u32, value: Bytes, revision: Option<u64>) -> Result<Option<u64>, BusError> {
+        let key = format!("partitions.{partition}");
+        let result = match revision {
+            Some(revision) => self.store.update(&key, value, revision).await.map_err(|e| {
+                (e.kind() == kv::UpdateErrorKind::WrongLastRevision).then_some(()).ok_or_else(|| e.to_string())
+            }),
+            None => self.store.create(&key, value).await.map_err(|e| {
+                (e.kind() == kv::CreateErrorKind::AlreadyExists).then_some(()).ok_or_else(|| e.to_string())
+            }),
+        };
+        match result {
+            Ok(revision) => Ok(Some(revision)),
+            Err(Ok(())) => Ok(None),
+            Err(Err(e)) => Err(BusError::Journal(format!("partition {partition} not claimed or released: {e}"))),
+        }
+    }
+
+    /// Every change of the bucket from now on, after what it holds now (ended by
+    /// [`Change::Current`]). The stream ends when the connection is gone for good.
+    pub async fn watch(&self) -> Result<impl futures::Stream<Item = Change> + Send + use<>, BusError> {
+        let watch = self
+            .store
+            .watch_with_history(">")
+            .await
+            .map_err(|e| BusError::Journal(format!("cannot watch the evaluators' leases: {e}")))?;
+        let mut announced = false;
+        Ok(watch.flat_map(move |entry| {
+            let mut changes = Vec::new();
+            match entry {
+                Ok(entry) => {
+                    changes.extend(change(&entry));
+                    // An empty bucket sends nothing: the first change then counts as current.
+                    if (entry.seen_current || entry.delta == 0) && !announced {
+                        announced = true;
+                        changes.push(Change::Current);
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "lease watch interrupted; it goes on"),
+            }
+            futures::stream::iter(changes)
+        }))
+    }
+
+    /// What the bucket holds now: the members with their last heartbeat, and the partitions'
+    /// owners.
+    pub async fn snapshot(&self) -> Result<(Vec<Member>, BTreeMap<u32, Owner>), BusError> {
+        let err = |e: String| BusError::Journal(format!("cannot read the evaluators' leases: {e}"));
+        let mut keys = self.store.keys().await.map_err(|e| err(e.to_string()))?;
+        let (mut members, mut owners) = (Vec::new(), BTreeMap::new());
+        while let Some(key) = keys.next().await {
+            let key = key.map_err(|e| err(e.to_string()))?;
+            let Some(entry) = self.store.entry(key).await.map_err(|e| err(e.to_string()))? else { continue };
+            match change(&entry) {
+                Some(Change::Member(member)) => members.push(member),
+                Some(Change::Partition(partition, owner)) => {
+                    owners.insert(partition, owner);
+                }
+                _ => {}
+            }
+        }
+        Ok((members, owners))
+    }
+
+    /// Removes the bucket (a test's own prefix).
+    pub async fn remove_all(client: async_nats::Client, prefix: &str) -> Result<(), BusError> {
+        let bucket = format!("{prefix}_EVALUATORS");
+        match jetstream::new(client).delete_key_value(&bucket).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().contains("not found") => Ok(()),
+            Err(e) => Err(BusError::Journal(format!("cannot remove bucket {bucket}: {e}"))),
+        }
+    }
+}
+
+/// What an entry of the bucket says.
+fn change(entry: &kv::Entry) -> Option<Change> {
+    let deleted = matches!(entry.operation, kv::Operation::Delete | kv::Operation::Purge);
+    if let Some(id) = entry.key.strip_prefix("members.") {
+        return Some(if deleted {
+            Change::Left(id.to_owned())
+        } else {
+            Change::Member(Member {
+                id: id.to_owned(),
+                about: entry.value.clone(),
+                heartbeat_ns: entry.created.unix_timestamp_nanos(),
+            })
+        });
+    }
+    let partition = entry.key.strip_prefix("partitions.")?.parse().ok()?;
+    let member = (!deleted && !entry.value.is_empty()).then(|| String::from_utf8_lossy(&entry.value).into_owned());
+    Some(Change::Partition(partition, Owner { member, revision: entry.revision }))
+}

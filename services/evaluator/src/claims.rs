@@ -1,0 +1,479 @@
+//! Partitions claimed, not given: the evaluators of a site split the position partitions among
+//! themselves through the lease bucket ([`Leases`]), and hand them over as evaluators come and go.
+//!
+//! Every evaluator writes a heartbeat every [`Leases::HEARTBEAT`] and watches the bucket. From
+//! the live members (a heartbeat within [`Leases::LEASE`], by the server's clock) and the
+//! current owners, each computes the same balanced assignment ([`assign`]): every member gets
+//! its share, within one partition, and keeps what it holds up to its share, so that a change
+//! of members moves as few partitions as it can. A member then
+//!
+//! - **claims** a partition assigned to it that is free (never owned, given back, or owned by
+//!   a dead member), by compare-and-set on the partition's key: the new revision is its epoch;
+//! - **gives back** a partition it holds beyond its share, once the partition's collisions and
+//!   acknowledgements are written ([`Order::GiveBack`], answered by [`Claims::given_back`]);
+//! - **loses** a partition another member claimed (it was taken for dead), and every
+//!   partition at once when its own heartbeat has not been written for [`SELF_LEASE`]: it
+//!   then stops writing, acknowledging and publishing for them before anyone may take them.
+//!
+//! A member that stops cleanly gives everything back and removes its key, so that the others
+//! take over at once instead of after the lease.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use zonecast_bus::Leases;
+use zonecast_bus::leases::{Change, Owner};
+use zonecast_runtime::ratelog::RateLimited;
+
+/// How long after its last heartbeat written a member still acts for its partitions: the
+/// others wait [`Leases::LEASE`] after the heartbeat they saw last, so a member stops a second
+/// before anyone may take over.
+pub const SELF_LEASE: Duration = Duration::from_secs(2);
+
+/// What the evaluator's loop is told to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Take these partitions over, at these epochs.
+    Take(Vec<(u32, u64)>),
+    /// Finish these partitions and give them back: write their collisions and acknowledge
+    /// what was evaluated, then call [`Claims::given_back`].
+    GiveBack(Vec<u32>),
+    /// These partitions are another member's now: drop them without writing anything.
+    Lost(Vec<u32>),
+}
+
+/// When this member last wrote its heartbeat.
+pub struct LeaseClock {
+    start: Instant,
+    /// Milliseconds after `start` of the last heartbeat's sending.
+    last_ms: AtomicU64,
+    /// The lease ran out since the evaluator's loop last looked, though it may be renewed
+    /// by now (the process was frozen, or NATS away).
+    lapsed: AtomicBool,
+}
+
+impl LeaseClock {
+    fn new() -> Self {
+        Self { start: Instant::now(), last_ms: AtomicU64::new(0), lapsed: AtomicBool::new(false) }
+    }
+
+    fn renewed(&self, sent: Instant) {
+        let ms = u64::try_from(sent.duration_since(self.start).as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// Whether this member may act for its partitions now.
+    fn valid(&self) -> bool {
+        let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        last.elapsed() < SELF_LEASE
+    }
+
+    /// Whether this member may still act for the partitions it held when the evaluator's loop
+    /// last asked: not if the lease ran out meanwhile, even if it was renewed since.
+    pub fn held(&self) -> bool {
+        // The claims task flags a lapse before it sends the loss and renews the lease, and
+        // before any claim after it.
+        let lapsed = self.lapsed.swap(false, Ordering::SeqCst);
+        self.valid() && !lapsed
+    }
+}
+
+/// The evaluator's side of its claims.
+pub struct Claims {
+    /// What to do, in order.
+    pub orders: mpsc::UnboundedReceiver<Order>,
+    /// Whether this member may still act for its partitions.
+    pub lease: Arc<LeaseClock>,
+    /// This member's ID.
+    pub member: String,
+    done: mpsc::UnboundedSender<Done>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// What the evaluator's loop tells the claims task.
+enum Done {
+    GivenBack(Vec<u32>),
+    Leave(oneshot::Sender<()>),
+}
+
+impl Claims {
+    /// Joins the members of `leases` for `count` partitions; `about` is what this member says
+    /// of itself (JSON).
+    pub async fn join(leases: Leases, count: u32, about: serde_json::Value) -> Result<Self, zonecast_bus::BusError> {
+        let member = uuid::Uuid::new_v4().simple().to_string();
+        let lease = Arc::new(LeaseClock::new());
+        let sent = Instant::now();
+        leases.heartbeat(&member, about.to_string().into()).await?;
+        lease.renewed(sent);
+        let changes = leases.watch().await?;
+        let (orders_tx, orders) = mpsc::unbounded_channel();
+        let (done, done_rx) = mpsc::unbounded_channel();
+        let coordinator = Coordinator {
+            leases,
+            member: member.clone(),
+            count,
+            about: about.to_string(),
+            lease: lease.clone(),
+            members: HashMap::new(),
+            server_now: 0,
+            owners: BTreeMap::new(),
+            held: BTreeMap::new(),
+            giving_back: BTreeMap::new(),
+            current: false,
+            orders: orders_tx,
+            log: RateLimited::new(Duration::from_secs(10)),
+        };
+        let task = tokio::spawn(coordinator.run(Box::pin(changes), done_rx));
+        Ok(Self { orders, lease, member, done, task })
+    }
+
+    /// The partitions of an [`Order::GiveBack`] are finished: give them back.
+    pub fn given_back(&self, partitions: Vec<u32>) {
+        let _ = self.done.send(Done::GivenBack(partitions));
+    }
+
+    /// Gives back every partition held (their collisions written) and leaves the members.
+    pub async fn leave(self) {
+        let (tx, rx) = oneshot::channel();
+        if self.done.send(Done::Leave(tx)).is_ok() {
+            let _ = rx.await;
+        }
+        let _ = self.task.await;
+    }
+}
+
+struct Coordinator {
+    leases: Leases,
+    member: String,
+    count: u32,
+    about: String,
+    lease: Arc<LeaseClock>,
+    /// Members and their last heartbeat (server clock, Unix ns).
+    members: HashMap<String, i128>,
+    /// The newest heartbeat seen: the server's clock, as of the last change.
+    server_now: i128,
+    owners: BTreeMap<u32, Owner>,
+    /// Partitions this member holds, with their epochs.
+    held: BTreeMap<u32, u64>,
+    /// Partitions told to be given back, since when.
+    giving_back: BTreeMap<u32, Instant>,
+    /// Whether the bucket's content at the start of the watch has been read.
+    current: bool,
+    orders: mpsc::UnboundedSender<Order>,
+    log: RateLimited,
+}
+
+impl Coordinator {
+    async fn run(
+        mut self,
+        mut changes: std::pin::Pin<Box<dyn futures::Stream<Item = Change> + Send>>,
+        mut done: mpsc::UnboundedReceiver<Done>,
+    ) {
+        let mut heartbeat = tokio::time::interval(Leases::HEARTBEAT);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = heartbeat.tick() => self.heartbeat().await,
+                change = changes.next() => match change {
+                    Some(change) => self.seen(change),
+                    None => {
+                        // The watch ended (connection lost for good): watch again.
+                        match self.leases.watch().await {
+                            Ok(watch) => { changes = Box::pin(watch); self.current = false; }
+                            Err(e) => tracing::warn!(error = %e, "cannot watch the evaluators' leases"),
+                        }
+                        continue;
+                    }
+                },
+                done = done.recv() => match done {
+                    Some(Done::GivenBack(partitions)) => self.give_back(&partitions).await,
+                    Some(Done::Leave(left)) => {
+                        self.leave().await;
+                        let _ = left.send(());
+                        return;
+                    }
+                    None => return,
+                },
+            }
+            self.rebalance().await;
+        }
+    }
+
+    async fn heartbeat(&mut self) {
+        // A lease that ran out (the process was frozen, NATS away) is over: what was held is
+        // lost before the heartbeat renews it.
+        if !self.lease.valid() {
+            self.lease.lapsed.store(true, Ordering::SeqCst);
+            if !self.held.is_empty() {
+                tracing::error!(
+                    partitions = self.held.len(),
+                    "this evaluator's heartbeat was not written in time: it stops acting for its partitions, which the others take over"
+                );
+                let lost: Vec<u32> = self.held.keys().copied().collect();
+                self.lose(lost);
+            }
+        }
+        let sent = Instant::now();
+        match self.leases.heartbeat(&self.member, self.about.clone().into()).await {
+            Ok(()) => self.lease.renewed(sent),
+            Err(e) => {
+                if let Some(held_back) = self.log.allow() {
+                    tracing::warn!(error = %e, held_back, "heartbeat not written");
+                }
+            }
+        }
+    }
+
+    fn seen(&mut self, change: Change) {
+        match change {
+            Change::Member(member) => {
+                self.server_now = self.server_now.max(member.heartbeat_ns);
+                self.members.insert(member.id, member.heartbeat_ns);
+            }
+            Change::Left(id) => {
+                self.members.remove(&id);
+            }
+            Change::Partition(partition, owner) => {
+                let newer = self.owners.get(&partition).is_none_or(|known| owner.revision >= known.revision);
+                if newer {
+                    self.owners.insert(partition, owner);
+                }
+            }
+            Change::Current => self.current = true,
+        }
+    }
+
+    /// Members whose heartbeat is within the lease, sorted; this one while its lease holds.
+    fn live(&self) -> Vec<String> {
+        let lease = i128::try_from(Leases::LEASE.as_nanos()).unwrap_or(i128::MAX);
+        let mut live: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(id, beat)| **id != self.member && self.server_now - **beat <= lease)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if self.lease.valid() {
+            live.push(self.member.clone());
+        }
+        live.sort_unstable();
+        live
+    }
+
+    async fn rebalance(&mut self) {
+        // Partitions another member claimed since: lost.
+        let taken: Vec<u32> = self
+            .held
+            .iter()
+            .filter(|(p, epoch)| {
+                self.owners.get(p).is_some_and(|o| o.member.as_deref() != Some(&self.member) || o.revision != **epoch)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        if !taken.is_empty() {
+            tracing::warn!(partitions = ?taken, "partitions claimed by another evaluator (this one was taken for dead)");
+            self.lose(taken);
+        }
+        if !self.current || !self.lease.valid() {
+            return;
+        }
+        let live = self.live();
+        self.forget_dead(&live).await;
+        let owners: Vec<Option<String>> = (0..self.count)
+            .map(|p| {
+                self.owners
+                    .get(&p)
+                    .and_then(|o| o.member.clone())
+                    .filter(|m| live.binary_search_by(|l| l.as_str().cmp(m)).is_ok())
+            })
+            .collect();
+        let target = assign(self.count, &live, &owners.iter().map(Option::as_deref).collect::<Vec<_>>());
+        let mut taken = Vec::new();
+        let mut give = Vec::new();
+        for p in 0..self.count {
+            let mine = target[p as usize].as_deref() == Some(self.member.as_str());
+            let held = self.held.contains_key(&p);
+            if mine && !held && owners[p as usize].as_ref().is_none_or(|o| *o == self.member) {
+                let revision = self.owners.get(&p).map(|o| o.revision);
+                match self.leases.claim(p, &self.member, revision).await {
+                    Ok(Some(epoch)) => {
+                        self.owners.insert(p, Owner { member: Some(self.member.clone()), revision: epoch });
+                        self.held.insert(p, epoch);
+                        taken.push((p, epoch));
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        if let Some(held_back) = self.log.allow() {
+                            tracing::warn!(partition = p, error = %e, held_back, "partition not claimed");
+                        }
+                    }
+                }
+            } else if !mine && held && !self.giving_back.contains_key(&p) && target[p as usize].is_some() {
+                self.giving_back.insert(p, Instant::now());
+                give.push(p);
+            }
+        }
+        if !taken.is_empty() {
+            metrics::counter!("zonecast_evaluator_rebalances_total").increment(1);
+            tracing::info!(partitions = ?taken.iter().map(|(p, _)| *p).collect::<Vec<_>>(), "partitions claimed");
+            let _ = self.orders.send(Order::Take(taken));
+        }
+        if !give.is_empty() {
+            metrics::counter!("zonecast_evaluator_rebalances_total").increment(1);
+            tracing::info!(partitions = ?give, "partitions to hand over to another evaluator");
+            let _ = self.orders.send(Order::GiveBack(give));
+        }
+    }
+
+    /// Removes the keys of members dead for long (killed, never back), so that the bucket
+    /// does not grow with every restart: the first live member does it.
+    async fn forget_dead(&mut self, live: &[String]) {
+        if live.first() != Some(&self.member) {
+            return;
+        }
+        let long = i128::try_from((Leases::LEASE * 10).as_nanos()).unwrap_or(i128::MAX);
+        let dead: Vec<String> =
+            self.members.iter().filter(|(_, beat)| self.server_now - **beat > long).map(|(id, _)| id.clone()).collect();
+        for id in dead {
+            if self.leases.remove(&id).await.is_ok() {
+                self.members.remove(&id);
+            }
+        }
+    }
+
+    fn lose(&mut self, partitions: Vec<u32>) {
+        for p in &partitions {
+            self.held.remove(p);
+            self.giving_back.remove(p);
+        }
+        let _ = self.orders.send(Order::Lost(partitions));
+    }
+
+    async fn give_back(&mut self, partitions: &[u32]) {
+        for &p in partitions {
+            let Some(epoch) = self.held.remove(&p) else { continue };
+            if let Some(since) = self.giving_back.remove(&p) {
+                metrics::histogram!("zonecast_evaluator_handover_seconds").record(since.elapsed().as_secs_f64());
+            }
+            match self.leases.release(p, epoch).await {
+                Ok(Some(revision)) => {
+                    self.owners.insert(p, Owner { member: None, revision });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(partition = p, error = %e, "partition not given back; it is taken over once this evaluator's lease ends")
+                }
+            }
+        }
+    }
+
+    async fn leave(&mut self) {
+        let held: Vec<u32> = self.held.keys().copied().collect();
+        self.give_back(&held).await;
+        if let Err(e) = self.leases.remove(&self.member).await {
+            tracing::warn!(error = %e, "membership not removed; the others take this evaluator for dead after its lease");
+        }
+        tracing::info!(partitions = held.len(), "partitions given back; left the evaluators");
+    }
+}
+
+/// The balanced assignment of `count` partitions to the `live` members (sorted), given each
+/// partition's live owner: every member gets `count / live` partitions or one more (those that
+/// hold the most get the extra ones), keeps the lowest it holds up to that, and the others go,
+/// in order, to the members short of their share, in member order. Every member computes the
+/// same from the same view.
+pub fn assign(count: u32, live: &[String], owners: &[Option<&str>]) -> Vec<Option<String>> {
+    let mut target: Vec<Option<String>> = vec![None; count as usize];
+    if live.is_empty() {
+        return target;
+    }
+    let n = live.len();
+    let holdings: Vec<Vec<u32>> = live
+        .iter()
+        .map(|m| (0..count).filter(|&p| owners.get(p as usize).copied().flatten() == Some(m.as_str())).collect())
+        .collect();
+    let mut by_holdings: Vec<usize> = (0..n).collect();
+    by_holdings.sort_by(|&a, &b| holdings[b].len().cmp(&holdings[a].len()).then(live[a].cmp(&live[b])));
+    let base = count as usize / n;
+    let extra = count as usize % n;
+    let mut quota = vec![base; n];
+    for &m in by_holdings.iter().take(extra) {
+        quota[m] += 1;
+    }
+    let mut assigned = vec![0usize; n];
+    for m in 0..n {
+        for &p in holdings[m].iter().take(quota[m]) {
+            target[p as usize] = Some(live[m].clone());
+            assigned[m] += 1;
+        }
+    }
+    let mut free = (0..count as usize).filter(|&p| target[p].is_none()).collect::<BTreeSet<usize>>().into_iter();
+    for m in 0..n {
+        while assigned[m] < quota[m] {
+            let Some(p) = free.next() else { break };
+            target[p] = Some(live[m].clone());
+            assigned[m] += 1;
+        }
+    }
+    target
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn members(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("m{i}")).collect()
+    }
+
+    fn counts(target: &[Option<String>], live: &[String]) -> Vec<usize> {
+        live.iter().map(|m| target.iter().filter(|t| t.as_deref() == Some(m.as_str())).count()).collect()
+    }
+
+    #[test]
+    fn every_partition_goes_to_a_live_member_within_one_of_its_share() {
+        for n in 1..=20 {
+            let live = members(n);
+            let target = assign(64, &live, &vec![None; 64]);
+            assert!(target.iter().all(Option::is_some));
+            let c = counts(&target, &live);
+            assert!(c.iter().max().unwrap() - c.iter().min().unwrap() <= 1, "{n}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_member_joining_takes_its_share_from_the_others_and_nothing_else_moves() {
+        let two = members(2);
+        let before = assign(64, &two, &vec![None; 64]);
+        let three = members(3);
+        let owners: Vec<Option<&str>> = before.iter().map(|o| o.as_deref()).collect();
+        let after = assign(64, &three, &owners);
+        let moved = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+        assert_eq!(counts(&after, &three), [22, 21, 21]);
+        // Only what the newcomer takes moves: 21 partitions.
+        assert_eq!(moved, 21);
+        assert!(before.iter().zip(&after).all(|(b, a)| b == a || a.as_deref() == Some("m2")));
+    }
+
+    #[test]
+    fn a_member_gone_leaves_its_partitions_to_the_others_and_theirs_stay() {
+        let three = members(3);
+        let before = assign(64, &three, &vec![None; 64]);
+        let two = vec!["m0".to_owned(), "m2".to_owned()];
+        let owners: Vec<Option<&str>> = before.iter().map(|o| o.as_deref().filter(|m| *m != "m1")).collect();
+        let after = assign(64, &two, &owners);
+        assert_eq!(counts(&after, &two), [32, 32]);
+        assert!(before.iter().zip(&after).all(|(b, a)| b.as_deref() == Some("m1") || b == a));
+    }
+
+    #[test]
+    fn no_member_no_owner() {
+        assert!(assign(4, &[], &[None; 4]).iter().all(Option::is_none));
+    }
+}

@@ -1,0 +1,272 @@
+//! Evaluators that claim their partitions: as separate processes on a NATS and a PostgreSQL of
+//! the test's own, they split the partitions evenly, take over those of one killed, give theirs
+//! up cleanly on SIGTERM, make room for one joining, and one frozen past its lease acts no more
+//! for the partitions it lost. Through all of it, each device's ENTER and EXIT come exactly
+//! once, and an EXIT closes the stay its ENTER opened.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use zonecast_bus::{Subjects, Subscription};
+use zonecast_tests::nats::NatsServer;
+use zonecast_tests::process::{Service, free_port};
+use zonecast_tests::{eventually, fresh_database};
+
+const WAIT: Duration = Duration::from_secs(30);
+const KEY: &str = "failover-admin-key";
+const PARTITIONS: u32 = 16;
+const DEVICES: usize = 48;
+
+struct Site {
+    http: reqwest::Client,
+    api: String,
+    ingestor: String,
+    env: Box<dyn Fn(u16) -> Vec<(String, String)>>,
+    evaluators: Vec<(Service, String)>,
+    _others: Vec<Service>,
+    subjects: Subjects,
+}
+
+impl Site {
+    async fn start(nats: &NatsServer, database: &str, evaluators: usize) -> Self {
+        let prefix = format!("zc{}", uuid::Uuid::new_v4().simple());
+        let secret = zonecast_runtime::keys::random_base64(32).unwrap();
+        let (nats, database, subject_prefix) = (nats.url(), database.to_owned(), prefix.clone());
+        let env = move |port: u16| -> Vec<(String, String)> {
+            [
+                ("ZONECAST_DATABASE_URL", database.as_str()),
+                ("ZONECAST_NATS_URL", nats.as_str()),
+                ("ZONECAST_SECRET_KEY", secret.as_str()),
+                ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
+                ("ZONECAST_SUBJECT_PREFIX", subject_prefix.as_str()),
+                ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
+                ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+                ("ZONECAST_INGEST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+        };
+        let http = zonecast_tests::http_client();
+        let (api_port, ingestor_port) = (free_port(), free_port());
+        let mut api = Service::start("zonecast-api", env(api_port), api_port);
+        api.healthy(&http, WAIT).await;
+        let mut ingestor = Service::start("zonecast-ingestor", env(ingestor_port), ingestor_port);
+        ingestor.healthy(&http, WAIT).await;
+        let mut site = Self {
+            http,
+            api: format!("http://127.0.0.1:{api_port}"),
+            ingestor: format!("http://127.0.0.1:{ingestor_port}"),
+            env: Box::new(env),
+            evaluators: Vec::new(),
+            _others: vec![api, ingestor],
+            subjects: Subjects::new(prefix),
+        };
+        for _ in 0..evaluators {
+            site.add_evaluator().await;
+        }
+        site
+    }
+
+    /// Starts one more evaluator, claiming its partitions.
+    async fn add_evaluator(&mut self) {
+        let port = free_port();
+        let mut evaluator = Service::start("zonecast-evaluator", (self.env)(port), port);
+        evaluator.healthy(&self.http, WAIT).await;
+        self.evaluators.push((evaluator, format!("http://127.0.0.1:{port}/metrics")));
+    }
+
+    /// A sample of an evaluator's `/metrics` (`None` while it does not answer).
+    async fn sample(&self, evaluator: usize, prefix: &str) -> Option<f64> {
+        let metrics = self.http.get(&self.evaluators[evaluator].1).send().await.ok()?.text().await.ok()?;
+        metrics.lines().find(|l| l.starts_with(prefix))?.rsplit(' ').next()?.parse().ok()
+    }
+
+    /// Waits until the evaluators `live` own every partition between them, each within one
+    /// of its share; returns what each owns.
+    async fn balanced(&self, live: &[usize]) -> Vec<u32> {
+        eventually(WAIT, || async {
+            let mut owned = Vec::new();
+            for &e in live {
+                owned.push(self.sample(e, "zonecast_evaluator_partitions_owned{").await? as u32);
+            }
+            let (min, max) = (owned.iter().min()?, owned.iter().max()?);
+            (owned.iter().sum::<u32>() == PARTITIONS && max - min <= 1).then_some(owned)
+        })
+        .await
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method.clone(), format!("{}{path}", self.api)).header("X-API-Key", KEY);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
+        v
+    }
+
+    /// One position per device, all inside the zone or all outside; a 503 is sent again.
+    async fn positions(&self, macs: &[String], inside: bool) {
+        let x = if inside { 1.0 } else { 500.0 };
+        let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
+        let url = format!("{}/v3/positions", self.ingestor);
+        let answer: Value = eventually(WAIT, || async {
+            let r = self.http.post(&url).header("X-API-Key", KEY).json(&body).send().await.unwrap();
+            match r.status() {
+                StatusCode::OK => Some(r.json().await.unwrap()),
+                StatusCode::SERVICE_UNAVAILABLE => None,
+                other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
+            }
+        })
+        .await;
+        assert_eq!(answer["accepted"], macs.len());
+    }
+
+    async fn colliding(&self, zone: &str) -> usize {
+        let z = self.call(reqwest::Method::GET, &format!("/v3/modules/zones/{zone}"), None).await;
+        z["CollidingDevices"].as_array().unwrap().len()
+    }
+}
+
+/// Devices spread over every partition.
+fn devices() -> Vec<String> {
+    let macs: Vec<String> = (0..DEVICES).map(|i| format!("0D:00:00:00:01:{i:02X}")).collect();
+    let partitions: std::collections::HashSet<u32> =
+        macs.iter().map(|m| m.parse::<zonecast_model::Mac>().unwrap().partition(PARTITIONS)).collect();
+    assert!(partitions.len() as u32 > PARTITIONS / 2, "devices must cover most partitions: {partitions:?}");
+    macs
+}
+
+/// Exactly one `kind` event per device, then no further zone event for a moment: a duplicate
+/// or a stray event fails the test.
+async fn exactly_once(sub: &mut Subscription, kind: &str, n: usize) -> BTreeMap<String, Value> {
+    let mut seen = BTreeMap::new();
+    tokio::time::timeout(WAIT, async {
+        while seen.len() < n {
+            let e = next(sub).await;
+            let mac = e["Source"]["MAC"].as_str().unwrap().to_owned();
+            assert_eq!(e["Type"], kind, "expected only {kind} events, got {e}");
+            assert!(seen.insert(mac.clone(), e).is_none(), "a second {kind} for {mac}");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("only {} of {n} {kind} events", seen.len()));
+    let extra = tokio::time::timeout(Duration::from_millis(700), next(sub)).await;
+    assert!(extra.is_err(), "an unexpected event after {n} {kind}: {extra:?}");
+    seen
+}
+
+async fn next(sub: &mut Subscription) -> Value {
+    serde_json::from_slice(&sub.next().await.unwrap().payload).unwrap()
+}
+
+/// Every exit closes the stay its device's enter opened.
+fn same_stays(enters: &BTreeMap<String, Value>, exits: &BTreeMap<String, Value>) {
+    for (mac, exit) in exits {
+        assert_eq!(exit["Content"]["CollisionID"], enters[mac]["Content"]["CollisionID"], "{mac}: same stay");
+        assert_eq!(exit["Content"]["Reason"], "position", "{mac}: {exit}");
+    }
+}
+
+async fn site_with_zone(evaluators: usize) -> (NatsServer, String, Site, String, Subscription) {
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let site = Site::start(&nats, &database, evaluators).await;
+    let bus = zonecast_bus::connect(Some(&nats.url()), "failover-test").await.unwrap();
+    let events = bus.subscribe(&site.subjects.events_all()).await.unwrap();
+    let zone = site
+        .call(
+            reqwest::Method::POST,
+            "/v3/modules/zones",
+            Some(json!({"Name": "hall", "GeometryType": "sphere", "GeometryData": [[0, 0, 0], [10, 0, 0]]})),
+        )
+        .await;
+    let zone = zone["ZoneID"].as_str().unwrap().to_owned();
+    (nats, database, site, zone, events)
+}
+
+async fn drop_database(database: &str) {
+    let name = database.rsplit('/').next().unwrap();
+    zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluators_share_the_partitions_and_take_over_from_one_killed_one_leaving_and_one_joining() {
+    let (_nats, database, mut site, zone, mut events) = site_with_zone(3).await;
+    let macs = devices();
+    assert_eq!(site.balanced(&[0, 1, 2]).await.iter().sum::<u32>(), PARTITIONS);
+
+    site.positions(&macs, true).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
+
+    // Killed: the two others take its partitions over from the collisions it wrote.
+    site.evaluators[0].0.kill().await;
+    assert_eq!(site.balanced(&[1, 2]).await, [8, 8]);
+    site.positions(&macs, false).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    same_stays(&enters, &exits);
+
+    // Joining: a new evaluator gets its share, and nothing is evaluated twice meanwhile.
+    site.add_evaluator().await;
+    site.balanced(&[1, 2, 3]).await;
+    site.positions(&macs, true).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
+
+    // Leaving (SIGTERM): it hands its partitions over with their stays.
+    site.evaluators[1].0.terminate(WAIT).await;
+    assert_eq!(site.balanced(&[2, 3]).await, [8, 8]);
+    site.positions(&macs, false).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    same_stays(&enters, &exits);
+    assert_eq!(site.colliding(&zone).await, 0);
+
+    drop(site);
+    drop_database(&database).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evaluator_frozen_past_its_lease_acts_no_more_for_the_partitions_it_lost() {
+    let (_nats, database, site, zone, mut events) = site_with_zone(2).await;
+    let macs = devices();
+    site.balanced(&[0, 1]).await;
+    site.positions(&macs, true).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
+
+    // Frozen (SIGSTOP) with its partitions' devices inside: the other takes them all over
+    // once its lease is over, and sends the exits.
+    site.evaluators[0].0.signal("-STOP");
+    eventually(WAIT, || async {
+        (site.sample(1, "zonecast_evaluator_partitions_owned{").await? as u32 == PARTITIONS).then_some(())
+    })
+    .await;
+    site.positions(&macs, false).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    same_stays(&enters, &exits);
+
+    // Thawed: it finds its lease over and drops what it held, writes no stale collision and
+    // publishes no event of its own; then it joins again and gets its share back.
+    site.evaluators[0].0.signal("-CONT");
+    site.balanced(&[0, 1]).await;
+    let extra = tokio::time::timeout(Duration::from_secs(1), events.next()).await;
+    assert!(extra.is_err(), "an event after the frozen evaluator came back: {extra:?}");
+    assert_eq!(site.colliding(&zone).await, 0, "stale collisions written back");
+
+    // And the site goes on exactly once from there.
+    site.positions(&macs, true).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    site.positions(&macs, false).await;
+    same_stays(&enters, &exactly_once(&mut events, "ZONE_EXIT", DEVICES).await);
+
+    drop(site);
+    drop_database(&database).await;
+}
