@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the distributed zonecast on this machine, on the local PostgreSQL and NATS (with
-# JetStream): the config API, an ingestor, two evaluators (half of the position partitions
-# each) and a forwarder, as the release binaries (`cargo build --release --workspace`).
+# JetStream): the config API, an ingestor, evaluators (two by default, sharing the position
+# partitions among themselves) and a forwarder, as the release binaries
+# (`cargo build --release --workspace`).
 #
 #   deploy/run-distributed.sh            # Ctrl-C (or SIGTERM) stops every service
 #
@@ -19,7 +20,8 @@
 #   STATE_DIR               ./zonecast-distributed
 #   BIN                     target/release (the directory of the binaries)
 #   API_ADDR INGEST_ADDR EVALUATOR_ADDRS FORWARDER_ADDR   the listeners: 127.0.0.1:8080,
-#                           127.0.0.1:8081, "127.0.0.1:8082 127.0.0.1:8084", 127.0.0.1:8083
+#                           127.0.0.1:8081, "127.0.0.1:8082 127.0.0.1:8084", 127.0.0.1:8083;
+#                           one evaluator starts for each address of EVALUATOR_ADDRS
 # Any other ZONECAST_* variable (ZONECAST_SUBJECT_PREFIX, ZONECAST_PARTITIONS, ...) reaches every
 # service as it is.
 set -euo pipefail
@@ -30,6 +32,7 @@ state=${STATE_DIR:-$PWD/zonecast-distributed}
 api_addr=${API_ADDR:-127.0.0.1:8080}
 ingest_addr=${INGEST_ADDR:-127.0.0.1:8081}
 read -r -a evaluator_addrs <<<"${EVALUATOR_ADDRS:-127.0.0.1:8082 127.0.0.1:8084}"
+[ "${#evaluator_addrs[@]}" -gt 0 ] || { echo "EVALUATOR_ADDRS: give at least one address" >&2; exit 1; }
 forwarder_addr=${FORWARDER_ADDR:-127.0.0.1:8083}
 export ZONECAST_DATABASE_URL=${ZONECAST_DATABASE_URL:-postgres://zonecast:zonecast@127.0.0.1:5432/zonecast}
 export ZONECAST_NATS_URL=${ZONECAST_NATS_URL:-nats://127.0.0.1:4222}
@@ -107,24 +110,21 @@ start() { # name address binary [VAR=value ...]: starts a service and waits unti
 # The API first: it creates the tables the others read.
 start api "$api_addr" zonecast-api ZONECAST_HTTP_ADDR="$api_addr"
 start ingestor "$ingest_addr" zonecast-ingestor ZONECAST_INGEST_HTTP_ADDR="$ingest_addr"
-partitions=${ZONECAST_PARTITIONS:-16}
-half=$((partitions / 2))
-start evaluator-1 "${evaluator_addrs[0]}" zonecast-evaluator ZONECAST_HTTP_ADDR="${evaluator_addrs[0]}" \
-  ZONECAST_EVALUATOR_PARTITIONS="0-$((half - 1))"
-start evaluator-2 "${evaluator_addrs[1]}" zonecast-evaluator ZONECAST_HTTP_ADDR="${evaluator_addrs[1]}" \
-  ZONECAST_EVALUATOR_PARTITIONS="$half-$((partitions - 1))"
+# The evaluators divide the partitions among themselves as they come up.
+for i in "${!evaluator_addrs[@]}"; do
+  start "evaluator-$((i + 1))" "${evaluator_addrs[i]}" zonecast-evaluator ZONECAST_HTTP_ADDR="${evaluator_addrs[i]}"
+done
 start forwarder "$forwarder_addr" zonecast-forwarder ZONECAST_HTTP_ADDR="$forwarder_addr"
 
-cat <<EOF
-zonecast is running (logs and keys in $state):
-  config API and console  http://$api_addr/
-  positions in            http://$ingest_addr/v3/positions
-  evaluator 1             http://${evaluator_addrs[0]}/metrics (partitions 0-$((half - 1)))
-  evaluator 2             http://${evaluator_addrs[1]}/metrics (partitions $half-$((partitions - 1)))
-  forwarder               http://$forwarder_addr/metrics
-  admin API key           $state/admin.key
-Ctrl-C stops them all.
-EOF
+echo "zonecast is running (logs and keys in $state):"
+echo "  config API and console  http://$api_addr/"
+echo "  positions in            http://$ingest_addr/v3/positions"
+for i in "${!evaluator_addrs[@]}"; do
+  printf '  %-23s http://%s/metrics\n' "evaluator $((i + 1))" "${evaluator_addrs[i]}"
+done
+echo "  forwarder               http://$forwarder_addr/metrics"
+echo "  admin API key           $state/admin.key"
+echo "Ctrl-C stops them all."
 # Waits until a service stops or a signal arrives; a service that stops takes the others down.
 wait -n "${pids[@]}" || true
 echo "a service stopped; stopping the others (logs in $state)" >&2

@@ -1,11 +1,13 @@
 //! The deployment files under `deploy/` agree with the binaries: every `ZONECAST_*` variable
 //! they name is one the services read, every probe and scrape path is answered by the listener
 //! it points at (the real binaries run with the manifests' environment), and every Deployment
-//! has resource limits, a restrictive securityContext, probes and a PodDisruptionBudget; the
-//! image is versioned and pulled only when missing, holds only the service binaries and builds
-//! its dependencies in a layer of their own; the systemd units of one host listen on distinct
-//! addresses.
+//! has resource limits, a restrictive securityContext and probes; the image is versioned and
+//! pulled only when missing, holds only the service binaries and builds its dependencies in a
+//! layer of their own; the systemd units of one host listen on distinct addresses. The cluster
+//! layout (self-claiming evaluators, a three-server NATS, disruption budgets) is in `cluster`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cluster;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -129,7 +131,7 @@ fn containers(object: &Value) -> Vec<&Value> {
 #[test]
 fn every_zonecast_variable_the_deployment_files_set_is_read_by_the_services() {
     let set = variables_set();
-    for expected in ["ZONECAST_HTTP_ADDR", "ZONECAST_OPS_ADDR", "ZONECAST_EVALUATOR_PARTITIONS", "ZONECAST_DATA_DIR"] {
+    for expected in ["ZONECAST_HTTP_ADDR", "ZONECAST_OPS_ADDR", "ZONECAST_NATS_REPLICAS", "ZONECAST_DATA_DIR"] {
         assert!(set.contains_key(expected), "{expected} is set somewhere: the files were read ({set:?})");
     }
     for (variable, origin) in set.iter().chain(&variables_named()) {
@@ -157,23 +159,14 @@ fn image_user() -> (u64, u64) {
 }
 
 #[test]
-fn every_deployment_has_limits_a_restrictive_security_context_probes_and_a_disruption_budget() {
+fn every_deployment_has_limits_a_restrictive_security_context_and_probes() {
     let objects = k8s_objects();
     let deployments = of_kind(&objects, "Deployment");
     assert!(deployments.len() >= 4, "api, ingestor, evaluator and forwarder Deployments");
-    let budgets = of_kind(&objects, "PodDisruptionBudget");
     let (uid, gid) = image_user();
     for deployment in deployments {
         let deployment_name = name(deployment);
         let pod = &deployment["spec"]["template"];
-        let labels = pod["metadata"]["labels"].as_object().expect("pod labels");
-        let budget = budgets.iter().find(|b| {
-            b["metadata"]["namespace"] == deployment["metadata"]["namespace"]
-                && b["spec"]["selector"]["matchLabels"]
-                    .as_object()
-                    .is_some_and(|m| !m.is_empty() && m.iter().all(|(k, v)| labels.get(k) == Some(v)))
-        });
-        assert!(budget.is_some(), "{deployment_name}: no PodDisruptionBudget selects its pods");
         let pod_security = &pod["spec"]["securityContext"];
         for container in containers(deployment) {
             let at = format!("{deployment_name}/{}", container["name"].as_str().unwrap());
@@ -271,7 +264,8 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
     let database = zonecast_tests::fresh_database().await;
     let http = zonecast_tests::http_client();
     let mut checked = 0;
-    for deployment in of_kind(&objects, "Deployment") {
+    let deployments = of_kind(&objects, "Deployment");
+    for &deployment in &deployments {
         let container = containers(deployment)[0];
         let binary = container["command"][0].as_str().expect("the container names its binary");
         // The environment as Kubernetes composes it: envFrom in order, then env.
@@ -294,9 +288,11 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
         for item in container["env"].as_array().into_iter().flatten() {
             env.insert(item["name"].as_str().unwrap().to_owned(), item["value"].as_str().unwrap().to_owned());
         }
-        // This machine's NATS, a subject prefix of the test's own, small streams, and every
-        // listener moved from its manifest port to a free local one.
+        // This machine's NATS (one server: one copy of each stream), a subject prefix of the
+        // test's own, small streams, and every listener moved from its manifest port to a free
+        // local one.
         env.insert("ZONECAST_NATS_URL".into(), zonecast_tests::nats_url());
+        env.insert("ZONECAST_NATS_REPLICAS".into(), "1".into());
         env.insert("ZONECAST_SUBJECT_PREFIX".into(), format!("zt{}", uuid::Uuid::new_v4().simple()));
         env.extend(zonecast_tests::small_stream_env());
         let mut local: BTreeMap<u16, u16> = BTreeMap::new();
@@ -335,7 +331,8 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
         }
         service.kill().await;
     }
-    assert!(checked >= 15, "three checks for each of the five Deployments, got {checked}");
+    let expected = 3 * deployments.len();
+    assert!(checked >= expected, "three checks for each of the {} Deployments, got {checked}", deployments.len());
     let name = database.rsplit('/').next().unwrap();
     let _ = zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await;
 }
@@ -391,7 +388,7 @@ fn unit_listener<C: Load>(unit: &str, addr: impl Fn(&C) -> std::net::SocketAddr)
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    env.extend(unit_environment(unit, "0-7"));
+    env.extend(unit_environment(unit, "1"));
     let loaded = C::load(vec![C::BINARY.into()], &env).unwrap_or_else(|e| panic!("{unit}: {e}"));
     addr(&loaded.config).to_string()
 }
