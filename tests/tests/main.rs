@@ -6,6 +6,7 @@
 mod auth;
 mod bad_input;
 mod cluster;
+mod cluster_status;
 mod concurrency;
 mod configuration;
 mod conformance;

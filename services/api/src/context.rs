@@ -41,6 +41,8 @@ pub struct Context {
     pub streams: StreamSettings,
     /// The positions the position streams follow, read while one is open.
     pub position_feed: Arc<crate::handlers::stream::positions::PositionFeed>,
+    /// The evaluators, as the cluster status reads them.
+    pub evaluators: crate::handlers::cluster::Evaluators,
     /// Cancelled when the API stops: open streams end then.
     pub shutdown: Shutdown,
     /// The evaluator and forwarder replicas and the revision each has in force.
@@ -101,6 +103,7 @@ impl Context {
                 heartbeat: config.api.stream_heartbeat,
                 cors: config.api.cors.clone(),
             },
+            evaluators: crate::handlers::cluster::Evaluators::claimed(config.bus.partitions),
             shutdown: Shutdown::new(),
             appliers,
             apply_wait: config.api.apply_wait,
@@ -119,6 +122,13 @@ impl Context {
     /// events in a file of the data directory).
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.journal = journal;
+        self
+    }
+
+    /// This context reporting the evaluators of its process, each given the partitions of its
+    /// entry (the all-in-one, whose evaluators claim nothing).
+    pub fn with_evaluators(mut self, evaluators: Vec<Vec<u32>>) -> Self {
+        self.evaluators = crate::handlers::cluster::Evaluators::given(self.evaluators.partitions(), evaluators);
         self
     }
 

@@ -25,6 +25,7 @@ pub(crate) async fn the_read_key_can_read_everything_readable(mode: Mode) {
         format!("/v3/modules/mqtt/connections/{connection_id}"),
         format!("/v3/modules/mqtt/connections/{connection_id}/status"),
         "/v3/modules/mqtt/certificates".into(),
+        "/v3/system/cluster".into(),
         "/v3/openapi.json".into(),
         "/metrics".into(),
     ];

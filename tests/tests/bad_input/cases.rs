@@ -74,6 +74,7 @@ pub(crate) fn protected_operations(w: &World) -> Vec<(Method, String, Option<Val
         (Method::POST, "/v3/modules/mqtt/certificates".into(), Some(pki().profile("new")), Admin),
         (Method::PUT, format!("/v3/modules/mqtt/certificates/{p}"), Some(pki().profile("renamed")), Admin),
         (Method::DELETE, format!("/v3/modules/mqtt/certificates/{p}"), None, Admin),
+        (Method::GET, "/v3/system/cluster".into(), None, Read),
         (Method::GET, "/v3/openapi.json".into(), None, Read),
         (Method::GET, "/metrics".into(), None, Read),
     ];

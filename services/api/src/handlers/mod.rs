@@ -1,6 +1,7 @@
 //! Operation handlers: parse at the edge, call the store, announce, answer.
 
 mod certificates;
+pub(crate) mod cluster;
 pub(crate) mod connections;
 pub(crate) mod history;
 mod settings;
@@ -64,6 +65,7 @@ pub async fn dispatch(
         Op::EventHistory => history::list(ctx, query).await,
         Op::ZoneVisits => visits::list(ctx, id("zone")?, query, headers).await,
         Op::ZoneOccupancy => visits::occupancy(ctx, id("zone")?, query, headers).await,
+        Op::ClusterStatus => cluster::status(ctx).await,
         Op::Token => system::token(ctx, headers, &body),
         Op::OpenApi => Ok(system::openapi(ctx)),
         Op::Live => Ok(zonecast_runtime::ops::Health::live()),

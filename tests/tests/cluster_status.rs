@@ -1,0 +1,123 @@
+//! `GET /v3/system/cluster` on a distributed site: the API and two evaluators as processes on a
+//! NATS and a PostgreSQL database of the test's own. The evaluators are listed alive with
+//! disjoint partitions covering all; one killed shows dead (or gone) and the other then owns
+//! every partition.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use zonecast_tests::nats::NatsServer;
+use zonecast_tests::process::{Service, free_port};
+use zonecast_tests::{READ_KEY, eventually, fresh_database};
+
+const WAIT: Duration = Duration::from_secs(30);
+const KEY: &str = "cluster-status-admin-key";
+const PARTITIONS: u32 = 8;
+
+fn env(nats: &str, database: &str, secret: &str, prefix: &str, port: u16) -> Vec<(String, String)> {
+    [
+        ("ZONECAST_DATABASE_URL", database),
+        ("ZONECAST_NATS_URL", nats),
+        ("ZONECAST_SECRET_KEY", secret),
+        ("ZONECAST_API_KEYS", &format!("{KEY}:admin,{READ_KEY}:read")),
+        ("ZONECAST_SUBJECT_PREFIX", prefix),
+        ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
+        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect()
+}
+
+/// The cluster status as the read key sees it.
+async fn status(http: &reqwest::Client, api: &str) -> Value {
+    let r = http.get(format!("{api}/v3/system/cluster")).header("X-API-Key", READ_KEY).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+fn partitions(evaluator: &Value) -> Vec<u32> {
+    evaluator["Partitions"].as_array().unwrap().iter().map(|p| u32::try_from(p.as_u64().unwrap()).unwrap()).collect()
+}
+
+fn alive(status: &Value) -> Vec<&Value> {
+    status["Evaluators"].as_array().unwrap().iter().filter(|e| e["Alive"] == true).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_dead() {
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let prefix = format!("zc{}", uuid::Uuid::new_v4().simple());
+    let secret = zonecast_runtime::keys::random_base64(32).unwrap();
+    let env = |port| env(&nats.url(), &database, &secret, &prefix, port);
+    let http = zonecast_tests::http_client();
+    let api_port = free_port();
+    let mut api = Service::start("zonecast-api", env(api_port), api_port);
+    api.healthy(&http, WAIT).await;
+    let api_url = format!("http://127.0.0.1:{api_port}");
+
+    let unauthenticated = http.get(format!("{api_url}/v3/system/cluster")).send().await.unwrap();
+    assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
+
+    let mut evaluators = Vec::new();
+    for _ in 0..2 {
+        let port = free_port();
+        let mut evaluator = Service::start("zonecast-evaluator", env(port), port);
+        evaluator.healthy(&http, WAIT).await;
+        evaluators.push(evaluator);
+    }
+
+    // Two alive, each with its share, together every partition exactly once.
+    let before = eventually(WAIT, || async {
+        let s = status(&http, &api_url).await;
+        let live = alive(&s);
+        let owned: Vec<u32> = live.iter().flat_map(|e| partitions(e)).collect();
+        let shares: Vec<usize> = live.iter().map(|e| partitions(e).len()).collect();
+        let balanced = shares.iter().all(|n| *n == PARTITIONS as usize / 2);
+        (live.len() == 2 && balanced && s["Unowned"].as_array()?.is_empty()).then(|| (s.clone(), owned))
+    })
+    .await;
+    let (before, owned) = before;
+    assert_eq!(before["Mode"], "claimed", "{before}");
+    assert_eq!(before["Partitions"], PARTITIONS, "{before}");
+    assert_eq!(before["LeaseMs"], 3000, "{before}");
+    let distinct: BTreeSet<u32> = owned.iter().copied().collect();
+    assert_eq!(owned.len(), distinct.len(), "partitions owned twice: {before}");
+    assert_eq!(distinct, (0..PARTITIONS).collect(), "{before}");
+    for e in alive(&before) {
+        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() <= 3000, "{e}");
+        let p = partitions(e);
+        assert!(p.windows(2).all(|w| w[0] < w[1]), "partitions sorted: {e}");
+    }
+    let ids: BTreeSet<String> = alive(&before).iter().map(|e| e["EvaluatorID"].as_str().unwrap().to_owned()).collect();
+
+    // Killed: it shows dead (or is gone) once its lease is over, and the survivor takes
+    // every partition over.
+    evaluators[0].kill().await;
+    let killed_at = Instant::now();
+    let after = eventually(WAIT, || async {
+        let s = status(&http, &api_url).await;
+        let live = alive(&s);
+        let survivor = live.first().filter(|_| live.len() == 1)?;
+        (partitions(survivor) == (0..PARTITIONS).collect::<Vec<_>>() && s["Unowned"].as_array()?.is_empty())
+            .then(|| s.clone())
+    })
+    .await;
+    let survivor = alive(&after)[0]["EvaluatorID"].as_str().unwrap().to_owned();
+    assert!(ids.contains(&survivor), "the survivor is one of the two: {after}");
+    let killed: Vec<&String> = ids.iter().filter(|id| **id != survivor).collect();
+    for e in after["Evaluators"].as_array().unwrap().iter().filter(|e| e["EvaluatorID"] == *killed[0].as_str()) {
+        assert_eq!(e["Alive"], false, "{after}");
+        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() > 3000, "{after}");
+    }
+    assert!(killed_at.elapsed() < Duration::from_secs(15), "the takeover took {:?}", killed_at.elapsed());
+
+    drop(evaluators);
+    drop(api);
+    let name = database.rsplit('/').next().unwrap();
+    zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await.unwrap();
+}
