@@ -30,5 +30,6 @@ mod openapi;
 mod order;
 mod position_stream;
 mod read_your_writes;
+mod replicated;
 mod smoke;
 mod zones;
