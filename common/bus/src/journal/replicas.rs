@@ -22,6 +22,8 @@ pub(crate) async fn create_or_update(context: &jetstream::Context, config: strea
             ))),
         },
         Err(e) if matches!(e.kind(), CreateStreamErrorKind::JetStream(_)) => {
+            // The kind alone: the error's own text repeats it after its source.
+            let refusal = e.kind();
             let existing = match context.get_stream(&name).await {
                 Ok(stream) => Some(stream.cached_info().config.num_replicas.max(1)),
                 Err(_) => None,
@@ -29,12 +31,12 @@ pub(crate) async fn create_or_update(context: &jetstream::Context, config: strea
             match existing {
                 Some(has) if has != wanted => Err(BusError::Replicas(format!(
                     "JetStream stream {name} has {has} replicas and ZONECAST_NATS_REPLICAS asks for {wanted}; \
-                     the NATS server refused the change ({e}): change the stream's replicas with the NATS \
+                     the NATS server refused the change ({refusal}): change the stream's replicas with the NATS \
                      tools, or set ZONECAST_NATS_REPLICAS={has}"
                 ))),
                 None if wanted > 1 => Err(BusError::Replicas(format!(
                     "cannot make JetStream stream {name} with {wanted} replicas (ZONECAST_NATS_REPLICAS={wanted}): \
-                     {e}; a stream with more than one replica needs a NATS cluster with JetStream on at least \
+                     {refusal}; a stream with more than one replica needs a NATS cluster with JetStream on at least \
                      that many servers"
                 ))),
                 _ => Err(BusError::Journal(format!("cannot set up JetStream stream {name}: {e}"))),
