@@ -192,8 +192,11 @@ pub fn test_config(data_dir: &std::path::Path) -> Config {
     config.http.limits.max_body_bytes = 256 * 1024;
     config.bus.subject_prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
     // The test's JetStream streams stay small on the shared server (and are removed by `stop`).
-    config.bus.journal =
-        zonecast_bus::JournalSettings { max_age: std::time::Duration::from_secs(600), max_bytes: STREAM_BYTES };
+    config.bus.journal = zonecast_bus::JournalSettings {
+        max_age: std::time::Duration::from_secs(600),
+        max_bytes: STREAM_BYTES,
+        ..zonecast_bus::JournalSettings::default()
+    };
     config.bus.positions.max_bytes = STREAM_BYTES;
     config.auth.api_keys = vec![
         ApiKey { key: Secret::new(ADMIN_KEY), authority: Authority::Admin },

@@ -32,5 +32,6 @@ mod openapi;
 mod order;
 mod position_stream;
 mod read_your_writes;
+mod replicated;
 mod smoke;
 mod zones;

@@ -31,6 +31,12 @@ pub enum BusError {
     /// The journal could not store, deliver or describe records.
     #[error("journal: {0}")]
     Journal(String),
+    /// JetStream cannot keep a stream on the servers `ZONECAST_NATS_REPLICAS` asks for (a single
+    /// server asked for more than one, too few servers in the cluster, or a stream that has
+    /// another count and that the server would not change): a configuration to correct, not a
+    /// passing failure.
+    #[error("{0}")]
+    Replicas(String),
     /// The bus has been drained or its connection is gone for good.
     #[error("the bus is closed")]
     Closed,

@@ -85,10 +85,7 @@ impl Leases {
             num_replicas: replicas.max(1),
             ..jetstream::stream::Config::default()
         };
-        context
-            .create_or_update_stream(config)
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot set up key-value bucket {bucket}: {e}")))?;
+        crate::journal::replicas::create_or_update(&context, config).await?;
         let store = context
             .get_key_value(&bucket)
             .await

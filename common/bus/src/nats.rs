@@ -52,6 +52,9 @@ impl Opener {
     /// counts in `zonecast_bus_slow_consumer_total` and in `dropped`.
     async fn open(&self, name: &str, dropped: Arc<AtomicU64>) -> Result<async_nats::Client, BusError> {
         let url = &*self.url;
+        // A comma-separated list names several servers of one cluster: the client connects to
+        // any of them, and moves to another when its server goes away.
+        let servers: Vec<&str> = servers(url).collect();
         // Used when the URL (`tls://`) or the server asks for TLS: the operating system's roots,
         // as async-nats would trust, on zonecast's crypto provider.
         let tls = zonecast_tls::native_roots_config()
@@ -78,7 +81,7 @@ impl Opener {
                     }
                 }
             })
-            .connect(url)
+            .connect(servers)
             .await
             .map_err(|err| BusError::Connect { url: redact_url(url), reason: scrub_credentials(&err.to_string(), url) })
     }
@@ -86,7 +89,9 @@ impl Opener {
 
 impl NatsBus {
     /// Connects to the server at `url` (credentials may be embedded in it), announcing itself as
-    /// `client_name`.
+    /// `client_name`. `url` may list several servers of a cluster, separated by commas
+    /// (`nats://a:4222,nats://b:4222`): the connection is made to one of them, and moves to
+    /// another when that one goes away.
     ///
     /// Fails with [`BusError::Connect`], naming the URL without its credentials, when the server
     /// cannot be reached within a few seconds.
@@ -251,24 +256,31 @@ fn credentials(url: &str) -> Option<(&str, &str)> {
     authority.rfind('@').map(|at| (scheme, &authority[..at])).filter(|(_, userinfo)| !userinfo.is_empty())
 }
 
-/// `url` with its credentials replaced by `***`.
-fn redact_url(url: &str) -> String {
-    match credentials(url) {
-        Some((scheme, userinfo)) => url.replacen(&format!("{scheme}{userinfo}@"), &format!("{scheme}***@"), 1),
-        None => url.to_owned(),
-    }
+/// The server URLs of a comma-separated list (a single URL is a list of one).
+fn servers(url: &str) -> impl Iterator<Item = &str> {
+    url.split(',').map(str::trim).filter(|server| !server.is_empty())
 }
 
-/// `text` with any credentials of `url` replaced by `***`, in case a library echoes them.
-fn scrub_credentials(text: &str, url: &str) -> String {
-    let Some((_, userinfo)) = credentials(url) else {
-        return text.to_owned();
+/// `url` (each URL of a list) with its credentials replaced by `***`.
+fn redact_url(url: &str) -> String {
+    let redact = |url: &str| match credentials(url) {
+        Some((scheme, userinfo)) => url.replacen(&format!("{scheme}{userinfo}@"), &format!("{scheme}***@"), 1),
+        None => url.to_owned(),
     };
-    let mut scrubbed = text.replace(userinfo, "***");
-    if let Some((_, password)) = userinfo.split_once(':')
-        && !password.is_empty()
-    {
-        scrubbed = scrubbed.replace(password, "***");
+    servers(url).map(redact).collect::<Vec<_>>().join(",")
+}
+
+/// `text` with any credentials of `url` (of each URL of a list) replaced by `***`, in case a
+/// library echoes them.
+fn scrub_credentials(text: &str, url: &str) -> String {
+    let mut scrubbed = text.to_owned();
+    for (_, userinfo) in servers(url).filter_map(credentials) {
+        scrubbed = scrubbed.replace(userinfo, "***");
+        if let Some((_, password)) = userinfo.split_once(':')
+            && !password.is_empty()
+        {
+            scrubbed = scrubbed.replace(password, "***");
+        }
     }
     scrubbed
 }
@@ -283,6 +295,10 @@ mod tests {
         assert_eq!(redact_url("tls://t0ken@h:4222/x"), "tls://***@h:4222/x");
         assert_eq!(redact_url("alice:s3cret@h:4222"), "***@h:4222");
         assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+        assert_eq!(
+            redact_url("nats://a:pw@h1:4222, nats://h2:4222,nats://b:pw2@h3:4222"),
+            "nats://***@h1:4222,nats://h2:4222,nats://***@h3:4222"
+        );
     }
 
     #[test]
@@ -293,5 +309,6 @@ mod tests {
             "auth *** failed; password ***"
         );
         assert_eq!(scrub_credentials("refused", "nats://h:4222"), "refused");
+        assert_eq!(scrub_credentials("bad pw1 or pw2", "nats://a:pw1@h1,nats://b:pw2@h2"), "bad *** or ***");
     }
 }

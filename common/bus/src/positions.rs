@@ -39,6 +39,9 @@ pub struct PositionSettings {
     /// `ZONECAST_INGEST_MAX_LAG_MS`: how far behind an evaluator or forwarder may be before
     /// ingest pushes back (zero: never), in both deployments.
     pub max_lag: Duration,
+    /// `ZONECAST_NATS_REPLICAS`, default 1: on how many NATS servers of a cluster JetStream keeps
+    /// each partition's stream.
+    pub replicas: usize,
 }
 
 impl Default for PositionSettings {
@@ -48,6 +51,7 @@ impl Default for PositionSettings {
             max_bytes: 1 << 30,
             per_position_subjects: false,
             max_lag: Duration::from_millis(500),
+            replicas: 1,
         }
     }
 }
@@ -155,13 +159,10 @@ impl PositionStreams {
                 storage: stream::StorageType::File,
                 discard: stream::DiscardPolicy::Old,
                 retention: stream::RetentionPolicy::Limits,
+                num_replicas: self.settings.replicas,
                 ..stream::Config::default()
             };
-            self.context
-                .create_or_update_stream(config)
-                .await
-                .map(|_| ())
-                .map_err(|e| BusError::Journal(format!("cannot set up JetStream stream {name}: {e}")))
+            crate::journal::replicas::create_or_update(&self.context, config).await
         })
         .await
         .copied()

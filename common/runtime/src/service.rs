@@ -54,6 +54,25 @@ pub async fn open_bus(config: &BusConfig, client: &str) -> Result<Arc<dyn Bus>, 
     zonecast_bus::connect(url, client).await.map_err(|e| StartError::new("bus", e))
 }
 
+/// Makes the event journal's streams of `config` before service `name` starts, when they are to
+/// be kept on more than one server (`ZONECAST_NATS_REPLICAS`): a NATS that cannot keep them so
+/// (a single server, too few servers in its cluster) stops the start with its reason, rather
+/// than failing every write later. A JetStream not ready yet only leaves them to be made on
+/// first use.
+pub async fn prepare_journal(bus: &dyn Bus, config: &BusConfig, name: &str) -> Result<(), StartError> {
+    if config.journal.replicas <= 1 {
+        return Ok(());
+    }
+    match bus.journal(&config.subject_prefix, config.journal).prepare().await {
+        Ok(()) => Ok(()),
+        Err(e @ zonecast_bus::BusError::Replicas(_)) => Err(StartError::new("bus", e)),
+        Err(e) => {
+            tracing::warn!(service = name, error = %e, "journal streams not made at start; they are made on first use");
+            Ok(())
+        }
+    }
+}
+
 /// Opens the store `config` names: PostgreSQL when it has a URL (`ZONECAST_DATABASE_POOL`
 /// connections at most), else the SQLite file `sqlite`.
 pub async fn open_store(config: &StoreConfig, sqlite: &Path) -> Result<Arc<dyn Store>, StartError> {

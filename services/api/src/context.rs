@@ -103,7 +103,10 @@ impl Context {
                 heartbeat: config.api.stream_heartbeat,
                 cors: config.api.cors.clone(),
             },
-            evaluators: crate::handlers::cluster::Evaluators::claimed(config.bus.partitions),
+            evaluators: crate::handlers::cluster::Evaluators::claimed(
+                config.bus.partitions,
+                config.bus.positions.replicas,
+            ),
             shutdown: Shutdown::new(),
             appliers,
             apply_wait: config.api.apply_wait,

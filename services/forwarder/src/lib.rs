@@ -145,6 +145,7 @@ pub async fn launch(config: ForwarderConfig, shutdown: Shutdown) -> Result<Runni
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
+        service::prepare_journal(opened.bus.as_ref(), &config.bus, "zonecast-forwarder").await?;
         start(Deps::from_config(config, opened.store()?, opened.bus.clone(), opened.keys()?), shutdown).await
     })
     .await

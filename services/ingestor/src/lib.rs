@@ -135,9 +135,14 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     }
     register_inputs(&inputs);
     deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;
-    // Streams not made now (JetStream not ready yet) are made with their first batch.
-    if let Err(e) = deps.publisher.prepare().await {
-        tracing::warn!(error = %e, "position streams not made at start; they are made with their first positions");
+    // Streams not made now (JetStream not ready yet) are made with their first batch; streams
+    // JetStream cannot keep on the servers ZONECAST_NATS_REPLICAS asks for stop the start.
+    match deps.publisher.prepare().await {
+        Ok(()) => {}
+        Err(e @ zonecast_bus::BusError::Replicas(_)) => return Err(StartError::new("bus", e)),
+        Err(e) => {
+            tracing::warn!(error = %e, "position streams not made at start; they are made with their first positions");
+        }
     }
     let mut tasks = Vec::new();
     let mut addr = None;

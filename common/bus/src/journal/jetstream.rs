@@ -109,6 +109,7 @@ impl JetStreamJournal {
             storage: stream::StorageType::File,
             discard: stream::DiscardPolicy::Old,
             retention: stream::RetentionPolicy::Limits,
+            num_replicas: self.settings.replicas,
             ..stream::Config::default()
         }
     }
@@ -122,10 +123,7 @@ impl JetStreamJournal {
                     (self.commands_stream(), self.subjects.device_alarm_command("*")),
                 ];
                 for (name, subject) in streams {
-                    self.context
-                        .create_or_update_stream(self.stream_config(name.clone(), subject))
-                        .await
-                        .map_err(|e| BusError::Journal(format!("cannot set up JetStream stream {name}: {e}")))?;
+                    super::replicas::create_or_update(&self.context, self.stream_config(name, subject)).await?;
                 }
                 Ok(())
             })
@@ -414,6 +412,10 @@ impl Journal for JetStreamJournal {
             Err(e) if e.to_string().contains("not found") => Ok(()),
             Err(e) => Err(BusError::Journal(format!("cannot remove consumer {name}: {e}"))),
         }
+    }
+
+    async fn prepare(&self) -> Result<(), BusError> {
+        self.ready().await
     }
 
     async fn remove_all(&self) -> Result<(), BusError> {

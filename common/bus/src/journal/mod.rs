@@ -15,6 +15,7 @@ mod disk;
 mod history;
 mod jetstream;
 pub(crate) mod memory;
+pub(crate) mod replicas;
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -38,11 +39,14 @@ pub struct JournalSettings {
     pub max_age: Duration,
     /// `ZONECAST_EVENT_RETENTION_BYTES`, default 1 GiB.
     pub max_bytes: u64,
+    /// `ZONECAST_NATS_REPLICAS`, default 1: on how many NATS servers of a cluster JetStream keeps
+    /// each of the journal's streams.
+    pub replicas: usize,
 }
 
 impl Default for JournalSettings {
     fn default() -> Self {
-        Self { max_age: Duration::from_secs(7 * 24 * 3600), max_bytes: 1 << 30 }
+        Self { max_age: Duration::from_secs(7 * 24 * 3600), max_bytes: 1 << 30, replicas: 1 }
     }
 }
 
@@ -223,4 +227,11 @@ pub trait Journal: Send + Sync + 'static {
     /// Removes everything the journal holds under its prefix, consumers included (a site
     /// taken down; a test's own prefix).
     async fn remove_all(&self) -> Result<(), BusError>;
+
+    /// Makes the journal's streams now (or brings them in line with the settings) instead of on
+    /// first use, so that a service learns at start whether JetStream can keep them as
+    /// configured ([`BusError::Replicas`] when it cannot). Nothing to do in one process.
+    async fn prepare(&self) -> Result<(), BusError> {
+        Ok(())
+    }
 }

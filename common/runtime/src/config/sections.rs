@@ -19,11 +19,11 @@ pub struct BusConfig {
     /// `ZONECAST_PARTITIONS`: number of position partitions.
     pub partitions: u32,
     /// `ZONECAST_EVENT_RETENTION_SECS` and `ZONECAST_EVENT_RETENTION_BYTES`: what the event
-    /// journal keeps.
+    /// journal keeps; `ZONECAST_NATS_REPLICAS`: on how many servers.
     pub journal: zonecast_bus::JournalSettings,
     /// `ZONECAST_POSITION_RETENTION_SECS`, `ZONECAST_POSITION_RETENTION_BYTES` and
     /// `ZONECAST_POSITION_SUBJECTS`: what the position streams keep, and whether positions are
-    /// published one per subject too.
+    /// published one per subject too; `ZONECAST_NATS_REPLICAS`: on how many servers.
     pub positions: zonecast_bus::PositionSettings,
     /// `ZONECAST_INGEST_NATS_BUFFER_BYTES`: bytes of payloads the ingestor's NATS input holds
     /// while it is behind its publishers; past them it drops payloads, counted.

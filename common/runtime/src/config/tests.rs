@@ -194,6 +194,34 @@ fn each_binary_asks_only_for_what_it_uses() {
 }
 
 #[test]
+fn the_nats_replicas_reach_every_stream_and_out_of_range_is_named() {
+    let c = load::<Config>(&[]).unwrap();
+    assert_eq!((c.bus.journal.replicas, c.bus.positions.replicas), (1, 1));
+    let mut env_pairs = DISTRIBUTED.to_vec();
+    env_pairs.push(("ZONECAST_NATS_REPLICAS", "3"));
+    let evaluator = load::<EvaluatorConfig>(&env_pairs).unwrap();
+    assert_eq!((evaluator.bus.journal.replicas, evaluator.bus.positions.replicas), (3, 3));
+    let ingestor = IngestorConfig::load(args("zonecast-ingestor", &["--nats-replicas=5"]), &env(DISTRIBUTED)).unwrap();
+    assert_eq!(ingestor.config.bus.positions.replicas, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.toml");
+    std::fs::write(&path, "nats_replicas = 2\n").unwrap();
+    let mut from_file = DISTRIBUTED.to_vec();
+    from_file.push(("ZONECAST_CONFIG", path.to_str().unwrap()));
+    assert_eq!(load::<ForwarderConfig>(&from_file).unwrap().bus.journal.replicas, 2);
+    let one = |pairs: &[(&str, &str)]| problems::<Config>(pairs).join("\n");
+    assert_eq!(one(&[("ZONECAST_NATS_REPLICAS", "0")]), "ZONECAST_NATS_REPLICAS: must be between 1 and 5");
+    assert_eq!(one(&[("ZONECAST_NATS_REPLICAS", "6")]), "ZONECAST_NATS_REPLICAS: must be between 1 and 5");
+    assert_eq!(
+        one(&[("ZONECAST_NATS_REPLICAS", "three")]),
+        "ZONECAST_NATS_REPLICAS: 'three': invalid digit found in string"
+    );
+    std::fs::write(&path, "nats_replicas = 7\n").unwrap();
+    let file = path.display().to_string();
+    assert_eq!(problems::<ApiConfig>(&from_file), [format!("nats_replicas (in {file}): must be between 1 and 5")]);
+}
+
+#[test]
 fn several_problems_are_reported_together() {
     let e = load::<EvaluatorConfig>(&[
         ("ZONECAST_HTTP_ADDR", "nowhere"),

@@ -16,6 +16,8 @@ use crate::reply;
 pub struct Evaluators {
     /// `ZONECAST_PARTITIONS`.
     partitions: u32,
+    /// `ZONECAST_NATS_REPLICAS`: the lease bucket is kept on that many servers.
+    replicas: usize,
     /// The partitions of each evaluator of this process, when they are given them (the
     /// all-in-one); `None` when the evaluators claim theirs in the lease bucket.
     given: Option<Vec<Vec<u32>>>,
@@ -24,14 +26,15 @@ pub struct Evaluators {
 }
 
 impl Evaluators {
-    /// Evaluators that claim `partitions` partitions in the lease bucket.
-    pub fn claimed(partitions: u32) -> Self {
-        Self { partitions, given: None, leases: tokio::sync::OnceCell::new() }
+    /// Evaluators that claim `partitions` partitions in the lease bucket, kept on `replicas`
+    /// NATS servers.
+    pub fn claimed(partitions: u32, replicas: usize) -> Self {
+        Self { partitions, replicas, given: None, leases: tokio::sync::OnceCell::new() }
     }
 
     /// Evaluators of this process, each given the partitions of its entry.
     pub fn given(partitions: u32, evaluators: Vec<Vec<u32>>) -> Self {
-        Self { partitions, given: Some(evaluators), leases: tokio::sync::OnceCell::new() }
+        Self { partitions, replicas: 1, given: Some(evaluators), leases: tokio::sync::OnceCell::new() }
     }
 
     /// How many position partitions there are.
@@ -103,7 +106,7 @@ pub async fn status(ctx: &Context) -> Result<Response, ApiError> {
         Some(_) => None,
         None => evaluators
             .leases
-            .get_or_try_init(|| ctx.bus.leases(ctx.subjects.prefix(), 1 /* REPLICAS-MERGE */))
+            .get_or_try_init(|| ctx.bus.leases(ctx.subjects.prefix(), evaluators.replicas))
             .await
             .map_err(unavailable)?
             .as_ref(),

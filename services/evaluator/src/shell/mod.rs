@@ -83,7 +83,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let count = deps.ownership.count();
     // Over NATS, an evaluator not given its partitions claims them with the others.
     let leases = match deps.claims {
-        true => deps.bus.leases(deps.subjects.prefix(), 1 /* REPLICAS-MERGE */).await.map_err(bus_err)?,
+        true => deps.bus.leases(deps.subjects.prefix(), deps.positions.replicas).await.map_err(bus_err)?,
         false => None,
     };
     let label = if leases.is_some() { "claimed".to_owned() } else { deps.ownership.label() };

@@ -32,6 +32,10 @@ pub struct BusArgs {
     /// First token of every subject: letters, digits, - and _.
     #[arg(long, env = "ZONECAST_SUBJECT_PREFIX", value_name = "TOKEN", default_value = "zonecast")]
     pub(super) subject_prefix: String,
+    /// On how many NATS servers JetStream keeps each stream zonecast makes (1-5): 3 with a
+    /// three-server NATS cluster survives the loss of one server. More than 1 needs a cluster.
+    #[arg(long, env = "ZONECAST_NATS_REPLICAS", value_name = "N", default_value = "1")]
+    pub(super) nats_replicas: String,
     /// Number of position partitions (1-4096); the same for every service of a site. Default:
     /// 64 for the distributed services (room for 16 evaluators and more), 16 for the
     /// all-in-one.
@@ -75,6 +79,7 @@ impl BusArgs {
         if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
             c.bad("subject_prefix", "must be one subject token: letters, digits, - and _");
         }
+        let replicas = c.within("nats_replicas", &self.nats_replicas, 1, 5);
         BusConfig {
             nats_url: secret(&self.nats_url),
             subject_prefix: prefix.clone(),
@@ -90,6 +95,7 @@ impl BusArgs {
                     365 * 24 * 3600,
                 )),
                 max_bytes: c.within("event_retention_bytes", &self.event_retention_bytes, 1 << 20, 1 << 40),
+                replicas,
             },
             positions: zonecast_bus::PositionSettings {
                 max_age: std::time::Duration::from_secs(c.within(
@@ -106,6 +112,7 @@ impl BusArgs {
                     60_000,
                 )),
                 per_position_subjects: c.flag("position_subjects", &self.position_subjects),
+                replicas,
             },
             ingest_buffer_bytes: c.within("ingest_nats_buffer_bytes", &self.ingest_nats_buffer_bytes, 1 << 16, 1 << 36),
         }

@@ -1,0 +1,47 @@
+//! Setting up a JetStream stream on as many servers as `ZONECAST_NATS_REPLICAS` asks, and saying
+//! so plainly when JetStream cannot: a single server asked for more than one replica, a cluster
+//! with too few servers, or an existing stream whose count the server would not change.
+
+use async_nats::jetstream::{self, context::CreateStreamErrorKind, stream};
+
+use crate::BusError;
+
+/// Makes stream `config.name` or brings it in line with `config`, its `num_replicas` included.
+/// A server that refuses while the replicas are in question, or that keeps another count than
+/// asked, is a [`BusError::Replicas`] naming the stream and the setting; anything else (NATS or
+/// JetStream away, a timeout) is a [`BusError::Journal`], to be tried again.
+pub(crate) async fn create_or_update(context: &jetstream::Context, config: stream::Config) -> Result<(), BusError> {
+    let name = config.name.clone();
+    let wanted = config.num_replicas.max(1);
+    match context.create_or_update_stream(config).await {
+        Ok(info) => match info.config.num_replicas.max(1) {
+            kept if kept == wanted => Ok(()),
+            kept => Err(BusError::Replicas(format!(
+                "JetStream stream {name} is kept on {kept} replicas, not the {wanted} ZONECAST_NATS_REPLICAS \
+                 asks for: the NATS server did not apply the change"
+            ))),
+        },
+        Err(e) if matches!(e.kind(), CreateStreamErrorKind::JetStream(_)) => {
+            // The kind alone: the error's own text repeats it after its source.
+            let refusal = e.kind();
+            let existing = match context.get_stream(&name).await {
+                Ok(stream) => Some(stream.cached_info().config.num_replicas.max(1)),
+                Err(_) => None,
+            };
+            match existing {
+                Some(has) if has != wanted => Err(BusError::Replicas(format!(
+                    "JetStream stream {name} has {has} replicas and ZONECAST_NATS_REPLICAS asks for {wanted}; \
+                     the NATS server refused the change ({refusal}): change the stream's replicas with the NATS \
+                     tools, or set ZONECAST_NATS_REPLICAS={has}"
+                ))),
+                None if wanted > 1 => Err(BusError::Replicas(format!(
+                    "cannot make JetStream stream {name} with {wanted} replicas (ZONECAST_NATS_REPLICAS={wanted}): \
+                     {refusal}; a stream with more than one replica needs a NATS cluster with JetStream on at least \
+                     that many servers"
+                ))),
+                _ => Err(BusError::Journal(format!("cannot set up JetStream stream {name}: {e}"))),
+            }
+        }
+        Err(e) => Err(BusError::Journal(format!("cannot set up JetStream stream {name}: {e}"))),
+    }
+}
