@@ -125,22 +125,20 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let demo_positions = ingestor.publisher.clone();
     // Before the evaluators and the forwarder start, so that it hears their first reports: a
     // write is answered once all of them (one forwarder, one evaluator per range) have it.
-    let mut context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
+    let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
         .await?
         .with_positions(ingestor.publisher.clone())
         .with_journal(journal.clone());
-    // Its evaluators are given their ranges, except over NATS without a pinned range, where
-    // they claim partitions like the distributed ones and the cluster status reads the leases.
-    if bus.kind() != "nats" || config.evaluator.partitions.is_some() {
-        context = context.with_evaluators(ranges.iter().map(|o| o.partitions().collect()).collect());
-    }
-    // One evaluator per core, each owning a partition range, as in the distributed deployment:
-    // evaluation then uses every core (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one).
+    // One evaluator per core, each given a partition range: evaluation then uses every core
+    // (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one). They claim nothing, over NATS
+    // too: one process holds them all, and fails as one.
+    let context = context.with_evaluators(ranges.iter().map(|o| o.partitions().collect()).collect());
     let mut evaluators = Vec::new();
     for (n, ownership) in ranges.into_iter().enumerate() {
         let mut deps =
             zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone(), keys.clone());
         deps.ownership = ownership;
+        deps.claims = false;
         deps.journal = journal.clone();
         // The first sends every evaluator's http-request actions from the journal.
         deps.http_actions = n == 0;

@@ -186,7 +186,7 @@ pub static CATALOG: &[Metric] = &[
     m("zonecast_evaluator_fenced_writes_total", Counter, &[Evaluator], "",
         "collision writes the store refused: another evaluator owns the partitions now (their changes dropped; the new owner evaluates them again)"),
     m("zonecast_evaluator_publish_failures_total", Counter, &[Evaluator], "",
-        "events that could not be stored in the journal after about 3 s of retries: lost").loss(),
+        "tries to store events in the journal that failed (NATS or JetStream away, a stream electing a new leader); the evaluator tries again until they are stored, holding back its positions meanwhile").loss(),
     m("zonecast_evaluator_collision_write_failures_total", Counter, &[Evaluator], "",
         "collision batches whose write failed and was tried again (store trouble)").loss(),
     m("zonecast_evaluator_config_read_failures_total", Counter, &[Evaluator], "",

@@ -194,6 +194,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         batch_lag: None,
         accepted_lag_ms: lag_ms,
         batch_accepted_ms: None,
+        shutdown: shutdown.clone(),
+        abandoned: false,
     };
     shell.emit(&mut out).await;
     shell.end_turn(Vec::new(), Vec::new());
@@ -307,6 +309,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 owned.set(0.0);
             }
             shell.emit(&mut out).await;
+            if shell.abandoned {
+                // Stopping with events not stored: nothing of the turn is written or
+                // acknowledged, so its positions are evaluated again, to the same events.
+                shell.changes.clear();
+                evaluated.clear();
+                break;
+            }
             // What was evaluated is done with once its events are stored (above) and the
             // collisions it changed are written.
             let epochs = handover.as_ref().map(Handover::epochs).unwrap_or_default();

@@ -49,6 +49,11 @@ pub(super) struct Shell {
     /// When the oldest of the positions taken together was accepted (Unix ms), not yet
     /// recorded.
     pub(super) batch_accepted_ms: Option<u64>,
+    /// Ends the retries of events that cannot be stored.
+    pub(super) shutdown: zonecast_runtime::Shutdown,
+    /// Events of the turn under way could not be stored before `shutdown`: the turn must end
+    /// with nothing written or acknowledged.
+    pub(super) abandoned: bool,
 }
 
 impl Shell {
@@ -118,7 +123,9 @@ impl Shell {
                 _ => {}
             }
         }
-        self.store_events().await;
+        if !self.store_events().await {
+            return;
+        }
         for output in acts {
             match output {
                 // Stored above.
@@ -192,39 +199,46 @@ impl Shell {
     }
 
     /// Appends the events gathered by [`Shell::emit`], then the action requests, to the
-    /// journal in one call, trying again for a while when it cannot store them (NATS or
-    /// JetStream away); what still cannot be stored is counted (events in
-    /// `zonecast_evaluator_publish_failures_total`, requests as `outcome="lost"`) and logged.
-    pub(super) async fn store_events(&mut self) {
+    /// journal in one call, trying again until they are stored (NATS or JetStream away, a
+    /// stream electing a new leader): nothing is acknowledged or written meanwhile, and the
+    /// evaluator reports itself as late as it has waited, so ingest pushes back. Each failed
+    /// try is counted in `zonecast_evaluator_publish_failures_total`. Returns `false` only when
+    /// `shutdown` came first: the turn is then abandoned ([`Shell::abandoned`]), its positions
+    /// left unacknowledged for whoever evaluates them next.
+    pub(super) async fn store_events(&mut self) -> bool {
         if self.records.is_empty() && self.requests.is_empty() {
-            return;
+            return true;
         }
         let mut records = std::mem::take(&mut self.records);
-        let count = records.len() as u64;
-        let requests = self.requests.len() as u64;
+        let count = records.len();
         records.append(&mut self.requests);
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
-        let mut last_error = None;
-        for _ in 0..STORE_TRIES {
-            match self.journal.append(records.clone()).await {
-                Ok(()) => return,
-                Err(e) => last_error = Some(e),
+        let since = tokio::time::Instant::now();
+        loop {
+            let e = match self.journal.append(records.clone()).await {
+                Ok(()) => return true,
+                Err(e) => e,
+            };
+            metrics::counter!("zonecast_evaluator_publish_failures_total").increment(1);
+            let waited = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.accepted_lag_ms.fetch_max(waited, Ordering::Relaxed);
+            if let Some(held_back) = self.publish_log.allow() {
+                tracing::warn!(error = %e, events = count, waited_ms = waited, held_back, "events not stored yet; trying again");
             }
-            tokio::time::sleep(backoff.next_delay()).await;
-        }
-        metrics::counter!("zonecast_evaluator_publish_failures_total").increment(count);
-        metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "lost").increment(requests);
-        if let (Some(held_back), Some(e)) = (self.publish_log.allow(), last_error) {
-            tracing::error!(error = %e, events = count, requests, held_back, "events not stored: lost");
+            tokio::select! {
+                () = self.shutdown.cancelled() => {
+                    tracing::warn!(events = count, "stopping with events not stored: their positions are evaluated again by the next owner");
+                    self.abandoned = true;
+                    return false;
+                }
+                () = tokio::time::sleep(backoff.next_delay()) => {}
+            }
         }
     }
 }
 
 /// How often an idle evaluator renews its time mark in the store.
 const MARK_EVERY: Duration = Duration::from_secs(10);
-
-/// Tries to store a batch of events: with doubling delays from 50 ms, about 3 s in all.
-pub(super) const STORE_TRIES: u32 = 6;
 
 /// The log lines of an event: every entry at debug (target `zonecast::entry`; entries are
 /// events, kept in the journal and history, and would flood an operator's log at info), and the
