@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -98,7 +98,6 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     // Killed: it shows dead (or is gone) once its lease is over, and the survivor takes
     // every partition over.
     evaluators[0].kill().await;
-    let killed_at = Instant::now();
     let after = eventually(WAIT, || async {
         let s = status(&http, &api_url).await;
         let live = alive(&s);
@@ -114,7 +113,6 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
         assert_eq!(e["Alive"], false, "{after}");
         assert!(e["HeartbeatAgeMs"].as_u64().unwrap() > 3000, "{after}");
     }
-    assert!(killed_at.elapsed() < Duration::from_secs(15), "the takeover took {:?}", killed_at.elapsed());
 
     drop(evaluators);
     drop(api);
