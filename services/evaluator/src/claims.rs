@@ -35,6 +35,10 @@ use zonecast_runtime::ratelog::RateLimited;
 /// before anyone may take over.
 pub const SELF_LEASE: Duration = Duration::from_secs(2);
 
+/// How long the watch of the bucket may bring nothing (not even this member's own heartbeats)
+/// before it is taken for stalled and made anew.
+const WATCH_SILENCE: Duration = Duration::from_secs(2);
+
 /// What the evaluator's loop is told to do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Order {
@@ -176,19 +180,34 @@ impl Coordinator {
     ) {
         let mut heartbeat = tokio::time::interval(Leases::HEARTBEAT);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut last_change, mut ended) = (Instant::now(), false);
         loop {
             tokio::select! {
-                _ = heartbeat.tick() => self.heartbeat().await,
-                change = changes.next() => match change {
-                    Some(change) => self.seen(change),
-                    None => {
-                        // The watch ended (connection lost for good): watch again.
+                _ = heartbeat.tick() => {
+                    self.heartbeat().await;
+                    // This member's own heartbeat comes back on a working watch twice a
+                    // second: a watch silent for longer has stalled or ended, and is made
+                    // anew (what it held is read again from the bucket).
+                    if last_change.elapsed() > WATCH_SILENCE {
                         match self.leases.watch().await {
-                            Ok(watch) => { changes = Box::pin(watch); self.current = false; }
-                            Err(e) => tracing::warn!(error = %e, "cannot watch the evaluators' leases"),
+                            Ok(watch) => {
+                                changes = Box::pin(watch);
+                                (self.current, ended, last_change) = (false, false, Instant::now());
+                            }
+                            Err(e) => {
+                                if let Some(held_back) = self.log.allow() {
+                                    tracing::warn!(error = %e, held_back, "cannot watch the evaluators' leases");
+                                }
+                            }
                         }
-                        continue;
                     }
+                }
+                change = changes.next(), if !ended => match change {
+                    Some(change) => {
+                        last_change = Instant::now();
+                        self.seen(change);
+                    }
+                    None => ended = true,
                 },
                 done = done.recv() => match done {
                     Some(Done::GivenBack(partitions)) => self.give_back(&partitions).await,
