@@ -29,6 +29,8 @@ pub struct Member {
     pub about: Bytes,
     /// When its key was last written, by the server's clock (Unix ns).
     pub heartbeat_ns: i128,
+    /// The revision of that write.
+    pub revision: u64,
 }
 
 /// A partition's owner as the bucket knows it.
@@ -49,8 +51,6 @@ pub enum Change {
     Left(String),
     /// A partition's owner changed.
     Partition(u32, Owner),
-    /// Everything the bucket held when the watch began has been seen.
-    Current,
 }
 
 /// The lease bucket of a site's evaluators.
@@ -93,12 +93,12 @@ impl Leases {
         Ok(Self { store })
     }
 
-    /// Writes `member`'s heartbeat, with what it says of itself.
-    pub async fn heartbeat(&self, member: &str, about: Bytes) -> Result<(), BusError> {
+    /// Writes `member`'s heartbeat, with what it says of itself, and returns its revision: a
+    /// watch that has brought it has brought everything written before it.
+    pub async fn heartbeat(&self, member: &str, about: Bytes) -> Result<u64, BusError> {
         self.store
             .put(format!("members.{member}"), about)
             .await
-            .map(|_| ())
             .map_err(|e| BusError::Journal(format!("heartbeat not written: {e}")))
     }
 
@@ -140,29 +140,22 @@ impl Leases {
         }
     }
 
-    /// Every change of the bucket from now on, after what it holds now (ended by
-    /// [`Change::Current`]). The stream ends when the connection is gone for good.
+    /// What the bucket holds now, then every change from now on, in the order written. The
+    /// stream ends when the connection is gone for good.
     pub async fn watch(&self) -> Result<impl futures::Stream<Item = Change> + Send + use<>, BusError> {
         let watch = self
             .store
             .watch_with_history(">")
             .await
             .map_err(|e| BusError::Journal(format!("cannot watch the evaluators' leases: {e}")))?;
-        let mut announced = false;
-        Ok(watch.flat_map(move |entry| {
-            let mut changes = Vec::new();
-            match entry {
-                Ok(entry) => {
-                    changes.extend(change(&entry));
-                    // An empty bucket sends nothing: the first change then counts as current.
-                    if (entry.seen_current || entry.delta == 0) && !announced {
-                        announced = true;
-                        changes.push(Change::Current);
-                    }
+        Ok(watch.filter_map(|entry| {
+            std::future::ready(match entry {
+                Ok(entry) => change(&entry),
+                Err(e) => {
+                    tracing::debug!(error = %e, "lease watch interrupted; it goes on");
+                    None
                 }
-                Err(e) => tracing::debug!(error = %e, "lease watch interrupted; it goes on"),
-            }
-            futures::stream::iter(changes)
+            })
         }))
     }
 
@@ -208,6 +201,7 @@ fn change(entry: &kv::Entry) -> Option<Change> {
                 id: id.to_owned(),
                 about: entry.value.clone(),
                 heartbeat_ns: entry.created.unix_timestamp_nanos(),
+                revision: entry.revision,
             })
         });
     }

@@ -129,6 +129,7 @@ impl Claims {
             held: BTreeMap::new(),
             giving_back: BTreeMap::new(),
             current: false,
+            current_at: None,
             orders: orders_tx,
             log: RateLimited::new(Duration::from_secs(10)),
         };
@@ -168,6 +169,9 @@ struct Coordinator {
     giving_back: BTreeMap<u32, Instant>,
     /// Whether the bucket's content at the start of the watch has been read.
     current: bool,
+    /// The revision of this member's first heartbeat written after the watch began: once
+    /// the watch brings it, it has brought everything before it.
+    current_at: Option<u64>,
     orders: mpsc::UnboundedSender<Order>,
     log: RateLimited,
 }
@@ -192,7 +196,8 @@ impl Coordinator {
                         match self.leases.watch().await {
                             Ok(watch) => {
                                 changes = Box::pin(watch);
-                                (self.current, ended, last_change) = (false, false, Instant::now());
+                                (self.current, self.current_at) = (false, None);
+                                (ended, last_change) = (false, Instant::now());
                             }
                             Err(e) => {
                                 if let Some(held_back) = self.log.allow() {
@@ -239,7 +244,10 @@ impl Coordinator {
         }
         let sent = Instant::now();
         match self.leases.heartbeat(&self.member, self.about.clone().into()).await {
-            Ok(()) => self.lease.renewed(sent),
+            Ok(revision) => {
+                self.lease.renewed(sent);
+                self.current_at.get_or_insert(revision);
+            }
             Err(e) => {
                 if let Some(held_back) = self.log.allow() {
                     tracing::warn!(error = %e, held_back, "heartbeat not written");
@@ -252,6 +260,9 @@ impl Coordinator {
         match change {
             Change::Member(member) => {
                 self.server_now = self.server_now.max(member.heartbeat_ns);
+                if member.id == self.member && self.current_at.is_some_and(|at| member.revision >= at) {
+                    self.current = true;
+                }
                 self.members.insert(member.id, member.heartbeat_ns);
             }
             Change::Left(id) => {
@@ -263,7 +274,6 @@ impl Coordinator {
                     self.owners.insert(partition, owner);
                 }
             }
-            Change::Current => self.current = true,
         }
     }
 

@@ -187,7 +187,7 @@ mod tests {
     const SECOND: i128 = 1_000_000_000;
 
     fn member(id: &str, heartbeat_ns: i128) -> Member {
-        Member { id: id.into(), about: br#"{"Partitions":4}"#.to_vec().into(), heartbeat_ns }
+        Member { id: id.into(), about: br#"{"Partitions":4}"#.to_vec().into(), heartbeat_ns, revision: 1 }
     }
 
     fn owner(id: Option<&str>) -> Owner {
