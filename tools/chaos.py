@@ -39,7 +39,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults  # noqa: E402  (the workload, the processes and the oracle's walk)
-from faults import Proc, free_port, inside, iso, mac, psql, wait_port, x_of  # noqa: E402
+from faults import Proc, free_port, iso, mac, psql, wait_port, x_of  # noqa: E402
 
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 PARTITIONS = 16
@@ -272,7 +272,7 @@ def run(scenario, steps, devices, rate, times):
     # Drained: every transition the positions imply has reached the broker, or nothing more
     # has come for a while (what is missing then is lost).
     events = os.path.join(work, "events.txt")
-    expected = judge(events, sent, t0)["expected"]
+    expected = sum(faults.transitions(sent, t0).values())
     last, since = -1, time.time()
     while time.time() - since < DRAIN_QUIET_S and delivered(events) < expected:
         size = os.path.getsize(events)
@@ -300,17 +300,7 @@ def delivered(path):
 
 def judge(path, sent, t0):
     """The oracle's transitions against the events that reached the broker, and their waits."""
-    expected, state = {}, {}
-    for d, step, x in sent:
-        zone = inside(x)
-        was = state.get(d)
-        if zone != was:
-            ts = t0 + step * 1000
-            if was is not None:
-                expected[(mac(d), was, "ZONE_EXIT", ts)] = expected.get((mac(d), was, "ZONE_EXIT", ts), 0) + 1
-            if zone is not None:
-                expected[(mac(d), zone, "ZONE_ENTER", ts)] = expected.get((mac(d), zone, "ZONE_ENTER", ts), 0) + 1
-            state[d] = zone
+    expected = faults.transitions(sent, t0)
     seen, copies, got, enters, exits, waits = set(), 0, {}, set(), set(), []
     with open(path, "rb") as f:
         for line in f:

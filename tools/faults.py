@@ -330,7 +330,9 @@ def quiet(path, for_s=3.0):
         time.sleep(0.2)
 
 
-def judge(path, sent, t0, devices):
+def transitions(sent, t0):
+    """The oracle: every entry and exit the positions sent imply, counted by (MAC, zone, type,
+    Timestamp in ms)."""
     expected = {}
     state = {}
     for d, step, x in sent:
@@ -344,6 +346,11 @@ def judge(path, sent, t0, devices):
             if zone is not None:
                 expected[(mac(d), zone, "ZONE_ENTER", ts)] = expected.get((mac(d), zone, "ZONE_ENTER", ts), 0) + 1
             state[d] = zone
+    return expected
+
+
+def judge(path, sent, t0, devices):
+    expected = transitions(sent, t0)
     names = {}
     seen, copies, got = {}, 0, {}
     enters, exits = {}, {}

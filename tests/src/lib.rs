@@ -236,6 +236,32 @@ where
     }
 }
 
+/// Exactly `n` zone events of `kind` on `sub`, one per device (by `Source.MAC`), each within
+/// `wait`, then no further event for a moment: a duplicate or a stray event fails the test.
+/// Returns them by MAC.
+pub async fn exactly_once(
+    sub: &mut Subscription,
+    kind: &str,
+    n: usize,
+    wait: Duration,
+) -> std::collections::BTreeMap<String, Value> {
+    let mut seen = std::collections::BTreeMap::new();
+    tokio::time::timeout(wait, async {
+        while seen.len() < n {
+            let e = next_json(sub, wait).await;
+            let mac = e["Source"]["MAC"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(e["Type"], kind, "expected only {kind} events, got {e}");
+            assert!(seen.insert(mac.clone(), e).is_none(), "a second {kind} for {mac}");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("only {} of {n} {kind} events", seen.len()));
+    // Absence: nothing more turns up (a short negative wait).
+    let extra = tokio::time::timeout(Duration::from_millis(700), futures::StreamExt::next(sub)).await;
+    assert!(extra.is_err(), "an unexpected event after {n} {kind}: {extra:?}");
+    seen
+}
+
 /// An HTTP client for the services under test. It lets a pooled connection go after 5 s idle,
 /// before the services close it (10 s without a request, `ZONECAST_HTTP_HEADER_TIMEOUT_MS`): a
 /// request sent on a connection the server is closing at that very moment fails as an

@@ -3,17 +3,16 @@
 //! a fresh PostgreSQL database and a Mosquitto broker.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
-use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use zonecast_bus::{Subjects, Subscription};
+use zonecast_bus::Subjects;
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
-use zonecast_tests::{eventually, fresh_database};
+use zonecast_tests::{eventually, exactly_once, fresh_database};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "cluster-admin-key";
@@ -134,30 +133,6 @@ fn devices() -> Vec<String> {
     macs
 }
 
-async fn next(sub: &mut Subscription) -> Value {
-    serde_json::from_slice(&sub.next().await.unwrap().payload).unwrap()
-}
-
-/// Exactly `n` zone events, all of `kind`, one per device, then no further zone event for a
-/// moment: any other event in between (a duplicate, a stray enter) fails the test.
-async fn exactly_once(sub: &mut Subscription, kind: &str, n: usize) -> BTreeMap<String, Value> {
-    let mut seen: BTreeMap<String, Value> = BTreeMap::new();
-    tokio::time::timeout(WAIT, async {
-        while seen.len() < n {
-            let e = next(sub).await;
-            let mac = e["Source"]["MAC"].as_str().unwrap().to_owned();
-            assert_eq!(e["Type"], kind, "expected only {kind} events, got {e}");
-            assert!(seen.insert(mac.clone(), e).is_none(), "a second {kind} for {mac}");
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("only {} of {n} {kind} events", seen.len()));
-    // Absence: nothing more turns up (a short negative wait).
-    let extra = tokio::time::timeout(Duration::from_millis(700), next(sub)).await;
-    assert!(extra.is_err(), "an unexpected event after {n} {kind}: {extra:?}");
-    seen
-}
-
 /// Exactly `n` MQTT messages, all `kind` on `topic`, one per device.
 async fn exactly_once_mqtt(sub: &mut Subscriber, topic: &str, kind: &str, n: usize) {
     let mut macs = HashSet::new();
@@ -211,7 +186,7 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
 
     // Each position yields each event exactly once, on NATS and on MQTT.
     cluster.positions(&macs, true).await;
-    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     exactly_once_mqtt(&mut mqtt, "site/zones", "ZONE_ENTER", DEVICES).await;
 
     // An evaluator killed (SIGKILL) and restarted loses no collision state and emits no
@@ -226,7 +201,7 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
     cluster.evaluators[0].healthy(&cluster.http, WAIT).await;
     cluster.positions(&macs, true).await;
     cluster.positions(&macs, false).await;
-    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     for (mac, exit) in &exits {
         assert_eq!(
             exit["Content"]["CollisionID"], enters[mac]["Content"]["CollisionID"],
@@ -238,10 +213,10 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
 
     // A change through API 1 reaches both evaluators: deactivation exits everyone.
     cluster.positions(&macs, true).await;
-    exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     exactly_once_mqtt(&mut mqtt, "site/zones", "ZONE_ENTER", DEVICES).await;
     cluster.call(0, reqwest::Method::POST, "/v3/modules/zones/deactivate", Some(json!([zone_id]))).await;
-    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     assert!(exits.values().all(|e| e["Content"]["Reason"] == "deactivated"));
     exactly_once_mqtt(&mut mqtt, "site/zones", "ZONE_EXIT", DEVICES).await;
 
@@ -257,7 +232,7 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
         .await;
     cluster.call(1, reqwest::Method::POST, "/v3/modules/zones/activate", Some(json!([zone_id]))).await;
     cluster.positions(&macs, true).await;
-    exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     exactly_once_mqtt(&mut mqtt, "site/moved", "ZONE_ENTER", DEVICES).await;
 
     // NATS restarted: every service reconnects and goes on.
@@ -270,7 +245,7 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
     })
     .await;
     cluster.positions(&macs, false).await;
-    exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     exactly_once_mqtt(&mut mqtt, "site/moved", "ZONE_EXIT", DEVICES).await;
 
     // Passed: stop the processes and drop the test database.

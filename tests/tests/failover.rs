@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use zonecast_bus::{Subjects, Subscription};
 use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
-use zonecast_tests::{eventually, fresh_database};
+use zonecast_tests::{eventually, exactly_once, fresh_database};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "failover-admin-key";
@@ -144,29 +144,6 @@ fn devices() -> Vec<String> {
     macs
 }
 
-/// Exactly one `kind` event per device, then no further zone event for a moment: a duplicate
-/// or a stray event fails the test.
-async fn exactly_once(sub: &mut Subscription, kind: &str, n: usize) -> BTreeMap<String, Value> {
-    let mut seen = BTreeMap::new();
-    tokio::time::timeout(WAIT, async {
-        while seen.len() < n {
-            let e = next(sub).await;
-            let mac = e["Source"]["MAC"].as_str().unwrap().to_owned();
-            assert_eq!(e["Type"], kind, "expected only {kind} events, got {e}");
-            assert!(seen.insert(mac.clone(), e).is_none(), "a second {kind} for {mac}");
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("only {} of {n} {kind} events", seen.len()));
-    let extra = tokio::time::timeout(Duration::from_millis(700), next(sub)).await;
-    assert!(extra.is_err(), "an unexpected event after {n} {kind}: {extra:?}");
-    seen
-}
-
-async fn next(sub: &mut Subscription) -> Value {
-    serde_json::from_slice(&sub.next().await.unwrap().payload).unwrap()
-}
-
 /// Every exit closes the stay its device's enter opened.
 fn same_stays(enters: &BTreeMap<String, Value>, exits: &BTreeMap<String, Value>) {
     for (mac, exit) in exits {
@@ -204,28 +181,28 @@ async fn evaluators_share_the_partitions_and_take_over_from_one_killed_one_leavi
     assert_eq!(site.balanced(&[0, 1, 2]).await.iter().sum::<u32>(), PARTITIONS);
 
     site.positions(&macs, true).await;
-    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
 
     // Killed: the two others take its partitions over from the collisions it wrote.
     site.evaluators[0].0.kill().await;
     assert_eq!(site.balanced(&[1, 2]).await, [8, 8]);
     site.positions(&macs, false).await;
-    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     same_stays(&enters, &exits);
 
     // Joining: a new evaluator gets its share, and nothing is evaluated twice meanwhile.
     site.add_evaluator().await;
     site.balanced(&[1, 2, 3]).await;
     site.positions(&macs, true).await;
-    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
 
     // Leaving (SIGTERM): it hands its partitions over with their stays.
     site.evaluators[1].0.terminate(WAIT).await;
     assert_eq!(site.balanced(&[2, 3]).await, [8, 8]);
     site.positions(&macs, false).await;
-    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     same_stays(&enters, &exits);
     assert_eq!(site.colliding(&zone).await, 0);
 
@@ -239,7 +216,7 @@ async fn an_evaluator_frozen_past_its_lease_acts_no_more_for_the_partitions_it_l
     let macs = devices();
     site.balanced(&[0, 1]).await;
     site.positions(&macs, true).await;
-    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     eventually(WAIT, || async { (site.colliding(&zone).await == DEVICES).then_some(()) }).await;
 
     // Frozen (SIGSTOP) with its partitions' devices inside: the other takes them all over
@@ -250,7 +227,7 @@ async fn an_evaluator_frozen_past_its_lease_acts_no_more_for_the_partitions_it_l
     })
     .await;
     site.positions(&macs, false).await;
-    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES).await;
+    let exits = exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     same_stays(&enters, &exits);
 
     // Thawed: it finds its lease over and drops what it held, writes no stale collision and
@@ -263,9 +240,9 @@ async fn an_evaluator_frozen_past_its_lease_acts_no_more_for_the_partitions_it_l
 
     // And the site goes on exactly once from there.
     site.positions(&macs, true).await;
-    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES).await;
+    let enters = exactly_once(&mut events, "ZONE_ENTER", DEVICES, WAIT).await;
     site.positions(&macs, false).await;
-    same_stays(&enters, &exactly_once(&mut events, "ZONE_EXIT", DEVICES).await);
+    same_stays(&enters, &exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await);
 
     drop(site);
     drop_database(&database).await;
