@@ -242,6 +242,8 @@ async fn every_distributed_service_serves_its_metrics_and_the_evaluators_add_up_
             ("ZONECAST_SECRET_KEY", secret.as_str()),
             ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
             ("ZONECAST_SUBJECT_PREFIX", prefix.as_str()),
+            // The two evaluators pin 0-7 and 8-15.
+            ("ZONECAST_PARTITIONS", "16"),
             ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
             ("ZONECAST_INGEST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
         ]
