@@ -262,6 +262,48 @@ pub async fn exactly_once(
     seen
 }
 
+/// Calls an API at `base` with `key` and returns the JSON answer, which must be 200.
+pub async fn call_ok(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    let mut req = http.request(method.clone(), format!("{base}{path}")).header("X-API-Key", key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap_or_else(|e| panic!("{method} {base}{path}: {e}"));
+    let status = r.status();
+    let v: Value = r.json().await.unwrap_or_default();
+    assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
+    v
+}
+
+/// Posts one position per device of `macs` at `[x, 0, 0]` to the ingestor at `base` until it is
+/// accepted whole: a 503 (pushed back, NATS reconnecting or failing over) took nothing of the
+/// body and carries `Retry-After`, so the body is sent again, as a gateway does; any other
+/// refusal fails.
+pub async fn post_positions(http: &reqwest::Client, base: &str, key: &str, macs: &[String], x: f64) {
+    let body: Vec<Value> = macs.iter().map(|m| serde_json::json!({"MAC": m, "Position": [x, 0, 0]})).collect();
+    let url = format!("{base}/v3/positions");
+    let answer: Value = eventually(Duration::from_secs(30), || async {
+        let r = http.post(&url).header("X-API-Key", key).json(&body).send().await.ok()?;
+        match r.status() {
+            StatusCode::OK => Some(r.json().await.unwrap()),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(r.headers().contains_key("retry-after"), "a 503 without Retry-After");
+                None
+            }
+            other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
+        }
+    })
+    .await;
+    assert_eq!(answer["accepted"], macs.len(), "{answer}");
+}
+
 /// An HTTP client for the services under test. It lets a pooled connection go after 5 s idle,
 /// before the services close it (10 s without a request, `ZONECAST_HTTP_HEADER_TIMEOUT_MS`): a
 /// request sent on a connection the server is closing at that very moment fails as an

@@ -6,13 +6,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 use zonecast_bus::Subjects;
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
-use zonecast_tests::{eventually, exactly_once, fresh_database};
+use zonecast_tests::{call_ok, eventually, exactly_once, fresh_database, post_positions};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "cluster-admin-key";
@@ -86,35 +85,13 @@ impl Cluster {
     }
 
     async fn call(&self, api: usize, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.apis[api])).header("X-API-Key", KEY);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, StatusCode::OK, "{method} {path} via API {api}: {v}");
-        v
+        call_ok(&self.http, &self.apis[api], KEY, method, path, body).await
     }
 
-    /// Posts one position per device, alternating ingestors; all inside or all outside zone. A
-    /// 503 (pushed back, or the ingestor's NATS connection not back yet after a restart) took
-    /// nothing of the body, so the body is sent again, as a gateway does; any other refusal fails.
+    /// Posts one position per device, half to each ingestor; all inside or all outside zone.
     async fn positions(&self, macs: &[String], inside: bool) {
         for (i, chunk) in macs.chunks(macs.len().div_ceil(2)).enumerate() {
-            let x = if inside { 1.0 } else { 500.0 };
-            let body: Vec<Value> = chunk.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
-            let url = format!("{}/v3/positions", self.ingestors[i % 2]);
-            let answer: Value = eventually(WAIT, || async {
-                let r = self.http.post(&url).header("X-API-Key", KEY).json(&body).send().await.unwrap();
-                match r.status() {
-                    StatusCode::OK => Some(r.json().await.unwrap()),
-                    StatusCode::SERVICE_UNAVAILABLE => None,
-                    other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
-                }
-            })
-            .await;
-            assert_eq!(answer["accepted"], chunk.len());
+            post_positions(&self.http, &self.ingestors[i % 2], KEY, chunk, if inside { 1.0 } else { 500.0 }).await;
         }
     }
 

@@ -9,12 +9,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 use zonecast_bus::{Subjects, Subscription};
 use zonecast_tests::nats::NatsServer;
 use zonecast_tests::process::{Service, free_port};
-use zonecast_tests::{eventually, exactly_once, fresh_database};
+use zonecast_tests::{call_ok, eventually, exactly_once, fresh_database, post_positions};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "failover-admin-key";
@@ -101,32 +100,12 @@ impl Site {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.api)).header("X-API-Key", KEY);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
-        v
+        call_ok(&self.http, &self.api, KEY, method, path, body).await
     }
 
-    /// One position per device, all inside the zone or all outside; a 503 is sent again.
+    /// One position per device, all inside the zone or all outside.
     async fn positions(&self, macs: &[String], inside: bool) {
-        let x = if inside { 1.0 } else { 500.0 };
-        let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
-        let url = format!("{}/v3/positions", self.ingestor);
-        let answer: Value = eventually(WAIT, || async {
-            let r = self.http.post(&url).header("X-API-Key", KEY).json(&body).send().await.unwrap();
-            match r.status() {
-                StatusCode::OK => Some(r.json().await.unwrap()),
-                StatusCode::SERVICE_UNAVAILABLE => None,
-                other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
-            }
-        })
-        .await;
-        assert_eq!(answer["accepted"], macs.len());
+        post_positions(&self.http, &self.ingestor, KEY, macs, if inside { 1.0 } else { 500.0 }).await;
     }
 
     async fn colliding(&self, zone: &str) -> usize {

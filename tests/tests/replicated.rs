@@ -11,12 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::nats::{NatsCluster, NatsServer};
 use zonecast_tests::process::{Service, binary, free_port};
-use zonecast_tests::{drop_fresh_database, eventually, fresh_database, small_stream_env};
+use zonecast_tests::{call_ok, drop_fresh_database, eventually, fresh_database, post_positions, small_stream_env};
 
 const WAIT: Duration = Duration::from_secs(60);
 const KEY: &str = "replicated-admin-key";
@@ -46,37 +45,12 @@ fn environment(nats: &str, database: &str, prefix: &str, secret: &str, port: u16
 }
 
 async fn call(http: &reqwest::Client, api: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    let mut req = http.request(method.clone(), format!("{api}{path}")).header("X-API-Key", KEY);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status();
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
-    v
+    call_ok(http, api, KEY, method, path, body).await
 }
 
-/// Posts one position per device, all inside the zone or all outside, until accepted: a 503
-/// (pushed back, or NATS failing over) took nothing of the body, so it is sent again after a
-/// short pause, as a gateway does; any other refusal fails.
+/// Posts one position per device, all inside the zone or all outside, until accepted.
 async fn post_round(http: &reqwest::Client, ingestor: &str, macs: &[String], inside: bool) {
-    let x = if inside { 1.0 } else { 500.0 };
-    let body: Vec<Value> = macs.iter().map(|m| json!({"MAC": m, "Position": [x, 0, 0]})).collect();
-    let url = format!("{ingestor}/v3/positions");
-    let answer: Value = eventually(WAIT, || async {
-        let r = http.post(&url).header("X-API-Key", KEY).json(&body).send().await.unwrap();
-        match r.status() {
-            StatusCode::OK => Some(r.json().await.unwrap()),
-            StatusCode::SERVICE_UNAVAILABLE => {
-                assert!(r.headers().contains_key("retry-after"), "a 503 without Retry-After");
-                None
-            }
-            other => panic!("POST {url} answered {other}: {}", r.text().await.unwrap_or_default()),
-        }
-    })
-    .await;
-    assert_eq!(answer["accepted"], macs.len(), "{answer}");
+    post_positions(http, ingestor, KEY, macs, if inside { 1.0 } else { 500.0 }).await;
 }
 
 /// The stream names and information of every stream under `prefix`.

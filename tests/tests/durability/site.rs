@@ -28,15 +28,7 @@ pub(crate) struct Api {
 
 impl Api {
     pub(crate) async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).header("X-API-Key", KEY);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, StatusCode::OK, "{method} {path}: {v}");
-        v
+        zonecast_tests::call_ok(&self.http, &self.base, KEY, method, path, body).await
     }
 
     /// A zone around the origin and an MQTT connection to `broker` taking zone events; returns
