@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde_json::{Value, json};
 use zonecast_bus::{Bus, Subjects, Subscription};
 use zonecast_model::PositionUpdate;
