@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -52,17 +51,8 @@ class Cluster:
 
     def __init__(self, work, evaluators=3):
         self.work, self.procs, self.next_evaluator = work, {}, 1
-        self.broker_port = free_port()
-        conf = os.path.join(work, "mosquitto.conf")
-        with open(conf, "w") as f:
-            f.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
-                    f"persistence_location {work}/\nmax_queued_messages 0\n")
-        self.broker = Proc("mosquitto", ["mosquitto", "-c", conf], {}, None, work)
-        wait_port(self.broker_port, "mosquitto")
-        self.capture = open(os.path.join(work, "events.txt"), "ab")
-        self.sub = subprocess.Popen(["stdbuf", "-oL", "mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.broker_port),
-                                     "-t", "zc/#", "-q", "1", "-c", "-i", "chaos-oracle", "-F", "%U %p"],
-                                    stdout=self.capture)
+        self.broker_port, self.broker, self.capture, self.sub = faults.start_broker(
+            work, "events.txt", "chaos-oracle", "%U %p")
         # Three NATS servers, routed to each other, each with a store of its own.
         self.nats_ports = [free_port() for _ in range(3)]
         routes = [free_port() for _ in range(3)]
@@ -148,15 +138,7 @@ class Cluster:
         return self.call("GET", f"/v3/modules/mqtt/connections/{self.connection}/status")
 
     def until(self, pred, what, timeout=300):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                if pred():
-                    return
-            except (urllib.error.URLError, OSError, KeyError, ValueError):
-                pass
-            time.sleep(0.2)
-        sys.exit(f"gave up waiting for {what}")
+        faults.until(pred, what, timeout)
 
     def post(self, body, turn):
         """Posts one step to an ingestor, the other one while it does not answer, until accepted."""

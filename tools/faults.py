@@ -141,16 +141,7 @@ class Site:
     def __init__(self, mode, work):
         self.mode, self.work = mode, work
         self.procs = {}
-        self.broker_port = free_port()
-        conf = os.path.join(work, "mosquitto.conf")
-        with open(conf, "w") as f:
-            f.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
-                    f"persistence_location {work}/\nmax_queued_messages 0\n")
-        self.broker = Proc("mosquitto", ["mosquitto", "-c", conf], {}, None, work)
-        wait_port(self.broker_port, "mosquitto")
-        self.capture = open(os.path.join(work, "events.jsonl"), "ab")
-        self.sub = subprocess.Popen(["stdbuf", "-oL", "mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.broker_port), "-t", "zc/#",
-                                     "-q", "1", "-c", "-i", "faults-oracle", "-F", "%p"], stdout=self.capture)
+        self.broker_port, self.broker, self.capture, self.sub = start_broker(work, "events.jsonl", "faults-oracle", "%p")
         if mode == "aio":
             self.http = free_port()
             env = {"ZONECAST_DATA_DIR": os.path.join(work, "data"), "ZONECAST_HTTP_ADDR": f"127.0.0.1:{self.http}",
@@ -195,15 +186,7 @@ class Site:
         return call(self.api, "GET", f"/v3/modules/mqtt/connections/{self.connection}/status")
 
     def until(self, pred, what, timeout=300):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                if pred():
-                    return
-            except (urllib.error.URLError, OSError, KeyError):
-                pass
-            time.sleep(0.2)
-        sys.exit(f"gave up waiting for {what}")
+        until(pred, what, timeout)
 
     def post(self, body):
         """Posts one step until it is accepted."""
@@ -228,6 +211,36 @@ class Site:
         self.broker.stop()
         if self.mode == "dist":
             psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+
+
+def start_broker(work, capture, client_id, fmt):
+    """A Mosquitto of the run's own (persistent sessions, so the oracle's subscription survives a
+    broker restart) and a subscriber to zc/# writing every message to `capture` in `fmt`.
+    Returns the port, the broker, the capture file and the subscriber."""
+    port = free_port()
+    conf = os.path.join(work, "mosquitto.conf")
+    with open(conf, "w") as f:
+        f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
+                f"persistence_location {work}/\nmax_queued_messages 0\n")
+    broker = Proc("mosquitto", ["mosquitto", "-c", conf], {}, None, work)
+    wait_port(port, "mosquitto")
+    out = open(os.path.join(work, capture), "ab")
+    sub = subprocess.Popen(["stdbuf", "-oL", "mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-t", "zc/#",
+                            "-q", "1", "-c", "-i", client_id, "-F", fmt], stdout=out)
+    return port, broker, out, sub
+
+
+def until(pred, what, timeout=300):
+    """Waits until `pred()` holds (a failed request counts as not yet), or exits naming `what`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return
+        except (urllib.error.URLError, OSError, KeyError, ValueError):
+            pass
+        time.sleep(0.2)
+    sys.exit(f"gave up waiting for {what}")
 
 
 def psql(sql):

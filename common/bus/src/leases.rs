@@ -178,16 +178,6 @@ impl Leases {
         }
         Ok((members, owners))
     }
-
-    /// Removes the bucket (a test's own prefix).
-    pub async fn remove_all(client: async_nats::Client, prefix: &str) -> Result<(), BusError> {
-        let bucket = format!("{prefix}_EVALUATORS");
-        match jetstream::new(client).delete_key_value(&bucket).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.to_string().contains("not found") => Ok(()),
-            Err(e) => Err(BusError::Journal(format!("cannot remove bucket {bucket}: {e}"))),
-        }
-    }
 }
 
 /// What an entry of the bucket says.
