@@ -20,6 +20,11 @@ faults *args:
     cargo build --release --workspace
     tools/faults.py {{args}}
 
+# Chaos under load on a three-server NATS cluster with replicas of every service (tools/chaos.py).
+chaos *args:
+    cargo build --release --workspace
+    tools/chaos.py {{args}}
+
 # The README's test command (needs `just up`).
 test:
     cargo test --workspace

@@ -5,8 +5,9 @@
 //! `<prefix>.batches.<P>`, whose messages are batches: the normalised position events of that
 //! partition that one ingest replica took together, one JSON document per line. Each stream
 //! keeps its batches for a window (age and size; by default 60 s and 1 GiB over all
-//! partitions), and has one durable consumer, `evaluator`, that the evaluator owning the
-//! partition follows and acknowledges. Batches that left a stream before the evaluator took them
+//! partitions), and has one durable consumer that the evaluator owning the partition follows
+//! and acknowledges: `evaluator-<epoch>` for one that claimed it, `evaluator` for one given it
+//! ([`PositionStreams::follow`]). Batches that left a stream before the evaluator took them
 //! are skipped, and each [`Batch`] says how many were skipped just before it. Core NATS
 //! subscribers of `<prefix>.batches.<P>` see every batch too (the forwarder's position topics, the
 //! evaluators following mobile-zone sources).

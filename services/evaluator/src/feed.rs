@@ -5,9 +5,10 @@
 //! A batch is acknowledged once the events its positions caused are stored and the collisions
 //! they changed are written to the store, never before: the acknowledgement floor is never
 //! ahead of the collisions. The store also keeps, with the collisions, the sequence of the last
-//! batch of each partition they reflect (its mark), and a restarted evaluator resumes each
-//! partition after it: what it evaluates again meets the collisions as they were before it,
-//! and causes the same events with the same EventIDs (the journal stores them once). While the
+//! batch of each partition they reflect (its mark), and a restarted evaluator, or one taking
+//! a partition over from another, resumes each partition after it: what it evaluates again
+//! meets the collisions as they were before it, and causes the same events with the same
+//! EventIDs (the journal stores them once). While the
 //! store is away nothing is acknowledged: the evaluator reports itself as far behind as its oldest
 //! batch has waited, so ingest pushes back once that passes its bound; each partition takes up
 //! to [`IN_HAND`] batches, then JetStream holds back the rest and the positions wait in their

@@ -124,12 +124,12 @@ fn register_metrics(label: &str) -> (String, metrics::Gauge, metrics::Gauge) {
     for gauge in ["zonecast_evaluator_devices", "zonecast_evaluator_partitions_owned"] {
         register_series(gauge, &[("partitions", partitions.clone())]);
     }
-    for counter in [
+    for series in [
         "zonecast_evaluator_rebalances_total",
         "zonecast_evaluator_fenced_writes_total",
         "zonecast_evaluator_handover_seconds",
     ] {
-        register_series(counter, &[]);
+        register_series(series, &[]);
     }
     let devices = metrics::gauge!("zonecast_evaluator_devices", "partitions" => partitions.clone());
     let owned = metrics::gauge!("zonecast_evaluator_partitions_owned", "partitions" => partitions.clone());

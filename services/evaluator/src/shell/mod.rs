@@ -198,7 +198,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         abandoned: false,
     };
     shell.emit(&mut out).await;
-    shell.end_turn(Vec::new(), Vec::new());
+    shell.end_turn(Vec::new(), Vec::new);
     applied.reporter.report(revision).await;
     tracing::info!(
         partitions = %handover.as_ref().map_or_else(|| engine.ownership().label(), |h| format!("claimed as {}", h.claims.member)),
@@ -318,8 +318,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             }
             // What was evaluated is done with once its events are stored (above) and the
             // collisions it changed are written.
-            let epochs = handover.as_ref().map(Handover::epochs).unwrap_or_default();
-            let turn = shell.end_turn(evaluated.iter().map(|b| (b.partition, b.sequence)).collect(), epochs);
+            let batches = evaluated.iter().map(|b| (b.partition, b.sequence)).collect();
+            let turn = shell.end_turn(batches, || handover.as_ref().map(Handover::epochs).unwrap_or_default());
             for batch in evaluated.drain(..) {
                 acks.hold(batch.partition, batch.ack, turn);
             }

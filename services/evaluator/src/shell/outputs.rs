@@ -154,12 +154,13 @@ impl Shell {
     /// that the store never holds part of a turn. An idle evaluator still ends a turn every [`MARK_EVERY`], so that
     /// its time mark stays recent. Returns the turn's number, which the writer counts once
     /// written.
-    pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>, epochs: Vec<(u32, u64)>) -> u64 {
+    pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>, epochs: impl FnOnce() -> Vec<(u32, u64)>) -> u64 {
         if self.changes.is_empty() && batches.is_empty() && self.last_turn.elapsed() < MARK_EVERY {
             return self.turns;
         }
         self.last_turn = tokio::time::Instant::now();
-        let turn = collisions::Turn { changes: std::mem::take(&mut self.changes), batches, at: Utc::now(), epochs };
+        let turn =
+            collisions::Turn { changes: std::mem::take(&mut self.changes), batches, at: Utc::now(), epochs: epochs() };
         if self.collisions.send(turn).is_ok() {
             self.turns += 1;
         }
