@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zonecast_bus::Leases;
 use zonecast_bus::leases::{Change, Owner};
@@ -106,7 +106,7 @@ pub struct Claims {
 /// What the evaluator's loop tells the claims task.
 enum Done {
     GivenBack(Vec<u32>),
-    Leave(oneshot::Sender<()>),
+    Leave,
 }
 
 impl Claims {
@@ -148,10 +148,7 @@ impl Claims {
 
     /// Gives back every partition held (their collisions written) and leaves the members.
     pub async fn leave(self) {
-        let (tx, rx) = oneshot::channel();
-        if self.done.send(Done::Leave(tx)).is_ok() {
-            let _ = rx.await;
-        }
+        let _ = self.done.send(Done::Leave);
         let _ = self.task.await;
     }
 }
@@ -220,9 +217,8 @@ impl Coordinator {
                 },
                 done = done.recv() => match done {
                     Some(Done::GivenBack(partitions)) => self.give_back(&partitions).await,
-                    Some(Done::Leave(left)) => {
+                    Some(Done::Leave) => {
                         self.leave().await;
-                        let _ = left.send(());
                         return;
                     }
                     None => return,
