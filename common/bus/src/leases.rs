@@ -66,6 +66,12 @@ impl Leases {
     /// partitions are taken over.
     pub const LEASE: Duration = Duration::from_secs(3);
 
+    /// Whether a member whose last heartbeat was written at `heartbeat_ns` is alive at `now_ns`
+    /// (both by the server's clock, Unix ns): within [`Leases::LEASE`].
+    pub fn alive(heartbeat_ns: i128, now_ns: i128) -> bool {
+        now_ns - heartbeat_ns <= i128::try_from(Self::LEASE.as_nanos()).unwrap_or(i128::MAX)
+    }
+
     /// Opens (making it if needed) the bucket of the evaluators under `prefix`, its stream kept
     /// on `replicas` servers.
     pub async fn open(client: async_nats::Client, prefix: &str, replicas: usize) -> Result<Self, BusError> {

@@ -279,11 +279,10 @@ impl Coordinator {
 
     /// Members whose heartbeat is within the lease, sorted; this one while its lease holds.
     fn live(&self) -> Vec<String> {
-        let lease = i128::try_from(Leases::LEASE.as_nanos()).unwrap_or(i128::MAX);
         let mut live: Vec<String> = self
             .members
             .iter()
-            .filter(|(id, beat)| **id != self.member && self.server_now - **beat <= lease)
+            .filter(|(id, beat)| **id != self.member && Leases::alive(**beat, self.server_now))
             .map(|(id, _)| id.clone())
             .collect();
         if self.lease.valid() {

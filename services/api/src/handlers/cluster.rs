@@ -129,14 +129,13 @@ fn lease_ms() -> u64 {
 /// The status from the lease bucket's `members` and `owners`; `now` is the API's clock (Unix ns).
 fn claimed(count: u32, members: &[Member], owners: &BTreeMap<u32, Owner>, now: i128) -> ClusterStatus {
     let newest = members.iter().map(|m| m.heartbeat_ns).max().unwrap_or(now).max(now);
-    let lease = i128::try_from(Leases::LEASE.as_nanos()).unwrap_or(i128::MAX);
     let mut evaluators: Vec<EvaluatorStatus> = members
         .iter()
         .map(|m| {
             let age = (newest - m.heartbeat_ns).max(0);
             EvaluatorStatus {
                 evaluator_id: m.id.clone(),
-                alive: age <= lease,
+                alive: Leases::alive(m.heartbeat_ns, newest),
                 heartbeat_age_ms: Some(u64::try_from(age / 1_000_000).unwrap_or(u64::MAX)),
                 partitions: owners
                     .iter()
