@@ -105,9 +105,21 @@ pub async fn read_http_request(socket: &mut tokio::net::TcpStream) -> Option<(St
 
 /// A NATS connection of the test's own; panics with the start command when the server is down.
 pub async fn nats_bus() -> Arc<dyn Bus> {
-    zonecast_bus::connect(Some(&nats_url()), "zonecast-tests")
-        .await
-        .unwrap_or_else(|e| panic!("NATS at {} is not reachable ({e}); start it with: {START_NATS}", nats_url()))
+    zonecast_bus::connect(Some(&nats_url()), "zonecast-tests").await.unwrap_or_else(|e| {
+        panic!("NATS at {} is not reachable ({e}); start it with: {START_NATS}{}", nats_url(), nats_log_tail())
+    })
+}
+
+/// The end of the shared NATS server's log, which says why a server that was there went away.
+fn nats_log_tail() -> String {
+    const LOG: &str = "/var/log/nats-server.log";
+    match std::fs::read_to_string(LOG) {
+        Ok(log) => {
+            let lines: Vec<&str> = log.lines().collect();
+            format!("\nthe end of {LOG}:\n{}", lines[lines.len().saturating_sub(30)..].join("\n"))
+        }
+        Err(_) => String::new(),
+    }
 }
 
 /// How the service under test is deployed.

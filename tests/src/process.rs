@@ -132,7 +132,8 @@ impl Service {
     /// Kills the process at once (SIGKILL): nothing is flushed.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill().await;
+            let _ = child.start_kill();
+            exited(&self.name, &mut child, Duration::from_secs(30)).await;
         }
     }
 
@@ -152,10 +153,21 @@ impl Service {
     pub async fn terminate(&mut self, timeout: Duration) {
         self.signal("-TERM");
         let mut child = self.child.take().unwrap_or_else(|| panic!("{} is not running", self.name));
-        let status = tokio::time::timeout(timeout, child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("{} did not stop within {timeout:?} of SIGTERM", self.name))
-            .unwrap();
+        let status = exited(&self.name, &mut child, timeout).await;
         assert!(status.success(), "{} stopped with {status} on SIGTERM", self.name);
+    }
+}
+
+/// Waits until `child` has exited, asking for its status every 20 ms: tokio learns of a
+/// child's exit from SIGCHLD, which, with the runtimes of many tests in one process, does not
+/// always reach the runtime waiting for it. Panics after `timeout`.
+async fn exited(name: &str, child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{name}: {e}")) {
+            return status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{name} did not exit within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling the exit
     }
 }

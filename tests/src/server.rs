@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use zonecast_bus::{Bus, Subjects, Subscription};
+use zonecast_bus::{Bus, Channels, PositionLog, Subjects, Subscription};
 use zonecast_runtime::{Config, Shutdown};
 
 use serde_json::json;
@@ -32,6 +32,8 @@ pub struct Server {
     pub bus: Arc<dyn Bus>,
     /// The event journal of the server (see [`Server::journal`]).
     journal: Arc<dyn zonecast_bus::Journal>,
+    /// The position log of the server.
+    positions: Arc<dyn PositionLog>,
     /// PostgreSQL URL of the distributed mode's database.
     pub database_url: Option<String>,
     /// Data directory of the all-in-one mode.
@@ -69,11 +71,10 @@ impl Server {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let shutdown = Shutdown::new();
         let mut forwarder = None;
-        let (addr, ingest_addr, ops_addr, bus, journal, task, database_url, evaluator) = match mode {
+        let (addr, ingest_addr, ops_addr, channels, task, database_url, evaluator) = match mode {
             Mode::AllInOne => {
                 let running = zonecast::start(config.clone(), shutdown.clone()).await.expect("all-in-one starts");
-                let (bus, journal) = (running.bus, running.journal);
-                (running.http_addr, running.http_addr, running.ops_addr, bus, journal, running.task, None, None)
+                (running.http_addr, running.http_addr, running.ops_addr, running.channels, running.task, None, None)
             }
             Mode::Distributed => {
                 let url = match &config.store.database_url {
@@ -88,10 +89,19 @@ impl Server {
                 forwarder = Some(start_forwarder(&config).await);
                 let ingest_addr = start_ingestor(&config, shutdown.clone()).await;
                 let addr = running.addr.expect("the API listens");
-                let journal = bus.journal(&config.bus.subject_prefix, config.bus.journal);
-                (addr, ingest_addr, running.ops_addr, bus, journal, running.task, Some(url), Some(evaluator))
+                let channels = Channels {
+                    journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
+                    positions: bus.position_log(
+                        &config.bus.subject_prefix,
+                        config.bus.partitions,
+                        config.bus.positions,
+                    ),
+                    bus,
+                };
+                (addr, ingest_addr, running.ops_addr, channels, running.task, Some(url), Some(evaluator))
             }
         };
+        let Channels { bus, journal, positions } = channels;
         Self {
             mode,
             base: format!("http://{addr}"),
@@ -100,6 +110,7 @@ impl Server {
             subjects,
             bus,
             journal,
+            positions,
             database_url,
             data_dir,
             http: http_client(),
@@ -142,10 +153,10 @@ impl Server {
 
     /// Publishes normalised positions, as the ingestor would.
     pub async fn publish_positions(&self, updates: Vec<zonecast_model::PositionUpdate>) {
+        let channels = Channels { bus: self.bus.clone(), journal: self.journal(), positions: self.positions.clone() };
         let publisher = zonecast_ingest::Publisher::new(
-            self.bus.clone(),
+            &channels,
             self.subjects.clone(),
-            self.config.bus.partitions,
             self.config.site_id,
             self.config.bus.positions,
         );
@@ -154,23 +165,18 @@ impl Server {
     }
 
     /// Publishes `payload` (one position event's bytes, or anything a broken publisher might
-    /// send) as a batch of one line of `mac`'s partition: over NATS stored in the partition's
-    /// stream, in one process on the partition's subject.
+    /// send) to the position log as a batch of one line of `mac`'s partition.
     pub async fn position_bytes(&self, mac: &zonecast_model::Mac, payload: &[u8]) {
         let partition = mac.partition(self.config.bus.partitions);
         let mut batch = bytes::BytesMut::new();
         zonecast_bus::positions::push_line(&mut batch, payload);
-        match self.position_streams() {
-            Some(streams) => {
-                streams.send(vec![(partition, batch.freeze())]).await.unwrap().confirmed().await.unwrap();
-            }
-            None => self.bus.publish(self.subjects.position_batch(partition), batch.freeze()).await.unwrap(),
-        }
+        let batch: zonecast_bus::Decoded = Arc::new(Lines(batch.freeze()));
+        self.positions.publish(vec![(partition, batch)]).await.unwrap().confirmed().await.unwrap();
     }
 
-    /// The position streams over NATS; `None` in one process.
-    pub fn position_streams(&self) -> Option<Arc<zonecast_bus::PositionStreams>> {
-        self.bus.position_streams(self.subjects.prefix(), self.config.bus.partitions, self.config.bus.positions)
+    /// The position log.
+    pub fn position_log(&self) -> Arc<dyn PositionLog> {
+        self.positions.clone()
     }
 
     /// The subject `mac`'s positions are published on: its partition's batches.
@@ -393,9 +399,7 @@ impl Server {
         self.halt().await;
         if self.mode == Mode::Distributed {
             let _ = self.journal().remove_all().await;
-            if let Some(streams) = self.position_streams() {
-                let _ = streams.remove_all().await;
-            }
+            let _ = self.positions.remove_all().await;
         }
         if let Some(url) = &self.database_url
             && let Some(name) = url.rsplit('/').next()
@@ -439,4 +443,18 @@ async fn start_evaluator(config: &Config) -> (Shutdown, tokio::task::JoinHandle<
     let shutdown = Shutdown::new();
     let running = zonecast_evaluator::launch(config.evaluator(), shutdown.clone()).await.expect("evaluator starts");
     (shutdown, running.task)
+}
+
+/// Lines as a publisher outside zonecast may have written them: nothing decoded to hand over.
+#[derive(Debug)]
+struct Lines(bytes::Bytes);
+
+impl zonecast_bus::Encode for Lines {
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.0
+    }
+
+    fn encode(&self) -> bytes::Bytes {
+        self.0.clone()
+    }
 }

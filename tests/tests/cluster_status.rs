@@ -1,7 +1,8 @@
-//! `GET /v3/system/cluster` on a distributed site: the API and two evaluators as processes on a
-//! NATS and a PostgreSQL database of the test's own. The evaluators are listed alive with
-//! disjoint partitions covering all; one killed shows dead (or gone) and the other then owns
-//! every partition.
+//! `GET /v3/system/cluster` on a distributed site: the API, an ingestor, a forwarder and two
+//! evaluators as processes on a NATS and a PostgreSQL database of the test's own. Every process
+//! is listed as a live replica of its service; the evaluators with disjoint partitions covering
+//! all. An evaluator killed shows dead and the other then owns every partition; the forwarder
+//! stopped leaves the list.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
@@ -47,6 +48,12 @@ fn alive(status: &Value) -> Vec<&Value> {
     status["Evaluators"].as_array().unwrap().iter().filter(|e| e["Alive"] == true).collect()
 }
 
+/// The replicas listed, as (service, alive), in the order listed.
+fn replicas(status: &Value) -> Vec<(String, bool)> {
+    let replicas = status["Replicas"].as_array().unwrap().iter();
+    replicas.map(|r| (r["Service"].as_str().unwrap().to_owned(), r["Alive"] == true)).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_dead() {
     let nats = NatsServer::start().await;
@@ -63,6 +70,14 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let unauthenticated = http.get(format!("{api_url}/v3/system/cluster")).send().await.unwrap();
     assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
 
+    let ingest_port = free_port();
+    let mut ingest_env = env(free_port());
+    ingest_env.push(("ZONECAST_INGEST_HTTP_ADDR".into(), format!("127.0.0.1:{ingest_port}")));
+    let mut ingestor = Service::start("zonecast-ingestor", ingest_env, ingest_port);
+    let forwarder_port = free_port();
+    let mut forwarder = Service::start("zonecast-forwarder", env(forwarder_port), forwarder_port);
+    ingestor.healthy(&http, WAIT).await;
+    forwarder.healthy(&http, WAIT).await;
     let mut evaluators = Vec::new();
     for _ in 0..2 {
         let port = free_port();
@@ -94,6 +109,21 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
         assert!(p.windows(2).all(|w| w[0] < w[1]), "partitions sorted: {e}");
     }
     let ids: BTreeSet<String> = alive(&before).iter().map(|e| e["EvaluatorID"].as_str().unwrap().to_owned()).collect();
+    // Every process a live replica of its service, by service; those that hold work say how
+    // far behind they are.
+    let listed = eventually(WAIT, || async {
+        let s = status(&http, &api_url).await;
+        (replicas(&s).len() == 5).then_some(s)
+    })
+    .await;
+    let expected = ["api", "evaluator", "evaluator", "forwarder", "ingestor"].map(|s| (s.to_owned(), true));
+    assert_eq!(replicas(&listed), expected, "{listed}");
+    for r in listed["Replicas"].as_array().unwrap() {
+        assert_eq!(r["ReplicaID"].as_str().unwrap().len(), 8, "{r}");
+        assert!(r["HeartbeatAgeMs"].as_u64().unwrap() <= 3000, "{r}");
+        let reports_lag = r["Service"] == "evaluator" || r["Service"] == "forwarder";
+        assert_eq!(r["LagMs"].is_u64(), reports_lag, "{r}");
+    }
 
     // Killed: it shows dead (or is gone) once its lease is over, and the survivor takes
     // every partition over.
@@ -114,7 +144,22 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
         assert!(e["HeartbeatAgeMs"].as_u64().unwrap() > 3000, "{after}");
     }
 
+    // Its replica dead within the lease, kept in the list for a while.
+    let dead = eventually(WAIT, || async {
+        let s = status(&http, &api_url).await;
+        let evaluators: Vec<bool> =
+            replicas(&s).into_iter().filter(|(s, _)| s == "evaluator").map(|(_, a)| a).collect();
+        (evaluators.len() == 2 && evaluators.iter().filter(|a| **a).count() == 1).then_some(())
+    });
+    dead.await;
+
+    // A forwarder stopped cleanly leaves the list at once.
+    forwarder.terminate(WAIT).await;
+    let left = status(&http, &api_url).await;
+    assert!(!replicas(&left).iter().any(|(s, _)| s == "forwarder"), "{left}");
+
     drop(evaluators);
+    drop(ingestor);
     drop(api);
     let name = database.rsplit('/').next().unwrap();
     zonecast_store::postgres::drop_database(&zonecast_tests::database_admin_url(), name).await.unwrap();

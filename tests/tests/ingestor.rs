@@ -405,14 +405,16 @@ async fn the_ingestor_makes_every_partition_stream_at_start() {
     let _running = zonecast_ingestor::launch(config, shutdown.clone()).await.unwrap();
     // Names as the services derive them; JetStream's own client reads the streams without
     // making them.
-    let bus = zonecast_bus::connect(Some(&nats.url()), "ingestor-test").await.unwrap();
-    let names = bus.position_streams(&prefix, partitions, Default::default()).unwrap();
     let jetstream = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
     for partition in 0..partitions {
-        let name = names.stream_name(partition);
+        let name = zonecast_bus::positions::stream_name(&prefix, partition);
         let mut stream = jetstream.get_stream(&name).await.unwrap_or_else(|e| panic!("{name}: {e}"));
         let info = stream.info().await.unwrap();
-        assert_eq!(info.config.subjects, [names.subject(partition)], "{name}");
+        assert_eq!(
+            info.config.subjects,
+            [zonecast_bus::Subjects::new(prefix.clone()).position_batch(partition)],
+            "{name}"
+        );
         assert_eq!(info.state.messages, 0, "{name}: made before any position came");
     }
     shutdown.cancel();

@@ -347,10 +347,6 @@ impl Bus for InProcessBus {
         self.deliver(subject, Bytes::new(), Some(decoded)).await
     }
 
-    fn hands_over_decoded(&self) -> bool {
-        true
-    }
-
     fn waiting(&self, prefix: &str) -> Option<usize> {
         Some(self.shared.lock().members().filter(|m| m.subject.starts_with(prefix)).map(Member::waiting).sum())
     }
@@ -388,6 +384,15 @@ impl Bus for InProcessBus {
     }
 
     /// The first call for a prefix fixes its settings; later calls share that journal.
+    fn position_log(
+        &self,
+        prefix: &str,
+        partitions: u32,
+        _settings: crate::PositionSettings,
+    ) -> Arc<dyn crate::PositionLog> {
+        Arc::new(crate::positions::InProcessPositions::new(Arc::new(self.clone()), prefix, partitions))
+    }
+
     fn journal(&self, prefix: &str, settings: crate::JournalSettings) -> Arc<dyn crate::Journal> {
         let logs = self
             .shared

@@ -14,6 +14,7 @@ pub mod leases;
 mod nats;
 mod pattern;
 pub mod positions;
+pub mod presence;
 mod subjects;
 
 use std::pin::Pin;
@@ -26,7 +27,8 @@ pub use in_process::{DEFAULT_CAPACITY, InProcessBus};
 pub use journal::{Journal, JournalSettings};
 pub use leases::Leases;
 pub use nats::NatsBus;
-pub use positions::{PositionSettings, PositionStreams};
+pub use positions::{PositionLog, PositionSettings};
+pub use presence::Presence;
 pub use subjects::{DEFAULT_PREFIX, FORWARDERS, INGESTORS, Subjects};
 
 /// A payload its publisher holds decoded ([`Bus::publish_decoded`]): subscribers in the same
@@ -67,6 +69,15 @@ impl Message {
     pub fn decoded<T: 'static>(&self) -> Option<&T> {
         self.decoded.as_deref()?.decoded().downcast_ref()
     }
+
+    /// The payload's bytes: as published, or written from the decoded payload when it came
+    /// without them.
+    pub fn bytes(&self) -> Bytes {
+        match &self.decoded {
+            Some(decoded) if self.payload.is_empty() => decoded.encode(),
+            _ => self.payload.clone(),
+        }
+    }
 }
 
 /// A live subscription; dropping it unsubscribes. It ends when the bus is drained or closed.
@@ -105,12 +116,6 @@ pub trait Bus: Send + Sync + 'static {
     /// bytes. Over NATS, the same as `subscribe`.
     async fn subscribe_decoded(&self, subject: &str) -> Result<Subscription, BusError> {
         self.subscribe(subject).await
-    }
-
-    /// Whether [`Bus::publish_decoded`] hands the decoded payload to subscribers: when not, a
-    /// publisher may as well publish the bytes.
-    fn hands_over_decoded(&self) -> bool {
-        false
     }
 
     /// How many items wait, not read yet, in this process's subscriptions to subjects or
@@ -155,22 +160,21 @@ pub trait Bus: Send + Sync + 'static {
     /// shared by every service of the process in-process), keeping records within `settings`.
     fn journal(&self, prefix: &str, settings: JournalSettings) -> Arc<dyn Journal>;
 
-    /// The stored position batches of `partitions` partitions under `prefix`, kept within
-    /// `settings` (JetStream over NATS); `None` in-process, where the batches go from ingest to
-    /// the evaluators decoded, through the bus's queues, and are not kept.
-    fn position_streams(
-        &self,
-        _prefix: &str,
-        _partitions: u32,
-        _settings: PositionSettings,
-    ) -> Option<Arc<PositionStreams>> {
-        None
-    }
+    /// The position log of `partitions` partitions under `prefix` on this bus, kept within
+    /// `settings` (JetStream over NATS; handed over decoded and not kept in-process).
+    fn position_log(&self, prefix: &str, partitions: u32, settings: PositionSettings) -> Arc<dyn PositionLog>;
 
     /// The lease bucket in which the evaluators under `prefix` claim partitions, its stream
     /// kept on `replicas` servers (JetStream over NATS); `None` in-process, where each
     /// evaluator of the process is given its partitions.
     async fn leases(&self, _prefix: &str, _replicas: usize) -> Result<Option<Leases>, BusError> {
+        Ok(None)
+    }
+
+    /// The bucket in which the service replicas under `prefix` write their heartbeats, its
+    /// stream kept on `replicas` servers (JetStream over NATS); `None` in-process, where one
+    /// process is every replica.
+    async fn presence(&self, _prefix: &str, _replicas: usize) -> Result<Option<Presence>, BusError> {
         Ok(None)
     }
 
@@ -198,6 +202,49 @@ where
         taken += 1;
     }
     taken
+}
+
+/// What the services of a site exchange through one bus: the bus itself, the event journal and
+/// the position log, opened together ([`open`]).
+#[derive(Clone)]
+pub struct Channels {
+    /// Publish/subscribe.
+    pub bus: Arc<dyn Bus>,
+    /// The events, stored before anyone acts on them.
+    pub journal: Arc<dyn Journal>,
+    /// The positions, from ingest to the evaluators.
+    pub positions: Arc<dyn PositionLog>,
+}
+
+/// The site a bus is opened for: its subject prefix, partitions and what its streams keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    /// Every subject begins with it.
+    pub prefix: &'a str,
+    /// The position partitions.
+    pub partitions: u32,
+    /// What the event journal keeps.
+    pub journal: JournalSettings,
+    /// What the position log keeps.
+    pub positions: PositionSettings,
+    /// Without NATS, the file the journal keeps events awaiting delivery in, so that a restart
+    /// or a crash of the process loses none (`None`: in memory only).
+    pub journal_file: Option<&'a std::path::Path>,
+}
+
+/// Connects to NATS when a URL is given, otherwise builds an in-process bus (see [`connect`]),
+/// with the journal and position log of `site` on it.
+pub async fn open(nats_url: Option<&str>, client_name: &str, site: Site<'_>) -> Result<Channels, BusError> {
+    let nats_url = nats_url.map(str::trim).filter(|url| !url.is_empty());
+    let bus = connect(nats_url, client_name).await?;
+    let journal = match (nats_url, site.journal_file) {
+        (None, Some(file)) => {
+            Arc::new(journal::MemoryJournal::persistent(bus.clone(), site.prefix, site.journal, file)?)
+        }
+        _ => bus.journal(site.prefix, site.journal),
+    };
+    let positions = bus.position_log(site.prefix, site.partitions, site.positions);
+    Ok(Channels { bus, journal, positions })
 }
 
 /// Connects to NATS when a URL is given, otherwise builds an in-process bus.

@@ -212,13 +212,18 @@ impl Bus for NatsBus {
         Ok(())
     }
 
-    fn position_streams(
+    fn position_log(
         &self,
         prefix: &str,
         partitions: u32,
         settings: crate::PositionSettings,
-    ) -> Option<Arc<crate::PositionStreams>> {
-        Some(Arc::new(crate::PositionStreams::new(self.client.clone(), prefix, partitions, settings)))
+    ) -> Arc<dyn crate::PositionLog> {
+        let bus = Arc::new(self.clone());
+        Arc::new(crate::positions::JetStreamPositions::new(self.client.clone(), bus, prefix, partitions, settings))
+    }
+
+    async fn presence(&self, prefix: &str, replicas: usize) -> Result<Option<crate::Presence>, BusError> {
+        crate::Presence::open(self.client.clone(), prefix, replicas).await.map(Some)
     }
 
     async fn leases(&self, prefix: &str, replicas: usize) -> Result<Option<crate::Leases>, BusError> {

@@ -391,7 +391,6 @@ impl Encode for Number {
 #[tokio::test]
 async fn a_decoded_payload_is_handed_over_in_process_and_only_the_bytes_cross_nats() {
     for (bus, handed_over) in [(in_process_bus(), true), (nats_bus().await, false)] {
-        assert_eq!(bus.hands_over_decoded(), handed_over, "{}", bus.kind());
         let s = fresh_subjects();
         let mut plain = bus.subscribe(&s.positions_all()).await.expect("subscribe");
         let mut member = bus.queue_subscribe(&s.positions_all(), FORWARDERS).await.expect("subscribe");

@@ -1,13 +1,11 @@
-//! Publishing normalised positions in batches per partition (`<prefix>.batches.<P>`): over
-//! NATS stored in the partition's stream, in one process handed to the evaluators decoded.
+//! Publishing normalised positions in batches per partition to the position log.
 
 use std::sync::{Arc, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
-use tokio::sync::{Semaphore, mpsc, oneshot};
-use zonecast_bus::positions::{self, PositionSettings, PositionStreams};
-use zonecast_bus::{Bus, BusError, Encode, Subjects};
+use zonecast_bus::positions::{self, PositionSettings, Stored};
+use zonecast_bus::{BusError, Channels, Decoded, Encode, PositionLog, Subjects};
 use zonecast_model::{EventId, PositionFix, PositionUpdate};
 
 /// Why positions were not published.
@@ -36,17 +34,15 @@ pub enum AcceptError {
     Busy(crate::Behind),
 }
 
-/// Publishes positions in batches per partition: over NATS stored in their partitions' streams
-/// (the evaluators follow them), in one process handed over decoded through the bus.
+/// Publishes positions in batches per partition to the position log, which the evaluators
+/// follow.
 #[derive(Clone)]
 pub struct Publisher {
-    bus: Arc<dyn Bus>,
+    bus: Arc<dyn zonecast_bus::Bus>,
+    log: Arc<dyn PositionLog>,
     subjects: Subjects,
     partitions: u32,
     site_id: i64,
-    /// Over NATS: the position streams, and the task that gathers concurrent payloads into one
-    /// batch per partition (started on first use).
-    streams: Option<(Arc<PositionStreams>, Arc<Coalescer>)>,
     /// Whether every position is published on its own subject too.
     per_position_subjects: bool,
     /// How far behind the evaluators and forwarders are.
@@ -54,27 +50,19 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// A publisher on `bus` with `partitions` partitions, stamping `site_id`; over NATS the
-    /// positions are stored as `settings` say.
-    pub fn new(
-        bus: Arc<dyn Bus>,
-        subjects: Subjects,
-        partitions: u32,
-        site_id: i64,
-        settings: PositionSettings,
-    ) -> Self {
-        let streams = bus
-            .position_streams(subjects.prefix(), partitions, settings)
-            .map(|streams| (streams, Arc::new(OnceLock::new())));
+    /// A publisher to the position log of `channels`, stamping `site_id`, pushing back as
+    /// `settings` say.
+    pub fn new(channels: &Channels, subjects: Subjects, site_id: i64, settings: PositionSettings) -> Self {
+        let bus = channels.bus.clone();
         // Where positions wait in this process's queues, ingest counts them too.
         let root = subjects.position_batches_root();
         let queues = bus.waiting(&root).map(|_| crate::pressure::Queues { bus: bus.clone(), root });
         Self {
             bus,
+            log: channels.positions.clone(),
+            partitions: channels.positions.partitions(),
             subjects,
-            partitions,
             site_id,
-            streams,
             per_position_subjects: settings.per_position_subjects,
             pressure: crate::Pressure::new(settings.max_lag, queues),
         }
@@ -93,13 +81,10 @@ impl Publisher {
         self.pressure.caught_up(input).await;
     }
 
-    /// Over NATS, makes the partitions' streams before the first positions come (see
-    /// [`PositionStreams::prepare`]); in one process there is nothing to make.
+    /// Makes what the partitions need before the first positions come (see
+    /// [`PositionLog::prepare`]).
     pub async fn prepare(&self) -> Result<(), BusError> {
-        match &self.streams {
-            Some((streams, _)) => streams.prepare().await,
-            None => Ok(()),
-        }
+        self.log.prepare().await
     }
 
     /// Whether publishing can work now (the HTTP input answers 503 otherwise).
@@ -166,8 +151,8 @@ impl Publisher {
         self.send(updates, now).await?.stored().await
     }
 
-    /// [`Publisher::publish`] up to handing the batches on: over NATS the batches are queued
-    /// to be stored, after those of earlier calls, and [`OnTheWay::stored`] waits for them.
+    /// [`Publisher::publish`] up to handing the batches on: they are stored after those of
+    /// earlier calls, and [`OnTheWay::stored`] waits for them.
     async fn send(&self, updates: Vec<PositionUpdate>, now: DateTime<Utc>) -> Result<OnTheWay, PublishError> {
         if !self.ready() {
             return Err(PublishError::Disconnected);
@@ -176,9 +161,7 @@ impl Publisher {
         // Positions of one batch mostly share their timestamp: format it once.
         let mut last: Option<(DateTime<Utc>, Arc<str>)> = None;
         let count = updates.len();
-        // Over NATS the lines of each partition's batch; in one process its positions.
-        let mut batches: Vec<Option<BytesMut>> = Vec::new();
-        let mut decoded: Vec<Vec<Published>> = Vec::new();
+        let mut batches: Vec<Vec<Published>> = Vec::new();
         for update in updates {
             let partition = update.mac.partition(self.partitions);
             let timestamp = match &last {
@@ -190,50 +173,26 @@ impl Publisher {
             };
             let event_id = EventId::generate(now);
             let event = Published { event_id, site_id: self.site_id, timestamp, local: local.clone(), update };
-            let subject = || self.subjects.positions(partition, event.update.mac.as_str());
+            if self.per_position_subjects {
+                let subject = self.subjects.positions(partition, event.update.mac.as_str());
+                self.bus.publish(subject, event.encode()).await?;
+            }
             let index = partition as usize;
-            if self.streams.is_none() {
-                if self.per_position_subjects {
-                    self.bus.publish(subject(), event.encode()).await?;
-                }
-                if decoded.len() <= index {
-                    decoded.resize_with(index + 1, Vec::new);
-                }
-                decoded[index].push(event);
-            } else {
-                let bytes = event.encode();
-                if self.per_position_subjects {
-                    self.bus.publish(subject(), bytes.clone()).await?;
-                }
-                if batches.len() <= index {
-                    batches.resize_with(index + 1, || None);
-                }
-                positions::push_line(batches[index].get_or_insert_with(BytesMut::new), &bytes);
+            if batches.len() <= index {
+                batches.resize_with(index + 1, Vec::new);
             }
+            batches[index].push(event);
         }
-        for (partition, positions) in decoded.into_iter().enumerate().filter(|(_, p)| !p.is_empty()) {
-            let subject = self.subjects.position_batch(partition as u32);
-            let batch = Batch::new(positions);
-            if self.bus.hands_over_decoded() {
-                // The evaluators take the fixes as they are; the lines are written only if a
-                // subscriber reads them.
-                self.bus.publish_decoded(subject, Arc::new(batch)).await?;
-            } else {
-                self.bus.publish(subject, batch.encode()).await?;
-            }
-        }
-        let mut stored = None;
-        if let Some((streams, coalescer)) = &self.streams {
-            let batches: Vec<(u32, BytesMut)> =
-                batches.into_iter().enumerate().filter_map(|(p, b)| Some((p as u32, b?))).collect();
-            if !batches.is_empty() {
-                let sender = coalescer.get_or_init(|| spawn_coalescer(streams.clone()));
-                let (done, confirmed) = oneshot::channel();
-                let bytes = batches.iter().map(|(_, b)| b.len()).sum();
-                sender.send(Pending { batches, bytes, done }).await.map_err(|_| PublishError::Disconnected)?;
-                stored = Some(confirmed);
-            }
-        }
+        let batches: Vec<(u32, Decoded)> = batches
+            .into_iter()
+            .enumerate()
+            .filter(|(_, positions)| !positions.is_empty())
+            .map(|(p, positions)| (p as u32, Arc::new(Batch::new(positions)) as Decoded))
+            .collect();
+        let stored = match batches.is_empty() {
+            true => Stored::done(),
+            false => self.log.publish(batches).await?,
+        };
         Ok(OnTheWay { count, stored })
     }
 }
@@ -258,91 +217,17 @@ impl Taken {
     }
 }
 
-/// Positions on their way to their streams: how many, and what confirms their store.
+/// Positions on their way to the log: how many, and what confirms their store.
 struct OnTheWay {
     count: usize,
-    stored: Option<oneshot::Receiver<Result<(), String>>>,
+    stored: Stored,
 }
 
 impl OnTheWay {
     async fn stored(self) -> Result<usize, PublishError> {
-        if let Some(stored) = self.stored {
-            stored.await.map_err(|_| PublishError::Disconnected)?.map_err(BusError::Journal)?;
-        }
+        self.stored.confirmed().await?;
         Ok(self.count)
     }
-}
-
-/// The task gathering payloads into batches, started on first use.
-type Coalescer = OnceLock<mpsc::Sender<Pending>>;
-
-/// One payload's positions waiting to be stored, per partition.
-struct Pending {
-    batches: Vec<(u32, BytesMut)>,
-    bytes: usize,
-    /// Told once they are stored, or why not.
-    done: oneshot::Sender<Result<(), String>>,
-}
-
-/// Payloads that may wait for the gathering task before a sender waits too.
-const WAITING: usize = 1024;
-
-/// Rounds of batches sent and not yet confirmed stored: while they are, the payloads arriving
-/// gather into the next round.
-const ROUNDS_IN_FLIGHT: usize = 4;
-
-/// Bytes of positions a round gathers at most.
-const ROUND_BYTES: usize = 4 * positions::MAX_BATCH_BYTES;
-
-/// Starts the task that stores the payloads sent to it: the payloads waiting when a round
-/// starts become one batch per partition, in the order they came, and each is told when its
-/// round is stored. A round starts once fewer than [`ROUNDS_IN_FLIGHT`] await confirmation, so
-/// the batches grow with the load, and a lone payload waits for nothing but its store.
-fn spawn_coalescer(streams: Arc<PositionStreams>) -> mpsc::Sender<Pending> {
-    let (tx, mut rx) = mpsc::channel::<Pending>(WAITING);
-    tokio::spawn(async move {
-        let rounds = Arc::new(Semaphore::new(ROUNDS_IN_FLIGHT));
-        while let Some(first) = rx.recv().await {
-            let Ok(permit) = rounds.clone().acquire_owned().await else { break };
-            let mut bytes = first.bytes;
-            let mut round = vec![first];
-            while bytes < ROUND_BYTES
-                && let Ok(next) = rx.try_recv()
-            {
-                bytes += next.bytes;
-                round.push(next);
-            }
-            let mut merged: Vec<Option<BytesMut>> = Vec::new();
-            let mut waiting = Vec::with_capacity(round.len());
-            for pending in round {
-                for (partition, batch) in pending.batches {
-                    let index = partition as usize;
-                    if merged.len() <= index {
-                        merged.resize_with(index + 1, || None);
-                    }
-                    match &mut merged[index] {
-                        Some(into) => into.extend_from_slice(&batch),
-                        slot => *slot = Some(batch),
-                    }
-                }
-                waiting.push(pending.done);
-            }
-            let batches = merged.into_iter().enumerate().filter_map(|(p, b)| Some((p as u32, b?.freeze()))).collect();
-            let sent = streams.send(batches).await;
-            tokio::spawn(async move {
-                let result = match sent {
-                    Ok(stored) => stored.confirmed().await,
-                    Err(e) => Err(e),
-                };
-                drop(permit);
-                let result = result.map_err(|e| e.to_string());
-                for done in waiting {
-                    let _ = done.send(result.clone());
-                }
-            });
-        }
-    });
-    tx
 }
 
 /// A position as published: what its event bytes are written from.
@@ -363,25 +248,30 @@ impl Published {
     }
 }
 
-/// The positions of one partition from one payload, as published in one process: decoded,
-/// they are the `Vec<PositionFix>` the evaluators take as it is; encoded, one event per line
-/// as over NATS.
+/// The positions of one partition from one payload: decoded (in one process), they are the
+/// `Vec<PositionFix>` the evaluators take as it is, made when first asked for; encoded, one
+/// event per line.
 #[derive(Debug)]
 struct Batch {
-    fixes: Vec<PositionFix>,
+    fixes: OnceLock<Vec<PositionFix>>,
     positions: Vec<Published>,
 }
 
 impl Batch {
     fn new(positions: Vec<Published>) -> Self {
-        let fixes = positions.iter().map(|p| PositionFix { event_id: Some(p.event_id), ..p.update.fix() }).collect();
-        Self { fixes, positions }
+        Self { fixes: OnceLock::new(), positions }
+    }
+
+    fn fixes(&self) -> &Vec<PositionFix> {
+        self.fixes.get_or_init(|| {
+            self.positions.iter().map(|p| PositionFix { event_id: Some(p.event_id), ..p.update.fix() }).collect()
+        })
     }
 }
 
 impl Encode for Batch {
     fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
-        &self.fixes
+        self.fixes()
     }
 
     fn encode(&self) -> Bytes {
@@ -393,7 +283,7 @@ impl Encode for Batch {
     }
 
     fn weight(&self) -> usize {
-        self.fixes.len()
+        self.positions.len()
     }
 }
 
@@ -417,10 +307,14 @@ mod tests {
 
     #[tokio::test]
     async fn in_one_process_a_body_is_refused_whole_while_too_many_positions_wait_and_taken_once_they_are_read() {
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
-        let subjects = Subjects::new("pub");
-        let mut evaluator = bus.subscribe_decoded(&subjects.position_batch(0)).await.unwrap();
-        let publisher = Publisher::new(bus.clone(), subjects, 1, 1, PositionSettings::default());
+        let bus: Arc<dyn zonecast_bus::Bus> = Arc::new(InProcessBus::new());
+        let channels = Channels {
+            journal: bus.journal("pub", Default::default()),
+            positions: bus.position_log("pub", 1, PositionSettings::default()),
+            bus,
+        };
+        let mut evaluator = channels.positions.tap(Some(0), None).await.unwrap();
+        let publisher = Publisher::new(&channels, Subjects::new("pub"), 1, PositionSettings::default());
         let batch = body(1_000);
         let mut taken = 0;
         let refused = loop {

@@ -41,6 +41,7 @@ pub fn spawn_reports(
             }
             let lag_ms = measure();
             gauge.set(lag_ms as f64 / 1e3);
+            crate::presence::lag_reported(lag_ms);
             let Ok(payload) = serde_json::to_vec(&LagReport { replica, stage, lag_ms }) else { continue };
             if let Err(e) = bus.publish(subject.clone(), payload.into()).await {
                 tracing::debug!(error = %e, "lag not reported");

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod lag;
 pub mod metrics;
 pub mod ops;
+pub mod presence;
 pub mod ratelog;
 pub mod routes;
 pub mod serve;

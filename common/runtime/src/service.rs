@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
-use zonecast_bus::Bus;
+use zonecast_bus::Channels;
 use zonecast_model::Secret;
 use zonecast_store::Store;
 
@@ -47,11 +47,19 @@ impl Running {
     }
 }
 
-/// Connects the bus `config` names: NATS when it has a URL, in-process otherwise.
-/// `client` names this connection on the server.
-pub async fn open_bus(config: &BusConfig, client: &str) -> Result<Arc<dyn Bus>, StartError> {
+/// Opens the bus `config` names (NATS when it has a URL, in-process otherwise) with the event
+/// journal and the position log on it; without NATS, the journal keeps its events in
+/// `journal_file` when one is given. `client` names this connection on the server.
+pub async fn open_bus(config: &BusConfig, client: &str, journal_file: Option<&Path>) -> Result<Channels, StartError> {
     let url = config.nats_url.as_ref().map(Secret::expose);
-    zonecast_bus::connect(url, client).await.map_err(|e| StartError::new("bus", e))
+    let site = zonecast_bus::Site {
+        prefix: &config.subject_prefix,
+        partitions: config.partitions,
+        journal: config.journal,
+        positions: config.positions,
+        journal_file,
+    };
+    zonecast_bus::open(url, client, site).await.map_err(|e| StartError::new("bus", e))
 }
 
 /// Makes the event journal's streams of `config` before service `name` starts, when they are to
@@ -59,11 +67,11 @@ pub async fn open_bus(config: &BusConfig, client: &str) -> Result<Arc<dyn Bus>, 
 /// (a single server, too few servers in its cluster) stops the start with its reason, rather
 /// than failing every write later. A JetStream not ready yet only leaves them to be made on
 /// first use.
-pub async fn prepare_journal(bus: &dyn Bus, config: &BusConfig, name: &str) -> Result<(), StartError> {
+pub async fn prepare_journal(channels: &Channels, config: &BusConfig, name: &str) -> Result<(), StartError> {
     if config.journal.replicas <= 1 {
         return Ok(());
     }
-    match bus.journal(&config.subject_prefix, config.journal).prepare().await {
+    match channels.journal.prepare().await {
         Ok(()) => Ok(()),
         Err(e @ zonecast_bus::BusError::Replicas(_)) => Err(StartError::new("bus", e)),
         Err(e) => {
@@ -104,8 +112,8 @@ pub struct Needs<'a> {
 /// What the skeleton opened for a service.
 #[derive(Clone)]
 pub struct Opened {
-    /// The bus.
-    pub bus: Arc<dyn Bus>,
+    /// The bus, the event journal and the position log.
+    pub channels: Channels,
     /// The store, when the service needs one.
     pub store: Option<Arc<dyn Store>>,
     /// The keys, when the service needs them.
@@ -149,7 +157,8 @@ where
         }
         None => None,
     };
-    let bus = open_bus(needs.bus, name).await?;
+    let channels = open_bus(needs.bus, name, None).await?;
+    let bus = channels.bus.clone();
     // Served while the service starts (liveness), ready only once it has started.
     let (ops_addr, started) = match needs.ops {
         Some(ops) => {
@@ -159,7 +168,12 @@ where
         }
         None => (None, None),
     };
-    let running = start(Opened { bus: bus.clone(), store, keys }, shutdown).await?;
+    // Listed in the cluster status while it runs (by the service's name without `zonecast-`).
+    let replica_of = name.strip_prefix("zonecast-").unwrap_or(name);
+    let prefix = needs.bus.subject_prefix.clone();
+    let replicas = needs.bus.positions.replicas;
+    let presence = crate::presence::spawn(bus.clone(), prefix, replicas, replica_of, shutdown.clone());
+    let running = start(Opened { channels, store, keys }, shutdown).await?;
     if let Some(started) = started {
         started.store(true, std::sync::atomic::Ordering::Release);
     }
@@ -168,6 +182,7 @@ where
         if let Err(e) = service.await {
             tracing::error!(service = name, error = %e, "service task failed");
         }
+        let _ = presence.await;
         if let Err(e) = bus.drain().await {
             tracing::warn!(service = name, error = %e, "bus drain failed");
         }

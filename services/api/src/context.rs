@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use zonecast_bus::{Bus, Journal, Subjects};
+use zonecast_bus::{Bus, Channels, Journal, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
 use zonecast_runtime::cors::Cors;
 use zonecast_runtime::ops::Health;
@@ -64,30 +64,30 @@ pub struct StreamSettings {
 }
 
 impl Context {
-    /// A context from configuration and the opened store, bus and keys; it follows the
+    /// A context from configuration and the opened store, channels and keys; it follows the
     /// `config.applied` reports of evaluators and forwarders from now on. `appliers`: how many
     /// replicas apply configuration, when the composition knows (the all-in-one); otherwise
     /// those alive are learnt from their reports.
     pub async fn new(
         config: &ApiConfig,
         store: Arc<dyn ApiStore>,
-        bus: Arc<dyn Bus>,
+        channels: &Channels,
         keys: Arc<Keys>,
         appliers: Option<usize>,
     ) -> Result<Self, StartError> {
+        let bus = channels.bus.clone();
         let auth = &config.auth;
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let appliers =
             Appliers::follow(bus.as_ref(), &subjects, appliers).await.map_err(|e| StartError::new("bus", e))?;
         let position_feed = crate::handlers::stream::positions::PositionFeed::new(
-            bus.clone(),
-            subjects.clone(),
+            channels.positions.clone(),
             config.api.stream_position_hz,
         );
         Ok(Self {
             auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
             health: Health::new(Some(store.clone()), bus.clone()),
-            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
+            journal: channels.journal.clone(),
             store,
             bus,
             subjects,
@@ -118,13 +118,6 @@ impl Context {
     pub fn with_positions(mut self, publisher: zonecast_ingest::Publisher) -> Self {
         self.positions = Some(publisher);
         self.routes = crate::routes::ROUTES.to_vec();
-        self
-    }
-
-    /// This context reading live streams from `journal` (the all-in-one's, which keeps its
-    /// events in a file of the data directory).
-    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
-        self.journal = journal;
         self
     }
 

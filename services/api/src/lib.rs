@@ -143,8 +143,8 @@ pub async fn launch(config: ApiConfig, shutdown: Shutdown) -> Result<Running, St
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        service::prepare_journal(opened.bus.as_ref(), &config.bus, "zonecast-api").await?;
-        let context = Context::new(config, opened.store()?, opened.bus.clone(), opened.keys()?, None).await?;
+        service::prepare_journal(&opened.channels, &config.bus, "zonecast-api").await?;
+        let context = Context::new(config, opened.store()?, &opened.channels, opened.keys()?, None).await?;
         start(Deps { context, addr: config.http.addr }, shutdown).await
     })
     .await

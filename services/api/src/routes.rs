@@ -114,7 +114,7 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v3/events" EventHistory R, "listEvents", "Stored zone events and alarms in the order they were stored, a page at a time", None, schema_of::<EventPage>),
     route!(GET "/v3/events/stream" EventStream R, "streamEvents", "Live zone events and alarms as Server-Sent Events (text/event-stream), resumable with Last-Event-ID", None, schema_of::<StreamedEvent>),
     route!(GET "/v3/positions/stream" PositionStream R, "streamPositions", "Live device positions as Server-Sent Events (text/event-stream), at most ZONECAST_STREAM_POSITION_HZ per device", None, schema_of::<StreamedPositions>),
-    route!(GET "/v3/system/cluster" ClusterStatus R, "getClusterStatus", "The evaluators, whether each is alive and which position partitions it owns, and the partitions no live evaluator owns", None, schema_of::<ClusterStatus>),
+    route!(GET "/v3/system/cluster" ClusterStatus R, "getClusterStatus", "Every service's replicas with their lag; the evaluators, whether each is alive and which position partitions it owns; the partitions no live evaluator owns", None, schema_of::<ClusterStatus>),
     route!(POST "/v3/auth/token" Token None, "getToken", "Exchange client credentials for a bearer token", Some(schema_of::<TokenRequest>), schema_of::<TokenAnswer>),
     route!(GET "/v3/openapi.json" OpenApi R, "getOpenApi", "This document", None, schema_of::<OpenApiDocument>),
     route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),

@@ -1,6 +1,6 @@
-//! Positions in over NATS: the stored batches of the owned partitions, one task per partition
-//! following its stream and reading the batches' lines, and the acknowledgements that let the
-//! streams forget what is done.
+//! Positions in: the batches of the owned partitions from the position log, one task per
+//! partition following it and reading the batches' lines (or taking them decoded, in one
+//! process), and the acknowledgements that let the log forget what is done.
 //!
 //! A batch is acknowledged once the events its positions caused are stored and the collisions
 //! they changed are written to the store, never before: the acknowledgement floor is never
@@ -21,9 +21,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use zonecast_bus::PositionStreams;
+use zonecast_bus::PositionLog;
 use zonecast_bus::journal::Ack;
-use zonecast_bus::positions::{self, Batch};
+use zonecast_bus::positions::{self, Batch, Batches};
 use zonecast_model::PositionFix;
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
@@ -39,8 +39,8 @@ const WAITING: usize = 64;
 pub struct Taken {
     /// The partition.
     pub partition: u32,
-    /// Its place in the partition's stream.
-    pub sequence: u64,
+    /// Its place in the partition's stream, where the log keeps batches.
+    pub sequence: Option<u64>,
     /// Its positions, or why a line could not be read.
     pub fixes: Vec<Result<PositionFix, String>>,
     /// Batches of the partition skipped just before it (they left the stream unseen).
@@ -49,10 +49,10 @@ pub struct Taken {
     pub ack: Ack,
 }
 
-/// The owned partitions' streams being followed: one task per partition, its batches coming
-/// out of [`Feed::batches`] in the partition's order.
+/// The owned partitions being followed: one task per partition, its batches coming out of
+/// [`Feed::batches`] in the partition's order.
 pub struct Feed {
-    streams: Arc<PositionStreams>,
+    log: Arc<dyn PositionLog>,
     tx: mpsc::Sender<Taken>,
     /// The batches read, over all partitions followed.
     pub batches: mpsc::Receiver<Taken>,
@@ -62,27 +62,36 @@ pub struct Feed {
 
 impl Feed {
     /// Follows nothing yet; every partition stops following at `shutdown`.
-    pub fn new(streams: Arc<PositionStreams>, shutdown: Shutdown) -> Self {
+    pub fn new(log: Arc<dyn PositionLog>, shutdown: Shutdown) -> Self {
         let (tx, batches) = mpsc::channel(WAITING);
-        Self { streams, tx, batches, following: HashMap::new(), shutdown }
+        Self { log, tx, batches, following: HashMap::new(), shutdown }
     }
 
-    /// Follows `partition`'s stream, after `mark` (the last batch the stored collisions
-    /// reflect), at ownership `epoch` (none for an evaluator given its partitions), and opens
-    /// it again after its connection is lost.
-    pub fn start(&mut self, partition: u32, mark: Option<u64>, epoch: Option<u64>) {
+    /// Follows `partition`, after `mark` (the last batch the stored collisions reflect), at
+    /// ownership `epoch` (none for an evaluator given its partitions), and opens it again after
+    /// its connection is lost. A log that keeps nothing hands over only what is published once
+    /// the follower is there: it is followed before this returns.
+    pub async fn start(&mut self, partition: u32, mark: Option<u64>, epoch: Option<u64>) {
         let stop = self.shutdown.child_token();
         if let Some(earlier) = self.following.insert(partition, stop.clone()) {
             earlier.cancel();
         }
-        let (streams, tx) = (self.streams.clone(), self.tx.clone());
+        let (log, tx) = (self.log.clone(), self.tx.clone());
+        let mut opened: Option<Batches> = match log.keeps() {
+            true => None,
+            false => log.follow(partition, IN_HAND, mark, epoch).await.ok(),
+        };
         // The last batch taken, or reflected in the collisions: an opening goes on after it.
         let mut had = mark;
         tokio::spawn(async move {
-            let mut log = RateLimited::new(Duration::from_secs(10));
+            let mut errors = RateLimited::new(Duration::from_secs(10));
             let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
             while !stop.is_cancelled() {
-                match streams.follow(partition, IN_HAND, had, epoch).await {
+                let batches = match opened.take() {
+                    Some(batches) => Ok(batches),
+                    None => log.follow(partition, IN_HAND, had, epoch).await,
+                };
+                match batches {
                     Ok(mut batches) => {
                         backoff.reset();
                         loop {
@@ -91,14 +100,14 @@ impl Feed {
                                 batch = batches.next() => batch,
                             };
                             let Some(batch) = batch else { break };
-                            had = Some(batch.sequence);
+                            had = batch.sequence.or(had);
                             if tx.send(read(batch)).await.is_err() {
                                 return;
                             }
                         }
                     }
                     Err(e) => {
-                        if let Some(held_back) = log.allow() {
+                        if let Some(held_back) = errors.allow() {
                             tracing::warn!(partition, error = %e, held_back, "cannot follow the partition's positions; trying again");
                         }
                     }
@@ -120,9 +129,12 @@ impl Feed {
     }
 }
 
-/// Reads a batch's lines.
+/// Reads a batch's lines, or takes its positions as published in this process.
 fn read(batch: Batch) -> Taken {
-    let fixes = lines(&batch.payload).collect();
+    let fixes = match batch.decoded::<Vec<PositionFix>>() {
+        Some(fixes) => fixes.iter().cloned().map(Ok).collect(),
+        None => lines(&batch.lines()).collect(),
+    };
     Taken { partition: batch.partition, sequence: batch.sequence, fixes, skipped: batch.skipped, ack: batch.ack }
 }
 
@@ -140,7 +152,7 @@ pub fn of_devices(batch: &zonecast_bus::Message, macs: &[String]) -> Vec<Result<
     if let Some(fixes) = batch.decoded::<Vec<PositionFix>>() {
         return fixes.iter().filter(|fix| wanted(fix.mac.as_str())).cloned().map(Ok).collect();
     }
-    positions::lines(&batch.payload)
+    positions::lines(&batch.bytes())
         .filter(|line| macs.iter().any(|mac| memchr::memmem::find(line, mac.as_bytes()).is_some()))
         .map(|line| PositionFix::from_event_bytes(&line))
         .filter(|fix| fix.as_ref().map_or(true, |fix| wanted(fix.mac.as_str())))

@@ -17,7 +17,7 @@ mod shell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zonecast_bus::{Bus, Journal, Subjects};
+use zonecast_bus::{Bus, Channels, Journal, PositionLog, Subjects};
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{EvaluatorConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
@@ -41,8 +41,10 @@ pub struct Deps {
     pub ownership: Ownership,
     /// Whether it claims its partitions with the other evaluators instead (over NATS).
     pub claims: bool,
-    /// What the position streams keep (over NATS, where the evaluator follows them).
-    pub positions: zonecast_bus::PositionSettings,
+    /// The positions of the owned partitions, and of mobile-zone sources of others.
+    pub positions: Arc<dyn PositionLog>,
+    /// On how many NATS servers the lease bucket is kept.
+    pub replicas: usize,
     /// Where events are stored before anyone acts on them.
     pub journal: Arc<dyn Journal>,
     /// The API's keys: they unseal the secrets that sign http-request actions.
@@ -69,8 +71,8 @@ pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Runni
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        service::prepare_journal(opened.bus.as_ref(), &config.bus, "zonecast-evaluator").await?;
-        start(Deps::from_config(config, opened.store()?, opened.bus.clone(), opened.keys()?), shutdown).await
+        service::prepare_journal(&opened.channels, &config.bus, "zonecast-evaluator").await?;
+        start(Deps::from_config(config, opened.store()?, &opened.channels, opened.keys()?), shutdown).await
     })
     .await
 }
@@ -85,7 +87,7 @@ impl Deps {
     pub fn from_config(
         config: &EvaluatorConfig,
         store: Arc<dyn EvaluatorStore>,
-        bus: Arc<dyn Bus>,
+        channels: &Channels,
         keys: Arc<Keys>,
     ) -> Self {
         let count = config.bus.partitions;
@@ -97,9 +99,10 @@ impl Deps {
             site_id: config.site_id,
             ownership: Ownership::range(count, lo, hi),
             claims: pinned.is_none(),
-            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
-            positions: config.bus.positions,
-            bus,
+            journal: channels.journal.clone(),
+            positions: channels.positions.clone(),
+            replicas: config.bus.positions.replicas,
+            bus: channels.bus.clone(),
             keys,
             http_action_retry_for: config.evaluator.http_action_retry_for,
             http_actions: true,

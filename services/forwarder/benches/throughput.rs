@@ -260,6 +260,7 @@ fn main() {
         let deps = zonecast_forwarder::Deps {
             store,
             journal: bus.journal("bench", zonecast_bus::JournalSettings::default()),
+            positions: bus.position_log("bench", 1, zonecast_bus::PositionSettings::default()),
             bus: bus.clone(),
             subjects: subjects.clone(),
             keys,

@@ -199,8 +199,7 @@ impl Positions {
     async fn follow(&mut self, deps: &Deps, wanted: bool) -> Result<(), zonecast_bus::BusError> {
         match (&self.subscription, wanted) {
             (None, true) => {
-                self.subscription =
-                    Some(deps.bus.queue_subscribe(&deps.subjects.position_batches(), FORWARDERS).await?);
+                self.subscription = Some(deps.positions.tap(None, Some(FORWARDERS)).await?);
                 tracing::info!("a topic takes position updates: subscribed to positions");
             }
             (Some(_), false) => {

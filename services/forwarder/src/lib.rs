@@ -21,10 +21,10 @@ pub mod router;
 mod status;
 mod task;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use zonecast_bus::{Bus, Journal, Subjects};
+use zonecast_bus::{Bus, Channels, Journal, PositionLog, Subjects};
 use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{ForwarderConfig, Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
@@ -82,10 +82,7 @@ impl Default for Settings {
 }
 
 /// This process's replica id: 8 random hex digits, the same for every forwarder it starts.
-pub fn replica_id() -> String {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()).clone()
-}
+pub use zonecast_runtime::presence::replica_id;
 
 /// What the forwarder runs on.
 #[derive(Clone)]
@@ -96,6 +93,8 @@ pub struct Deps {
     pub bus: Arc<dyn Bus>,
     /// Events in.
     pub journal: Arc<dyn Journal>,
+    /// Positions in, for the topics that want them.
+    pub positions: Arc<dyn PositionLog>,
     /// Subject names.
     pub subjects: Subjects,
     /// Unseal stored passwords and certificate profiles.
@@ -113,13 +112,14 @@ impl Deps {
     pub fn from_config(
         config: &ForwarderConfig,
         store: Arc<dyn ForwarderStore>,
-        bus: Arc<dyn Bus>,
+        channels: &Channels,
         keys: Arc<Keys>,
     ) -> Self {
         Self {
             store,
-            journal: bus.journal(&config.bus.subject_prefix, config.bus.journal),
-            bus,
+            journal: channels.journal.clone(),
+            positions: channels.positions.clone(),
+            bus: channels.bus.clone(),
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             keys,
             settings: Settings {
@@ -145,8 +145,8 @@ pub async fn launch(config: ForwarderConfig, shutdown: Shutdown) -> Result<Runni
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        service::prepare_journal(opened.bus.as_ref(), &config.bus, "zonecast-forwarder").await?;
-        start(Deps::from_config(config, opened.store()?, opened.bus.clone(), opened.keys()?), shutdown).await
+        service::prepare_journal(&opened.channels, &config.bus, "zonecast-forwarder").await?;
+        start(Deps::from_config(config, opened.store()?, &opened.channels, opened.keys()?), shutdown).await
     })
     .await
 }
@@ -154,19 +154,4 @@ pub async fn launch(config: ForwarderConfig, shutdown: Shutdown) -> Result<Runni
 /// Runs `zonecast-forwarder` until `shutdown`, then drains.
 pub async fn run(config: ForwarderConfig, shutdown: Shutdown) -> Result<(), StartError> {
     launch(config, shutdown).await?.stopped().await
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn the_replica_id_is_eight_hex_digits_and_stable_within_the_process() {
-        let id = replica_id();
-        assert_eq!(id.len(), 8);
-        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_eq!(id, replica_id());
-    }
 }

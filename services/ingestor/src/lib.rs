@@ -10,7 +10,7 @@ mod nats;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zonecast_bus::{Bus, Subjects};
+use zonecast_bus::{Bus, Channels, Subjects};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::service::{self, Needs};
@@ -78,12 +78,12 @@ impl Deps {
     /// an HTTP listener.
     pub fn from_config(
         config: &IngestorConfig,
-        bus: Arc<dyn Bus>,
+        channels: &Channels,
         keys: Option<Arc<Keys>>,
     ) -> Result<Self, StartError> {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
-        let publisher =
-            Publisher::new(bus.clone(), subjects.clone(), config.bus.partitions, config.site_id, config.bus.positions);
+        let publisher = Publisher::new(channels, subjects.clone(), config.site_id, config.bus.positions);
+        let bus = channels.bus.clone();
         let http = match (config.http, keys) {
             (Some(http), Some(keys)) => {
                 let auth = &config.auth;
@@ -186,7 +186,7 @@ pub async fn launch(config: IngestorConfig, shutdown: Shutdown) -> Result<Runnin
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {
-        start(Deps::from_config(config, opened.bus.clone(), opened.keys.clone())?, shutdown).await
+        start(Deps::from_config(config, &opened.channels, opened.keys.clone())?, shutdown).await
     })
     .await
 }

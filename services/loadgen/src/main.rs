@@ -158,7 +158,15 @@ async fn main() -> anyhow::Result<()> {
         let created = site.create_zones(&http, &args.api, &args.key, args.zones).await?;
         eprintln!("loadgen: created {created} zones");
     }
-    let bus = zonecast_bus::connect(Some(&args.nats), "zonecast-loadgen").await?;
+    let bus_site = zonecast_bus::Site {
+        prefix: &args.prefix,
+        partitions: args.partitions,
+        journal: zonecast_bus::JournalSettings::default(),
+        positions: zonecast_bus::PositionSettings::default(),
+        journal_file: None,
+    };
+    let channels = zonecast_bus::open(Some(&args.nats), "zonecast-loadgen", bus_site).await?;
+    let bus = channels.bus.clone();
     let events = Arc::new(Recorder::default());
     let mqtt = Arc::new(Recorder::default());
     let positions_seen = Arc::new(AtomicU64::new(0));
@@ -198,13 +206,8 @@ async fn main() -> anyhow::Result<()> {
 
     // One publisher for every sender, as one ingestor stores what all its inputs take;
     // its streams are made before the clock of the run starts.
-    let publisher = zonecast_ingest::Publisher::new(
-        bus.clone(),
-        subjects.clone(),
-        args.partitions,
-        1,
-        zonecast_bus::PositionSettings::default(),
-    );
+    let publisher =
+        zonecast_ingest::Publisher::new(&channels, subjects.clone(), 1, zonecast_bus::PositionSettings::default());
     if matches!(args.input, Input::Positions) {
         publisher.prepare().await?;
     }
@@ -325,12 +328,8 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     if args.remove_streams {
-        bus.journal(&args.prefix, zonecast_bus::JournalSettings::default()).remove_all().await?;
-        if let Some(streams) =
-            bus.position_streams(&args.prefix, args.partitions, zonecast_bus::PositionSettings::default())
-        {
-            streams.remove_all().await?;
-        }
+        channels.journal.remove_all().await?;
+        channels.positions.remove_all().await?;
     }
     Ok(())
 }

@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zonecast_api::Context;
-use zonecast_bus::journal::MemoryJournal;
-use zonecast_bus::{Bus, Journal};
+use zonecast_bus::Channels;
 use zonecast_runtime::keys::{random_base64, write_private};
 use zonecast_runtime::ops::Health;
 use zonecast_runtime::service::{open_bus, open_store};
@@ -33,11 +32,10 @@ pub struct AllInOne {
     pub ops_addr: Option<SocketAddr>,
     /// The generated admin key file, when no credentials were configured.
     pub admin_key_file: Option<PathBuf>,
-    /// The bus the services share (in-process unless a NATS URL is configured).
-    pub bus: Arc<dyn Bus>,
-    /// The event journal the evaluators append to and the forwarder consumes: JetStream with
-    /// NATS, otherwise the file `journal.sqlite` in the data directory.
-    pub journal: Arc<dyn Journal>,
+    /// The bus the services share (in-process unless a NATS URL is configured), with the event
+    /// journal the evaluators append to and the forwarder consumes (JetStream with NATS,
+    /// otherwise the file `journal.sqlite` in the data directory) and the position log.
+    pub channels: Channels,
     /// Ends after shutdown, once everything is drained.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -95,21 +93,10 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
         admin_key_file = Some(path);
     }
     let store = open_store(&config.store, &config.data_dir.join(DATABASE_FILE)).await?;
-    let bus = open_bus(&config.bus, "zonecast").await?;
     // Without NATS, events awaiting delivery are kept in a file of the data directory, so that
     // a restart or a crash loses none.
-    let journal: Arc<dyn Journal> = match bus.kind() {
-        "nats" => bus.journal(&config.bus.subject_prefix, config.bus.journal),
-        _ => Arc::new(
-            MemoryJournal::persistent(
-                bus.clone(),
-                &config.bus.subject_prefix,
-                config.bus.journal,
-                &config.data_dir.join(JOURNAL_FILE),
-            )
-            .map_err(|e| StartError::new("journal", e))?,
-        ),
-    };
+    let channels = open_bus(&config.bus, "zonecast", Some(&config.data_dir.join(JOURNAL_FILE))).await?;
+    let bus = channels.bus.clone();
     tracing::info!(store = store.kind(), bus = bus.kind(), "all-in-one starting");
     let keys = Arc::new(keys);
     let ops_addr = match config.ops_addr {
@@ -121,14 +108,13 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     };
     let ranges = evaluator_ranges(&config);
     // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
-    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), bus.clone(), None)?;
+    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), &channels, None)?;
     let demo_positions = ingestor.publisher.clone();
     // Before the evaluators and the forwarder start, so that it hears their first reports: a
     // write is answered once all of them (one forwarder, one evaluator per range) have it.
-    let context = Context::new(&config.api(), store.clone(), bus.clone(), keys.clone(), Some(ranges.len() + 1))
+    let context = Context::new(&config.api(), store.clone(), &channels, keys.clone(), Some(ranges.len() + 1))
         .await?
-        .with_positions(ingestor.publisher.clone())
-        .with_journal(journal.clone());
+        .with_positions(ingestor.publisher.clone());
     // One evaluator per core, each given a partition range: evaluation then uses every core
     // (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one). They claim nothing, over NATS
     // too: one process holds them all, and fails as one.
@@ -136,20 +122,16 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let mut evaluators = Vec::new();
     for (n, ownership) in ranges.into_iter().enumerate() {
         let mut deps =
-            zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), bus.clone(), keys.clone());
+            zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), &channels, keys.clone());
         deps.ownership = ownership;
         deps.claims = false;
-        deps.journal = journal.clone();
         // The first sends every evaluator's http-request actions from the journal.
         deps.http_actions = n == 0;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
     let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;
     let forwarder = zonecast_forwarder::start(
-        zonecast_forwarder::Deps {
-            journal: journal.clone(),
-            ..zonecast_forwarder::Deps::from_config(&config.forwarder(), store, bus.clone(), keys)
-        },
+        zonecast_forwarder::Deps::from_config(&config.forwarder(), store, &channels, keys),
         shutdown.clone(),
     )
     .await?;
@@ -181,5 +163,5 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
             tracing::warn!(error = %e, "bus drain failed");
         }
     });
-    Ok(AllInOne { http_addr, ops_addr, admin_key_file, bus, journal, task })
+    Ok(AllInOne { http_addr, ops_addr, admin_key_file, channels, task })
 }

@@ -97,6 +97,8 @@ pub(crate) struct Site {
     pub(crate) evaluator: Service,
     pub(crate) _api: Service,
     pub(crate) bus: Arc<dyn Bus>,
+    /// The same connection's journal and position log.
+    pub(crate) channels: zonecast_bus::Channels,
     pub(crate) subjects: Subjects,
     /// What the position streams keep, as the services are told.
     pub(crate) positions: zonecast_bus::PositionSettings,
@@ -151,13 +153,22 @@ impl Site {
         let mut forwarder = Service::start("zonecast-forwarder", env(port), port);
         evaluator.healthy(&http, WAIT).await;
         forwarder.healthy(&http, WAIT).await;
-        let bus = zonecast_bus::connect(Some(&nats.url()), "durability-test").await.unwrap();
+        let site = zonecast_bus::Site {
+            prefix: &prefix,
+            partitions: PARTITIONS,
+            journal: Default::default(),
+            positions,
+            journal_file: None,
+        };
+        let channels = zonecast_bus::open(Some(&nats.url()), "durability-test", site).await.unwrap();
+        let bus = channels.bus.clone();
         Self {
             api: Api { http, base: format!("http://127.0.0.1:{api_port}") },
             forwarder,
             evaluator,
             _api: api,
             bus,
+            channels,
             subjects: Subjects::new(prefix),
             positions,
             evaluator_metrics,
@@ -176,8 +187,7 @@ impl Site {
                 extra: Default::default(),
             })
             .collect();
-        let publisher =
-            zonecast_ingest::Publisher::new(self.bus.clone(), self.subjects.clone(), PARTITIONS, 501, self.positions);
+        let publisher = zonecast_ingest::Publisher::new(&self.channels, self.subjects.clone(), 501, self.positions);
         assert_eq!(publisher.publish(updates, Utc::now()).await.unwrap(), macs.len());
     }
 
@@ -225,11 +235,10 @@ impl Site {
     /// Waits until the evaluator has acknowledged every stored position: every event they
     /// caused is stored, and so published.
     pub(crate) async fn positions_done(&self) {
-        let streams = self.bus.position_streams(self.subjects.prefix(), PARTITIONS, self.positions).unwrap();
-        let streams = &streams;
+        let log = &self.channels.positions;
         zonecast_tests::eventually(WAIT, || async move {
             for partition in 0..PARTITIONS {
-                if streams.backlog(partition).await.ok()? > 0 {
+                if log.backlog(partition).await.ok().flatten()? > 0 {
                     return None;
                 }
             }

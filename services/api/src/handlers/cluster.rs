@@ -1,12 +1,14 @@
-//! `GET /v3/system/cluster`: which evaluators run and which position partitions each owns.
+//! `GET /v3/system/cluster`: which replicas of every service run, how far behind each is, and
+//! which position partitions each evaluator owns.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use warp::reply::Response;
-use zonecast_bus::Leases;
 use zonecast_bus::leases::{Member, Owner};
+use zonecast_bus::presence::Replica;
+use zonecast_bus::{Leases, Presence};
 
 use crate::context::Context;
 use crate::error::ApiError;
@@ -23,18 +25,26 @@ pub struct Evaluators {
     given: Option<Vec<Vec<u32>>>,
     /// The lease bucket, opened at the first request that needs it.
     leases: tokio::sync::OnceCell<Option<Leases>>,
+    /// The replica bucket, opened at the first request that needs it.
+    presence: tokio::sync::OnceCell<Option<Presence>>,
 }
 
 impl Evaluators {
     /// Evaluators that claim `partitions` partitions in the lease bucket, kept on `replicas`
     /// NATS servers.
     pub fn claimed(partitions: u32, replicas: usize) -> Self {
-        Self { partitions, replicas, given: None, leases: tokio::sync::OnceCell::new() }
+        Self { partitions, replicas, given: None, leases: Default::default(), presence: Default::default() }
     }
 
     /// Evaluators of this process, each given the partitions of its entry.
     pub fn given(partitions: u32, evaluators: Vec<Vec<u32>>) -> Self {
-        Self { partitions, replicas: 1, given: Some(evaluators), leases: tokio::sync::OnceCell::new() }
+        Self {
+            partitions,
+            replicas: 1,
+            given: Some(evaluators),
+            leases: Default::default(),
+            presence: Default::default(),
+        }
     }
 
     /// How many position partitions there are.
@@ -73,6 +83,31 @@ pub struct ClusterStatus {
     /// The partitions that no live evaluator owns, ascending: none when every partition is
     /// evaluated.
     unowned: Vec<u32>,
+    /// Every replica of every service known, by service and ID: the live ones, and dead ones for
+    /// a while after their last heartbeat (one stopped cleanly leaves at once). In the
+    /// all-in-one, its one process.
+    replicas: Vec<ReplicaStatus>,
+}
+
+/// One replica of a service.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "PascalCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ReplicaStatus {
+    /// `api`, `ingestor`, `evaluator` or `forwarder`; `zonecast` for the all-in-one.
+    service: String,
+    /// Its ID: random per start (8 hex digits; forwarders name their MQTT clients with it).
+    #[serde(rename = "ReplicaID")]
+    replica_id: String,
+    /// Whether its last heartbeat is within the lease.
+    alive: bool,
+    /// Milliseconds since its last heartbeat, measured as for the evaluators; `null` in the
+    /// all-in-one.
+    heartbeat_age_ms: Option<u64>,
+    /// How far behind it reported itself last, in milliseconds (evaluators and forwarders:
+    /// the age of the oldest position or event it has not finished with); `null` for a service
+    /// that reports none.
+    lag_ms: Option<u64>,
 }
 
 /// One evaluator.
@@ -114,8 +149,17 @@ pub async fn status(ctx: &Context) -> Result<Response, ApiError> {
     let answer = match leases {
         Some(leases) => {
             let (members, owners) = leases.snapshot().await.map_err(unavailable)?;
+            let presence = evaluators
+                .presence
+                .get_or_try_init(|| ctx.bus.presence(ctx.subjects.prefix(), evaluators.replicas))
+                .await
+                .map_err(unavailable)?;
+            let replicas = match presence {
+                Some(presence) => presence.snapshot().await.map_err(unavailable)?,
+                None => Vec::new(),
+            };
             let now = i128::from(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX));
-            claimed(evaluators.partitions, &members, &owners, now)
+            claimed(evaluators.partitions, &members, &owners, &replicas, now)
         }
         None => given(evaluators.partitions, evaluators.given.as_deref().unwrap_or_default()),
     };
@@ -126,34 +170,52 @@ fn lease_ms() -> u64 {
     u64::try_from(Leases::LEASE.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The status from the lease bucket's `members` and `owners`; `now` is the API's clock (Unix ns).
-fn claimed(count: u32, members: &[Member], owners: &BTreeMap<u32, Owner>, now: i128) -> ClusterStatus {
-    let newest = members.iter().map(|m| m.heartbeat_ns).max().unwrap_or(now).max(now);
+/// The status from the lease bucket's `members` and `owners` and the replica bucket's
+/// `replicas`; `now` is the API's clock (Unix ns).
+fn claimed(
+    count: u32,
+    members: &[Member],
+    owners: &BTreeMap<u32, Owner>,
+    replicas: &[Replica],
+    now: i128,
+) -> ClusterStatus {
+    let beats = members.iter().map(|m| m.heartbeat_ns).chain(replicas.iter().map(|r| r.heartbeat_ns));
+    let newest = beats.max().unwrap_or(now).max(now);
+    let age_ms = |heartbeat_ns: i128| u64::try_from((newest - heartbeat_ns).max(0) / 1_000_000).unwrap_or(u64::MAX);
     let mut evaluators: Vec<EvaluatorStatus> = members
         .iter()
-        .map(|m| {
-            let age = (newest - m.heartbeat_ns).max(0);
-            EvaluatorStatus {
-                evaluator_id: m.id.clone(),
-                alive: Leases::alive(m.heartbeat_ns, newest),
-                heartbeat_age_ms: Some(u64::try_from(age / 1_000_000).unwrap_or(u64::MAX)),
-                partitions: owners
-                    .iter()
-                    .filter(|(p, o)| **p < count && o.member.as_deref() == Some(m.id.as_str()))
-                    .map(|(p, _)| *p)
-                    .collect(),
-                about: serde_json::from_slice(&m.about).ok(),
-            }
+        .map(|m| EvaluatorStatus {
+            evaluator_id: m.id.clone(),
+            alive: Leases::alive(m.heartbeat_ns, newest),
+            heartbeat_age_ms: Some(age_ms(m.heartbeat_ns)),
+            partitions: owners
+                .iter()
+                .filter(|(p, o)| **p < count && o.member.as_deref() == Some(m.id.as_str()))
+                .map(|(p, _)| *p)
+                .collect(),
+            about: serde_json::from_slice(&m.about).ok(),
         })
         .collect();
     evaluators.sort_by(|a, b| a.evaluator_id.cmp(&b.evaluator_id));
     let owned: BTreeSet<u32> = evaluators.iter().filter(|e| e.alive).flat_map(|e| e.partitions.clone()).collect();
+    let mut replicas: Vec<ReplicaStatus> = replicas
+        .iter()
+        .map(|r| ReplicaStatus {
+            service: r.service.clone(),
+            replica_id: r.id.clone(),
+            alive: Leases::alive(r.heartbeat_ns, newest),
+            heartbeat_age_ms: Some(age_ms(r.heartbeat_ns)),
+            lag_ms: serde_json::from_slice::<serde_json::Value>(&r.about).ok().and_then(|a| a["LagMs"].as_u64()),
+        })
+        .collect();
+    replicas.sort_by(|a, b| (&a.service, &a.replica_id).cmp(&(&b.service, &b.replica_id)));
     ClusterStatus {
         mode: Mode::Claimed,
         partitions: count,
         lease_ms: lease_ms(),
         evaluators,
         unowned: (0..count).filter(|p| !owned.contains(p)).collect(),
+        replicas,
     }
 }
 
@@ -176,6 +238,13 @@ fn given(count: u32, evaluators: &[Vec<u32>]) -> ClusterStatus {
             })
             .collect(),
         unowned: (0..count).filter(|p| !owned.contains(p)).collect(),
+        replicas: vec![ReplicaStatus {
+            service: "zonecast".into(),
+            replica_id: zonecast_runtime::presence::replica_id(),
+            alive: true,
+            heartbeat_age_ms: None,
+            lag_ms: None,
+        }],
     }
 }
 
@@ -198,7 +267,21 @@ mod tests {
         let members = [member("b", 100 * SECOND), member("a", 96 * SECOND)];
         let owners = BTreeMap::from([(0, owner(Some("a"))), (1, owner(Some("b"))), (2, owner(None))]);
         // The API's clock a little behind the server's: the newest heartbeat counts.
-        let status = claimed(4, &members, &owners, 99 * SECOND);
+        let replicas = [
+            Replica {
+                service: "ingestor".into(),
+                id: "i1".into(),
+                about: br#"{"LagMs":null}"#.to_vec().into(),
+                heartbeat_ns: 95 * SECOND,
+            },
+            Replica {
+                service: "forwarder".into(),
+                id: "f1".into(),
+                about: br#"{"LagMs":120}"#.to_vec().into(),
+                heartbeat_ns: 100 * SECOND,
+            },
+        ];
+        let status = claimed(4, &members, &owners, &replicas, 99 * SECOND);
         let ids: Vec<_> = status.evaluators.iter().map(|e| e.evaluator_id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
         let a = &status.evaluators[0];
@@ -208,16 +291,25 @@ mod tests {
         assert_eq!(b.about, Some(serde_json::json!({"Partitions": 4})));
         assert_eq!(status.unowned, [0, 2, 3]);
         assert_eq!((status.mode, status.partitions, status.lease_ms), (Mode::Claimed, 4, 3000));
+        let replicas: Vec<_> = status
+            .replicas
+            .iter()
+            .map(|r| (r.service.as_str(), r.replica_id.as_str(), r.alive, r.heartbeat_age_ms, r.lag_ms))
+            .collect();
+        assert_eq!(
+            replicas,
+            [("forwarder", "f1", true, Some(0), Some(120)), ("ingestor", "i1", false, Some(5000), None)]
+        );
     }
 
     #[test]
     fn members_all_silent_are_dead_by_the_api_clock() {
         let members = [member("a", 10 * SECOND)];
         let owners = BTreeMap::from([(0, owner(Some("a"))), (1, owner(Some("a")))]);
-        let status = claimed(2, &members, &owners, 20 * SECOND);
+        let status = claimed(2, &members, &owners, &[], 20 * SECOND);
         assert!(!status.evaluators[0].alive);
         assert_eq!(status.unowned, [0, 1]);
-        let status = claimed(2, &members, &owners, 11 * SECOND);
+        let status = claimed(2, &members, &owners, &[], 11 * SECOND);
         assert!(status.evaluators[0].alive);
         assert!(status.unowned.is_empty());
     }
@@ -232,9 +324,10 @@ mod tests {
         assert!(status.unowned.is_empty());
         let answer = serde_json::to_value(given(2, &[vec![0]])).unwrap();
         let evaluator = serde_json::json!({"EvaluatorID": "in-process-0", "Alive": true, "HeartbeatAgeMs": null, "Partitions": [0], "About": null});
+        let process = serde_json::json!({"Service": "zonecast", "ReplicaID": zonecast_runtime::presence::replica_id(), "Alive": true, "HeartbeatAgeMs": null, "LagMs": null});
         assert_eq!(
             answer,
-            serde_json::json!({"Mode": "all-in-one", "Partitions": 2, "LeaseMs": 3000, "Evaluators": [evaluator], "Unowned": [1]})
+            serde_json::json!({"Mode": "all-in-one", "Partitions": 2, "LeaseMs": 3000, "Evaluators": [evaluator], "Unowned": [1], "Replicas": [process]})
         );
     }
 }

@@ -122,7 +122,7 @@ impl Handover {
         let partitions: Vec<u32> = taken.iter().map(|(p, _)| *p).collect();
         engine.take_over(&partitions, rows, Utc::now(), out);
         for (p, epoch) in taken {
-            feed.start(p, marks.partition(p), Some(epoch));
+            feed.start(p, marks.partition(p), Some(epoch)).await;
             self.epochs.insert(p, epoch);
         }
         tracing::info!(partitions = ?partitions, owned = %engine.ownership().label(), "partitions taken over");

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::StreamExt;
 use futures::stream::SelectAll;
-use futures::{FutureExt, StreamExt};
-use zonecast_bus::{Message, Subscription};
-use zonecast_model::{IdSource, Mac, PositionFix, lag::Stage};
+use zonecast_bus::Subscription;
+use zonecast_model::{IdSource, Mac, lag::Stage};
 use zonecast_runtime::applier::{Follower, REPORT_EVERY, Reporter};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
@@ -66,7 +66,7 @@ impl Sources {
         let partitions: std::collections::BTreeSet<u32> =
             macs.iter().map(|mac| mac.partition(engine.ownership().count())).collect();
         for partition in partitions {
-            subscriptions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(partition)).await?);
+            subscriptions.push(deps.positions.tap(Some(partition), None).await?);
         }
         let written = macs.iter().map(|mac| mac.as_str().to_owned()).collect();
         Ok(Self { subscriptions, macs, written })
@@ -83,7 +83,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let count = deps.ownership.count();
     // Over NATS, an evaluator not given its partitions claims them with the others.
     let leases = match deps.claims {
-        true => deps.bus.leases(deps.subjects.prefix(), deps.positions.replicas).await.map_err(bus_err)?,
+        true => deps.bus.leases(deps.subjects.prefix(), deps.replicas).await.map_err(bus_err)?,
         false => None,
     };
     let label = if leases.is_some() { "claimed".to_owned() } else { deps.ownership.label() };
@@ -98,36 +98,21 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     log_skipped(&catalog);
     let ownership = if leases.is_some() { Ownership::none(count) } else { deps.ownership.clone() };
     let mut engine = Engine::new(catalog, deps.site_id, ownership, IdSource::random());
-    // The owned partitions' batches: over NATS followed in their streams, in one process
-    // through a subscription per partition.
-    let streams = deps.bus.position_streams(deps.subjects.prefix(), count, deps.positions);
     let marks = deps.store.collision_marks().await.map_err(store_err)?;
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
-    // Positions not stored are not evaluated again after a crash: the collisions catch up with
-    // the events the journal stored instead.
-    let mut caught_up = match streams {
-        Some(_) => Vec::new(),
-        None => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through_all())
+    // Where positions are not kept, they are not evaluated again after a crash: the collisions
+    // catch up with the events the journal stored instead.
+    let mut caught_up = match deps.positions.keeps() {
+        true => Vec::new(),
+        false => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through_all())
             .await
             .map_err(bus_err)?,
     };
     caught_up.retain(|change| engine.owns(change.mac()));
-    let mut positions = SelectAll::new();
-    let mut feed = match streams {
-        Some(streams) => {
-            let mut feed = feed::Feed::new(streams, shutdown.clone());
-            for p in engine.ownership().partitions() {
-                feed.start(p, marks.partition(p), None);
-            }
-            Some(feed)
-        }
-        None => {
-            for p in engine.ownership().partitions() {
-                positions.push(deps.bus.subscribe_decoded(&deps.subjects.position_batch(p)).await.map_err(bus_err)?);
-            }
-            None
-        }
-    };
+    let mut feed = feed::Feed::new(deps.positions.clone(), shutdown.clone());
+    for p in engine.ownership().partitions() {
+        feed.start(p, marks.partition(p), None).await;
+    }
     let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
     let time_mark = leases.is_none().then(|| engine.ownership().partitions().next().unwrap_or(0));
     let collisions = collisions::spawn(deps.store.clone(), count, time_mark);
@@ -135,12 +120,12 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut fenced = collisions.fenced;
     let mut acks = feed::Acks::new(collisions.written);
     owned.set(engine.ownership().partitions().count() as f64);
-    let mut handover = match (leases, feed.is_some()) {
-        (Some(leases), true) => {
+    let mut handover = match leases {
+        Some(leases) => {
             let about = serde_json::json!({ "Partitions": count });
             Some(Handover::new(Claims::join(leases, count, about).await.map_err(bus_err)?, deps.store.clone()))
         }
-        _ => None,
+        None => None,
     };
     let mut evaluated: Vec<feed::Taken> = Vec::new();
     // The consumer of http-request actions exists before the first request is stored.
@@ -232,20 +217,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     }
                     applied.settle(&mut engine, false).await;
                 }
-                Some(batch) = positions.next() => {
-                    // Batches already queued are taken in the same turn, up to about DRAIN
-                    // positions.
-                    let mut next = Some(batch);
-                    let mut taken = 0;
-                    while let Some(batch) = next.take() {
-                        taken += evaluate_batch(&mut shell, &mut engine, &batch, &mut unreadable_log, &mut out);
-                        if taken < DRAIN {
-                            next = positions.next().now_or_never().flatten();
-                        }
-                    }
-                    shell.record_lag();
-                }
-                Some(batch) = next_batch(&mut feed) => {
+                Some(batch) = feed.batches.recv() => {
                     // Batches already read are taken in the same turn, up to about DRAIN
                     // positions. Those of a partition no longer owned are passed over: its
                     // new owner takes them from the collisions written.
@@ -253,17 +225,23 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     let mut taken = 0;
                     while let Some(mut batch) = next.take() {
                         if !engine.ownership().holds(batch.partition) {
-                            next = feed.as_mut().and_then(|f| f.batches.try_recv().ok());
+                            next = feed.batches.try_recv().ok();
                             continue;
                         }
                         skipped(&batch);
                         taken += batch.fixes.len();
-                        for fix in std::mem::take(&mut batch.fixes) {
+                        let mut fixes = std::mem::take(&mut batch.fixes).into_iter().peekable();
+                        while let Some(fix) = fixes.next() {
+                            // The zone index data the next position needs loads into cache
+                            // while this one is evaluated.
+                            if let Some(Ok(after)) = fixes.peek() {
+                                engine.prefetch(after.position);
+                            }
                             shell.position(&mut engine, fix, &mut unreadable_log, &mut out);
                         }
                         evaluated.push(batch);
                         if taken < DRAIN {
-                            next = feed.as_mut().and_then(|f| f.batches.try_recv().ok());
+                            next = feed.batches.try_recv().ok();
                         }
                     }
                     shell.record_lag();
@@ -276,15 +254,15 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 }
                 () = acks.written() => {}
                 Some(order) = next_order(&mut handover) => {
-                    let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut()) else { continue };
-                    if h.order(order, &mut engine, f, &mut acks, shell.turns, &mut out).await {
+                    let Some(h) = handover.as_mut() else { continue };
+                    if h.order(order, &mut engine, &mut feed, &mut acks, shell.turns, &mut out).await {
                         owned.set(engine.ownership().partitions().count() as f64);
                         follow_sources(&deps, &engine, &mut sources).await;
                     }
                 }
                 Some(lost) = fenced.recv() => {
-                    let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut()) else { continue };
-                    h.lose(&lost, &mut engine, f, &mut acks);
+                    let Some(h) = handover.as_mut() else { continue };
+                    h.lose(&lost, &mut engine, &mut feed, &mut acks);
                     owned.set(engine.ownership().partitions().count() as f64);
                 }
                 _ = tick.tick() => {
@@ -299,13 +277,13 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             }
             // An evaluator whose lease ran out acts no more for its partitions: others may own
             // them by now.
-            if let (Some(h), Some(f)) = (handover.as_mut(), feed.as_mut())
+            if let Some(h) = handover.as_mut()
                 && !h.claims.lease.held()
             {
                 out.clear();
                 shell.changes.clear();
                 evaluated.clear();
-                h.lose_all(&mut engine, f, &mut acks);
+                h.lose_all(&mut engine, &mut feed, &mut acks);
                 owned.set(0.0);
             }
             shell.emit(&mut out).await;
@@ -318,7 +296,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             }
             // What was evaluated is done with once its events are stored (above) and the
             // collisions it changed are written.
-            let batches = evaluated.iter().map(|b| (b.partition, b.sequence)).collect();
+            let batches = evaluated.iter().filter_map(|b| Some((b.partition, b.sequence?))).collect();
             let turn = shell.end_turn(batches, || handover.as_ref().map(Handover::epochs).unwrap_or_default());
             for batch in evaluated.drain(..) {
                 acks.hold(batch.partition, batch.ack, turn);
@@ -349,14 +327,6 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     Ok(Running::new(task))
 }
 
-/// The next batch read from the owned partitions' streams; never, in one process.
-async fn next_batch(feed: &mut Option<feed::Feed>) -> Option<feed::Taken> {
-    match feed {
-        Some(feed) => feed.batches.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The next order of the claims; never, for an evaluator given its partitions.
 async fn next_order(handover: &mut Option<Handover>) -> Option<Order> {
     match handover {
@@ -383,36 +353,5 @@ fn skipped(batch: &feed::Taken) {
             batches = batch.skipped,
             "stored positions skipped: they left the partition's stream (older than its window, or beyond its size) before this evaluator took them"
         );
-    }
-}
-
-/// Evaluates the positions of a batch from the bus and returns how many it held: published in
-/// this process it comes decoded, and while a position is evaluated the zone index data the
-/// next one needs is loading into cache; otherwise its lines are read.
-fn evaluate_batch(
-    shell: &mut Shell,
-    engine: &mut Engine,
-    batch: &Message,
-    unreadable_log: &mut RateLimited,
-    out: &mut Vec<Output>,
-) -> usize {
-    match batch.decoded::<Vec<PositionFix>>() {
-        Some(fixes) => {
-            for (i, fix) in fixes.iter().enumerate() {
-                if let Some(after) = fixes.get(i + 1) {
-                    engine.prefetch(after.position);
-                }
-                shell.position(engine, Ok(fix.clone()), unreadable_log, out);
-            }
-            fixes.len()
-        }
-        None => {
-            let mut taken = 0;
-            for fix in feed::lines(&batch.payload) {
-                shell.position(engine, fix, unreadable_log, out);
-                taken += 1;
-            }
-            taken
-        }
     }
 }

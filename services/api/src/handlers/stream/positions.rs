@@ -26,7 +26,7 @@ use futures::StreamExt;
 use tokio::sync::{broadcast, mpsc};
 use warp::http::HeaderMap;
 use warp::reply::Response;
-use zonecast_bus::{Bus, BusError, Message, Subjects, Subscription};
+use zonecast_bus::{BusError, Message, PositionLog, Subscription};
 use zonecast_model::{Mac, PositionFix};
 use zonecast_runtime::Shutdown;
 
@@ -62,17 +62,16 @@ pub(crate) struct Tick {
 
 /// The positions of this API process for its position streams, read while a stream is open.
 pub struct PositionFeed {
-    bus: Arc<dyn Bus>,
-    subjects: Subjects,
+    log: Arc<dyn PositionLog>,
     period: Duration,
     /// The running feed's ticks; `None` while no stream is open.
     ticks: Mutex<Option<broadcast::Sender<Arc<Tick>>>>,
 }
 
 impl PositionFeed {
-    /// A feed of the positions on `bus`, ticking `hz` times a second once a stream opens.
-    pub fn new(bus: Arc<dyn Bus>, subjects: Subjects, hz: u32) -> Arc<Self> {
-        Arc::new(Self { bus, subjects, period: Duration::from_secs(1) / hz.max(1), ticks: Mutex::new(None) })
+    /// A feed of the positions in `log`, ticking `hz` times a second once a stream opens.
+    pub fn new(log: Arc<dyn PositionLog>, hz: u32) -> Arc<Self> {
+        Arc::new(Self { log, period: Duration::from_secs(1) / hz.max(1), ticks: Mutex::new(None) })
     }
 
     /// The ticks from now on, starting the feed if no stream has it running.
@@ -81,7 +80,7 @@ impl PositionFeed {
             return Ok(ticks.subscribe());
         }
         // In one process a batch comes as ingest published it, without being encoded.
-        let positions = self.bus.subscribe_decoded(&self.subjects.position_batches()).await?;
+        let positions = self.log.tap(None, None).await?;
         let mut slot = self.lock();
         if let Some(ticks) = slot.as_ref() {
             // Another stream started the feed meanwhile.
@@ -195,7 +194,7 @@ impl Newest {
         if let Some(fixes) = message.decoded::<Vec<PositionFix>>() {
             fixes.iter().for_each(|fix| self.keep(fix.clone()));
         } else {
-            zonecast_bus::positions::lines(&message.payload)
+            zonecast_bus::positions::lines(&message.bytes())
                 .filter_map(|line| PositionFix::from_event_bytes(&line).ok())
                 .for_each(|fix| self.keep(fix));
         }

@@ -1,0 +1,160 @@
+//! One contract for both position logs, opened as the services open them
+//! (`zonecast_bus::open`): what ingest publishes reaches the follower of its partition in order
+//! and every tap that wants it; over NATS it is kept until acknowledged, in one process it is
+//! handed over as the publisher held it.
+//!
+//! The NATS half needs a server at `ZONECAST_TEST_NATS_URL` (default `nats://127.0.0.1:4222`)
+//! and fails, never skips, when there is none.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::time::timeout;
+use zonecast_bus::positions::{self, Batch};
+use zonecast_bus::{Channels, Decoded, Encode, Message, Site};
+
+const START_NATS: &str = "start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log";
+
+/// Longest wait for something that must arrive.
+const ARRIVES: Duration = Duration::from_secs(10);
+
+/// A batch as a publisher holds it: its lines.
+#[derive(Debug)]
+struct Lines(Vec<String>);
+
+impl Encode for Lines {
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.0
+    }
+
+    fn encode(&self) -> Bytes {
+        let mut bytes = bytes::BytesMut::new();
+        for line in &self.0 {
+            positions::push_line(&mut bytes, line.as_bytes());
+        }
+        bytes.freeze()
+    }
+
+    fn weight(&self) -> usize {
+        self.0.len()
+    }
+}
+
+fn batch(lines: &[&str]) -> Decoded {
+    Arc::new(Lines(lines.iter().map(|l| (*l).to_owned()).collect()))
+}
+
+/// The lines a follower or tap got: decoded where it was handed over, else read.
+fn read(decoded: Option<&Vec<String>>, payload: &Bytes) -> Vec<String> {
+    match decoded {
+        Some(lines) => lines.clone(),
+        None => positions::lines(payload).map(|l| String::from_utf8(l.to_vec()).unwrap()).collect(),
+    }
+}
+
+fn of_batch(batch: &Batch) -> Vec<String> {
+    read(batch.decoded::<Vec<String>>(), &batch.payload)
+}
+
+fn of_message(message: &Message) -> Vec<String> {
+    read(message.decoded::<Vec<String>>(), &message.payload)
+}
+
+/// The channels of a fresh site of two partitions: over NATS when `nats`, else in-process.
+async fn open(nats: bool) -> Channels {
+    let url = std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+    let prefix = format!("poslog{}", uuid::Uuid::new_v4().simple());
+    let site = Site {
+        prefix: &prefix,
+        partitions: 2,
+        journal: Default::default(),
+        positions: Default::default(),
+        journal_file: None,
+    };
+    zonecast_bus::open(nats.then_some(url.as_str()), "positions-contract", site).await.unwrap_or_else(|e| {
+        panic!("the NATS half needs a NATS server ({e}); start one with:\n  {START_NATS}\nor point ZONECAST_TEST_NATS_URL at another server")
+    })
+}
+
+async fn next<S: futures::Stream + Unpin>(stream: &mut S) -> S::Item {
+    timeout(ARRIVES, stream.next()).await.expect("in time").expect("the stream goes on")
+}
+
+async fn published_batches_reach_their_follower_in_order_and_every_tap(nats: bool) {
+    let channels = open(nats).await;
+    let log = &channels.positions;
+    assert_eq!(log.partitions(), 2);
+    assert_eq!(log.keeps(), nats, "JetStream keeps batches, one process does not");
+    log.prepare().await.unwrap();
+    let mut follower = log.follow(1, 10, None, None).await.unwrap();
+    let mut every = log.tap(None, None).await.unwrap();
+    let mut first = log.tap(Some(0), None).await.unwrap();
+
+    log.publish(vec![(1, batch(&["a1", "a2"])), (0, batch(&["b1"]))]).await.unwrap().confirmed().await.unwrap();
+    log.publish(vec![(1, batch(&["c1"]))]).await.unwrap().confirmed().await.unwrap();
+
+    let a = next(&mut follower).await;
+    let c = next(&mut follower).await;
+    assert_eq!((a.partition, of_batch(&a)), (1, vec!["a1".to_owned(), "a2".to_owned()]));
+    assert_eq!((c.partition, of_batch(&c)), (1, vec!["c1".to_owned()]));
+    assert_eq!(a.decoded.is_some(), !nats, "handed over decoded in one process only");
+    assert_eq!(a.skipped, 0);
+    match nats {
+        true => assert!(a.sequence.is_some_and(|a| c.sequence.is_some_and(|c| c > a)), "kept in order"),
+        false => assert_eq!((a.sequence, c.sequence), (None, None), "nothing kept, no place in a stream"),
+    }
+    let mut tapped = Vec::new();
+    for _ in 0..3 {
+        tapped.push(of_message(&next(&mut every).await));
+    }
+    tapped.sort();
+    assert_eq!(tapped, [vec!["a1", "a2"], vec!["b1"], vec!["c1"]], "the tap of every partition sees all three");
+    assert_eq!(of_message(&next(&mut first).await), ["b1"], "the tap of partition 0 sees its batch only");
+
+    match nats {
+        true => {
+            assert!(log.backlog(1).await.unwrap() >= Some(1), "not acknowledged yet");
+            c.ack.ack();
+            let mut backlog = log.backlog(1).await.unwrap();
+            let deadline = tokio::time::Instant::now() + ARRIVES;
+            while backlog != Some(0) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling
+                backlog = log.backlog(1).await.unwrap();
+            }
+            assert_eq!(backlog, Some(0), "acknowledging the newest batch acknowledges the earlier one too");
+            log.remove_all().await.unwrap();
+        }
+        false => assert_eq!(log.backlog(1).await.unwrap(), None, "nothing is kept in one process"),
+    }
+}
+
+#[tokio::test]
+async fn in_process_published_batches_reach_their_follower_in_order_and_every_tap() {
+    published_batches_reach_their_follower_in_order_and_every_tap(false).await;
+}
+
+#[tokio::test]
+async fn nats_published_batches_reach_their_follower_in_order_and_every_tap() {
+    published_batches_reach_their_follower_in_order_and_every_tap(true).await;
+}
+
+/// A follower that reopens where it left off (`had`) gets what came after, over NATS: what it
+/// had is not delivered again.
+#[tokio::test]
+async fn nats_a_follower_reopened_after_what_it_had_gets_only_what_came_after() {
+    let channels = open(true).await;
+    let log = &channels.positions;
+    for line in ["one", "two", "three"] {
+        log.publish(vec![(0, batch(&[line]))]).await.unwrap().confirmed().await.unwrap();
+    }
+    let mut follower = log.follow(0, 10, None, None).await.unwrap();
+    let one = next(&mut follower).await;
+    assert_eq!(of_batch(&one), ["one"]);
+    drop(follower);
+    let mut reopened = log.follow(0, 10, one.sequence, None).await.unwrap();
+    assert_eq!(of_batch(&next(&mut reopened).await), ["two"]);
+    assert_eq!(of_batch(&next(&mut reopened).await), ["three"]);
+    log.remove_all().await.unwrap();
+}
