@@ -393,8 +393,8 @@ impl Server {
     }
 
     /// Stops the server, waits until it has drained, and drops its database, its event
-    /// journal and its position streams: a test that gets here passed (a failing one keeps its database for inspection;
-    /// CI drops leftovers).
+    /// journal and its position streams: a test that gets here passed (a failing one keeps its
+    /// database for inspection; CI drops leftovers).
     pub async fn stop(mut self) {
         self.halt().await;
         if self.mode == Mode::Distributed {

@@ -127,7 +127,8 @@ fn event_text(mac: &str, content: &str) -> String {
     )
 }
 
-/// Reads positions until one of each of `macs` has arrived (others are skipped); their MACs, sorted.
+/// Reads positions until one of each of `macs` has arrived (others are skipped); their MACs,
+/// sorted.
 async fn until_seen(sub: &mut PublishedPositions, macs: &[&str]) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     while !macs.iter().all(|m| seen.contains(*m)) {

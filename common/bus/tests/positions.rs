@@ -5,6 +5,7 @@
 //!
 //! The NATS half needs a server at `ZONECAST_TEST_NATS_URL` (default `nats://127.0.0.1:4222`)
 //! and fails, never skips, when there is none.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! The forwarder's loop: positions (while some chain takes them) from the bus routed into the
-//! connections' outboxes (events come to each connection from its journal consumer); changes of connections and certificate profiles in
-//! the change log (announced, or found when it looks every second) reload the fleet.
+//! The forwarder's loop: positions (while some chain takes them) from the position log routed
+//! into the connections' outboxes (events come to each connection from its journal consumer);
+//! changes of connections and certificate profiles in the change log (announced, or found when
+//! it looks every second) reload the fleet.
 
 use std::pin::Pin;
 use std::sync::Arc;
