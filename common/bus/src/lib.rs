@@ -73,10 +73,15 @@ impl Message {
     /// The payload's bytes: as published, or written from the decoded payload when it came
     /// without them.
     pub fn bytes(&self) -> Bytes {
-        match &self.decoded {
-            Some(decoded) if self.payload.is_empty() => decoded.encode(),
-            _ => self.payload.clone(),
-        }
+        bytes_of(&self.payload, self.decoded.as_ref())
+    }
+}
+
+/// `payload`, or when it is empty and there is a `decoded` payload, its encoding.
+fn bytes_of(payload: &Bytes, decoded: Option<&Decoded>) -> Bytes {
+    match decoded {
+        Some(decoded) if payload.is_empty() => decoded.encode(),
+        _ => payload.clone(),
     }
 }
 

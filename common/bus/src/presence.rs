@@ -41,25 +41,7 @@ impl Presence {
     pub async fn open(client: async_nats::Client, prefix: &str, replicas: usize) -> Result<Self, BusError> {
         let context = jetstream::new(client);
         let bucket = format!("{prefix}_REPLICAS");
-        // Made directly, as the lease bucket is (see `Leases::open`).
-        let config = jetstream::stream::Config {
-            name: format!("KV_{bucket}"),
-            subjects: vec![format!("$KV.{bucket}.>")],
-            max_messages_per_subject: 1,
-            max_age: Self::FORGET,
-            storage: jetstream::stream::StorageType::File,
-            allow_rollup: true,
-            deny_delete: true,
-            allow_direct: true,
-            discard: jetstream::stream::DiscardPolicy::New,
-            num_replicas: replicas.max(1),
-            ..jetstream::stream::Config::default()
-        };
-        crate::journal::replicas::create_or_update(&context, config).await?;
-        let store = context
-            .get_key_value(&bucket)
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot open key-value bucket {bucket}: {e}")))?;
+        let store = crate::journal::replicas::key_value(&context, &bucket, replicas, Self::FORGET).await?;
         Ok(Self { store })
     }
 

@@ -2,7 +2,9 @@
 //! so plainly when JetStream cannot: a single server asked for more than one replica, a cluster
 //! with too few servers, or an existing stream whose count the server would not change.
 
-use async_nats::jetstream::{self, context::CreateStreamErrorKind, stream};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, context::CreateStreamErrorKind, kv, stream};
 
 use crate::BusError;
 
@@ -44,4 +46,34 @@ pub(crate) async fn create_or_update(context: &jetstream::Context, config: strea
         }
         Err(e) => Err(BusError::Journal(format!("cannot set up JetStream stream {name}: {e}"))),
     }
+}
+
+/// Opens key-value bucket `bucket` (one value per key), making its stream `KV_<bucket>` on
+/// `replicas` servers first, with keys not written for `max_age` removed (zero: kept). The
+/// stream is made as the client would make it, directly: the client's own way first asks for the
+/// account's limits, which it cannot read from a 2.9 server.
+pub(crate) async fn key_value(
+    context: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+    max_age: Duration,
+) -> Result<kv::Store, BusError> {
+    let config = stream::Config {
+        name: format!("KV_{bucket}"),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: 1,
+        max_age,
+        storage: stream::StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: stream::DiscardPolicy::New,
+        num_replicas: replicas.max(1),
+        ..stream::Config::default()
+    };
+    create_or_update(context, config).await?;
+    context
+        .get_key_value(bucket)
+        .await
+        .map_err(|e| BusError::Journal(format!("cannot open key-value bucket {bucket}: {e}")))
 }

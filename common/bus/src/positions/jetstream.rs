@@ -134,6 +134,16 @@ impl Streams {
         Ok(acks)
     }
 
+    /// The stream of `partition`, made if needed, with its name.
+    async fn stream(&self, partition: u32) -> Result<(String, stream::Stream), BusError> {
+        self.ready(partition).await?;
+        let name = self.stream_name(partition);
+        match self.context.get_stream(&name).await {
+            Ok(stream) => Ok((name, stream)),
+            Err(e) => Err(BusError::Journal(format!("stream {name}: {e}"))),
+        }
+    }
+
     /// The evaluator consumers of a partition's stream with their epochs (0: given, not
     /// claimed).
     async fn consumers(&self, stream: &stream::Stream) -> Result<Vec<(String, u64)>, BusError> {
@@ -185,14 +195,7 @@ impl PositionLog for JetStreamPositions {
         had: Option<u64>,
         epoch: Option<u64>,
     ) -> Result<Batches, BusError> {
-        self.streams.ready(partition).await?;
-        let name = self.streams.stream_name(partition);
-        let mut stream = self
-            .streams
-            .context
-            .get_stream(&name)
-            .await
-            .map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
+        let (name, mut stream) = self.streams.stream(partition).await?;
         // A stream made anew (its server's storage lost or wiped) numbers its batches from 1
         // again: a point past its last batch belongs to the stream before it.
         let last =
@@ -299,14 +302,7 @@ impl PositionLog for JetStreamPositions {
     }
 
     async fn backlog(&self, partition: u32) -> Result<Option<u64>, BusError> {
-        self.streams.ready(partition).await?;
-        let name = self.streams.stream_name(partition);
-        let mut stream = self
-            .streams
-            .context
-            .get_stream(&name)
-            .await
-            .map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
+        let (name, mut stream) = self.streams.stream(partition).await?;
         let newest = self.streams.consumers(&stream).await?.into_iter().max_by_key(|(_, epoch)| *epoch);
         match newest {
             Some((consumer, _)) => match stream.consumer_info(&consumer).await {

@@ -158,10 +158,7 @@ impl Batch {
 
     /// The position events, one per line: as they came, or written from the decoded batch.
     pub fn lines(&self) -> Bytes {
-        match &self.decoded {
-            Some(decoded) if self.payload.is_empty() => decoded.encode(),
-            _ => self.payload.clone(),
-        }
+        crate::bytes_of(&self.payload, self.decoded.as_ref())
     }
 }
 
