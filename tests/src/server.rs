@@ -393,13 +393,20 @@ impl Server {
     }
 
     /// Stops the server, waits until it has drained, and drops its database, its event
-    /// journal and its position streams: a test that gets here passed (a failing one keeps its
-    /// database for inspection; CI drops leftovers).
+    /// journal, its position streams and its key-value buckets: a test that gets here passed (a
+    /// failing one keeps its database for inspection; CI drops leftovers).
     pub async fn stop(mut self) {
         self.halt().await;
         if self.mode == Mode::Distributed {
             let _ = self.journal().remove_all().await;
             let _ = self.positions.remove_all().await;
+            // The key-value buckets of the evaluators' leases and of the replicas' heartbeats.
+            if let Ok(client) = async_nats::connect(nats_url()).await {
+                let jetstream = async_nats::jetstream::new(client);
+                for bucket in ["EVALUATORS", "REPLICAS"] {
+                    let _ = jetstream.delete_stream(format!("KV_{}_{bucket}", self.subjects.prefix())).await;
+                }
+            }
         }
         if let Some(url) = &self.database_url
             && let Some(name) = url.rsplit('/').next()

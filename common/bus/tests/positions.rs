@@ -66,7 +66,7 @@ fn of_message(message: &Message) -> Vec<String> {
 /// The channels of a fresh site of two partitions: over NATS when `nats`, else in-process.
 async fn open(nats: bool) -> Channels {
     let url = std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
-    let prefix = format!("poslog{}", uuid::Uuid::new_v4().simple());
+    let prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
     let site = Site {
         prefix: &prefix,
         partitions: 2,
