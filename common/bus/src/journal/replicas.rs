@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, context::CreateStreamErrorKind, kv, stream};
+use async_nats::jetstream::ErrorCode;
+use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
+use async_nats::jetstream::{self, kv, stream};
 
 use crate::BusError;
 
@@ -12,10 +14,20 @@ use crate::BusError;
 /// A server that refuses while the replicas are in question, or that keeps another count than
 /// asked, is a [`BusError::Replicas`] naming the stream and the setting; anything else (NATS or
 /// JetStream away, a timeout) is a [`BusError::Journal`], to be tried again.
+///
+/// The stream is made first and changed only when it exists with other settings. The client's own
+/// create-or-update asks for a change first, and nats-server 2.9 can crash (a nil dereference in
+/// its stream update) when that change races the same stream being made by another client:
+/// every replica of a site makes the same streams as it starts.
 pub(crate) async fn create_or_update(context: &jetstream::Context, config: stream::Config) -> Result<(), BusError> {
     let name = config.name.clone();
     let wanted = config.num_replicas.max(1);
-    match context.create_or_update_stream(config).await {
+    let made = match context.create_stream(config.clone()).await {
+        Ok(stream) => Ok(stream.cached_info().clone()),
+        Err(e) if exists_otherwise(&e) => context.update_stream(&config).await,
+        Err(e) => Err(e),
+    };
+    match made {
         Ok(info) => match info.config.num_replicas.max(1) {
             kept if kept == wanted => Ok(()),
             kept => Err(BusError::Replicas(format!(
@@ -45,6 +57,14 @@ pub(crate) async fn create_or_update(context: &jetstream::Context, config: strea
             }
         }
         Err(e) => Err(BusError::Journal(format!("cannot set up JetStream stream {name}: {e}"))),
+    }
+}
+
+/// Whether making a stream failed because it exists with other settings.
+fn exists_otherwise(e: &CreateStreamError) -> bool {
+    match e.kind() {
+        CreateStreamErrorKind::JetStream(e) => e.error_code() == ErrorCode::STREAM_NAME_EXIST,
+        _ => false,
     }
 }
 
