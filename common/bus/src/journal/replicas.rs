@@ -15,17 +15,22 @@ use crate::BusError;
 /// asked, is a [`BusError::Replicas`] naming the stream and the setting; anything else (NATS or
 /// JetStream away, a timeout) is a [`BusError::Journal`], to be tried again.
 ///
-/// The stream is made first and changed only when it exists with other settings. The client's own
-/// create-or-update asks for a change first, and nats-server 2.9 can crash (a nil dereference in
-/// its stream update) when that change races the same stream being made by another client:
-/// every replica of a site makes the same streams as it starts.
+/// A stream of one replica is made first and changed only when it exists with other settings.
+/// The client's own create-or-update asks for a change first, and a single nats-server 2.9 can
+/// crash (a nil dereference in its stream update) when that change races the same stream being
+/// made by another client: every replica of a site makes the same streams as it starts. A
+/// replicated stream's changes go through the cluster's meta leader instead, as the client does
+/// them.
 pub(crate) async fn create_or_update(context: &jetstream::Context, config: stream::Config) -> Result<(), BusError> {
     let name = config.name.clone();
     let wanted = config.num_replicas.max(1);
-    let made = match context.create_stream(config.clone()).await {
-        Ok(stream) => Ok(stream.cached_info().clone()),
-        Err(e) if exists_otherwise(&e) => context.update_stream(&config).await,
-        Err(e) => Err(e),
+    let made = match wanted {
+        1 => match context.create_stream(config.clone()).await {
+            Ok(stream) => Ok(stream.cached_info().clone()),
+            Err(e) if exists_otherwise(&e) => context.update_stream(&config).await,
+            Err(e) => Err(e),
+        },
+        _ => context.create_or_update_stream(config).await,
     };
     match made {
         Ok(info) => match info.config.num_replicas.max(1) {
