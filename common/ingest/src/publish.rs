@@ -41,7 +41,6 @@ pub struct Publisher {
     bus: Arc<dyn zonecast_bus::Bus>,
     log: Arc<dyn PositionLog>,
     subjects: Subjects,
-    partitions: u32,
     site_id: i64,
     /// Whether every position is published on its own subject too.
     per_position_subjects: bool,
@@ -60,7 +59,6 @@ impl Publisher {
         Self {
             bus,
             log: channels.positions.clone(),
-            partitions: channels.positions.partitions(),
             subjects,
             site_id,
             per_position_subjects: settings.per_position_subjects,
@@ -161,9 +159,10 @@ impl Publisher {
         // Positions of one batch mostly share their timestamp: format it once.
         let mut last: Option<(DateTime<Utc>, Arc<str>)> = None;
         let count = updates.len();
+        let partitions = self.log.partitions();
         let mut batches: Vec<Vec<Published>> = Vec::new();
         for update in updates {
-            let partition = update.mac.partition(self.partitions);
+            let partition = update.mac.partition(partitions);
             let timestamp = match &last {
                 Some((t, text)) if *t == update.timestamp => text.clone(),
                 _ => last
