@@ -40,16 +40,15 @@ pub struct Context {
     /// How live streams behave.
     pub streams: StreamSettings,
     /// The positions the position streams follow, read while one is open.
-    pub position_feed: Arc<crate::handlers::stream::positions::PositionFeed>,
+    pub position_feed: Arc<crate::position_feed::PositionFeed>,
     /// The evaluators, as the cluster status reads them.
-    pub evaluators: crate::handlers::cluster::Evaluators,
+    pub evaluators: crate::evaluators::Evaluators,
     /// Cancelled when the API stops: open streams end then.
     pub shutdown: Shutdown,
     /// The evaluator and forwarder replicas and the revision each has in force.
     appliers: Arc<Appliers>,
     /// How long a write waits, at most, for every replica to have it in force.
     apply_wait: std::time::Duration,
-    routes: Vec<crate::routes::Route>,
 }
 
 /// How live streams behave (from [`zonecast_runtime::config::ApiSettings`]).
@@ -80,10 +79,8 @@ impl Context {
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let appliers =
             Appliers::follow(bus.as_ref(), &subjects, appliers).await.map_err(|e| StartError::new("bus", e))?;
-        let position_feed = crate::handlers::stream::positions::PositionFeed::new(
-            channels.positions.clone(),
-            config.api.stream_position_hz,
-        );
+        let position_feed =
+            crate::position_feed::PositionFeed::new(channels.positions.clone(), config.api.stream_position_hz);
         Ok(Self {
             auth: Auth::new(keys.clone(), &auth.api_keys, &auth.clients, auth.token_ttl_seconds),
             health: Health::new(Some(store.clone()), bus.clone()),
@@ -103,34 +100,24 @@ impl Context {
                 heartbeat: config.api.stream_heartbeat,
                 cors: config.api.cors.clone(),
             },
-            evaluators: crate::handlers::cluster::Evaluators::claimed(
-                config.bus.partitions,
-                config.bus.positions.replicas,
-            ),
+            evaluators: crate::evaluators::Evaluators::claimed(config.bus.partitions, config.bus.positions.replicas),
             shutdown: Shutdown::new(),
             appliers,
             apply_wait: config.api.apply_wait,
-            routes: crate::routes::ROUTES.iter().filter(|r| r.op != crate::routes::Op::Positions).cloned().collect(),
         })
     }
 
     /// This context with position input on its listener.
     pub fn with_positions(mut self, publisher: zonecast_ingest::Publisher) -> Self {
         self.positions = Some(publisher);
-        self.routes = crate::routes::ROUTES.to_vec();
         self
     }
 
     /// This context reporting the evaluators of its process, each given the partitions of its
     /// entry (the all-in-one, whose evaluators claim nothing).
     pub fn with_evaluators(mut self, evaluators: Vec<Vec<u32>>) -> Self {
-        self.evaluators = crate::handlers::cluster::Evaluators::given(self.evaluators.partitions(), evaluators);
+        self.evaluators = crate::evaluators::Evaluators::given(self.evaluators.partitions(), evaluators);
         self
-    }
-
-    /// The routes this listener answers.
-    pub fn routes(&self) -> &[crate::routes::Route] {
-        &self.routes
     }
 
     /// Logs a committed write in the change log, announces it on `<prefix>.config.changed`

@@ -7,10 +7,13 @@ mod applied;
 mod body;
 pub mod console;
 mod context;
+mod dispatch;
 pub mod error;
+mod evaluators;
 mod handlers;
 mod json_bounds;
 pub mod openapi;
+mod position_feed;
 mod reply;
 pub mod routes;
 
@@ -36,7 +39,7 @@ impl Listener for Context {
     type Op = Op;
 
     fn routes(&self) -> &[Route] {
-        Context::routes(self)
+        routes::served(self.positions.is_some())
     }
 
     fn auth(&self) -> Option<&Auth> {
@@ -55,7 +58,7 @@ impl Listener for Context {
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<Response, HttpError> {
-        handlers::dispatch(self, op, &params, &query, &headers, body).await
+        dispatch::dispatch(self, op, &params, &query, &headers, body).await
     }
 
     fn takes_query_token(&self, op: Op) -> bool {

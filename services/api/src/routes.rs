@@ -78,6 +78,14 @@ const A: Option<Authority> = Some(Authority::Admin);
 
 use zonecast_runtime::route;
 
+/// The routes a listener answers: [`ROUTES`], without `POST /v3/positions` unless it takes
+/// positions (the all-in-one).
+pub fn served(positions: bool) -> &'static [Route] {
+    static WITHOUT_POSITIONS: std::sync::LazyLock<Vec<Route>> =
+        std::sync::LazyLock::new(|| ROUTES.iter().filter(|r| r.op != Op::Positions).cloned().collect());
+    if positions { ROUTES } else { &WITHOUT_POSITIONS }
+}
+
 /// The whole API.
 pub static ROUTES: &[Route] = &[
     route!(GET "/v3/modules/zones" ListZones R, "listZones", "List zones", None, schema_of::<Vec<Zone>>),

@@ -18,10 +18,11 @@ use zonecast_store::{ForwarderStore, StoreError, StoredCertificate};
 use crate::Settings;
 use crate::consumer::{Consumer, consumer_name};
 use crate::endpoint::{self, Key, MAX_PAYLOAD};
+use crate::link::Wake;
 use crate::link::{Link, LinkState};
 use crate::outbox::Message;
 use crate::router::{BadEvent, Envelope, Router};
-use crate::status::{Table, Wake};
+use crate::status::Table;
 use crate::task::Stoppable;
 
 /// What a reload does to the running clients.

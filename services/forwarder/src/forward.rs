@@ -30,7 +30,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Forwarder);
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
-    let poke = Arc::new(crate::status::Wake::default());
+    let poke = Arc::new(crate::link::Wake::default());
     let (mut fleet, table) = Fleet::new(
         deps.store.clone(),
         deps.journal.clone(),

@@ -21,9 +21,17 @@ use zonecast_runtime::ratelog::RateLimited;
 use crate::Settings;
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
-use crate::status::Wake;
 use crate::task::Stoppable;
 use zonecast_runtime::backoff::Backoff;
+
+/// What wakes the status reporter besides its clock: the links poke it.
+#[derive(Debug, Default)]
+pub struct Wake {
+    /// A connection came up or went down: a full round at once.
+    pub status: Notify,
+    /// Many acknowledgements wait for their count to be stored: settle them now.
+    pub settle: Notify,
+}
 
 /// A connection that stays up this long resets the reconnect backoff.
 const STABLE: Duration = Duration::from_secs(1);
@@ -309,11 +317,7 @@ async fn run(
     stops: Stops,
     name: String,
 ) {
-    let (client, mut eventloop) = AsyncClient::new(options, usize::from(settings.window) + 16);
-    // Events are small and latency matters: no Nagle delay (it adds ~40 ms with delayed ACKs).
-    let mut network = eventloop.network_options();
-    network.set_tcp_nodelay(true);
-    eventloop.set_network_options(network);
+    let (mut client, mut eventloop) = open(&options, &settings);
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
     let mut connected_at: Option<Instant> = None;
     let mut fail_log = RateLimited::new(Duration::from_secs(30));
@@ -341,7 +345,10 @@ async fn run(
                     tracing::warn!(connection = %name, error = %text, held_back, "MQTT connection failed; will retry");
                 }
                 shared.disconnected(generation, Some(text));
-                forget_in_flight(&mut eventloop);
+                // A new client for the next attempt: it must not resend anything on its own
+                // (the outbox has put every unacknowledged message back in its queue), nor
+                // report events of the old session.
+                (client, eventloop) = open(&options, &settings);
                 if !pause(&shared, backoff.next_delay(), settings.backoff_waiting, &stops.stop).await {
                     break;
                 }
@@ -383,12 +390,14 @@ async fn pause(shared: &LinkState, delay: Duration, waiting: Duration, stop: &Ca
     }
 }
 
-/// After a connection error: the client must not resend anything on its own (the outbox has
-/// put every unacknowledged message back in its queue), nor report events of the old session.
-fn forget_in_flight(eventloop: &mut EventLoop) {
-    eventloop.clean();
-    eventloop.pending.clear();
-    eventloop.state.events.clear();
+/// A client and its event loop for one connection attempt, with nothing in flight.
+fn open(options: &MqttOptions, settings: &Settings) -> (AsyncClient, EventLoop) {
+    let (client, mut eventloop) = AsyncClient::new(options.clone(), usize::from(settings.window) + 16);
+    // Events are small and latency matters: no Nagle delay (it adds ~40 ms with delayed ACKs).
+    let mut network = eventloop.network_options();
+    network.set_tcp_nodelay(true);
+    eventloop.set_network_options(network);
+    (client, eventloop)
 }
 
 /// On service shutdown: keep the connection going until the outbox is empty or `limit` passed.

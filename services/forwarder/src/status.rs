@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use uuid::Uuid;
 use zonecast_model::format_id;
 use zonecast_runtime::Shutdown;
@@ -23,7 +23,7 @@ use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::{ConnectionStatus, StatusWriter};
 
 use crate::consumer::consumer_name;
-use crate::link::LinkState;
+use crate::link::{LinkState, Wake};
 use zonecast_bus::Journal;
 use zonecast_bus::journal::Kind;
 
@@ -31,15 +31,6 @@ use zonecast_bus::journal::Kind;
 /// gets them at most this late, and sooner once a quarter of the connection's in-hand bound
 /// waits (the journal hands out no more than that bound unacknowledged).
 pub const SETTLE_EVERY: Duration = Duration::from_millis(200);
-
-/// What wakes the status reporter besides its clock.
-#[derive(Debug, Default)]
-pub struct Wake {
-    /// A connection came up or went down: a full round at once.
-    pub status: Notify,
-    /// Many acknowledgements wait for their count to be stored: settle them now.
-    pub settle: Notify,
-}
 
 /// The connections being reported, replaced whenever the configuration is reloaded.
 pub type Table = Arc<Vec<(Uuid, Arc<LinkState>)>>;

@@ -11,28 +11,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use futures::StreamExt;
 use zonecast_bus::Subjects;
 
 use crate::latency::Recorder;
-use crate::site::Site;
+use crate::site::{Input, Site};
 
 /// mimalloc: allocation-heavy JSON paths run markedly faster than on the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// How positions are sent.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Input {
-    /// Normalised positions stored in the partitions' streams as an ingestor stores them
-    /// (bypasses the ingestor).
-    Positions,
-    /// Compact positions on `<prefix>.ingest` (through the ingestor), in arrays of `--batch`.
-    Ingest,
-    /// `POST /v3/positions` in arrays of `--batch`.
-    Http,
-}
 
 /// Command line.
 #[derive(Debug, Parser)]

@@ -8,7 +8,17 @@ use serde_json::{Value, json};
 use zonecast_bus::{Bus, Subjects};
 use zonecast_model::{Mac, PositionUpdate};
 
-use crate::Input;
+/// How positions are sent.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Input {
+    /// Normalised positions stored in the partitions' streams as an ingestor stores them
+    /// (bypasses the ingestor).
+    Positions,
+    /// Compact positions on `<prefix>.ingest` (through the ingestor), in arrays of `--batch`.
+    Ingest,
+    /// `POST /v3/positions` in arrays of `--batch`.
+    Http,
+}
 
 /// A small deterministic generator (xorshift64*), enough for scattering and walking.
 #[derive(Clone)]

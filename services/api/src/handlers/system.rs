@@ -80,11 +80,6 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
     Ok(reply::ok(&TokenAnswer { access_token: token, token_type: "Bearer", expires_in }))
 }
 
-/// `GET /v3/openapi.json`: the routes this listener answers.
-pub fn openapi(ctx: &Context) -> Response {
-    reply::ok(&crate::openapi::document(ctx.routes(), &ctx.limits))
-}
-
 /// `POST /v3/positions` (all-in-one): answered per element; 503 when the bus cannot take them.
 pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
     let Some(publisher) = &ctx.positions else {
