@@ -20,17 +20,17 @@ fn target_dir() -> PathBuf {
 
 /// The path of binary `name`, building the service binaries first: `cargo test` does not build
 /// the binaries of other packages, and a binary left from an earlier build would test old code
-/// (when they are up to date, cargo only checks).
+/// (when they are up to date, cargo only checks). They are built with the features of
+/// `cargo test --workspace` (the workspace with its test targets, so with the features the
+/// dev-dependencies add): a build of the binaries alone would resolve other features and
+/// compile their dependencies a second time.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = target_dir();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = std::process::Command::new(cargo);
-        cmd.arg("build");
-        for b in BINARIES {
-            cmd.args(["-p", b]);
-        }
+        cmd.args(["build", "--workspace", "--bins", "--tests"]);
         if dir.ends_with("release") {
             cmd.arg("--release");
         }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use zonecast_http::Auth;
 use zonecast_model::PositionUpdate;
-use zonecast_runtime::cors::Cors;
-use zonecast_runtime::{Auth, Client, Keys, Secret};
+use zonecast_runtime::{Client, Keys, Secret};
 use zonecast_tests::sse::{Sse, Stalled, request, url_encoded};
 use zonecast_tests::{CLIENT_ID, CLIENT_SECRET, Mode, READ_KEY, Server, assert_error, both_modes, sphere};
 
@@ -245,7 +245,7 @@ async fn access_tokens_open_a_stream_and_wrong_missing_or_expired_ones_are_refus
 
 async fn cors_preflight_and_answers_allow_configured_origins_only(mode: Mode) {
     let server = Server::start_configured(mode, |config| {
-        config.api.cors = Cors::new(["https://dash.example".to_owned()]);
+        config.api.cors_origins = vec!["https://dash.example".to_owned()];
     })
     .await;
     let preflight = |origin: &'static str| {

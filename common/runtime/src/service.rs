@@ -1,7 +1,7 @@
 //! The service skeleton: what every service is once started ([`Running`]), and the sequence
 //! every distributed binary runs around its service ([`launch`]): open the bus, the store and
-//! the keys it needs, serve the operations listener with a readiness check over them, start the
-//! service on what was opened, and once it has stopped, drain the bus. The all-in-one opens one
+//! the keys it needs, start the service on what was opened, and once it has stopped, drain the
+//! bus (`zonecast_http::launch` adds the operations listener). The all-in-one opens one
 //! bus and one store for all its parts and starts each part the same way.
 
 use std::future::Future;
@@ -14,8 +14,7 @@ use zonecast_bus::Channels;
 use zonecast_model::Secret;
 use zonecast_store::Store;
 
-use crate::config::{BusConfig, HttpConfig, StoreConfig};
-use crate::ops::Health;
+use crate::config::{BusConfig, StoreConfig};
 use crate::{Keys, Shutdown, StartError};
 
 /// A started service: the addresses it bound and the task that ends once it has drained after
@@ -105,8 +104,6 @@ pub struct Needs<'a> {
     pub store: Option<&'a StoreConfig>,
     /// `ZONECAST_SECRET_KEY`, if the service uses keys (the outer `Option`), as configured.
     pub secret_key: Option<&'a Option<Secret>>,
-    /// The operations listener, if the service serves one.
-    pub ops: Option<HttpConfig>,
 }
 
 /// What the skeleton opened for a service.
@@ -136,8 +133,7 @@ fn required<'a>(value: Option<&'a Secret>, variable: &str, name: &str) -> Result
     value.ok_or_else(|| StartError::new("config", format!("{variable} is required by {name}")))
 }
 
-/// Opens what `needs` names, serves the operations listener, and starts the service with
-/// `start`. The returned task ends once the service has stopped (after `shutdown`) and the bus
+/// Opens what `needs` names and starts the service with `start`. The returned task ends once the service has stopped (after `shutdown`) and the bus
 /// is drained.
 pub async fn launch<F, Fut>(needs: Needs<'_>, shutdown: Shutdown, start: F) -> Result<Running, StartError>
 where
@@ -159,24 +155,12 @@ where
     };
     let channels = open_bus(needs.bus, name, None).await?;
     let bus = channels.bus.clone();
-    // Served while the service starts (liveness), ready only once it has started.
-    let (ops_addr, started) = match needs.ops {
-        Some(ops) => {
-            let health = Health::new(store.clone().map(|s| s as Arc<dyn zonecast_store::Health>), bus.clone());
-            let (health, started) = health.until_started();
-            (Some(crate::ops::serve(ops.addr, health, ops.limits, shutdown.clone()).await?), Some(started))
-        }
-        None => (None, None),
-    };
     // Listed in the cluster status while it runs (by the service's name without `zonecast-`).
     let replica_of = name.strip_prefix("zonecast-").unwrap_or(name);
     let prefix = needs.bus.subject_prefix.clone();
     let replicas = needs.bus.positions.replicas;
     let presence = crate::presence::spawn(bus.clone(), prefix, replicas, replica_of, shutdown.clone());
     let running = start(Opened { channels, store, keys }, shutdown).await?;
-    if let Some(started) = started {
-        started.store(true, std::sync::atomic::Ordering::Release);
-    }
     let service = running.task;
     let task = tokio::spawn(async move {
         if let Err(e) = service.await {
@@ -187,5 +171,5 @@ where
             tracing::warn!(service = name, error = %e, "bus drain failed");
         }
     });
-    Ok(Running { addr: running.addr, ops_addr: ops_addr.or(running.ops_addr), task })
+    Ok(Running { task, ..running })
 }

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 use warp::{Filter, Rejection};
-use zonecast_runtime::http::HttpError;
+use zonecast_http::http::HttpError;
 
 /// Where the console's files are served from.
 pub const PREFIX: &str = "/console/";

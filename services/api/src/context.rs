@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use zonecast_bus::{Bus, Channels, Journal, Subjects};
 use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
-use zonecast_runtime::cors::Cors;
-use zonecast_runtime::ops::Health;
-use zonecast_runtime::{ApiConfig, Auth, Keys, Shutdown, StartError};
+
+use zonecast_http::Auth;
+use zonecast_http::cors::Cors;
+use zonecast_http::ops::Health;
+use zonecast_runtime::{ApiConfig, Keys, Shutdown, StartError};
 use zonecast_store::ApiStore;
 
 use crate::applied::{Applied, Appliers};
@@ -98,7 +100,7 @@ impl Context {
             streams: StreamSettings {
                 buffer: config.api.stream_buffer,
                 heartbeat: config.api.stream_heartbeat,
-                cors: config.api.cors.clone(),
+                cors: Cors::new(config.api.cors_origins.iter().cloned()),
             },
             evaluators: crate::evaluators::Evaluators::claimed(config.bus.partitions, config.bus.positions.replicas),
             shutdown: Shutdown::new(),

@@ -59,9 +59,9 @@ pub async fn dispatch(
         Op::ClusterStatus => cluster::status(ctx).await,
         Op::Token => system::token(ctx, headers, &body),
         Op::OpenApi => Ok(reply::ok(&openapi::document(routes::served(ctx.positions.is_some()), &ctx.limits))),
-        Op::Live => Ok(zonecast_runtime::ops::Health::live()),
+        Op::Live => Ok(zonecast_http::ops::Health::live()),
         Op::Health => Ok(system::health(ctx).await),
-        Op::Metrics => Ok(zonecast_runtime::ops::Health::metrics()),
+        Op::Metrics => Ok(zonecast_http::ops::Health::metrics()),
     }
 }
 

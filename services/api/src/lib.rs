@@ -25,10 +25,11 @@ use bytes::Bytes;
 use warp::Filter;
 use warp::http::HeaderMap;
 use warp::reply::Response;
-use zonecast_runtime::edge::{self, Listener};
-use zonecast_runtime::http::HttpError;
+use zonecast_http::Auth;
+use zonecast_http::edge::{self, Listener};
+use zonecast_http::http::HttpError;
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{ApiConfig, Auth, HttpConfig, HttpLimits, Running, Shutdown, StartError};
+use zonecast_runtime::{ApiConfig, HttpConfig, HttpLimits, Running, Shutdown, StartError};
 
 pub use context::{Context, StreamSettings};
 pub use error::ApiError;
@@ -65,7 +66,7 @@ impl Listener for Context {
         matches!(op, Op::EventStream | Op::PositionStream)
     }
 
-    fn cors(&self, op: Op) -> Option<&zonecast_runtime::cors::Cors> {
+    fn cors(&self, op: Op) -> Option<&zonecast_http::cors::Cors> {
         matches!(op, Op::EventStream | Op::PositionStream).then_some(&self.streams.cors)
     }
 
@@ -123,7 +124,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let limits = context.http_limits;
     let task = tokio::spawn(async move {
         let routes = console::filter().or(edge::filter(context)).unify();
-        zonecast_runtime::serve::run(socket, routes, limits, shutdown).await;
+        zonecast_http::serve::run(socket, routes, limits, shutdown).await;
         tracing::info!("config API stopped");
     });
     Ok(Running::new(task).listening(addr))
@@ -142,10 +143,10 @@ pub async fn launch(config: ApiConfig, shutdown: Shutdown) -> Result<Running, St
         bus: &config.bus,
         store: Some(&config.store),
         secret_key: Some(&config.secret_key),
-        ops: config.ops_addr.map(|addr| HttpConfig { addr, limits: config.http.limits }),
     };
     let config = &config;
-    service::launch(needs, shutdown, |opened, shutdown| async move {
+    let ops = config.ops_addr.map(|addr| HttpConfig { addr, limits: config.http.limits });
+    zonecast_http::launch(needs, ops, shutdown, |opened, shutdown| async move {
         service::prepare_journal(&opened.channels, &config.bus, "zonecast-api").await?;
         let context = Context::new(config, opened.store()?, &opened.channels, opened.keys()?, None).await?;
         start(Deps { context, addr: config.http.addr }, shutdown).await

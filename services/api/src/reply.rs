@@ -5,7 +5,7 @@ use serde::Serialize;
 use warp::http::StatusCode;
 use warp::reply::Response;
 
-pub use zonecast_runtime::http::json_response as json;
+pub use zonecast_http::http::json_response as json;
 
 /// The answer of an operation that returns no resource: `{"status": 200, "success": true}`.
 #[derive(Debug, Serialize, JsonSchema)]

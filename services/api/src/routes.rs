@@ -1,15 +1,15 @@
 //! The API's route table: every path, method, operation and the authority it needs. Dispatch
-//! (through the shared HTTP edge, [`zonecast_runtime::edge`]), auth and the OpenAPI document all
+//! (through the shared HTTP edge, [`zonecast_http::edge`]), auth and the OpenAPI document all
 //! read this one table, so they cannot disagree.
 
+use zonecast_http::ops::{MetricsText, Readiness};
+use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
     CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, NewZone, RadiusMap,
     SettingInput, SettingView, Zone, ZoneInput,
 };
 use zonecast_runtime::Authority;
-use zonecast_runtime::ops::{MetricsText, Readiness};
-use zonecast_runtime::routes::schema_of;
 
 use crate::handlers::cluster::ClusterStatus;
 use crate::handlers::connections::ConnectionStatus;
@@ -68,15 +68,15 @@ pub enum Op {
 }
 
 /// One row of the table.
-pub type Route = zonecast_runtime::routes::Route<Op>;
+pub type Route = zonecast_http::routes::Route<Op>;
 
-pub use zonecast_runtime::routes::{Lookup, lookup};
+pub use zonecast_http::routes::{Lookup, lookup};
 
 const R: Option<Authority> = Some(Authority::Read);
 const W: Option<Authority> = Some(Authority::Write);
 const A: Option<Authority> = Some(Authority::Admin);
 
-use zonecast_runtime::route;
+use zonecast_http::route;
 
 /// The routes a listener answers: [`ROUTES`], without `POST /v3/positions` unless it takes
 /// positions (the all-in-one).

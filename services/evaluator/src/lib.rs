@@ -67,10 +67,10 @@ pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Runni
         bus: &config.bus,
         store: Some(&config.store),
         secret_key: Some(&config.secret_key),
-        ops: Some(config.ops),
     };
     let config = &config;
-    service::launch(needs, shutdown, |opened, shutdown| async move {
+    let ops = Some(config.ops);
+    zonecast_http::launch(needs, ops, shutdown, |opened, shutdown| async move {
         service::prepare_journal(&opened.channels, &config.bus, "zonecast-evaluator").await?;
         start(Deps::from_config(config, opened.store()?, &opened.channels, opened.keys()?), shutdown).await
     })

@@ -9,17 +9,15 @@
 //! consumer, so replicas share the connection's events; one that stops leaves what it held
 //! unacknowledged, and the journal hands it to another (or to its successor) after its ack wait.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use tokio::sync::Semaphore;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use zonecast_bus::Journal;
-use zonecast_bus::journal::Delivery;
-use zonecast_bus::journal::Kind;
+use zonecast_bus::journal::{Ack, Delivery, Kind};
+use zonecast_runtime::consume::{self, Take};
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::endpoint::MAX_PAYLOAD;
@@ -27,17 +25,11 @@ use crate::link::LinkState;
 use crate::outbox::{Message, Receipt};
 use crate::router::{BadEvent, Envelope, Head, Route};
 use crate::task::Stoppable;
-use zonecast_runtime::backoff::Backoff;
 
 /// The journal consumer of the MQTT connection `id`; every replica uses the same one.
 pub fn consumer_name(id: Uuid) -> String {
     zonecast_bus::journal::connection_consumer(id)
 }
-
-/// How often the events held (waiting for a broker that is away or slow) are reported to the
-/// journal as in progress: well within JetStream's ack wait (10 s), so none of them is handed
-/// out again while this replica holds it.
-const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 
 /// The journal consumer of one connection.
 pub struct Consumer;
@@ -53,84 +45,66 @@ impl Consumer {
         in_hand: usize,
         shutdown: &CancellationToken,
     ) -> Stoppable {
-        Stoppable::spawn(shutdown, "journal consumer", move |stop| {
-            run(journal, consumer_name(id), shared, in_hand.max(1), stop)
+        Stoppable::spawn(shutdown, "journal consumer", move |stop| async move {
+            let mut router = Router {
+                shared,
+                counters: Counters::new("zonecast_forwarder_events_total"),
+                unreadable_log: RateLimited::new(Duration::from_secs(10)),
+            };
+            consume::run(journal.as_ref(), Kind::Events, &consumer_name(id), in_hand, &stop, &mut router).await;
         })
     }
 }
 
-async fn run(journal: Arc<dyn Journal>, name: String, shared: Arc<LinkState>, in_hand: usize, stop: CancellationToken) {
-    let permits = Arc::new(Semaphore::new(in_hand));
-    let mut held: HashMap<u64, Weak<Receipt>> = HashMap::new();
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
-    let mut fail_log = RateLimited::new(Duration::from_secs(30));
-    let mut unreadable_log = RateLimited::new(Duration::from_secs(10));
-    let counters = Counters::new("zonecast_forwarder_events_total");
-    let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
-    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    'open: loop {
-        let opened = tokio::select! {
-            biased;
-            () = stop.cancelled() => break,
-            opened = journal.consume(Kind::Events, &name, in_hand) => opened,
-        };
-        let mut deliveries = match opened {
-            Ok(deliveries) => {
-                backoff.reset();
-                deliveries
-            }
-            Err(e) => {
-                if let Some(held_back) = fail_log.allow() {
-                    tracing::warn!(consumer = %name, error = %e, held_back, "event journal unavailable; will retry");
-                }
-                tokio::select! {
-                    biased;
-                    () = stop.cancelled() => break,
-                    () = tokio::time::sleep(backoff.next_delay()) => continue,
-                }
-            }
-        };
-        loop {
-            let permit = tokio::select! {
-                biased;
-                () = stop.cancelled() => break 'open,
-                _ = progress.tick() => {
-                    in_progress(&held);
-                    continue;
-                }
-                permit = permits.clone().acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break 'open,
-                },
-            };
-            let delivery = loop {
-                tokio::select! {
-                    biased;
-                    () = stop.cancelled() => break 'open,
-                    _ = progress.tick() => in_progress(&held),
-                    delivery = deliveries.next() => break delivery,
-                }
-            };
-            let Some(delivery) = delivery else {
-                // The journal ended the stream (connection lost, consumer opened again): open
-                // it again after a pause.
-                tokio::select! {
-                    biased;
-                    () = stop.cancelled() => break 'open,
-                    () = tokio::time::sleep(backoff.next_delay()) => continue 'open,
-                }
-            };
-            route(delivery, permit, &shared, &mut held, &counters, &mut unreadable_log);
-            if held.len() > 2 * in_hand {
-                held.retain(|_, receipt| receipt.strong_count() > 0);
-            }
-        }
-    }
+/// Routes the connection's events into its outbox.
+struct Router {
+    shared: Arc<LinkState>,
+    counters: Counters,
+    unreadable_log: RateLimited,
 }
 
-/// Tells the journal that every event still held is in progress.
-fn in_progress(held: &HashMap<u64, Weak<Receipt>>) {
-    held.values().filter_map(Weak::upgrade).for_each(|receipt| receipt.progress());
+impl Take for Router {
+    type Held = Receipt;
+
+    /// Queues a copy of the event for each topic of the connection it matches. An event that
+    /// matches none, cannot be read, or is too large for MQTT (counted as dropped) is
+    /// acknowledged at once.
+    fn take(&mut self, delivery: Delivery, permit: OwnedSemaphorePermit) -> Option<Arc<Receipt>> {
+        let Self { shared, counters, unreadable_log } = self;
+        counters.taken.increment(1);
+        let routes = shared.routes();
+        let (topics, accepted_ms) = match matching(&routes, &delivery.payload) {
+            Ok(matched) => matched,
+            Err(reason) => {
+                counters.bad.increment(1);
+                if let Some(held_back) = unreadable_log.allow() {
+                    tracing::warn!(%reason, subject = %delivery.subject, held_back, "event not forwarded");
+                }
+                delivery.ack.ack();
+                return None;
+            }
+        };
+        if topics.is_empty() {
+            delivery.ack.ack();
+            return None;
+        }
+        counters.routed.increment(topics.len() as u64);
+        if delivery.payload.len() > MAX_PAYLOAD {
+            topics.iter().for_each(|_| shared.count_dropped());
+            delivery.ack.ack();
+            return None;
+        }
+        let receipt = Receipt::new(topics.len(), shared.defer(delivery.ack), permit, accepted_ms);
+        for topic in topics {
+            shared.push(Message { topic, payload: delivery.payload.clone(), receipt: Some(receipt.clone()) });
+        }
+        Some(receipt)
+    }
+
+    /// The receipt still held takes the newest acknowledgement.
+    fn again(&mut self, receipt: &Receipt, ack: Ack) {
+        receipt.renew(self.shared.defer(ack));
+    }
 }
 
 /// The counters of what the forwarder takes (events from the journal, positions from the
@@ -152,51 +126,6 @@ impl Counters {
             routed: metrics::counter!("zonecast_forwarder_routed_total"),
             bad: metrics::counter!("zonecast_forwarder_bad_messages_total"),
         }
-    }
-}
-
-/// Queues a copy of the event for each topic of the connection it matches. An event that
-/// matches none, cannot be read, or is too large for MQTT (counted as dropped) is acknowledged
-/// at once; a redelivery of an event still held renews its receipt.
-fn route(
-    delivery: Delivery,
-    permit: tokio::sync::OwnedSemaphorePermit,
-    shared: &LinkState,
-    held: &mut HashMap<u64, Weak<Receipt>>,
-    counters: &Counters,
-    unreadable_log: &mut RateLimited,
-) {
-    if let Some(receipt) = held.get(&delivery.sequence).and_then(Weak::upgrade) {
-        receipt.renew(shared.defer(delivery.ack));
-        return;
-    }
-    counters.taken.increment(1);
-    let routes = shared.routes();
-    let (topics, accepted_ms) = match matching(&routes, &delivery.payload) {
-        Ok(matched) => matched,
-        Err(reason) => {
-            counters.bad.increment(1);
-            if let Some(held_back) = unreadable_log.allow() {
-                tracing::warn!(%reason, subject = %delivery.subject, held_back, "event not forwarded");
-            }
-            delivery.ack.ack();
-            return;
-        }
-    };
-    if topics.is_empty() {
-        delivery.ack.ack();
-        return;
-    }
-    counters.routed.increment(topics.len() as u64);
-    if delivery.payload.len() > MAX_PAYLOAD {
-        topics.iter().for_each(|_| shared.count_dropped());
-        delivery.ack.ack();
-        return;
-    }
-    let receipt = Receipt::new(topics.len(), shared.defer(delivery.ack), permit, accepted_ms);
-    held.insert(delivery.sequence, Arc::downgrade(&receipt));
-    for topic in topics {
-        shared.push(Message { topic, payload: delivery.payload.clone(), receipt: Some(receipt.clone()) });
     }
 }
 

@@ -11,11 +11,12 @@
 //! it is reached, the new one is dropped and counted.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use zonecast_bus::journal::Ack;
+use zonecast_runtime::consume::{HeldAck, Holding};
 
 /// One event for one topic.
 #[derive(Debug, Clone)]
@@ -41,7 +42,7 @@ pub struct Receipt {
     /// When the position that caused the event was accepted (Unix milliseconds), if known.
     accepted_ms: Option<u64>,
     copies: AtomicUsize,
-    ack: Mutex<Option<Ack>>,
+    ack: HeldAck,
     _hold: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -55,35 +56,28 @@ impl Receipt {
     /// A receipt for `copies` messages that acknowledges with `ack` and holds `hold` while it
     /// lives; `accepted_ms` is when the position that caused the event was accepted.
     pub fn new(copies: usize, ack: Ack, hold: impl std::any::Any + Send + Sync, accepted_ms: Option<u64>) -> Arc<Self> {
-        Arc::new(Self {
-            accepted_ms,
-            copies: AtomicUsize::new(copies),
-            ack: Mutex::new(Some(ack)),
-            _hold: Box::new(hold),
-        })
+        Arc::new(Self { accepted_ms, copies: AtomicUsize::new(copies), ack: HeldAck::new(ack), _hold: Box::new(hold) })
     }
 
     /// The journal delivered the event again while its copies are still here: acknowledge
     /// that delivery instead (the journal may only accept the newest).
     pub fn renew(&self, ack: Ack) {
-        *self.ack.lock().unwrap_or_else(PoisonError::into_inner) = Some(ack);
-    }
-
-    /// Tells the journal the event is still being worked on (its copies wait for the broker),
-    /// so it is not handed out again while it is held here.
-    pub fn progress(&self) {
-        if let Some(ack) = self.ack.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            ack.progress();
-        }
+        self.ack.renew(ack);
     }
 
     /// One copy was acknowledged by the broker; after the last, the event is acknowledged.
     fn delivered(&self) {
-        if self.copies.fetch_sub(1, Ordering::AcqRel) == 1
-            && let Some(ack) = self.ack.lock().unwrap_or_else(PoisonError::into_inner).take()
-        {
-            ack.ack();
+        if self.copies.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.ack.ack();
         }
+    }
+}
+
+impl Holding for Receipt {
+    /// Tells the journal the event is still being worked on (its copies wait for the broker),
+    /// so it is not handed out again while it is held here.
+    fn progress(&self) {
+        self.ack.progress();
     }
 }
 

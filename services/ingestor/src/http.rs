@@ -8,14 +8,15 @@ use bytes::Bytes;
 use warp::http::HeaderMap;
 use warp::reply::Response;
 use zonecast_bus::Bus;
-use zonecast_ingest::Publisher;
+use zonecast_http::Auth;
+use zonecast_http::edge::{self, Listener};
+use zonecast_http::http::{HttpError, json_response};
+use zonecast_http::ops::Health;
+use zonecast_http::ops::{MetricsText, Readiness};
+use zonecast_http::routes::{Route, schema_of};
+use zonecast_ingest::{AcceptError, Publisher};
 use zonecast_ingest::{PositionAnswer, PositionInput};
-use zonecast_runtime::edge::{self, Listener};
-use zonecast_runtime::http::{HttpError, json_response};
-use zonecast_runtime::ops::Health;
-use zonecast_runtime::ops::{MetricsText, Readiness};
-use zonecast_runtime::routes::{Route, schema_of};
-use zonecast_runtime::{Auth, Authority, HttpLimits, Shutdown, StartError};
+use zonecast_runtime::{Authority, HttpLimits, Shutdown, StartError};
 
 use crate::HttpInput;
 
@@ -28,7 +29,7 @@ pub(crate) enum Op {
     Metrics,
 }
 
-use zonecast_runtime::route;
+use zonecast_http::route;
 
 static ROUTES: &[Route<Op>] = &[
     route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
@@ -70,7 +71,7 @@ impl Listener for Positions {
     ) -> Result<Response, HttpError> {
         Ok(match op {
             Op::Positions => {
-                let outcome = self.publisher.accept(&body, "http").await?;
+                let outcome = self.publisher.accept(&body, "http").await.map_err(refused)?;
                 json_response(warp::http::StatusCode::OK, &outcome.answer())
             }
             Op::Live => Health::live(),
@@ -95,4 +96,15 @@ pub(crate) async fn serve(
     let task = tokio::spawn(edge::serve(socket, Arc::new(listener), shutdown));
     tracing::info!(addr = %bound, "ingestor HTTP listening");
     Ok((bound, task))
+}
+
+/// How the position input answers a payload it did not take: 400 when it is no JSON payload,
+/// 503 with `Retry-After` when the pipeline is too far behind or the positions could not be
+/// stored.
+fn refused(e: AcceptError) -> HttpError {
+    match e {
+        AcceptError::Malformed(_) => HttpError::Malformed(e.to_string()),
+        AcceptError::Publish(p) => HttpError::Unavailable(p.to_string()),
+        AcceptError::Busy(behind) => HttpError::Overloaded(behind.to_string()),
+    }
 }

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zonecast_bus::{Bus, Channels, Subjects};
+use zonecast_http::Auth;
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{Auth, HttpConfig, IngestorConfig, Keys, Running, Shutdown, StartError};
+use zonecast_runtime::{HttpConfig, IngestorConfig, Keys, Running, Shutdown, StartError};
 
 pub use crate::mqtt::{MqttInput, MqttInputError};
 
@@ -182,7 +183,6 @@ pub async fn launch(config: IngestorConfig, shutdown: Shutdown) -> Result<Runnin
         bus: &config.bus,
         store: None,
         secret_key: config.http.is_some().then_some(&config.secret_key),
-        ops: None,
     };
     let config = &config;
     service::launch(needs, shutdown, |opened, shutdown| async move {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use zonecast_api::Context;
 use zonecast_bus::Channels;
+use zonecast_http::ops::Health;
 use zonecast_runtime::keys::{random_base64, write_private};
-use zonecast_runtime::ops::Health;
 use zonecast_runtime::service::{open_bus, open_store};
 use zonecast_runtime::{ApiKey, Authority, Config, Keys, Running, Secret, Shutdown, StartError};
 
@@ -102,7 +102,7 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     let ops_addr = match config.ops_addr {
         Some(addr) => {
             let health = Health::new(Some(store.clone()), bus.clone());
-            Some(zonecast_runtime::ops::serve(addr, health, config.http.limits, shutdown.clone()).await?)
+            Some(zonecast_http::ops::serve(addr, health, config.http.limits, shutdown.clone()).await?)
         }
         None => None,
     };

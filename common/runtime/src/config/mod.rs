@@ -20,11 +20,10 @@ use std::str::FromStr;
 
 use zonecast_model::Secret;
 
-pub use crate::serve::HttpLimits;
 pub use binaries::{ApiConfig, Config, EvaluatorConfig, ForwarderConfig, IngestorConfig};
 pub use sections::{
     ApiSettings, AuthConfig, BusConfig, DEFAULT_HTTP_ACTION_RETRY_FOR, DEFAULT_HTTP_ADDR, DEFAULT_INGEST_HTTP_ADDR,
-    EvaluatorSettings, ForwarderSettings, HttpConfig, MqttInputConfig, StoreConfig,
+    EvaluatorSettings, ForwarderSettings, HttpConfig, HttpLimits, MqttInputConfig, StoreConfig,
 };
 
 /// What a credential may do; each level includes the ones before it.

@@ -3,10 +3,39 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use zonecast_model::Secret;
 
-use super::{ApiKey, Client, HttpLimits};
+use super::{ApiKey, Client};
+
+/// What every HTTP listener bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Largest request body, in bytes (413 past it).
+    pub max_body_bytes: u64,
+    /// Most connections open at once; past it the listener stops accepting until one closes
+    /// (new clients wait in the kernel's backlog).
+    pub max_connections: usize,
+    /// Time a client has to send a request's head, from the moment the connection is open or
+    /// the previous response was sent: an idle or half-sent connection is closed after it.
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body once its head is in (408 past it).
+    pub body_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    /// The defaults of `ZONECAST_MAX_BODY_BYTES`, `ZONECAST_HTTP_MAX_CONNECTIONS`,
+    /// `ZONECAST_HTTP_HEADER_TIMEOUT_MS` and `ZONECAST_HTTP_BODY_TIMEOUT_MS`.
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 8 * 1024 * 1024,
+            max_connections: 4096,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+        }
+    }
+}
 
 /// The bus: NATS when a URL is set (required by every distributed binary), in-process
 /// otherwise; and the subject names on it.
@@ -122,7 +151,8 @@ pub struct ApiSettings {
     /// device; the newest of each device goes out at the next tick.
     pub stream_position_hz: u32,
     /// `ZONECAST_CORS_ORIGINS`: the other origins whose pages may open the live streams.
-    pub cors: crate::cors::Cors,
+    /// Each as written, trimmed; empty: none.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ApiSettings {
@@ -133,7 +163,7 @@ impl Default for ApiSettings {
             stream_buffer: 5000,
             stream_heartbeat: std::time::Duration::from_secs(15),
             stream_position_hz: 5,
-            cors: crate::cors::Cors::default(),
+            cors_origins: Vec::new(),
         }
     }
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use warp::http::{HeaderMap, header};
 use warp::reply::Response;
+use zonecast_ingest::AcceptError;
 
 use crate::context::Context;
 use crate::error::ApiError;
@@ -85,11 +86,22 @@ pub async fn positions(ctx: &Context, body: &Bytes) -> Result<Response, ApiError
     let Some(publisher) = &ctx.positions else {
         return Err(ApiError::NotFound("no route /v3/positions".into()));
     };
-    let outcome = publisher.accept(body, "http").await?;
+    let outcome = publisher.accept(body, "http").await.map_err(refused)?;
     Ok(reply::ok(&outcome.answer()))
 }
 
 /// `GET /readyz` (and `/healthz`): the store and the bus, as every listener answers it.
 pub async fn health(ctx: &Context) -> Response {
     ctx.health.ready().await
+}
+
+/// How the position input answers a payload it did not take: 400 when it is no JSON payload,
+/// 503 with `Retry-After` when the pipeline is too far behind or the positions could not be
+/// stored.
+fn refused(e: AcceptError) -> ApiError {
+    match e {
+        AcceptError::Malformed(_) => ApiError::Malformed(e.to_string()),
+        AcceptError::Publish(p) => ApiError::Unavailable(p.to_string()),
+        AcceptError::Busy(behind) => ApiError::Overloaded(behind.to_string()),
+    }
 }

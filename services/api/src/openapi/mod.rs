@@ -10,10 +10,10 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::Transform;
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
+use zonecast_http::http::ErrorBody;
+use zonecast_http::ops::Readiness;
 use zonecast_model::Limits;
 use zonecast_runtime::Authority;
-use zonecast_runtime::http::ErrorBody;
-use zonecast_runtime::ops::Readiness;
 
 use limits::StatedLimits;
 
@@ -263,13 +263,13 @@ fn operation(
     }
     let mut statuses = Map::new();
     statuses.insert("200".into(), ok);
-    let error = body_schema(zonecast_runtime::routes::schema_of::<ErrorBody>, responses, limits);
+    let error = body_schema(zonecast_http::routes::schema_of::<ErrorBody>, responses, limits);
     for (status, description) in error_statuses(route) {
         statuses
             .insert(status.to_string(), json!({"description": description, "content": json_content(error.clone())}));
     }
     if route.op == Op::Health {
-        let health = body_schema(zonecast_runtime::routes::schema_of::<Readiness>, responses, limits);
+        let health = body_schema(zonecast_http::routes::schema_of::<Readiness>, responses, limits);
         statuses.insert(
             "503".into(),
             json!({"description": "the store or the bus is not ready", "content": json_content(health)}),

@@ -51,7 +51,13 @@ impl ApiArgs {
                 3_600_000,
             )),
             stream_position_hz: c.within("stream_position_hz", &self.stream_position_hz, 1, 50),
-            cors: crate::cors::Cors::new(self.cors_origins.split(',').map(str::to_owned)),
+            cors_origins: self
+                .cors_origins
+                .split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(str::to_owned)
+                .collect(),
         }
     }
 }

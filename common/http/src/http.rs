@@ -9,12 +9,11 @@ use serde::Serialize;
 use warp::Buf;
 use warp::http::{HeaderValue, StatusCode, header};
 use warp::reply::Response;
-use zonecast_ingest::AcceptError;
 use zonecast_model::Invalid;
+use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::StoreError;
 
 use crate::AuthError;
-use crate::ratelog::RateLimited;
 
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -200,16 +199,6 @@ impl From<StoreError> for HttpError {
             StoreError::Backend(cause) => Self::Internal(cause),
             // Collision writes only: no request answers with it.
             StoreError::Fenced { .. } => Self::Internal(e.to_string()),
-        }
-    }
-}
-
-impl From<AcceptError> for HttpError {
-    fn from(e: AcceptError) -> Self {
-        match e {
-            AcceptError::Malformed(_) => Self::Malformed(e.to_string()),
-            AcceptError::Publish(p) => Self::Unavailable(p.to_string()),
-            AcceptError::Busy(behind) => Self::Overloaded(behind.to_string()),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! API and the all-in-one on `ZONECAST_OPS_ADDR` when set. The API's and the ingestor's own
 //! listeners answer the same routes through the same functions.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,10 +17,12 @@ use warp::reply::Response;
 use zonecast_bus::Bus;
 use zonecast_store::Health as StoreHealth;
 
+use zonecast_runtime::service::{self, Needs, Opened};
+use zonecast_runtime::{HttpConfig, HttpLimits, Running, Shutdown, StartError};
+
 use crate::edge::Listener;
 use crate::http::{HttpError, json_response};
 use crate::routes::{Route, schema_of};
-use crate::{HttpLimits, Shutdown};
 
 /// What a service's readiness depends on: its bus, and its store if it has one.
 #[derive(Clone)]
@@ -87,7 +90,7 @@ impl Health {
 
     /// `GET /metrics`: the process recorder in Prometheus's text exposition format.
     pub fn metrics() -> Response {
-        let mut response = Response::new(crate::metrics::render().into());
+        let mut response = Response::new(zonecast_runtime::metrics::render().into());
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
         response
     }
@@ -232,12 +235,36 @@ pub async fn serve(
     health: Health,
     limits: HttpLimits,
     shutdown: Shutdown,
-) -> Result<SocketAddr, crate::StartError> {
+) -> Result<SocketAddr, StartError> {
     let socket = crate::edge::bind(addr).await?;
-    let bound = socket.local_addr().map_err(|e| crate::StartError::new("listener", format!("{addr}: {e}")))?;
+    let bound = socket.local_addr().map_err(|e| StartError::new("listener", format!("{addr}: {e}")))?;
     tokio::spawn(crate::edge::serve(socket, Arc::new(Operations { health, limits }), shutdown));
     tracing::info!(addr = %bound, "operations listener (livez, readyz, metrics) listening");
     Ok(bound)
+}
+
+/// [`service::launch`] with the operations listener on `ops`, when set: served (alive) while
+/// the service starts, ready once it has started.
+pub async fn launch<F, Fut>(
+    needs: Needs<'_>,
+    ops: Option<HttpConfig>,
+    shutdown: Shutdown,
+    start: F,
+) -> Result<Running, StartError>
+where
+    F: FnOnce(Opened, Shutdown) -> Fut,
+    Fut: Future<Output = Result<Running, StartError>>,
+{
+    service::launch(needs, shutdown, move |opened, shutdown| async move {
+        let Some(ops) = ops else { return start(opened, shutdown).await };
+        let store = opened.store.clone().map(|s| s as Arc<dyn StoreHealth>);
+        let (health, started) = Health::new(store, opened.channels.bus.clone()).until_started();
+        let ops_addr = serve(ops.addr, health, ops.limits, shutdown.clone()).await?;
+        let running = start(opened, shutdown).await?;
+        started.store(true, Ordering::Release);
+        Ok(Running { ops_addr: Some(ops_addr), ..running })
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -14,35 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use warp::{Filter, Reply};
 
-use crate::Shutdown;
-
-/// What every HTTP listener bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpLimits {
-    /// Largest request body, in bytes (413 past it).
-    pub max_body_bytes: u64,
-    /// Most connections open at once; past it the listener stops accepting until one closes
-    /// (new clients wait in the kernel's backlog).
-    pub max_connections: usize,
-    /// Time a client has to send a request's head, from the moment the connection is open or
-    /// the previous response was sent: an idle or half-sent connection is closed after it.
-    pub header_timeout: Duration,
-    /// Time a client has to send a request's body once its head is in (408 past it).
-    pub body_timeout: Duration,
-}
-
-impl Default for HttpLimits {
-    /// The defaults of `ZONECAST_MAX_BODY_BYTES`, `ZONECAST_HTTP_MAX_CONNECTIONS`,
-    /// `ZONECAST_HTTP_HEADER_TIMEOUT_MS` and `ZONECAST_HTTP_BODY_TIMEOUT_MS`.
-    fn default() -> Self {
-        Self {
-            max_body_bytes: 8 * 1024 * 1024,
-            max_connections: 4096,
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-        }
-    }
-}
+use zonecast_runtime::{HttpLimits, Shutdown};
 
 /// Serves `filter` on `listener` within `limits` until `shutdown`, then lets the open
 /// requests finish.

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use warp::http::HeaderMap;
 
-use crate::{ApiKey, Authority, Client, Keys};
+use zonecast_runtime::{ApiKey, Authority, Client, Keys};
 
 /// A request without the needed credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

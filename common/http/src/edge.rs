@@ -18,7 +18,9 @@ use warp::{Buf, Filter};
 use crate::cors::Cors;
 use crate::http::{HttpError, read_body};
 use crate::routes::{Lookup, Route, lookup};
-use crate::{Auth, HttpLimits, Shutdown};
+use zonecast_runtime::{HttpLimits, Shutdown, StartError};
+
+use crate::Auth;
 
 /// A listener: its routes, its credentials and limits, and what its operations do.
 pub trait Listener: Send + Sync + 'static {
@@ -162,8 +164,8 @@ pub fn filter<L: Listener>(
 }
 
 /// Binds `addr`, reporting the address in the error.
-pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, crate::StartError> {
-    tokio::net::TcpListener::bind(addr).await.map_err(|e| crate::StartError::new("listener", format!("{addr}: {e}")))
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| StartError::new("listener", format!("{addr}: {e}")))
 }
 
 /// Serves `listener` on `socket` until `shutdown`, then lets open requests finish.

@@ -4,7 +4,7 @@
 
 pub use warp::http::Method;
 
-use crate::Authority;
+use zonecast_runtime::Authority;
 
 /// How the OpenAPI document gets the schema of a request or response body: from a Rust type,
 /// through a generator (`SchemaGenerator::subschema_for::<T>`, or [`schema_of`]).

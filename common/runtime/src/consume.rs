@@ -1,0 +1,163 @@
+//! The one loop of a durable journal consumer (each MQTT connection's in the forwarder, the
+//! http-request actions' in the evaluator): it opens the consumer and takes its deliveries
+//! while fewer than `in_hand` are held, tells the journal every [`PROGRESS_EVERY`] that those
+//! held are still in progress (so none is handed out again while it is held here), recognises
+//! a delivery handed out again while still held (a progress report lost on the way) and renews
+//! its acknowledgement instead of taking it twice, and opens the consumer again, with backoff,
+//! whenever the journal is away or ends the stream. What is held when the loop stops stays
+//! unacknowledged: the journal hands it out again after its ack wait.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use zonecast_bus::Journal;
+use zonecast_bus::journal::{Ack, Delivery, Kind};
+
+use crate::Shutdown;
+use crate::backoff::Backoff;
+use crate::ratelog::RateLimited;
+
+/// How often the deliveries held are reported to the journal as in progress: well within
+/// JetStream's ack wait (10 s).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
+/// What a consumer does with the deliveries it takes.
+pub trait Take {
+    /// What it keeps of a delivery it has not settled yet.
+    type Held: Holding;
+
+    /// Takes `delivery`, holding `permit` for as long as it is in hand: what it keeps of it, or
+    /// `None` when it settled it at once (acknowledged, or left to the journal).
+    fn take(&mut self, delivery: Delivery, permit: OwnedSemaphorePermit) -> Option<Arc<Self::Held>>;
+
+    /// The journal handed out again, with `ack`, a delivery that `held` still has.
+    fn again(&mut self, held: &Self::Held, ack: Ack);
+}
+
+/// A delivery in hand: it can say that it is still being worked on.
+pub trait Holding: Send + Sync + 'static {
+    /// Tells the journal the delivery is still in progress.
+    fn progress(&self);
+}
+
+/// The acknowledgement of a delivery in hand, renewed when the journal hands it out again.
+#[derive(Debug)]
+pub struct HeldAck(Mutex<Option<Ack>>);
+
+impl HeldAck {
+    /// Holding `ack`.
+    pub fn new(ack: Ack) -> Self {
+        Self(Mutex::new(Some(ack)))
+    }
+
+    /// The acknowledgement of the newest delivery replaces the one held.
+    pub fn renew(&self, ack: Ack) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(ack);
+    }
+
+    /// Tells the journal the delivery is still in progress.
+    pub fn progress(&self) {
+        if let Some(ack) = &*self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            ack.progress();
+        }
+    }
+
+    /// Acknowledges the delivery (once).
+    pub fn ack(&self) {
+        if let Some(ack) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            ack.ack();
+        }
+    }
+}
+
+/// Consumes `kind`'s consumer `name` into `taker`, at most `in_hand` deliveries held, until
+/// `stop`.
+pub async fn run<T: Take>(
+    journal: &dyn Journal,
+    kind: Kind,
+    name: &str,
+    in_hand: usize,
+    stop: &Shutdown,
+    taker: &mut T,
+) {
+    let in_hand = in_hand.max(1);
+    let permits = Arc::new(Semaphore::new(in_hand));
+    let mut held: HashMap<u64, Weak<T::Held>> = HashMap::new();
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+    let mut fail_log = RateLimited::new(Duration::from_secs(30));
+    let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    'open: loop {
+        let opened = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            opened = journal.consume(kind, name, in_hand) => opened,
+        };
+        let mut deliveries = match opened {
+            Ok(deliveries) => {
+                backoff.reset();
+                deliveries
+            }
+            Err(e) => {
+                if let Some(held_back) = fail_log.allow() {
+                    tracing::warn!(consumer = %name, error = %e, held_back, "journal unavailable; will retry");
+                }
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(backoff.next_delay()) => continue,
+                }
+            }
+        };
+        loop {
+            let permit = tokio::select! {
+                biased;
+                () = stop.cancelled() => break 'open,
+                _ = progress.tick() => {
+                    in_progress(&held);
+                    continue;
+                }
+                permit = permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break 'open,
+                },
+            };
+            let delivery = loop {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break 'open,
+                    _ = progress.tick() => in_progress(&held),
+                    delivery = deliveries.next() => break delivery,
+                }
+            };
+            let Some(delivery) = delivery else {
+                // The journal ended the stream (connection lost, consumer opened again): open
+                // it again after a pause.
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => break 'open,
+                    () = tokio::time::sleep(backoff.next_delay()) => continue 'open,
+                }
+            };
+            if let Some(holding) = held.get(&delivery.sequence).and_then(Weak::upgrade) {
+                taker.again(&holding, delivery.ack);
+                continue;
+            }
+            let sequence = delivery.sequence;
+            if let Some(holding) = taker.take(delivery, permit) {
+                held.insert(sequence, Arc::downgrade(&holding));
+            }
+            if held.len() > 2 * in_hand {
+                held.retain(|_, holding| holding.strong_count() > 0);
+            }
+        }
+    }
+}
+
+/// Tells the journal that every delivery still held is in progress.
+fn in_progress<H: Holding>(held: &HashMap<u64, Weak<H>>) {
+    held.values().filter_map(Weak::upgrade).for_each(|holding| holding.progress());
+}
