@@ -31,6 +31,20 @@ pub fn binary(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = std::process::Command::new(cargo);
         cmd.args(["build", "--workspace", "--bins", "--tests"]);
+        // What cargo sets for this test process (this package's name, manifest, output
+        // directory) is not the environment of the `cargo test` that built the dependencies:
+        // build scripts that watch those variables (ring's) would count as changed and
+        // compile again, with everything above them.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let set_for_tests = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_", "CARGO_CRATE_"]
+                .iter()
+                .any(|prefix| key.starts_with(prefix))
+                || ["CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "OUT_DIR"].contains(&key.as_ref());
+            if set_for_tests {
+                cmd.env_remove(key.as_ref());
+            }
+        }
         if dir.ends_with("release") {
             cmd.arg("--release");
         }

@@ -151,11 +151,8 @@ impl Leases {
     /// owners.
     pub async fn snapshot(&self) -> Result<(Vec<Member>, BTreeMap<u32, Owner>), BusError> {
         let err = |e: String| BusError::Journal(format!("cannot read the evaluators' leases: {e}"));
-        let mut keys = self.store.keys().await.map_err(|e| err(e.to_string()))?;
         let (mut members, mut owners) = (Vec::new(), BTreeMap::new());
-        while let Some(key) = keys.next().await {
-            let key = key.map_err(|e| err(e.to_string()))?;
-            let Some(entry) = self.store.entry(key).await.map_err(|e| err(e.to_string()))? else { continue };
+        for entry in crate::journal::replicas::entries(&self.store).await.map_err(err)? {
             match change(&entry) {
                 Some(Change::Member(member)) => members.push(member),
                 Some(Change::Partition(partition, owner)) => {

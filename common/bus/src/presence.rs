@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
-use futures::StreamExt;
 
 use crate::BusError;
 
@@ -65,11 +64,8 @@ impl Presence {
     /// Every replica whose key is in the bucket, with its last heartbeat.
     pub async fn snapshot(&self) -> Result<Vec<Replica>, BusError> {
         let err = |e: String| BusError::Journal(format!("cannot read the replicas: {e}"));
-        let mut keys = self.store.keys().await.map_err(|e| err(e.to_string()))?;
         let mut replicas = Vec::new();
-        while let Some(key) = keys.next().await {
-            let key = key.map_err(|e| err(e.to_string()))?;
-            let Some(entry) = self.store.entry(key).await.map_err(|e| err(e.to_string()))? else { continue };
+        for entry in crate::journal::replicas::entries(&self.store).await.map_err(err)? {
             if matches!(entry.operation, kv::Operation::Delete | kv::Operation::Purge) {
                 continue;
             }

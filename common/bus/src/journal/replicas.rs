@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
 use async_nats::jetstream::{self, kv, stream};
+use futures::StreamExt;
 
 use crate::BusError;
 
@@ -101,4 +102,35 @@ pub(crate) async fn key_value(
         .get_key_value(bucket)
         .await
         .map_err(|e| BusError::Journal(format!("cannot open key-value bucket {bucket}: {e}")))
+}
+
+/// How long one listing of a bucket's entries may take. The client's listing ends once it has
+/// delivered as many keys as the server had pending when it began; keys that age out meanwhile
+/// never come, and the listing can then wait for ever.
+const LISTING: Duration = Duration::from_secs(2);
+
+/// Every entry of `store`, each listing bounded by [`LISTING`] and begun again, at most three
+/// times, when it does not end in time or fails.
+pub(crate) async fn entries(store: &kv::Store) -> Result<Vec<kv::Entry>, String> {
+    let mut failure = String::new();
+    for _ in 0..3 {
+        match tokio::time::timeout(LISTING, list(store)).await {
+            Ok(Ok(entries)) => return Ok(entries),
+            Ok(Err(e)) => failure = e,
+            Err(_) => failure = format!("no complete listing within {LISTING:?}"),
+        }
+    }
+    Err(failure)
+}
+
+async fn list(store: &kv::Store) -> Result<Vec<kv::Entry>, String> {
+    let mut keys = store.keys().await.map_err(|e| e.to_string())?;
+    let mut entries = Vec::new();
+    while let Some(key) = keys.next().await {
+        let key = key.map_err(|e| e.to_string())?;
+        if let Some(entry) = store.entry(key).await.map_err(|e| e.to_string())? {
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
 }
