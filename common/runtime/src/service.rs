@@ -133,8 +133,8 @@ fn required<'a>(value: Option<&'a Secret>, variable: &str, name: &str) -> Result
     value.ok_or_else(|| StartError::new("config", format!("{variable} is required by {name}")))
 }
 
-/// Opens what `needs` names and starts the service with `start`. The returned task ends once the service has stopped (after `shutdown`) and the bus
-/// is drained.
+/// Opens what `needs` names and starts the service with `start`. The returned task ends once
+/// the service has stopped (after `shutdown`) and the bus is drained.
 pub async fn launch<F, Fut>(needs: Needs<'_>, shutdown: Shutdown, start: F) -> Result<Running, StartError>
 where
     F: FnOnce(Opened, Shutdown) -> Fut,
