@@ -1,6 +1,6 @@
-//! End-to-end forwarding throughput: positions published on an in-process bus, routed by the
-//! forwarder through 10 connections × 10 topics with filter chains to one local Mosquitto,
-//! counted by an MQTT subscriber. Run with `cargo bench -p zonecast-forwarder --bench throughput`
+//! End-to-end forwarding throughput: positions published on an in-process position log, routed
+//! by the forwarder through 10 connections × 10 topics with filter chains to one local
+//! Mosquitto, counted by an MQTT subscriber. Run with `cargo bench -p zonecast-forwarder --bench throughput`
 //! (release build; needs the `mosquitto` binary). Prints messages per second and where the CPU
 //! time went (this process, the subscriber thread, the broker).
 //!
@@ -223,6 +223,28 @@ fn routing_cost(connections: &[Connection]) -> Duration {
     start.elapsed() / (10 * events.len() as u32)
 }
 
+/// A batch of positions as the position log carries it: one event per line.
+#[derive(Debug)]
+struct Batch(bytes::Bytes);
+
+impl Batch {
+    fn of(event: &[u8]) -> Self {
+        let mut lines = bytes::BytesMut::new();
+        zonecast_bus::positions::push_line(&mut lines, event);
+        Self(lines.freeze())
+    }
+}
+
+impl zonecast_bus::Encode for Batch {
+    fn decoded(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.0
+    }
+
+    fn encode(&self) -> bytes::Bytes {
+        self.0.clone()
+    }
+}
+
 fn main() {
     let port = free_port();
     let Some(broker) = start_mosquitto(port) else {
@@ -257,10 +279,11 @@ fn main() {
         let keys =
             Arc::new(Keys::from_secret(&Secret::new(zonecast_runtime::keys::random_base64(32).unwrap())).unwrap());
         let status_store = store.clone();
+        let positions = bus.position_log("bench", 1, zonecast_bus::PositionSettings::default());
         let deps = zonecast_forwarder::Deps {
             store,
             journal: bus.journal("bench", zonecast_bus::JournalSettings::default()),
-            positions: bus.position_log("bench", 1, zonecast_bus::PositionSettings::default()),
+            positions: positions.clone(),
             bus: bus.clone(),
             subjects: subjects.clone(),
             keys,
@@ -280,8 +303,9 @@ fn main() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        let subject = subjects.positions(0, "00:00:00:00:00:00");
-        let payloads: Vec<bytes::Bytes> = (0..EVENTS).map(|n| event(n).into()).collect();
+        // One position a batch, on the position log the forwarder's position topics follow, as
+        // ingest publishes them.
+        let payloads: Vec<zonecast_bus::Decoded> = (0..EVENTS).map(|n| Arc::new(Batch::of(&event(n))) as _).collect();
         let broker_pid = broker.child.id();
         let (cpu_self0, cpu_broker0) = (proc_cpu("/proc/self/stat"), proc_cpu(&format!("/proc/{broker_pid}/stat")));
         let start = Instant::now();
@@ -290,7 +314,7 @@ fn main() {
             while (n as u64) * CONNECTIONS as u64 >= count.load(Ordering::Relaxed) + WINDOW {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            bus.publish(subject.clone(), payload).await.unwrap();
+            positions.publish(vec![(0, payload)]).await.unwrap().confirmed().await.unwrap();
         }
         while count.load(Ordering::Relaxed) < target {
             assert!(
