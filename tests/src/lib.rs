@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::Value;
+use zonecast::Config;
 use zonecast_bus::{Bus, Subscription};
-use zonecast_runtime::{ApiKey, Authority, Client, Config, Secret};
+use zonecast_runtime::{ApiKey, Authority, Client, Secret};
 
 pub use serde_json::json;
 

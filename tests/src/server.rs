@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
+use zonecast::Config;
 use zonecast_bus::{Bus, Channels, PositionLog, Subjects, Subscription};
-use zonecast_runtime::{Config, Shutdown};
+use zonecast_runtime::Shutdown;
 
 use serde_json::json;
 use zonecast_runtime::Secret;
@@ -305,7 +306,7 @@ impl Server {
     pub async fn start_with_mqtt_gateway(mode: Mode) -> (Self, Gateway) {
         let root = format!("zt{}", uuid::Uuid::new_v4().simple());
         let server = Self::start_configured(mode, |config| {
-            config.mqtt = Some(zonecast_runtime::config::MqttInputConfig {
+            config.mqtt = Some(zonecast_ingestor::MqttInputConfig {
                 url: Secret::new("mqtt://127.0.0.1:1883"),
                 topics: vec![format!("{root}/positions/#")],
                 ca: None,

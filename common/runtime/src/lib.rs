@@ -16,10 +16,7 @@ pub mod shutdown;
 pub mod start;
 pub mod telemetry;
 
-pub use config::{
-    ApiConfig, ApiKey, Authority, Client, Config, ConfigError, EvaluatorConfig, ForwarderConfig, HttpConfig,
-    HttpLimits, IngestorConfig, Load,
-};
+pub use config::{ApiKey, Authority, Client, ConfigError, HttpConfig, HttpLimits, Load};
 pub use keys::{KeyError, Keys};
 pub use service::Running;
 pub use shutdown::Shutdown;

@@ -8,9 +8,10 @@ use zonecast_model::{ConfigChanged, ConfigKind, ConfigOperation};
 use zonecast_http::Auth;
 use zonecast_http::cors::Cors;
 use zonecast_http::ops::Health;
-use zonecast_runtime::{ApiConfig, Keys, Shutdown, StartError};
+use zonecast_runtime::{Keys, Shutdown, StartError};
 use zonecast_store::ApiStore;
 
+use crate::ApiConfig;
 use crate::applied::{Applied, Appliers};
 
 /// Shared state of the API: store, bus, keys and credentials.
@@ -53,7 +54,7 @@ pub struct Context {
     apply_wait: std::time::Duration,
 }
 
-/// How live streams behave (from [`zonecast_runtime::config::ApiSettings`]).
+/// How live streams behave (from [`crate::ApiSettings`]).
 #[derive(Debug, Clone)]
 pub struct StreamSettings {
     /// How many events a client may fall behind the newest before it lags.

@@ -5,6 +5,7 @@
 
 mod applied;
 mod body;
+mod config;
 pub mod console;
 mod context;
 mod dispatch;
@@ -29,8 +30,9 @@ use zonecast_http::Auth;
 use zonecast_http::edge::{self, Listener};
 use zonecast_http::http::HttpError;
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{ApiConfig, HttpConfig, HttpLimits, Running, Shutdown, StartError};
+use zonecast_runtime::{HttpConfig, HttpLimits, Running, Shutdown, StartError};
 
+pub use config::{ApiAddr, ApiArgs, ApiCli, ApiConfig, ApiSettings};
 pub use context::{Context, StreamSettings};
 pub use error::ApiError;
 

@@ -6,7 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (config, shutdown) = zonecast_runtime::boot::<zonecast_runtime::ApiConfig>()?;
+    let (config, shutdown) = zonecast_runtime::boot::<zonecast_api::ApiConfig>()?;
     zonecast_api::run(config, shutdown).await?;
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod catalog;
 mod catch_up;
 mod claims;
 mod collisions;
+mod config;
 mod config_changes;
 pub mod engine;
 mod feed;
@@ -19,9 +20,12 @@ use std::time::Duration;
 
 use zonecast_bus::{Bus, Channels, Journal, PositionLog, Subjects};
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{EvaluatorConfig, Keys, Running, Shutdown, StartError};
+use zonecast_runtime::{Keys, Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
+pub use crate::config::{
+    DEFAULT_HTTP_ACTION_RETRY_FOR, EvaluatorAddr, EvaluatorArgs, EvaluatorCli, EvaluatorConfig, EvaluatorSettings,
+};
 pub use crate::engine::{Engine, Output, Ownership, SourceHint};
 pub use crate::shell::start;
 

@@ -6,7 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (config, shutdown) = zonecast_runtime::boot::<zonecast_runtime::EvaluatorConfig>()?;
+    let (config, shutdown) = zonecast_runtime::boot::<zonecast_evaluator::EvaluatorConfig>()?;
     zonecast_evaluator::run(config, shutdown).await?;
     Ok(())
 }

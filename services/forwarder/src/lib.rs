@@ -11,6 +11,7 @@
 //! events (the rest wait in the journal), and writes its status to the store every second.
 //! Nothing waits on a broker but its own connection.
 
+mod config;
 mod consumer;
 mod endpoint;
 mod fleet;
@@ -26,9 +27,10 @@ use std::time::Duration;
 
 use zonecast_bus::{Bus, Channels, Journal, PositionLog, Subjects};
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{ForwarderConfig, Keys, Running, Shutdown, StartError};
+use zonecast_runtime::{Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
 
+pub use crate::config::{ForwarderAddr, ForwarderArgs, ForwarderCli, ForwarderConfig, ForwarderSettings};
 pub use crate::consumer::consumer_name;
 pub use crate::endpoint::{MAX_PAYLOAD, client_id};
 pub use crate::fleet::{Plan, plan};

@@ -6,7 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (config, shutdown) = zonecast_runtime::boot::<zonecast_runtime::ForwarderConfig>()?;
+    let (config, shutdown) = zonecast_runtime::boot::<zonecast_forwarder::ForwarderConfig>()?;
     zonecast_forwarder::run(config, shutdown).await?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! ([`zonecast_ingest`]), published on `<prefix>.positions.<P>.<MAC>`.
 
 mod buffer;
+mod config;
 mod http;
 mod mqtt;
 mod nats;
@@ -15,8 +16,9 @@ use zonecast_http::Auth;
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{HttpConfig, IngestorConfig, Keys, Running, Shutdown, StartError};
+use zonecast_runtime::{HttpConfig, Keys, Running, Shutdown, StartError};
 
+pub use crate::config::{IngestorCli, IngestorConfig, MqttArgs, MqttInputConfig};
 pub use crate::mqtt::{MqttInput, MqttInputError};
 
 /// Handles one raw payload from a stream input (NATS or MQTT): normalised, published, the

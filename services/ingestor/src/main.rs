@@ -6,7 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (config, shutdown) = zonecast_runtime::boot::<zonecast_runtime::IngestorConfig>()?;
+    let (config, shutdown) = zonecast_runtime::boot::<zonecast_ingestor::IngestorConfig>()?;
     zonecast_ingestor::run(config, shutdown).await?;
     Ok(())
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS, TlsConfiguration, Transport};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::backoff::Backoff;
-use zonecast_runtime::config::MqttInputConfig;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Secret, Shutdown};
+
+use crate::MqttInputConfig;
 
 /// The MQTT input is misconfigured.
 #[derive(Debug, thiserror::Error)]

@@ -4,6 +4,7 @@
 //! configured it generates its secret key and an admin API key in the data directory. With
 //! `demo` on it also runs the simulated warehouse of [`demo`].
 
+mod config;
 pub mod demo;
 
 use std::net::SocketAddr;
@@ -15,7 +16,9 @@ use zonecast_bus::Channels;
 use zonecast_http::ops::Health;
 use zonecast_runtime::keys::{random_base64, write_private};
 use zonecast_runtime::service::{open_bus, open_store};
-use zonecast_runtime::{ApiKey, Authority, Config, Keys, Running, Secret, Shutdown, StartError};
+use zonecast_runtime::{ApiKey, Authority, Keys, Running, Secret, Shutdown, StartError};
+
+pub use crate::config::{AllInOneCli, Config};
 
 /// File name of the SQLite database inside the data directory.
 pub const DATABASE_FILE: &str = "zonecast.sqlite";

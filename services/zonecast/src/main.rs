@@ -6,7 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (config, shutdown) = zonecast_runtime::boot::<zonecast_runtime::Config>()?;
+    let (config, shutdown) = zonecast_runtime::boot::<zonecast::Config>()?;
     let running = zonecast::start(config, shutdown).await?;
     if let Some(file) = &running.admin_key_file {
         eprintln!("zonecast: admin API key is in {} (send it as X-API-Key)", file.display());

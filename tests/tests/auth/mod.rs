@@ -12,7 +12,8 @@ use std::net::SocketAddr;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use zonecast_runtime::{Config, Secret, Shutdown};
+use zonecast::Config;
+use zonecast_runtime::{Secret, Shutdown};
 use zonecast_tests::{
     CLIENT_ID, CLIENT_SECRET, Mode, Server, assert_error, both_modes, json, nats_url, sphere, test_config,
 };

@@ -16,7 +16,11 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
-use zonecast_runtime::config::{ApiConfig, ENV_VARS, EvaluatorConfig, ForwarderConfig, IngestorConfig, Load};
+use zonecast_api::ApiConfig;
+use zonecast_evaluator::EvaluatorConfig;
+use zonecast_forwarder::ForwarderConfig;
+use zonecast_ingestor::IngestorConfig;
+use zonecast_runtime::config::{ENV_VARS, Load};
 use zonecast_tests::process::{Service, free_port};
 
 fn deploy_dir() -> PathBuf {

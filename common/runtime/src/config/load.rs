@@ -11,11 +11,9 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Command, CommandFactory, Parser};
 
-use super::args::{AllInOneCli, ApiCli, Check, EvaluatorCli, ForwarderCli, IngestorCli};
+use super::args::Check;
 use super::origins::{Origins, env_name};
-use super::{
-    ApiConfig, Config, ConfigError, ENV_VARS, EvaluatorConfig, ForwarderConfig, IngestorConfig, Load, Loaded, Problem,
-};
+use super::{ConfigError, ENV_VARS, Loaded, Problem};
 
 /// The command as parsed: clap reads no variable itself (values from `env` are passed as
 /// flags), so it is the declaration without them.
@@ -75,9 +73,10 @@ fn read_file(path: &Path, problems: &mut Vec<Problem>) -> HashMap<String, String
     values
 }
 
-/// Parses `args` with the variables of `env` and the file, then checks the result; every
-/// problem found along the way is reported together.
-fn load<P, C>(
+/// Parses `args` as command line `P` with the variables of `env` and the file, then checks
+/// the result with `check` (which returns the configuration and whether logs are JSON); every
+/// problem found along the way is reported together. Each binary's [`super::Load`] calls it.
+pub fn load<P, C>(
     args: Vec<OsString>,
     env: &HashMap<String, String>,
     check: impl Fn(&P, &mut Check<'_>) -> (C, bool),
@@ -128,56 +127,4 @@ where
     let (config, log_json) = check(&parsed, &mut c);
     problems.extend(c.into_problems());
     if problems.is_empty() { Ok(Loaded { config, log_json }) } else { Err(ConfigError::Invalid(problems)) }
-}
-
-impl Load for Config {
-    const BINARY: &'static str = "zonecast";
-
-    fn load(args: Vec<OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError> {
-        load(args, env, AllInOneCli::check)
-    }
-}
-
-impl Load for ApiConfig {
-    const BINARY: &'static str = "zonecast-api";
-
-    fn load(args: Vec<OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError> {
-        load(args, env, ApiCli::check)
-    }
-}
-
-impl Load for IngestorConfig {
-    const BINARY: &'static str = "zonecast-ingestor";
-
-    fn load(args: Vec<OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError> {
-        load(args, env, IngestorCli::check)
-    }
-}
-
-impl Load for EvaluatorConfig {
-    const BINARY: &'static str = "zonecast-evaluator";
-
-    fn load(args: Vec<OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError> {
-        load(args, env, EvaluatorCli::check)
-    }
-}
-
-impl Load for ForwarderConfig {
-    const BINARY: &'static str = "zonecast-forwarder";
-
-    fn load(args: Vec<OsString>, env: &HashMap<String, String>) -> Result<Loaded<Self>, ConfigError> {
-        load(args, env, ForwarderCli::check)
-    }
-}
-
-/// Every binary's command, for tests of the declarations.
-#[cfg(test)]
-pub(super) fn commands() -> Vec<Command> {
-    vec![
-        AllInOneCli::command(),
-        ApiCli::command(),
-        IngestorCli::command(),
-        EvaluatorCli::command(),
-        ForwarderCli::command(),
-    ]
 }

@@ -1,18 +1,16 @@
-//! Configuration: one section per concern (bus, store, HTTP, auth, each service's own
-//! settings), and one configuration per binary made of the sections it uses. Each binary's
-//! settings are declared with clap ([`args`]), so `--help` lists them with their `ZONECAST_*`
-//! variables and defaults; values come from a flag, else the variable, else the TOML file
-//! named by `--config` / `ZONECAST_CONFIG`, else the default ([`load`]). Loading validates
-//! everything and reports every problem at once; a binary cannot start with a setting it
-//! needs missing. Loaded once in `main` and passed down; tests build configurations in code.
+//! Configuration: the sections several binaries share (bus, store, HTTP, credentials) and how
+//! a binary's configuration is loaded. Each service declares its own settings and its command
+//! line in its crate, with clap, from the groups of [`args`] and its own, so `--help` lists
+//! them with their `ZONECAST_*` variables and defaults; values come from a flag, else the
+//! variable, else the TOML file named by `--config` / `ZONECAST_CONFIG`, else the default
+//! ([`load`]). Loading validates everything and reports every problem at once; a binary
+//! cannot start with a setting it needs missing. Loaded once in `main` and passed down; tests
+//! build configurations in code.
 
 pub mod args;
-mod binaries;
 mod load;
 mod origins;
 mod sections;
-#[cfg(test)]
-mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -20,11 +18,10 @@ use std::str::FromStr;
 
 use zonecast_model::Secret;
 
-pub use binaries::{ApiConfig, Config, EvaluatorConfig, ForwarderConfig, IngestorConfig};
-pub use sections::{
-    ApiSettings, AuthConfig, BusConfig, DEFAULT_HTTP_ACTION_RETRY_FOR, DEFAULT_HTTP_ADDR, DEFAULT_INGEST_HTTP_ADDR,
-    EvaluatorSettings, ForwarderSettings, HttpConfig, HttpLimits, MqttInputConfig, StoreConfig,
-};
+pub use args::Check;
+pub use load::load;
+pub use origins::env_name;
+pub use sections::{AuthConfig, BusConfig, HttpConfig, HttpLimits, StoreConfig};
 
 /// What a credential may do; each level includes the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,7 +79,8 @@ pub struct Client {
 }
 
 /// Every environment variable the binaries read, `ZONECAST_CONFIG` (the file) included: the
-/// union of what each binary declares (a unit test holds them equal). Deployment files are
+/// union of what each binary declares (the all-in-one's tests hold them equal). A file key
+/// outside it is refused, so that one file may serve every binary; deployment files are
 /// checked against it.
 pub const ENV_VARS: &[&str] = &[
     "ZONECAST_CONFIG",

@@ -22,6 +22,6 @@ impl Origins {
 
 /// `ZONECAST_` and the setting's id in upper case: every setting follows this rule (a unit
 /// test holds each binary to it), which also makes the id its key in the file.
-pub(super) fn env_name(id: &str) -> String {
+pub fn env_name(id: &str) -> String {
     format!("ZONECAST_{}", id.to_ascii_uppercase())
 }

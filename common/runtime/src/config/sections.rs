@@ -1,8 +1,7 @@
-//! The sections a binary's configuration is made of: the bus, the store, an HTTP listener,
-//! credentials, and each service's own settings.
+//! The sections several binaries' configurations are made of: the bus, the store, an HTTP
+//! listener and credentials. Each service's own settings are declared in its crate.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use zonecast_model::Secret;
@@ -108,13 +107,6 @@ impl HttpConfig {
     }
 }
 
-/// Default of `ZONECAST_HTTP_ADDR`.
-pub const DEFAULT_HTTP_ADDR: SocketAddr =
-    SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8080));
-/// Default of `ZONECAST_INGEST_HTTP_ADDR`.
-pub const DEFAULT_INGEST_HTTP_ADDR: SocketAddr =
-    SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8081));
-
 /// Who may call: API keys, token clients and the tokens' lifetime.
 #[derive(Debug, Clone)]
 pub struct AuthConfig {
@@ -129,87 +121,5 @@ pub struct AuthConfig {
 impl Default for AuthConfig {
     fn default() -> Self {
         Self { api_keys: Vec::new(), clients: Vec::new(), token_ttl_seconds: 3600 }
-    }
-}
-
-/// The API's own settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiSettings {
-    /// `ZONECAST_MAX_CONNECTIONS`: most MQTT connections that may exist; each holds a client
-    /// and a queue in every forwarder, so their number bounds the forwarders' memory.
-    pub max_connections: usize,
-    /// `ZONECAST_APPLY_WAIT_MS`: how long a configuration write waits, at most, for every live
-    /// evaluator and forwarder to have it in force before the API answers; zero answers at once.
-    pub apply_wait: std::time::Duration,
-    /// `ZONECAST_STREAM_BUFFER`: how many events a live stream's client may fall behind the
-    /// newest; past it the client is told it lagged and the stream ends.
-    pub stream_buffer: usize,
-    /// `ZONECAST_STREAM_HEARTBEAT_MS`: how long a live stream stays silent at most before a
-    /// `: keep-alive` comment, so proxies do not close it.
-    pub stream_heartbeat: std::time::Duration,
-    /// `ZONECAST_STREAM_POSITION_HZ`: most positions per second a position stream sends of one
-    /// device; the newest of each device goes out at the next tick.
-    pub stream_position_hz: u32,
-    /// `ZONECAST_CORS_ORIGINS`: the other origins whose pages may open the live streams.
-    /// Each as written, trimmed; empty: none.
-    pub cors_origins: Vec<String>,
-}
-
-impl Default for ApiSettings {
-    fn default() -> Self {
-        Self {
-            max_connections: 100,
-            apply_wait: std::time::Duration::from_secs(2),
-            stream_buffer: 5000,
-            stream_heartbeat: std::time::Duration::from_secs(15),
-            stream_position_hz: 5,
-            cors_origins: Vec::new(),
-        }
-    }
-}
-
-/// The ingestor's MQTT input: an RTLS broker and the topics to take positions from.
-#[derive(Debug, Clone)]
-pub struct MqttInputConfig {
-    /// `ZONECAST_INGEST_MQTT_URL`, e.g. `mqtt://user:pass@host:1883` or `mqtts://host:8883`;
-    /// may carry credentials.
-    pub url: Secret,
-    /// `ZONECAST_INGEST_MQTT_TOPICS`: topic filters (wildcards allowed); at least one.
-    pub topics: Vec<String>,
-    /// `ZONECAST_INGEST_MQTT_CA`: PEM file of the CA that signed the broker's certificate
-    /// (`mqtts://` only; without it the broker is refused, there is no system trust store).
-    pub ca: Option<PathBuf>,
-}
-
-/// The evaluator's own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EvaluatorSettings {
-    /// `ZONECAST_EVALUATOR_PARTITIONS`: inclusive range an evaluator owns; `None` = all.
-    pub partitions: Option<(u32, u32)>,
-    /// `ZONECAST_HTTP_ACTION_RETRY_FOR`: how long an http-request action is retried after its
-    /// first try failed; zero sends it once.
-    pub http_action_retry_for: std::time::Duration,
-}
-
-/// Default of `ZONECAST_HTTP_ACTION_RETRY_FOR`: one hour.
-pub const DEFAULT_HTTP_ACTION_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
-
-impl Default for EvaluatorSettings {
-    fn default() -> Self {
-        Self { partitions: None, http_action_retry_for: DEFAULT_HTTP_ACTION_RETRY_FOR }
-    }
-}
-
-/// The forwarder's own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ForwarderSettings {
-    /// `ZONECAST_FORWARDER_QUEUE`: messages one MQTT connection holds (waiting or
-    /// unacknowledged) while its broker is away; beyond it the oldest is dropped and counted.
-    pub queue: usize,
-}
-
-impl Default for ForwarderSettings {
-    fn default() -> Self {
-        Self { queue: 10_000 }
     }
 }

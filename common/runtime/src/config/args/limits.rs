@@ -29,7 +29,8 @@ pub struct LimitsArgs {
 }
 
 impl LimitsArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> HttpLimits {
+    /// The HTTP limits.
+    pub fn check(&self, c: &mut Check<'_>) -> HttpLimits {
         HttpLimits {
             max_body_bytes: c.parse("max_body_bytes", &self.max_body_bytes, 0),
             max_connections: c.within("http_max_connections", &self.http_max_connections, 1, 1_000_000),
@@ -78,7 +79,8 @@ pub struct InputLimitArgs {
 }
 
 impl InputLimitArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
+    /// Sets the input limits of `limits`.
+    pub fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
         limits.device_list = c.within("limit_device_list", &self.limit_device_list, 1, 1_000_000);
         limits.zone_actions = c.within("limit_zone_actions", &self.limit_zone_actions, 0, 1_000_000);
         limits.polygon_vertices = c.within("limit_polygon_vertices", &self.limit_polygon_vertices, 3, 1_000_000);
@@ -117,7 +119,8 @@ pub struct FilterLimitArgs {
 }
 
 impl FilterLimitArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
+    /// Sets the filter chain limits of `limits`.
+    pub fn check(&self, c: &mut Check<'_>, limits: &mut Limits) {
         limits.filters_per_chain = c.within("limit_filters_per_chain", &self.limit_filters_per_chain, 1, 1_000_000);
         limits.filters_per_connection =
             c.within("limit_filters_per_connection", &self.limit_filters_per_connection, 1, 100_000_000);
@@ -130,7 +133,7 @@ impl FilterLimitArgs {
 }
 
 /// Every limit, from both groups.
-pub(super) fn all_limits(input: &InputLimitArgs, filter: &FilterLimitArgs, c: &mut Check<'_>) -> Limits {
+pub fn all_limits(input: &InputLimitArgs, filter: &FilterLimitArgs, c: &mut Check<'_>) -> Limits {
     let mut limits = Limits::default();
     input.check(c, &mut limits);
     filter.check(c, &mut limits);

@@ -1,17 +1,14 @@
-//! Each binary's settings as clap declares them (flag, `ZONECAST_*` variable, default, help),
-//! one group per section, and their validation into the typed sections of [`super`]. Values
-//! are taken as text and checked here rather than by clap, so that every problem is found in
-//! one pass and named by where it was given.
+//! The setting groups several binaries share, as clap declares them (flag, `ZONECAST_*`
+//! variable, default, help), and their validation into the typed sections of [`super`]. Values
+//! are taken as text and checked by [`Check`] rather than by clap, so that every problem is
+//! found in one pass and named by where it was given.
 //!
 //! [`shared`] holds the sections several binaries take (file, bus, store, listeners, secret,
-//! credentials, site, log), [`limits`] what requests and filter chains may ask, [`services`]
-//! each service's own settings, and [`all_in_one`] and [`distributed`] the command lines that
-//! compose them.
+//! credentials, site, log) and [`limits`] what requests and filter chains may ask. Each
+//! service declares its own settings and its command line in its own crate, made of these
+//! groups and its own (`#[command(flatten)]`); the all-in-one's flattens every service's.
 
-mod all_in_one;
-mod distributed;
 mod limits;
-mod services;
 mod shared;
 
 use std::fmt::Display;
@@ -22,25 +19,17 @@ use zonecast_model::Secret;
 use super::Problem;
 use super::origins::Origins;
 
-pub use all_in_one::{AllInOneCli, DemoArgs};
-pub use distributed::{ApiCli, EvaluatorCli, ForwarderCli, IngestorCli};
-pub use limits::{FilterLimitArgs, InputLimitArgs, LimitsArgs};
-pub use services::{ApiArgs, EvaluatorArgs, ForwarderArgs, MqttArgs};
+pub use limits::{FilterLimitArgs, InputLimitArgs, LimitsArgs, all_limits};
 pub use shared::{
-    ApiAddr, AuthArgs, BusArgs, DefaultAddr, EvaluatorAddr, FileArgs, ForwarderAddr, HttpAddrArgs, LogArgs,
-    OpsAddrArgs, SecretArgs, SiteArgs, StoreArgs,
+    AuthArgs, BusArgs, DefaultAddr, FileArgs, HttpAddrArgs, LogArgs, OpsAddrArgs, SecretArgs, SiteArgs, StoreArgs,
 };
 
 /// Position partitions of the distributed services unless `ZONECAST_PARTITIONS` says otherwise:
 /// room for 16 evaluators, each with 4.
-pub(super) const DISTRIBUTED_PARTITIONS: u32 = 64;
+pub const DISTRIBUTED_PARTITIONS: u32 = 64;
 
-/// Position partitions of the all-in-one unless `ZONECAST_PARTITIONS` says otherwise: its
-/// evaluators (one per core) split them.
-pub(super) const ALL_IN_ONE_PARTITIONS: u32 = 16;
-
-/// Collects the problems of one load.
-pub(super) struct Check<'a> {
+/// Collects the problems of one load: each binary's `check` reads its settings through it.
+pub struct Check<'a> {
     origins: &'a Origins,
     problems: Vec<Problem>,
 }
@@ -50,12 +39,13 @@ impl<'a> Check<'a> {
         Self { origins, problems: Vec::new() }
     }
 
-    fn bad(&mut self, id: &str, reason: impl Into<String>) {
+    /// Notes that setting `id` is wrong for `reason`.
+    pub fn bad(&mut self, id: &str, reason: impl Into<String>) {
         self.problems.push(Problem { name: self.origins.name(id), reason: reason.into() });
     }
 
     /// `raw` parsed as `T`, or `fallback` with a problem noted.
-    fn parse<T: FromStr>(&mut self, id: &str, raw: &str, fallback: T) -> T
+    pub fn parse<T: FromStr>(&mut self, id: &str, raw: &str, fallback: T) -> T
     where
         T::Err: Display,
     {
@@ -66,7 +56,7 @@ impl<'a> Check<'a> {
     }
 
     /// `raw` as a switch: `true` or `false`, nothing else (false with a problem noted).
-    fn flag(&mut self, id: &str, raw: &str) -> bool {
+    pub fn flag(&mut self, id: &str, raw: &str) -> bool {
         match raw {
             "true" => true,
             "false" => false,
@@ -78,7 +68,7 @@ impl<'a> Check<'a> {
     }
 
     /// `raw` parsed as a number within `lo..=hi`.
-    fn within<T>(&mut self, id: &str, raw: &str, lo: T, hi: T) -> T
+    pub fn within<T>(&mut self, id: &str, raw: &str, lo: T, hi: T) -> T
     where
         T: FromStr + PartialOrd + Display + Copy,
         T::Err: Display,
@@ -91,7 +81,7 @@ impl<'a> Check<'a> {
     }
 
     /// A problem when `value` is missing: `binary` needs it, for `why`.
-    fn require<T>(&mut self, id: &str, value: Option<&T>, binary: &str, why: &str) {
+    pub fn require<T>(&mut self, id: &str, value: Option<&T>, binary: &str, why: &str) {
         if value.is_none() {
             self.bad(id, format!("is required by {binary}{why}"));
         }
@@ -103,10 +93,11 @@ impl<'a> Check<'a> {
 }
 
 /// A secret setting: an empty value is an unset one.
-fn secret(raw: &Option<String>) -> Option<Secret> {
+pub fn secret(raw: &Option<String>) -> Option<Secret> {
     raw.as_deref().filter(|v| !v.is_empty()).map(Secret::new)
 }
 
-fn split_list(v: &str) -> impl Iterator<Item = &str> {
+/// The items of a comma-separated list, trimmed, without empty ones.
+pub fn split_list(v: &str) -> impl Iterator<Item = &str> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty())
 }

@@ -74,7 +74,7 @@ pub struct BusArgs {
 
 impl BusArgs {
     /// The bus section; `partitions` unless `ZONECAST_PARTITIONS` says otherwise.
-    pub(super) fn check(&self, c: &mut Check<'_>, partitions: u32) -> BusConfig {
+    pub fn check(&self, c: &mut Check<'_>, partitions: u32) -> BusConfig {
         let prefix = &self.subject_prefix;
         if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
             c.bad("subject_prefix", "must be one subject token: letters, digits, - and _");
@@ -133,7 +133,8 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> StoreConfig {
+    /// The store section.
+    pub fn check(&self, c: &mut Check<'_>) -> StoreConfig {
         StoreConfig {
             database_url: secret(&self.database_url),
             pool: c.parse("database_pool", &self.database_pool, 16),
@@ -142,7 +143,8 @@ impl StoreArgs {
 }
 
 /// `ZONECAST_HTTP_ADDR`, by default on 127.0.0.1 at a port of each binary's own (`L`), so
-/// that one of each starts on one host without settings.
+/// that one of each starts on one host without settings: 8080 for the API and the all-in-one,
+/// 8082 for an evaluator, 8083 for a forwarder (the ingestor's own listener is 8081).
 #[derive(Args)]
 pub struct HttpAddrArgs<L: DefaultAddr> {
     /// HTTP listen address: the config API's (in the all-in-one also `POST /v3/positions`);
@@ -154,7 +156,8 @@ pub struct HttpAddrArgs<L: DefaultAddr> {
 }
 
 impl<L: DefaultAddr> HttpAddrArgs<L> {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> SocketAddr {
+    /// The listen address.
+    pub fn check(&self, c: &mut Check<'_>) -> SocketAddr {
         let fallback = L::ADDR.parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
         c.parse("http_addr", &self.http_addr, fallback)
     }
@@ -164,24 +167,6 @@ impl<L: DefaultAddr> HttpAddrArgs<L> {
 pub trait DefaultAddr: Send + Sync + 'static {
     /// The address, as `--help` shows it.
     const ADDR: &'static str;
-}
-
-/// The config API's listener (and the all-in-one's): 127.0.0.1:8080.
-pub struct ApiAddr;
-impl DefaultAddr for ApiAddr {
-    const ADDR: &'static str = "127.0.0.1:8080";
-}
-
-/// An evaluator's operations listener: 127.0.0.1:8082 (the ingestor's default is 8081).
-pub struct EvaluatorAddr;
-impl DefaultAddr for EvaluatorAddr {
-    const ADDR: &'static str = "127.0.0.1:8082";
-}
-
-/// A forwarder's operations listener: 127.0.0.1:8083.
-pub struct ForwarderAddr;
-impl DefaultAddr for ForwarderAddr {
-    const ADDR: &'static str = "127.0.0.1:8083";
 }
 
 /// `ZONECAST_OPS_ADDR`.
@@ -194,7 +179,8 @@ pub struct OpsAddrArgs {
 }
 
 impl OpsAddrArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> Option<SocketAddr> {
+    /// The operations listener's address, when one is set.
+    pub fn check(&self, c: &mut Check<'_>) -> Option<SocketAddr> {
         let raw = self.ops_addr.as_deref()?;
         Some(c.parse("ops_addr", raw, SocketAddr::from(([127, 0, 0, 1], 0))))
     }
@@ -207,6 +193,13 @@ pub struct SecretArgs {
     /// bearer tokens. The all-in-one generates one in its data directory without it.
     #[arg(long, env = "ZONECAST_SECRET_KEY", value_name = "BASE64", hide_env_values = true)]
     pub(super) secret_key: Option<String>,
+}
+
+impl SecretArgs {
+    /// The key, when one is set (an empty value is none).
+    pub fn check(&self) -> Option<Secret> {
+        secret(&self.secret_key)
+    }
 }
 
 /// The credentials section.
@@ -227,7 +220,8 @@ pub struct AuthArgs {
 }
 
 impl AuthArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> AuthConfig {
+    /// The credentials.
+    pub fn check(&self, c: &mut Check<'_>) -> AuthConfig {
         let mut auth = AuthConfig {
             token_ttl_seconds: c.parse("token_ttl_seconds", &self.token_ttl_seconds, 3600),
             ..AuthConfig::default()
@@ -275,7 +269,8 @@ pub struct SiteArgs {
 }
 
 impl SiteArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> i64 {
+    /// The site's id.
+    pub fn check(&self, c: &mut Check<'_>) -> i64 {
         c.parse("site_id", &self.site_id, 1)
     }
 }
@@ -289,7 +284,8 @@ pub struct LogArgs {
 }
 
 impl LogArgs {
-    pub(super) fn check(&self, c: &mut Check<'_>) -> bool {
+    /// Whether logs are JSON.
+    pub fn check(&self, c: &mut Check<'_>) -> bool {
         match self.log_format.as_str() {
             "json" => true,
             "text" => false,

@@ -4,9 +4,26 @@ use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 
-use super::load::commands;
-use super::origins::env_name;
-use super::*;
+use clap::{Command, CommandFactory};
+use zonecast_api::{ApiCli, ApiConfig};
+use zonecast_evaluator::{EvaluatorCli, EvaluatorConfig};
+use zonecast_forwarder::{ForwarderCli, ForwarderConfig};
+use zonecast_ingestor::{IngestorCli, IngestorConfig};
+use zonecast_runtime::config::{ConfigError, ENV_VARS, Load, env_name};
+use zonecast_runtime::{Authority, HttpLimits};
+
+use super::{AllInOneCli, Config};
+
+/// Every binary's command line.
+fn commands() -> Vec<Command> {
+    vec![
+        AllInOneCli::command(),
+        ApiCli::command(),
+        IngestorCli::command(),
+        EvaluatorCli::command(),
+        ForwarderCli::command(),
+    ]
+}
 
 fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
