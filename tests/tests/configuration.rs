@@ -34,19 +34,14 @@ fn every_service_binary_lists_its_settings_with_their_variables_in_help() {
         ("zonecast-ingestor", &["ZONECAST_INGEST_HTTP_ADDR", "ZONECAST_INGEST_MQTT_URL", "ZONECAST_NATS_URL"]),
         (
             "zonecast-evaluator",
-            &[
-                "ZONECAST_HTTP_ADDR",
-                "ZONECAST_EVALUATOR_PARTITIONS",
-                "ZONECAST_DATABASE_URL",
-                "ZONECAST_SECRET_KEY",
-                "ZONECAST_HTTP_ACTION_RETRY_FOR",
-            ],
+            &["ZONECAST_HTTP_ADDR", "ZONECAST_EVALUATOR_PARTITIONS", "ZONECAST_DATABASE_URL", "ZONECAST_NATS_URL"],
         ),
         (
             "zonecast-forwarder",
             &[
                 "ZONECAST_HTTP_ADDR",
                 "ZONECAST_FORWARDER_QUEUE",
+                "ZONECAST_HTTP_ACTION_RETRY_FOR",
                 "ZONECAST_SECRET_KEY",
                 "ZONECAST_LIMIT_REGEX_TOTAL_BYTES",
             ],
@@ -70,7 +65,7 @@ fn a_distributed_binary_without_its_required_settings_names_them_all_and_does_no
     for (name, missing) in [
         ("zonecast-api", &["ZONECAST_DATABASE_URL", "ZONECAST_NATS_URL", "ZONECAST_SECRET_KEY"][..]),
         ("zonecast-ingestor", &["ZONECAST_NATS_URL", "ZONECAST_SECRET_KEY"]),
-        ("zonecast-evaluator", &["ZONECAST_DATABASE_URL", "ZONECAST_NATS_URL", "ZONECAST_SECRET_KEY"]),
+        ("zonecast-evaluator", &["ZONECAST_DATABASE_URL", "ZONECAST_NATS_URL"]),
         ("zonecast-forwarder", &["ZONECAST_DATABASE_URL", "ZONECAST_NATS_URL", "ZONECAST_SECRET_KEY"]),
     ] {
         let (ok, _, stderr) = run(name, &[], &[("ZONECAST_PARTITIONS", "0")]);

@@ -159,11 +159,11 @@ async fn a_receiver_answering_503_twice_gets_the_same_request_a_third_time_and_i
     let text = metrics.as_str().unwrap();
     let retries: f64 = text
         .lines()
-        .find_map(|l| l.strip_prefix("zonecast_evaluator_http_action_retries_total "))
+        .find_map(|l| l.strip_prefix("zonecast_forwarder_http_action_retries_total "))
         .map(|v| v.trim().parse().unwrap())
         .expect("retry counter exported");
     assert!(retries >= 2.0, "{retries}");
-    assert!(text.contains(r#"zonecast_evaluator_http_actions_total{outcome="success"}"#), "{text}");
+    assert!(text.contains(r#"zonecast_forwarder_http_actions_total{outcome="success"}"#), "{text}");
     server.stop().await;
 }
 

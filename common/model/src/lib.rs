@@ -3,6 +3,7 @@
 //! sees unvalidated input.
 
 mod action;
+mod action_request;
 mod certificate;
 mod collision;
 mod connection;
@@ -21,6 +22,7 @@ mod zone;
 mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
+pub use action_request::ActionRequest;
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};

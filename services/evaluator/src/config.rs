@@ -3,33 +3,18 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::time::Duration;
 
 use clap::{Args, Parser};
-use zonecast_model::Secret;
 use zonecast_runtime::config::args::{
-    BusArgs, DISTRIBUTED_PARTITIONS, DefaultAddr, FileArgs, HttpAddrArgs, LimitsArgs, LogArgs, SecretArgs, SiteArgs,
-    StoreArgs,
+    BusArgs, DISTRIBUTED_PARTITIONS, DefaultAddr, FileArgs, HttpAddrArgs, LimitsArgs, LogArgs, SiteArgs, StoreArgs,
 };
 use zonecast_runtime::config::{BusConfig, Check, ConfigError, HttpConfig, Load, Loaded, StoreConfig};
 
 /// The evaluator's own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EvaluatorSettings {
     /// `ZONECAST_EVALUATOR_PARTITIONS`: inclusive range an evaluator owns; `None` = all.
     pub partitions: Option<(u32, u32)>,
-    /// `ZONECAST_HTTP_ACTION_RETRY_FOR`: how long an http-request action is retried after its
-    /// first try failed; zero sends it once.
-    pub http_action_retry_for: Duration,
-}
-
-/// Default of `ZONECAST_HTTP_ACTION_RETRY_FOR`: one hour.
-pub const DEFAULT_HTTP_ACTION_RETRY_FOR: Duration = Duration::from_secs(3600);
-
-impl Default for EvaluatorSettings {
-    fn default() -> Self {
-        Self { partitions: None, http_action_retry_for: DEFAULT_HTTP_ACTION_RETRY_FOR }
-    }
 }
 
 /// The evaluator's own settings as the command line declares them.
@@ -39,19 +24,12 @@ pub struct EvaluatorArgs {
     /// Inclusive partition range this evaluator owns, e.g. `0-7` (all when unset).
     #[arg(long, env = "ZONECAST_EVALUATOR_PARTITIONS", value_name = "RANGE")]
     evaluator_partitions: Option<String>,
-    /// How long an http-request zone action is retried after its first try failed, in seconds
-    /// (0-86400; 0 sends once): connection errors, timeouts, 408, 429 and 5xx are retried with
-    /// exponential backoff, other answers are final.
-    #[arg(long, env = "ZONECAST_HTTP_ACTION_RETRY_FOR", value_name = "SECONDS", default_value = "3600")]
-    http_action_retry_for: String,
 }
 
 impl EvaluatorArgs {
     /// The evaluator's settings, with `partitions` position partitions in all.
     pub fn check(&self, c: &mut Check<'_>, partitions: u32) -> EvaluatorSettings {
-        let retry_for = c.within("http_action_retry_for", &self.http_action_retry_for, 0, 86_400);
-        let settings =
-            EvaluatorSettings { http_action_retry_for: Duration::from_secs(retry_for), ..EvaluatorSettings::default() };
+        let settings = EvaluatorSettings::default();
         let Some(raw) = self.evaluator_partitions.as_deref() else { return settings };
         let (a, b) = raw.trim().split_once('-').unwrap_or((raw.trim(), raw.trim()));
         let (Ok(lo), Ok(hi)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) else {
@@ -63,7 +41,7 @@ impl EvaluatorArgs {
         } else if hi >= partitions {
             c.bad("evaluator_partitions", format!("range ends at {hi} but there are {partitions} partitions"));
         }
-        EvaluatorSettings { partitions: Some((lo, hi)), ..settings }
+        EvaluatorSettings { partitions: Some((lo, hi)) }
     }
 }
 
@@ -82,9 +60,6 @@ pub struct EvaluatorConfig {
     pub bus: BusConfig,
     /// PostgreSQL (URL required).
     pub store: StoreConfig,
-    /// `ZONECAST_SECRET_KEY` (required): the API's, to unseal the secrets that sign
-    /// http-request actions.
-    pub secret_key: Option<Secret>,
     /// `ZONECAST_SITE_ID`: SiteID in events.
     pub site_id: i64,
     /// The evaluator's own settings.
@@ -102,8 +77,6 @@ pub struct EvaluatorCli {
     #[command(flatten)]
     http_addr: HttpAddrArgs<EvaluatorAddr>,
     #[command(flatten)]
-    secret: SecretArgs,
-    #[command(flatten)]
     site: SiteArgs,
     #[command(flatten)]
     log: LogArgs,
@@ -117,7 +90,7 @@ pub struct EvaluatorCli {
     evaluator: EvaluatorArgs,
 }
 
-const REQUIRED: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY.";
+const REQUIRED: &str = "Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL.";
 
 impl EvaluatorCli {
     fn check(&self, c: &mut Check<'_>) -> (EvaluatorConfig, bool) {
@@ -127,18 +100,11 @@ impl EvaluatorCli {
             evaluator: self.evaluator.check(c, bus.partitions),
             bus,
             store: self.store.check(c),
-            secret_key: self.secret.check(),
             site_id: self.site.check(c),
         };
         const NAME: &str = EvaluatorConfig::BINARY;
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");
         c.require("nats_url", config.bus.nats_url.as_ref(), NAME, "");
-        c.require(
-            "secret_key",
-            config.secret_key.as_ref(),
-            NAME,
-            " (the API's, to unseal the secrets that sign http-request actions)",
-        );
         (config, self.log.check(c))
     }
 }

@@ -11,21 +11,16 @@ mod config_changes;
 pub mod engine;
 mod feed;
 mod grid;
-mod http_actions;
-mod http_actions_consumer;
 mod shell;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use zonecast_bus::{Bus, Channels, Journal, PositionLog, Subjects};
 use zonecast_runtime::service::{self, Needs};
-use zonecast_runtime::{Keys, Running, Shutdown, StartError};
+use zonecast_runtime::{Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
-pub use crate::config::{
-    DEFAULT_HTTP_ACTION_RETRY_FOR, EvaluatorAddr, EvaluatorArgs, EvaluatorCli, EvaluatorConfig, EvaluatorSettings,
-};
+pub use crate::config::{EvaluatorAddr, EvaluatorArgs, EvaluatorCli, EvaluatorConfig, EvaluatorSettings};
 pub use crate::engine::{Engine, Output, Ownership, SourceHint};
 pub use crate::shell::start;
 
@@ -51,32 +46,18 @@ pub struct Deps {
     pub replicas: usize,
     /// Where events are stored before anyone acts on them.
     pub journal: Arc<dyn Journal>,
-    /// The API's keys: they unseal the secrets that sign http-request actions.
-    pub keys: Arc<Keys>,
-    /// How long an http-request action is retried after its event.
-    pub http_action_retry_for: Duration,
-    /// Whether this evaluator sends the http-request actions stored in the journal (every
-    /// replica of the distributed deployment does; in one process, one evaluator does it for
-    /// all, as the in-process journal hands a consumer's records to one reader).
-    pub http_actions: bool,
 }
 
-/// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL, NATS and
-/// `ZONECAST_SECRET_KEY` (the API's, to unseal the secrets that sign http-request actions); the
+/// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL and NATS; the
 /// evaluators claim the partitions among themselves, unless `ZONECAST_EVALUATOR_PARTITIONS`
 /// pins a range; `/livez`, `/readyz` and `/metrics` are served on `ZONECAST_HTTP_ADDR`.
 pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
-    let needs = Needs {
-        name: "zonecast-evaluator",
-        bus: &config.bus,
-        store: Some(&config.store),
-        secret_key: Some(&config.secret_key),
-    };
+    let needs = Needs { name: "zonecast-evaluator", bus: &config.bus, store: Some(&config.store), secret_key: None };
     let config = &config;
     let ops = Some(config.ops);
     zonecast_http::launch(needs, ops, shutdown, |opened, shutdown| async move {
         service::prepare_journal(&opened.channels, &config.bus, "zonecast-evaluator").await?;
-        start(Deps::from_config(config, opened.store()?, &opened.channels, opened.keys()?), shutdown).await
+        start(Deps::from_config(config, opened.store()?, &opened.channels), shutdown).await
     })
     .await
 }
@@ -87,13 +68,8 @@ pub async fn run(config: EvaluatorConfig, shutdown: Shutdown) -> Result<(), Star
 }
 
 impl Deps {
-    /// Dependencies from configuration and an opened store, bus and keys.
-    pub fn from_config(
-        config: &EvaluatorConfig,
-        store: Arc<dyn EvaluatorStore>,
-        channels: &Channels,
-        keys: Arc<Keys>,
-    ) -> Self {
+    /// Dependencies from configuration and an opened store and bus.
+    pub fn from_config(config: &EvaluatorConfig, store: Arc<dyn EvaluatorStore>, channels: &Channels) -> Self {
         let count = config.bus.partitions;
         let pinned = config.evaluator.partitions;
         let (lo, hi) = pinned.unwrap_or((0, count.saturating_sub(1)));
@@ -107,9 +83,6 @@ impl Deps {
             positions: channels.positions.clone(),
             replicas: config.bus.positions.replicas,
             bus: channels.bus.clone(),
-            keys,
-            http_action_retry_for: config.evaluator.http_action_retry_for,
-            http_actions: true,
         }
     }
 }
@@ -123,9 +96,6 @@ fn register_metrics(label: &str) -> (String, metrics::Gauge, metrics::Gauge) {
     register(Owner::Evaluator);
     for kind in zonecast_model::EventType::ALL {
         register_series("zonecast_evaluator_events_total", &[("type", kind.as_str().to_owned())]);
-    }
-    for outcome in ["success", "failed", "expired", "lost"] {
-        register_series("zonecast_evaluator_http_actions_total", &[("outcome", outcome.to_owned())]);
     }
     let partitions = label.to_owned();
     for gauge in ["zonecast_evaluator_devices", "zonecast_evaluator_partitions_owned"] {

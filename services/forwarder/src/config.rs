@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::time::Duration;
 
 use clap::{Args, Parser};
 use zonecast_model::{Limits, Secret};
@@ -20,11 +21,17 @@ pub struct ForwarderSettings {
     /// `ZONECAST_FORWARDER_QUEUE`: messages one MQTT connection holds (waiting or
     /// unacknowledged) while its broker is away; beyond it the oldest is dropped and counted.
     pub queue: usize,
+    /// `ZONECAST_HTTP_ACTION_RETRY_FOR`: how long an http-request action is retried after its
+    /// first try failed; zero sends it once.
+    pub http_action_retry_for: Duration,
 }
+
+/// Default of `ZONECAST_HTTP_ACTION_RETRY_FOR`: one hour.
+pub const DEFAULT_HTTP_ACTION_RETRY_FOR: Duration = Duration::from_secs(3600);
 
 impl Default for ForwarderSettings {
     fn default() -> Self {
-        Self { queue: DEFAULT_QUEUE }
+        Self { queue: DEFAULT_QUEUE, http_action_retry_for: DEFAULT_HTTP_ACTION_RETRY_FOR }
     }
 }
 
@@ -36,12 +43,21 @@ pub struct ForwarderArgs {
     /// oldest is dropped and counted.
     #[arg(long, env = "ZONECAST_FORWARDER_QUEUE", value_name = "N", default_value = "10000")]
     forwarder_queue: String,
+    /// How long an http-request zone action is retried after its first try failed, in seconds
+    /// (0-86400; 0 sends once): connection errors, timeouts, 408, 429 and 5xx are retried with
+    /// exponential backoff, other answers are final.
+    #[arg(long, env = "ZONECAST_HTTP_ACTION_RETRY_FOR", value_name = "SECONDS", default_value = "3600")]
+    http_action_retry_for: String,
 }
 
 impl ForwarderArgs {
     /// The forwarder's settings.
     pub fn check(&self, c: &mut Check<'_>) -> ForwarderSettings {
-        ForwarderSettings { queue: c.within("forwarder_queue", &self.forwarder_queue, 1, 10_000_000) }
+        let retry_for = c.within("http_action_retry_for", &self.http_action_retry_for, 0, 86_400);
+        ForwarderSettings {
+            queue: c.within("forwarder_queue", &self.forwarder_queue, 1, 10_000_000),
+            http_action_retry_for: Duration::from_secs(retry_for),
+        }
     }
 }
 
@@ -60,7 +76,8 @@ pub struct ForwarderConfig {
     pub bus: BusConfig,
     /// PostgreSQL (URL required).
     pub store: StoreConfig,
-    /// `ZONECAST_SECRET_KEY` (required): the API's, to unseal passwords and profiles.
+    /// `ZONECAST_SECRET_KEY` (required): the API's, to unseal passwords, certificate profiles
+    /// and the secrets that sign http-request actions.
     pub secret_key: Option<Secret>,
     /// The forwarder's own settings.
     pub forwarder: ForwarderSettings,
@@ -70,7 +87,7 @@ pub struct ForwarderConfig {
 }
 
 /// `zonecast-forwarder`: forwards events to MQTT brokers through each connection's filter
-/// chains, on PostgreSQL and NATS.
+/// chains, and sends the requests of http-request actions, on PostgreSQL and NATS.
 #[derive(Parser)]
 #[command(name = "zonecast-forwarder", version, after_help = REQUIRED)]
 pub struct ForwarderCli {
@@ -114,7 +131,12 @@ impl ForwarderCli {
         const NAME: &str = ForwarderConfig::BINARY;
         c.require("database_url", config.store.database_url.as_ref(), NAME, "");
         c.require("nats_url", config.bus.nats_url.as_ref(), NAME, "");
-        c.require("secret_key", config.secret_key.as_ref(), NAME, " (the API's, to unseal passwords and profiles)");
+        c.require(
+            "secret_key",
+            config.secret_key.as_ref(),
+            NAME,
+            " (the API's, to unseal passwords, profiles and action secrets)",
+        );
         (config, self.log.check(c))
     }
 }

@@ -1,7 +1,8 @@
 //! The forwarder's loop: positions (while some chain takes them) from the position log routed
 //! into the connections' outboxes (events come to each connection from its journal consumer);
 //! changes of connections and certificate profiles in the change log (announced, or found when
-//! it looks every second) reload the fleet.
+//! it looks every second) reload the fleet. Beside the MQTT connections, the requests of
+//! http-request actions go out from their own journal consumer (`http_actions_consumer.rs`).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -9,16 +10,18 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use zonecast_bus::journal::{ACTIONS_CONSUMER, ACTIONS_IN_HAND, Kind};
 use zonecast_bus::{FORWARDERS, Message, Subscription};
 use zonecast_model::{ConfigChanged, ConfigKind};
 use zonecast_runtime::applier::{Follower, Pending, REPORT_EVERY, Reporter};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
 
-use crate::Deps;
 use crate::consumer::Counters;
 use crate::fleet::Fleet;
+use crate::http_actions::{Delivery, RetryPolicy};
 use crate::status::Reporter as StatusReporter;
+use crate::{Deps, http_actions_consumer};
 
 /// Starts the forwarder: loads the connections, starts their clients, subscribes, and forwards
 /// until `shutdown`. The task ends once the clients have delivered what they could within
@@ -28,6 +31,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let bus_err = |e: zonecast_bus::BusError| StartError::new("bus", e);
     let store_err = |e: zonecast_store::StoreError| StartError::new("store", e.detail());
     zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Forwarder);
+    for outcome in ["success", "failed", "expired", "lost"] {
+        let labels = [("outcome", outcome.to_owned())];
+        zonecast_runtime::metrics::register_series("zonecast_forwarder_http_actions_total", &labels);
+    }
     let mut config_sub = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut roll_calls = deps.bus.subscribe(&deps.subjects.config_roll()).await.map_err(bus_err)?;
     let poke = Arc::new(crate::link::Wake::default());
@@ -70,6 +77,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         deps.settings.status_every,
         shutdown.clone(),
     );
+    // The second sink: the requests of http-request actions, from their own journal consumer.
+    deps.journal.create_consumer(Kind::Actions, ACTIONS_CONSUMER, ACTIONS_IN_HAND).await.map_err(bus_err)?;
+    let delivery = Delivery::new(deps.keys.clone(), RetryPolicy::within(deps.settings.http_action_retry_for));
+    let http_actions = http_actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone());
     tracing::info!(replica = %deps.replica, "forwarder started");
     let task = tokio::spawn(async move {
         let mut look = tokio::time::interval_at(tokio::time::Instant::now() + REPORT_EVERY, REPORT_EVERY);
@@ -136,6 +147,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         let status = status.await;
         let _ = lag_reports.await;
         let table = fleet.finish().await;
+        let _ = http_actions.await;
         match status {
             Ok(mut reporter) => reporter.report(&table).await,
             Err(e) => tracing::error!(error = %e, "forwarder status task failed"),

@@ -16,6 +16,8 @@ mod consumer;
 mod endpoint;
 mod fleet;
 mod forward;
+mod http_actions;
+mod http_actions_consumer;
 mod link;
 pub mod outbox;
 pub mod router;
@@ -30,7 +32,9 @@ use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{Keys, Running, Shutdown, StartError};
 use zonecast_store::ForwarderStore;
 
-pub use crate::config::{ForwarderAddr, ForwarderArgs, ForwarderCli, ForwarderConfig, ForwarderSettings};
+pub use crate::config::{
+    DEFAULT_HTTP_ACTION_RETRY_FOR, ForwarderAddr, ForwarderArgs, ForwarderCli, ForwarderConfig, ForwarderSettings,
+};
 pub use crate::consumer::consumer_name;
 pub use crate::endpoint::{MAX_PAYLOAD, client_id};
 pub use crate::fleet::{Plan, plan};
@@ -66,6 +70,9 @@ pub struct Settings {
     pub filters: zonecast_filter::Bounds,
     /// On shutdown, how long connected clients may go on delivering what they hold.
     pub drain: Duration,
+    /// How long an http-request action is retried after its event: the configuration's
+    /// `ZONECAST_HTTP_ACTION_RETRY_FOR`, default [`DEFAULT_HTTP_ACTION_RETRY_FOR`].
+    pub http_action_retry_for: Duration,
 }
 
 impl Default for Settings {
@@ -79,6 +86,7 @@ impl Default for Settings {
             status_every: Duration::from_secs(1),
             filters: zonecast_model::Limits::DEFAULT.filter_bounds(),
             drain: Duration::from_secs(2),
+            http_action_retry_for: DEFAULT_HTTP_ACTION_RETRY_FOR,
         }
     }
 }
@@ -126,6 +134,7 @@ impl Deps {
             keys,
             settings: Settings {
                 queue: config.forwarder.queue,
+                http_action_retry_for: config.forwarder.http_action_retry_for,
                 filters: config.limits.filter_bounds(),
                 ..Settings::default()
             },

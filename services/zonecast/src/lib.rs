@@ -123,13 +123,10 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     // too: one process holds them all, and fails as one.
     let context = context.with_evaluators(ranges.iter().map(|o| o.partitions().collect()).collect());
     let mut evaluators = Vec::new();
-    for (n, ownership) in ranges.into_iter().enumerate() {
-        let mut deps =
-            zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), &channels, keys.clone());
+    for ownership in ranges {
+        let mut deps = zonecast_evaluator::Deps::from_config(&config.evaluator(), store.clone(), &channels);
         deps.ownership = ownership;
         deps.claims = false;
-        // The first sends every evaluator's http-request actions from the journal.
-        deps.http_actions = n == 0;
         evaluators.push(zonecast_evaluator::start(deps, shutdown.clone()).await?);
     }
     let ingestor = zonecast_ingestor::start(ingestor, shutdown.clone()).await?;

@@ -7,7 +7,7 @@
 //! once it is back, and any copy carries the same `EventID`. An evaluator killed with SIGKILL
 //! and restarted within the position window, and a NATS server restarted while positions wait
 //! for an evaluator, lose no accepted position and repeat no event. http-request actions waiting
-//! for a retry when the evaluator (or the all-in-one) is killed with SIGKILL reach their
+//! for a retry when the forwarder (or the all-in-one) is killed with SIGKILL reach their
 //! receiver after the restart, each with its event's Idempotency-Key.
 #![allow(clippy::unwrap_used)]
 
@@ -160,7 +160,7 @@ async fn positions_stored_before_a_nats_restart_are_all_evaluated_after_it() {
 }
 
 #[tokio::test]
-async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_delivered_after_its_restart() {
+async fn http_actions_waiting_for_a_retry_when_the_forwarder_is_killed_are_delivered_after_its_restart() {
     let nats = NatsServer::start().await;
     let database = fresh_database().await;
     let mut site = Site::start(&nats, &database).await;
@@ -171,8 +171,9 @@ async fn http_actions_waiting_for_a_retry_when_the_evaluator_is_killed_are_deliv
     // Every request has been tried and refused: all of them wait for a retry.
     let mut seen = Seen::default();
     seen.until(&mut hooks, "every request tried", |s| s.bodies.len() == HOOKED).await;
-    site.evaluator.kill().await;
-    site.restart_evaluator().await;
+    site.forwarder.kill().await;
+    site.forwarder.restart();
+    site.forwarder.healthy(&site.api.http, WAIT).await;
     status.store(200, Ordering::SeqCst);
     seen.until(&mut hooks, "every request delivered", |s| s.delivered.len() == HOOKED).await;
     seen.every_device_delivered(&macs);

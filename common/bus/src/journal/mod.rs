@@ -60,6 +60,16 @@ pub fn connection_consumer(connection: uuid::Uuid) -> String {
     format!("mqtt-{}", connection.simple())
 }
 
+/// The durable consumer of the requests of http-request actions ([`Kind::Actions`]), shared by
+/// every forwarder replica: the journal hands each request to one of them at a time. The
+/// evaluators make it before they store their first request, so that none is appended before
+/// it exists.
+pub const ACTIONS_CONSUMER: &str = "http-actions";
+
+/// Requests the actions consumer holds at once, trying or waiting for their next try; the rest
+/// wait in the journal.
+pub const ACTIONS_IN_HAND: usize = 10_000;
+
 /// The records a consumer reads. Each kind is kept apart: its own stream, its own sequences,
 /// its own consumers (a name may be used by both kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

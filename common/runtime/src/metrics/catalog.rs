@@ -191,12 +191,8 @@ pub static CATALOG: &[Metric] = &[
         "collision batches whose write failed and was tried again (store trouble)").loss(),
     m("zonecast_evaluator_config_read_failures_total", Counter, &[Evaluator], "",
         "attempts to read configuration changes that failed (tried again a second later)").loss(),
-    m("zonecast_evaluator_http_actions_total", Counter, &[Evaluator], "`outcome` (`success`, `failed`, `expired`, `lost`)",
-        "http-request actions by final outcome: delivered; refused by a final answer or not sendable (secret cannot be unsealed); still failing when ZONECAST_HTTP_ACTION_RETRY_FOR ran out; never sent, because the journal could not store it (about 3 s of retries) or it left the journal before it was delivered (every replica counts the losses it sees of the shared consumer)").loss(),
-    m("zonecast_evaluator_http_actions_interrupted_total", Counter, &[Evaluator], "",
-        "requests waiting for a try when their evaluator stopped: no loss, they stay in the journal and are sent again after the restart or by another replica"),
-    m("zonecast_evaluator_http_action_retries_total", Counter, &[Evaluator], "",
-        "tries of http-request actions after a first one failed"),
+    m("zonecast_evaluator_http_actions_unstored_total", Counter, &[Evaluator], "",
+        "requests of http-request actions the evaluator could not store in the journal (their secret was not sealed): never sent").loss(),
     m("zonecast_evaluator_reloads_total", Counter, &[Evaluator], "",
         "full reloads of the configuration (at start-up, and for a burst that mixes zone changes with other kinds or names no zone)"),
     m("zonecast_evaluator_zone_patches_total", Counter, &[Evaluator], "",
@@ -225,6 +221,12 @@ pub static CATALOG: &[Metric] = &[
         .from(Connection),
     m("zonecast_forwarder_connected", Gauge, &[Forwarder], "`connection`", "broker connected (1) or not (0)")
         .from(Connection),
+    m("zonecast_forwarder_http_actions_total", Counter, &[Forwarder], "`outcome` (`success`, `failed`, `expired`, `lost`)",
+        "http-request actions by final outcome: delivered; refused by a final answer or not sendable (secret cannot be unsealed); still failing when ZONECAST_HTTP_ACTION_RETRY_FOR ran out; never sent, because it left the journal before it was delivered (every replica counts the losses it sees of the shared consumer)").loss(),
+    m("zonecast_forwarder_http_actions_interrupted_total", Counter, &[Forwarder], "",
+        "requests waiting for a try when their forwarder stopped: no loss, they stay in the journal and are sent again after the restart or by another replica"),
+    m("zonecast_forwarder_http_action_retries_total", Counter, &[Forwarder], "",
+        "tries of http-request actions after a first one failed"),
 ];
 
 /// The metric named `name`.

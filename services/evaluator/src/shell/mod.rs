@@ -11,6 +11,7 @@ use chrono::Utc;
 use futures::StreamExt;
 use futures::stream::SelectAll;
 use zonecast_bus::Subscription;
+use zonecast_bus::journal::{ACTIONS_CONSUMER, ACTIONS_IN_HAND, Kind};
 use zonecast_model::{IdSource, Mac, lag::Stage};
 use zonecast_runtime::applier::{Follower, REPORT_EVERY, Reporter};
 use zonecast_runtime::ratelog::RateLimited;
@@ -31,7 +32,7 @@ use crate::claims::{Claims, Order};
 use crate::config_changes;
 use crate::engine::Ownership;
 use crate::engine::SourceHint;
-use crate::{Deps, catch_up, collisions, feed, http_actions, http_actions_consumer};
+use crate::{Deps, catch_up, collisions, feed};
 
 /// How often the clock fires delayed transitions, timeouts and window ends.
 const TICK: Duration = Duration::from_millis(100);
@@ -128,15 +129,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         None => None,
     };
     let mut evaluated: Vec<feed::Taken> = Vec::new();
-    // The consumer of http-request actions exists before the first request is stored.
-    http_actions_consumer::create(deps.journal.as_ref()).await.map_err(bus_err)?;
-    let http_task = deps.http_actions.then(|| {
-        let delivery = http_actions::Delivery::new(
-            deps.keys.clone(),
-            http_actions::RetryPolicy::within(deps.http_action_retry_for),
-        );
-        http_actions_consumer::spawn(deps.journal.clone(), delivery, shutdown.clone())
-    });
+    // The forwarders' consumer of http-request actions exists before the first request is
+    // stored, so that the journal keeps every request for it.
+    deps.journal.create_consumer(Kind::Actions, ACTIONS_CONSUMER, ACTIONS_IN_HAND).await.map_err(bus_err)?;
     let mut out = Vec::new();
     if !caught_up.is_empty() {
         tracing::info!(
@@ -319,9 +314,6 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
             handover.claims.leave().await;
         }
         let _ = lag_reports.await;
-        if let Some(http_task) = http_task {
-            let _ = http_task.await;
-        }
         tracing::info!("evaluator stopped");
     });
     Ok(Running::new(task))

@@ -10,12 +10,12 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Subjects};
-use zonecast_model::{Content, PositionFix};
+use zonecast_model::{ActionRequest, Content, PositionFix};
 use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
 use super::{Engine, Output};
-use crate::{collisions, http_actions};
+use crate::collisions;
 
 /// Where the engine's outputs go.
 pub(super) struct Shell {
@@ -118,7 +118,7 @@ impl Shell {
             match output {
                 Output::Publish(event) => self.record(&event),
                 Output::Http { zone, action, uri, method, headers, event, secret } => {
-                    self.request(&zone, action, &http_actions::Request { uri, method, headers, event, secret });
+                    self.request(&zone, action, &ActionRequest { uri, method, headers, event, secret });
                 }
                 _ => {}
             }
@@ -189,11 +189,11 @@ impl Shell {
     }
 
     /// Adds the request of an http-request action to the records to store.
-    pub(super) fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &http_actions::Request) {
-        match request.record(&self.subjects, zone, action) {
+    pub(super) fn request(&mut self, zone: &uuid::Uuid, action: usize, request: &ActionRequest) {
+        match action_record(&self.subjects, zone, action, request) {
             Ok(record) => self.requests.push(record),
             Err(reason) => {
-                metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
+                metrics::counter!("zonecast_evaluator_http_actions_unstored_total").increment(1);
                 tracing::error!(%reason, "http-request action not stored");
             }
         }
@@ -260,5 +260,72 @@ pub(super) fn log_event(event: &zonecast_model::Event) {
             tracing::info!(target: "zonecast::zone_info", zone = %c.zone_name, mac = %mac, "{}", c.message);
         }
         _ => {}
+    }
+}
+
+/// The journal record of `request`, the `action`-th of `zone`'s actions: on the zone's subject,
+/// its id `<EventID>:<action>`, so that appending it again stores it once. Fails when the
+/// secret is not sealed (a secret in clear is never written).
+fn action_record(
+    subjects: &Subjects,
+    zone: &uuid::Uuid,
+    action: usize,
+    request: &ActionRequest,
+) -> Result<Record, String> {
+    let payload = serde_json::to_vec(request).map_err(|e| format!("cannot encode the request: {e}"))?;
+    Ok(Record {
+        subject: subjects.http_action(&zonecast_model::format_id(zone)),
+        payload: payload.into(),
+        id: format!("{}:{action}", request.event.event_id),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use zonecast_model::{ActionSecret, Event};
+    use zonecast_runtime::Keys;
+
+    use super::*;
+
+    #[test]
+    fn a_request_is_stored_with_its_secret_sealed_under_the_id_of_its_event_and_action() {
+        let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
+        let request = ActionRequest {
+            uri: "https://hooks.example.com/z".into(),
+            method: "PUT".into(),
+            headers: vec![("X-Site".into(), "north".into())],
+            event: event(),
+            secret: Some(ActionSecret::Sealed(sealed.clone())),
+        };
+        let zone = uuid::Uuid::from_u128(0xab);
+        let record = action_record(&Subjects::new("p"), &zone, 2, &request).unwrap();
+        assert_eq!(record.subject, "p.actions.http.00000000-0000-0000-0000-0000000000AB");
+        assert_eq!(record.id, "01900000-0000-7000-8000-000000000001:2");
+        let text = String::from_utf8(record.payload.to_vec()).unwrap();
+        assert!(text.contains(&sealed) && !text.contains("a-receiver-secret-1"), "{text}");
+        let back: ActionRequest = serde_json::from_slice(&record.payload).unwrap();
+        assert_eq!(back, request);
+        let clear =
+            ActionRequest { secret: Some(ActionSecret::Given(zonecast_model::Secret::new("x".repeat(16)))), ..request };
+        assert!(action_record(&Subjects::new("p"), &zone, 0, &clear).is_err(), "a secret in clear is never written");
+    }
+
+    fn event() -> Event {
+        serde_json::from_str(
+            r#"{"Category":"ZONE","Type":"ZONE_ENTER","EventID":"01900000-0000-7000-8000-000000000001",
+            "Timestamp":"2026-11-21T10:00:00.100Z","LocalTimestamp":"2026-11-21T10:00:00.104Z",
+            "Source":{"MAC":"00:AA:BB:CC:DD:EE","GatewayURI":null,"SiteID":501},
+            "Content":{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"dock","AlertLevel":5,
+            "Alarm":"device","CollisionID":"00000000-0000-0000-0000-0000000000CD",
+            "EntryTime":"2026-11-21T10:00:00.100Z","Position":[0.5,1.0,0.0]}}"#,
+        )
+        .unwrap()
+    }
+
+    fn test_keys() -> Keys {
+        let secret = zonecast_runtime::Secret::new(zonecast_runtime::keys::random_base64(32).unwrap());
+        Keys::from_secret(&secret).unwrap()
     }
 }

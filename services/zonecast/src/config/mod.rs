@@ -116,7 +116,6 @@ impl Config {
             ops: self.http,
             bus: self.bus.clone(),
             store: self.store.clone(),
-            secret_key: self.secret_key.clone(),
             site_id: self.site_id,
             evaluator: self.evaluator,
         }

@@ -183,28 +183,27 @@ fn each_distributed_binary_names_every_setting_it_needs_and_lacks() {
         [
             "ZONECAST_DATABASE_URL: is required by zonecast-evaluator",
             "ZONECAST_NATS_URL: is required by zonecast-evaluator",
-            "ZONECAST_SECRET_KEY: is required by zonecast-evaluator (the API's, to unseal the secrets that sign \
-             http-request actions)",
         ]
     );
     assert_eq!(
         problems::<ForwarderConfig>(&[("ZONECAST_DATABASE_URL", "postgres://db/zc")]),
         [
             "ZONECAST_NATS_URL: is required by zonecast-forwarder",
-            "ZONECAST_SECRET_KEY: is required by zonecast-forwarder (the API's, to unseal passwords and profiles)",
+            "ZONECAST_SECRET_KEY: is required by zonecast-forwarder (the API's, to unseal passwords, profiles and \
+             action secrets)",
         ]
     );
 }
 
 #[test]
 fn each_binary_asks_only_for_what_it_uses() {
-    // The ingestor needs no database.
-    let evaluator = load::<EvaluatorConfig>(DISTRIBUTED).unwrap();
+    // The ingestor needs no database, the evaluator no secret key.
+    let evaluator = load::<EvaluatorConfig>(&DISTRIBUTED[..2]).unwrap();
     assert_eq!(evaluator.evaluator.partitions, None);
-    assert_eq!(evaluator.evaluator.http_action_retry_for, std::time::Duration::from_secs(3600));
     load::<IngestorConfig>(&DISTRIBUTED[1..]).unwrap();
     load::<ApiConfig>(DISTRIBUTED).unwrap();
-    load::<ForwarderConfig>(DISTRIBUTED).unwrap();
+    let forwarder = load::<ForwarderConfig>(DISTRIBUTED).unwrap();
+    assert_eq!(forwarder.forwarder.http_action_retry_for, std::time::Duration::from_secs(3600));
 }
 
 #[test]
@@ -247,17 +246,11 @@ fn several_problems_are_reported_together() {
     let names: Vec<&str> = e.problems().iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "ZONECAST_PARTITIONS",
-            "ZONECAST_HTTP_ADDR",
-            "ZONECAST_DATABASE_URL",
-            "ZONECAST_SECRET_KEY",
-            "ZONECAST_LOG_FORMAT"
-        ],
+        ["ZONECAST_PARTITIONS", "ZONECAST_HTTP_ADDR", "ZONECAST_DATABASE_URL", "ZONECAST_LOG_FORMAT"],
         "{e}"
     );
     let shown = e.to_string();
-    assert!(shown.starts_with("5 configuration problems:\n  ZONECAST_PARTITIONS: must be between"), "{shown}");
+    assert!(shown.starts_with("4 configuration problems:\n  ZONECAST_PARTITIONS: must be between"), "{shown}");
 }
 
 #[test]
@@ -294,7 +287,7 @@ fn bad_values_are_named_with_what_is_wrong() {
         "ZONECAST_HTTP_ACTION_RETRY_FOR: '1h': invalid digit found in string"
     );
     let c = load::<Config>(&[("ZONECAST_HTTP_ACTION_RETRY_FOR", "0")]).unwrap();
-    assert_eq!(c.evaluator.http_action_retry_for, std::time::Duration::ZERO);
+    assert_eq!(c.forwarder.http_action_retry_for, std::time::Duration::ZERO);
     assert_eq!(
         one(&[("ZONECAST_HTTP_ADDR", "nowhere")]),
         "ZONECAST_HTTP_ADDR: 'nowhere': invalid socket address syntax"
@@ -432,11 +425,17 @@ fn help_lists_each_setting_with_its_variable_and_default() {
     };
     assert!(
         text.contains("ZONECAST_EVALUATOR_PARTITIONS")
-            && text.contains("ZONECAST_HTTP_ACTION_RETRY_FOR")
-            && text.contains("Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL, ZONECAST_SECRET_KEY"),
+            && text.contains("Required: ZONECAST_DATABASE_URL, ZONECAST_NATS_URL.")
+            && !text.contains("ZONECAST_HTTP_ACTION_RETRY_FOR"),
         "{text}"
     );
     assert!(!text.contains("ZONECAST_API_KEYS"), "the evaluator takes no credentials:\n{text}");
+    assert!(!text.contains("ZONECAST_SECRET_KEY"), "the evaluator unseals nothing:\n{text}");
+    let text = match ForwarderConfig::load(args("zonecast-forwarder", &["--help"]), &env(&[])) {
+        Err(ConfigError::Help(text)) => text,
+        other => panic!("{other:?}"),
+    };
+    assert!(text.contains("ZONECAST_HTTP_ACTION_RETRY_FOR"), "the forwarder sends http-request actions:\n{text}");
 }
 
 #[test]

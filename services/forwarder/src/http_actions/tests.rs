@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use chrono::TimeZone;
+use zonecast_model::Event;
 
 use super::*;
 
@@ -83,8 +84,14 @@ fn event() -> Event {
 }
 
 /// An unsigned POST of `event` to `/hook` at `addr`.
-fn post_to(addr: impl std::fmt::Display, event: Event) -> Request {
-    Request { uri: format!("http://{addr}/hook"), method: "POST".into(), headers: Vec::new(), event, secret: None }
+fn post_to(addr: impl std::fmt::Display, event: Event) -> ActionRequest {
+    ActionRequest {
+        uri: format!("http://{addr}/hook"),
+        method: "POST".into(),
+        headers: Vec::new(),
+        event,
+        secret: None,
+    }
 }
 
 #[tokio::test]
@@ -92,8 +99,10 @@ async fn a_secret_sealed_with_another_key_is_not_sent_and_fails_at_once() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
     let delivery = Delivery::new(Arc::new(test_keys()), RetryPolicy::within(Duration::from_secs(3600)));
-    let request =
-        Request { secret: Some(ActionSecret::Sealed(sealed)), ..post_to(listener.local_addr().unwrap(), event()) };
+    let request = ActionRequest {
+        secret: Some(ActionSecret::Sealed(sealed)),
+        ..post_to(listener.local_addr().unwrap(), event())
+    };
     let outcome = delivery.send(&request, &Shutdown::new()).await;
     let Outcome::GaveUp { why: GiveUp::Failed, reason } = &outcome else { panic!("{outcome:?}") };
     assert!(reason.contains("cannot be unsealed"), "{reason}");
@@ -139,28 +148,6 @@ async fn a_request_waiting_for_its_next_try_at_shutdown_has_no_outcome_yet() {
     let outcome = delivery.send(&request, &shutdown).await;
     assert_eq!(outcome, Outcome::Interrupted);
     assert_eq!(outcome.label(), None, "not counted as an outcome: it is sent again after the restart");
-}
-
-#[test]
-fn a_request_is_stored_with_its_secret_sealed_under_the_id_of_its_event_and_action() {
-    let sealed = test_keys().seal_text("a-receiver-secret-1").unwrap();
-    let request = Request {
-        uri: "https://hooks.example.com/z".into(),
-        method: "PUT".into(),
-        headers: vec![("X-Site".into(), "north".into())],
-        event: event(),
-        secret: Some(ActionSecret::Sealed(sealed.clone())),
-    };
-    let zone = uuid::Uuid::from_u128(0xab);
-    let record = request.record(&Subjects::new("p"), &zone, 2).unwrap();
-    assert_eq!(record.subject, "p.actions.http.00000000-0000-0000-0000-0000000000AB");
-    assert_eq!(record.id, "01900000-0000-7000-8000-000000000001:2");
-    let text = String::from_utf8(record.payload.to_vec()).unwrap();
-    assert!(text.contains(&sealed) && !text.contains("a-receiver-secret-1"), "{text}");
-    let back: Request = serde_json::from_slice(&record.payload).unwrap();
-    assert_eq!(back, request);
-    let clear = Request { secret: Some(ActionSecret::Given(zonecast_model::Secret::new("x".repeat(16)))), ..request };
-    assert!(clear.record(&Subjects::new("p"), &zone, 0).is_err(), "a secret in clear is never written");
 }
 
 fn test_keys() -> Keys {

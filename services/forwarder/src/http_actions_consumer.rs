@@ -1,12 +1,12 @@
 //! The journal consumer of http-request actions: it takes the requests the evaluators stored
 //! in the journal, takes each to its final outcome with [`Delivery::send`], and acknowledges
 //! it then — delivered, refused by a final answer, or expired. A request still waiting for a
-//! try when the evaluator stops is not acknowledged: the journal delivers it again after the
+//! try when the forwarder stops is not acknowledged: the journal delivers it again after the
 //! restart, or to another replica, so a crash or a redeploy loses no request.
 //!
-//! Every replica consumes from the same durable consumer ([`CONSUMER`]), and the journal hands
-//! each request to one of them at a time. At most [`IN_HAND`] requests are held (trying or
-//! waiting for their next try); the rest wait in the journal. The loop is the one every journal
+//! Every forwarder replica consumes from the same durable consumer ([`ACTIONS_CONSUMER`]), and
+//! the journal hands each request to one of them at a time. At most [`ACTIONS_IN_HAND`]
+//! requests are held (trying or waiting for their next try); the rest wait in the journal. The loop is the one every journal
 //! consumer runs ([`zonecast_runtime::consume`]): a request held reports its progress, so
 //! JetStream does not hand it to another replica; should it still come again (a progress
 //! report lost on the way), it is recognised by its sequence and its acknowledgement renewed
@@ -18,18 +18,14 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use zonecast_bus::Journal;
-use zonecast_bus::journal::{Ack, Delivery as Record, Kind};
+use zonecast_bus::journal::{ACTIONS_CONSUMER, ACTIONS_IN_HAND, Ack, Delivery as Record, Kind};
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::consume::{self, HeldAck, Holding, Take};
 use zonecast_runtime::ratelog::RateLimited;
 
-use crate::http_actions::{self, Delivery, Outcome, Request};
+use zonecast_model::ActionRequest;
 
-/// The journal consumer of http-request actions, shared by every evaluator replica.
-pub const CONSUMER: &str = "http-actions";
-
-/// Requests held at once, trying or waiting for their next try; the rest wait in the journal.
-pub const IN_HAND: usize = 10_000;
+use crate::http_actions::{self, Delivery, Outcome};
 
 /// How often the consumer looks for requests that left the journal before they were
 /// delivered.
@@ -47,12 +43,6 @@ impl Holding for Held {
     }
 }
 
-/// Makes the consumer if it does not exist, so that every request appended from now on is
-/// kept for it: called before the evaluator stores its first request.
-pub async fn create(journal: &dyn Journal) -> Result<(), zonecast_bus::BusError> {
-    journal.create_consumer(Kind::Actions, CONSUMER, IN_HAND).await
-}
-
 /// Starts consuming: the task ends after `shutdown`, once every request in hand has its
 /// outcome or is left to the journal.
 pub fn spawn(journal: Arc<dyn Journal>, delivery: Delivery, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
@@ -64,7 +54,7 @@ pub fn spawn(journal: Arc<dyn Journal>, delivery: Delivery, shutdown: Shutdown) 
             shutdown: shutdown.clone(),
             log: Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(10)))),
         };
-        consume::run(journal.as_ref(), Kind::Actions, CONSUMER, IN_HAND, &shutdown, &mut senders).await;
+        consume::run(journal.as_ref(), Kind::Actions, ACTIONS_CONSUMER, ACTIONS_IN_HAND, &shutdown, &mut senders).await;
         // Requests trying finish their try; those waiting for their next one are left to the
         // journal.
         while senders.running.join_next().await.is_some() {}
@@ -87,10 +77,10 @@ impl Take for Senders {
     /// outcome. A record that is no request is acknowledged at once and counted as failed.
     fn take(&mut self, record: Record, permit: OwnedSemaphorePermit) -> Option<Arc<Held>> {
         while self.running.try_join_next().is_some() {}
-        let request: Request = match serde_json::from_slice(&record.payload) {
+        let request: ActionRequest = match serde_json::from_slice(&record.payload) {
             Ok(request) => request,
             Err(e) => {
-                metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "failed").increment(1);
+                metrics::counter!("zonecast_forwarder_http_actions_total", "outcome" => "failed").increment(1);
                 tracing::warn!(subject = %record.subject, error = %e, "stored http-request action unreadable; skipped");
                 record.ack.ack();
                 return None;
@@ -104,7 +94,7 @@ impl Take for Senders {
             http_actions::record(&request.uri, &outcome, &log);
             match outcome {
                 Outcome::Interrupted => {
-                    metrics::counter!("zonecast_evaluator_http_actions_interrupted_total").increment(1);
+                    metrics::counter!("zonecast_forwarder_http_actions_interrupted_total").increment(1);
                 }
                 Outcome::Delivered | Outcome::GaveUp { .. } => held.ack.ack(),
             }
@@ -142,10 +132,10 @@ struct Losses {
 impl Losses {
     /// Counts and logs what the journal lost since the last look.
     async fn look(&mut self, journal: &dyn Journal) {
-        let Ok(Some(state)) = journal.state(Kind::Actions, CONSUMER).await else { return };
+        let Ok(Some(state)) = journal.state(Kind::Actions, ACTIONS_CONSUMER).await else { return };
         if state.lost > self.seen {
             let lost = state.lost - self.seen;
-            metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => "lost").increment(lost);
+            metrics::counter!("zonecast_forwarder_http_actions_total", "outcome" => "lost").increment(lost);
             tracing::warn!(
                 requests = lost,
                 "http-request actions lost: they left the journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before they were delivered"

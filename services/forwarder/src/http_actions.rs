@@ -4,8 +4,8 @@
 //! delivered, refused, or its retry window (counted from the event's `LocalTimestamp`) closes.
 //! [`Delivery::send`] takes one request to its final outcome, with a bounded number of tries in
 //! flight: a request waiting for its next try holds no worker, so a slow or failing receiver
-//! does not hold up the others. Requests reach it through the event journal
-//! (`http_actions_consumer.rs`), so they survive the evaluator.
+//! does not hold up the others. Requests reach it through the journal, where the evaluators
+//! store them (`http_actions_consumer.rs`), so they survive the forwarder.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,40 +15,9 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use zonecast_bus::Subjects;
-use zonecast_bus::journal::Record;
-use zonecast_model::{ActionSecret, Event};
+use zonecast_model::{ActionRequest, ActionSecret};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Keys, Shutdown};
-
-/// One request to send, as the journal stores it (JSON): the action's secret stays sealed.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Request {
-    /// Target URI.
-    pub uri: String,
-    /// HTTP method.
-    pub method: String,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// The event, sent as the JSON body.
-    pub event: Event,
-    /// The action's sealed secret, when its requests are signed.
-    pub secret: Option<ActionSecret>,
-}
-
-impl Request {
-    /// The journal record of this request, the `action`-th of `zone`'s actions: on the zone's
-    /// subject, its id `<EventID>:<action>`, so that appending it again stores it once. Fails
-    /// when the secret is not sealed (a secret in clear is never written).
-    pub fn record(&self, subjects: &Subjects, zone: &uuid::Uuid, action: usize) -> Result<Record, String> {
-        let payload = serde_json::to_vec(self).map_err(|e| format!("cannot encode the request: {e}"))?;
-        Ok(Record {
-            subject: subjects.http_action(&zonecast_model::format_id(zone)),
-            payload: payload.into(),
-            id: format!("{}:{action}", self.event.event_id),
-        })
-    }
-}
 
 /// The header that carries the event's `EventID`, the same on every try and every copy.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -72,7 +41,7 @@ pub enum Outcome {
         /// The last failure.
         reason: String,
     },
-    /// Waiting for its next try when the evaluator stopped: no outcome yet. It stays in the
+    /// Waiting for its next try when the forwarder stopped: no outcome yet. It stays in the
     /// journal and is sent again after the restart (or by another replica).
     Interrupted,
 }
@@ -92,7 +61,7 @@ impl Outcome {
         Self::GaveUp { why, reason: reason.into() }
     }
 
-    /// The `outcome` label of `zonecast_evaluator_http_actions_total`; `None` while the
+    /// The `outcome` label of `zonecast_forwarder_http_actions_total`; `None` while the
     /// request has no final outcome.
     pub fn label(&self) -> Option<&'static str> {
         match self {
@@ -224,7 +193,7 @@ impl Delivery {
     /// `LocalTimestamp`, so a request taken again after a restart is not given a new one)
     /// closes, or `shutdown` comes while it waits for its next try. It is tried at least once
     /// each time it is taken. Each try takes a worker; waits take none.
-    pub async fn send(&self, request: &Request, shutdown: &Shutdown) -> Outcome {
+    pub async fn send(&self, request: &ActionRequest, shutdown: &Shutdown) -> Outcome {
         let client = match &self.client {
             Ok(client) => client,
             Err(reason) => return Outcome::gave_up(GiveUp::Failed, reason.clone()),
@@ -258,7 +227,7 @@ impl Delivery {
                 return Outcome::Interrupted;
             }
             let wait = after.unwrap_or_else(|| self.retries.delay(retry, self.unit())).min(left);
-            metrics::counter!("zonecast_evaluator_http_action_retries_total").increment(1);
+            metrics::counter!("zonecast_forwarder_http_action_retries_total").increment(1);
             tokio::select! {
                 () = shutdown.cancelled() => return Outcome::Interrupted,
                 () = tokio::time::sleep(wait) => {}
@@ -278,7 +247,7 @@ impl Delivery {
 
     /// Body and headers: the action's headers, then `Content-Type`, `Idempotency-Key` and the
     /// signature, which no action header overrides.
-    fn prepare(&self, request: &Request) -> Result<Prepared, String> {
+    fn prepare(&self, request: &ActionRequest) -> Result<Prepared, String> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap_or(reqwest::Method::POST);
         let body = serde_json::to_vec(&request.event).map_err(|e| format!("cannot encode the event: {e}"))?;
         let mut headers = HeaderMap::new();
@@ -342,7 +311,7 @@ fn origin(uri: &str) -> String {
 /// Counts `outcome` and logs a failure (at a limited rate).
 pub(crate) fn record(uri: &str, outcome: &Outcome, log: &Mutex<RateLimited>) {
     let Some(label) = outcome.label() else { return };
-    metrics::counter!("zonecast_evaluator_http_actions_total", "outcome" => label).increment(1);
+    metrics::counter!("zonecast_forwarder_http_actions_total", "outcome" => label).increment(1);
     let Outcome::GaveUp { reason, .. } = outcome else { return };
     let allowed = log.lock().map_or(None, |mut l| l.allow());
     if let Some(held_back) = allowed {
