@@ -2,6 +2,7 @@
 
 use crate::error::FilterError;
 use crate::matcher::{Chain, Children, Cmp, Filter, Op, Test};
+use crate::schema::TypeName;
 use crate::selector::Selector;
 use crate::template::Template;
 use crate::value::{as_number, string_form};
@@ -167,8 +168,6 @@ fn bytes(n: usize) -> String {
     }
 }
 
-const TYPE_NAMES: &str = "regex, equals, exists, lt, lte, gt, gte";
-
 /// Compiles a FilterChain (must be a JSON array of filter objects; null is treated as an empty chain).
 ///
 /// Errors name the place in the chain (`[0].Children.all[1].Match`) and the rule broken; the
@@ -203,30 +202,6 @@ impl TryFrom<&Value> for Chain {
     /// Same as [`compile`].
     fn try_from(chain: &Value) -> Result<Self, Self::Error> {
         compile(chain)
-    }
-}
-
-/// The `Type` names, before `Match` is attached.
-#[derive(Clone, Copy)]
-enum Kind {
-    Regex,
-    Equals,
-    Exists,
-    Compare(Cmp),
-}
-
-impl Kind {
-    fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "regex" => Self::Regex,
-            "equals" => Self::Equals,
-            "exists" => Self::Exists,
-            "lt" => Self::Compare(Cmp::Lt),
-            "lte" => Self::Compare(Cmp::Lte),
-            "gt" => Self::Compare(Cmp::Gt),
-            "gte" => Self::Compare(Cmp::Gte),
-            _ => return None,
-        })
     }
 }
 
@@ -269,14 +244,14 @@ impl Compiler<'_> {
         };
         let kind = match fields.string("Type")? {
             None => None,
-            Some(name) => Some(Kind::from_name(name).map(|k| (k, name)).ok_or_else(|| {
-                fields.error("Type", format!("unknown filter type '{name}' (expected {TYPE_NAMES})"))
+            Some(name) => Some(TypeName::from_name(name).ok_or_else(|| {
+                fields.error("Type", format!("unknown filter type '{name}' (expected {})", TypeName::NAMES))
             })?),
         };
         let test = match (kind, selector) {
-            (Some((kind, name)), Some(selector)) => Some(Test { selector, op: fields.op(kind, name, self.budget)? }),
-            (Some((_, name)), None) => {
-                return Err(fields.error("Selector", format!("Selector is required for Type {name}")));
+            (Some(kind), Some(selector)) => Some(Test { selector, op: fields.op(kind, self.budget)? }),
+            (Some(kind), None) => {
+                return Err(fields.error("Selector", format!("Selector is required for Type {}", kind.as_str())));
             }
             (None, Some(_)) => {
                 return Err(fields.error("Type", "Type is required when Selector is set"));
@@ -379,8 +354,9 @@ impl<'a> Fields<'a> {
     }
 
     /// Attaches `Match` to the `Type`.
-    fn op(&self, kind: Kind, type_name: &str, budget: &mut Budget) -> Result<Op, FilterError> {
-        if let Kind::Exists = kind {
+    fn op(&self, kind: TypeName, budget: &mut Budget) -> Result<Op, FilterError> {
+        let type_name = kind.as_str();
+        if let TypeName::Exists = kind {
             return Ok(Op::Exists);
         }
         let value = match self.get("Match") {
@@ -392,21 +368,23 @@ impl<'a> Fields<'a> {
                 return Err(self.error("Match", format!("must be a string, number or bool, got {}", json_kind(other))));
             }
         };
-        Ok(match kind {
-            Kind::Exists => Op::Exists,
-            Kind::Equals => Op::Equals(string_form(value).into()),
-            Kind::Regex => {
+        let cmp = match kind {
+            TypeName::Exists => return Ok(Op::Exists),
+            TypeName::Equals => return Ok(Op::Equals(string_form(value).into())),
+            TypeName::Regex => {
                 let pattern = string_form(value);
                 let regex = budget.regex(&pattern).map_err(|reason| self.error("Match", reason))?;
-                Op::Regex(regex)
+                return Ok(Op::Regex(regex));
             }
-            Kind::Compare(cmp) => {
-                let threshold = as_number(value)
-                    .filter(|n| n.is_finite())
-                    .ok_or_else(|| self.error("Match", format!("Match must be a number for {type_name}")))?;
-                Op::Compare(cmp, threshold)
-            }
-        })
+            TypeName::Lt => Cmp::Lt,
+            TypeName::Lte => Cmp::Lte,
+            TypeName::Gt => Cmp::Gt,
+            TypeName::Gte => Cmp::Gte,
+        };
+        let threshold = as_number(value)
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| self.error("Match", format!("Match must be a number for {type_name}")))?;
+        Ok(Op::Compare(cmp, threshold))
     }
 }
 

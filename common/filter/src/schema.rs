@@ -5,6 +5,8 @@
 
 use schemars::JsonSchema;
 
+use crate::template::Template;
+
 /// One filter of a `FilterChain`.
 ///
 /// A filter tests its `FilterTemplate`, its `Selector`/`Type`/`Match` test, or both (`Invert`
@@ -15,7 +17,7 @@ use schemars::JsonSchema;
 pub struct FilterSchema {
     /// A named preset standing for a condition on the event's `Category` or `Type`.
     #[schemars(rename = "FilterTemplate", skip_serializing_if = "Option::is_none")]
-    template: Option<TemplateName>,
+    template: Option<Template>,
     /// Dotted path into the event; a numeric segment indexes an array (`Content.Position.2`).
     #[schemars(rename = "Selector", skip_serializing_if = "Option::is_none", length(min = 1))]
     selector: Option<String>,
@@ -46,28 +48,10 @@ struct ChildrenSchema {
     any: Option<Vec<FilterSchema>>,
 }
 
-/// A `FilterTemplate` name.
-#[derive(JsonSchema)]
-#[schemars(rename_all = "snake_case")]
-#[allow(dead_code)]
-enum TemplateName {
-    /// `LOCATION_RAW_UPDATE`, `ZONE_ENTER` and `ZONE_EXIT` events.
-    Dashboard,
-    /// Category `LOCATION`.
-    PositionEvents,
-    /// Category `ZONE`.
-    ZoneEvents,
-    /// Category `ALARM`.
-    AlarmEvents,
-    /// Every event.
-    All,
-}
-
 /// A filter `Type`.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, JsonSchema)]
 #[schemars(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum TypeName {
+pub(crate) enum TypeName {
     /// Rust regex on the value's string form; anchor with `^…$`.
     Regex,
     /// String form equal to `Match`.
@@ -82,6 +66,32 @@ enum TypeName {
     Gt,
     /// At least `Match`.
     Gte,
+}
+
+impl TypeName {
+    /// The accepted names, for error messages.
+    pub(crate) const NAMES: &'static str = "regex, equals, exists, lt, lte, gt, gte";
+
+    /// Every type, in the order of [`TypeName::NAMES`].
+    const ALL: [Self; 7] = [Self::Regex, Self::Equals, Self::Exists, Self::Lt, Self::Lte, Self::Gt, Self::Gte];
+
+    /// Parses a type name (exact, lower case).
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The name as a filter writes it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Regex => "regex",
+            Self::Equals => "equals",
+            Self::Exists => "exists",
+            Self::Lt => "lt",
+            Self::Lte => "lte",
+            Self::Gt => "gt",
+            Self::Gte => "gte",
+        }
+    }
 }
 
 /// A `Match` value: a string, number or boolean, compared by its string form or as a number.
@@ -113,7 +123,7 @@ mod tests {
 
     #[test]
     fn every_documented_template_and_type_compiles() {
-        let templates = names(&schemars::schema_for!(TemplateName).to_value());
+        let templates = names(&schemars::schema_for!(Template).to_value());
         assert_eq!(templates.len(), 5);
         for name in templates {
             crate::compile(&json!([{"FilterTemplate": name}])).unwrap();

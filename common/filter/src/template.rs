@@ -2,10 +2,11 @@
 
 use serde_json::Value;
 
-/// A `FilterTemplate` value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A `FilterTemplate` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename = "TemplateName", rename_all = "snake_case")]
 pub(crate) enum Template {
-    /// Type `LOCATION_RAW_UPDATE`, `ZONE_ENTER` or `ZONE_EXIT`.
+    /// `LOCATION_RAW_UPDATE`, `ZONE_ENTER` and `ZONE_EXIT` events.
     Dashboard,
     /// Category `LOCATION`.
     PositionEvents,

@@ -105,12 +105,9 @@ impl<'de> Deserialize<'de> for ActionSecret {
     }
 }
 
-const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
-
 /// The methods an `http-request` action may use (read in any case).
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, JsonSchema)]
 #[schemars(rename_all = "UPPERCASE")]
-#[allow(dead_code)]
 pub(crate) enum HttpMethod {
     Get,
     Post,
@@ -119,16 +116,39 @@ pub(crate) enum HttpMethod {
     Delete,
 }
 
-/// A `ZoneActions` item as [`ZoneAction::parse`] reads it: the schema of the request body.
+impl HttpMethod {
+    /// Every method, in the order messages list them.
+    const ALL: [Self; 5] = [Self::Get, Self::Post, Self::Put, Self::Patch, Self::Delete];
+
+    /// The method's name, upper-case.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Patch => "PATCH",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// The method named `name` in any case.
+    fn named(name: &str) -> Result<Self, Invalid> {
+        Self::ALL.into_iter().find(|m| m.as_str().eq_ignore_ascii_case(name)).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.into_iter().map(Self::as_str).collect();
+            Invalid::new("method", format!("must be one of {}", names.join(", ")))
+        })
+    }
+}
+
+/// A `ZoneActions` item as [`ZoneActionInput::read`] reads it: the schema of the request body.
 /// Fields other than `type` are optional and `null` counts as absent (but removes a `secret`);
-/// unknown fields are ignored.
+/// unknown fields are ignored. [`ZoneAction`] is made of it with the defaults filled in.
 #[derive(JsonSchema)]
 #[schemars(
     tag = "type",
     rename_all = "kebab-case",
     description = "A zone action; fields other than type are optional, null counts as absent (except for secret, where null removes the stored secret), unknown fields are ignored."
 )]
-#[allow(dead_code)]
 pub(crate) enum ZoneActionInput {
     /// Writes a log line and publishes a `ZONE_INFO` event.
     InfoEvent {
@@ -158,14 +178,14 @@ pub(crate) enum ZoneActionInput {
         /// Secret that signs every request (`X-Zonecast-Signature`); write-only, never
         /// returned. Left out of a zone update, the stored action with the same `uri` keeps its
         /// secret; `null` removes it.
-        secret: Option<ActionSecretText>,
+        #[schemars(with = "Option<ActionSecretText>")]
+        secret: Option<Option<ActionSecretText>>,
     },
 }
 
 /// The `secret` of an `http-request` action: 16 to 256 characters, write-only.
 #[derive(JsonSchema)]
 #[schemars(transparent, extend("writeOnly" = true))]
-#[allow(dead_code)]
 pub(crate) struct ActionSecretText(#[schemars(length(min = 16, max = 256))] String);
 
 /// The `uri` of an `http-request` action.
@@ -186,29 +206,128 @@ impl JsonSchema for HttpUri {
 }
 
 /// A header name: letters, digits, `-` and `_`.
-#[derive(JsonSchema)]
+#[derive(PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
 #[schemars(transparent)]
-#[allow(dead_code)]
 pub(crate) struct HeaderName(#[schemars(regex(pattern = "^[A-Za-z0-9_-]+$"))] String);
 
 /// A header value: no line breaks.
 #[derive(JsonSchema)]
 #[schemars(transparent)]
-#[allow(dead_code)]
 pub(crate) struct HeaderValue(#[schemars(regex(pattern = "^[^\\r\\n]*$"))] String);
 
-/// The `secret` of an `http-request` action: `Kept` when left out, `None` for `null`.
-fn secret(f: &Fields<'_>) -> Result<Option<ActionSecret>, Invalid> {
+/// The `secret` of an `http-request` action: `None` when left out, `Some(None)` for `null`.
+fn secret(f: &Fields<'_>) -> Result<Option<Option<ActionSecretText>>, Invalid> {
     if !f.has("secret") {
-        return Ok(Some(ActionSecret::Kept));
+        return Ok(None);
     }
-    let Some(text) = f.string("secret")? else { return Ok(None) };
+    let Some(text) = f.string("secret")? else { return Ok(Some(None)) };
     let (least, most) = SECRET_CHARS;
     let chars = text.chars().take(most + 1).count();
     if !(least..=most).contains(&chars) {
         return Err(Invalid::new("secret", format!("must be {least} to {most} characters long")));
     }
-    Ok(Some(ActionSecret::Given(Secret::new(text))))
+    Ok(Some(Some(ActionSecretText(text.to_owned()))))
+}
+
+/// The `headers` of an `http-request` action: names checked before their values, in the
+/// order sent; `null` values kept as `None`.
+fn headers(f: &Fields<'_>) -> Result<Option<BTreeMap<HeaderName, Option<HeaderValue>>>, Invalid> {
+    let Some(h) = f.raw("headers") else { return Ok(None) };
+    let hf = Fields::of(h, "headers")?;
+    let mut headers = BTreeMap::new();
+    for (name, _) in h.as_object().into_iter().flatten() {
+        let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if !valid_name {
+            return Err(Invalid::new(format!("headers.{name}"), "is not a valid header name"));
+        }
+        let value = hf.string(name).map_err(|e| e.within("headers"))?;
+        if value.is_some_and(|v| v.contains(['\r', '\n'])) {
+            return Err(Invalid::new(format!("headers.{name}"), "must not contain line breaks"));
+        }
+        headers.insert(HeaderName(name.clone()), value.map(|v| HeaderValue(v.to_owned())));
+    }
+    Ok(Some(headers))
+}
+
+impl ZoneActionInput {
+    /// Reads one `ZoneActions` item field by field, each failure naming the field: `on`, then
+    /// `type`, then the fields of that type.
+    ///
+    /// An info-event's message travels in every `ZONE_INFO` event of the zone, so it is bounded
+    /// by [`Limits::info_message_chars`].
+    fn read(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
+        let f = Fields::of(value, "")?;
+        let on = match f.string("on")? {
+            None => None,
+            Some("enter") => Some(ActionTrigger::Enter),
+            Some("exit") => Some(ActionTrigger::Exit),
+            Some("both") => Some(ActionTrigger::Both),
+            Some(other) => {
+                return Err(Invalid::new("on", format!("must be enter, exit or both, got '{other}'")));
+            }
+        };
+        match f.string("type")? {
+            None => Err(Invalid::new("type", "is required (info-event, device-alarm or http-request)")),
+            Some("info-event") => {
+                let message = f.string("message")?;
+                let most = limits.info_message_chars;
+                // Counting stops just past the bound: a huge message costs no more than a long one.
+                if let Some(m) = message
+                    && m.chars().nth(most).is_some()
+                {
+                    return Err(Invalid::new("message", format!("must be at most {most} characters")));
+                }
+                Ok(Self::InfoEvent { message: message.map(str::to_owned), on })
+            }
+            Some("device-alarm") => Ok(Self::DeviceAlarm { on }),
+            Some("http-request") => {
+                let uri = f.string("uri")?.ok_or_else(|| Invalid::new("uri", "is required for http-request"))?;
+                let parsed =
+                    url::Url::parse(uri).map_err(|e| Invalid::new("uri", format!("is not a valid URI: {e}")))?;
+                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                    return Err(Invalid::new("uri", "must be an http:// or https:// URI with a host"));
+                }
+                let method = f.string("method")?.map(HttpMethod::named).transpose()?;
+                let headers = headers(&f)?;
+                Ok(Self::HttpRequest { uri: uri.to_owned(), method, headers, on, secret: secret(&f)? })
+            }
+            Some(other) => Err(Invalid::new(
+                "type",
+                format!("unknown action type '{other}' (expected info-event, device-alarm or http-request)"),
+            )),
+        }
+    }
+}
+
+/// The action with its defaults: `on` is `enter`, `method` POST, a `null` header value empty.
+/// A `secret` left out is [`ActionSecret::Kept`], `null` is none; `has_secret` tells whether
+/// one was sent.
+impl From<ZoneActionInput> for ZoneAction {
+    fn from(input: ZoneActionInput) -> Self {
+        match input {
+            ZoneActionInput::InfoEvent { message, on } => Self::InfoEvent { message, on: on.unwrap_or_default() },
+            ZoneActionInput::DeviceAlarm { on } => Self::DeviceAlarm { on: on.unwrap_or_default() },
+            ZoneActionInput::HttpRequest { uri, method, headers, on, secret } => {
+                let secret = match secret {
+                    None => Some(ActionSecret::Kept),
+                    Some(None) => None,
+                    Some(Some(ActionSecretText(text))) => Some(ActionSecret::Given(Secret::new(text))),
+                };
+                Self::HttpRequest {
+                    uri,
+                    method: method.unwrap_or(HttpMethod::Post).as_str().to_owned(),
+                    headers: headers
+                        .into_iter()
+                        .flatten()
+                        .map(|(HeaderName(name), value)| (name, value.map(|HeaderValue(v)| v).unwrap_or_default()))
+                        .collect(),
+                    on: on.unwrap_or_default(),
+                    has_secret: matches!(secret, Some(ActionSecret::Given(_))),
+                    secret,
+                }
+            }
+        }
+    }
 }
 
 /// Settles the secrets of the `http-request` actions of a zone write against the zone's stored
@@ -262,70 +381,8 @@ impl ZoneAction {
         Ok(())
     }
 
-    /// Validates one `ZoneActions` item.
-    ///
-    /// An info-event's message travels in every `ZONE_INFO` event of the zone, so it is bounded
-    /// by [`Limits::info_message_chars`].
+    /// Validates one `ZoneActions` item: [`ZoneActionInput::read`], then the defaults filled in.
     pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
-        let f = Fields::of(value, "")?;
-        let on = match f.string("on")? {
-            None => ActionTrigger::Enter,
-            Some("enter") => ActionTrigger::Enter,
-            Some("exit") => ActionTrigger::Exit,
-            Some("both") => ActionTrigger::Both,
-            Some(other) => {
-                return Err(Invalid::new("on", format!("must be enter, exit or both, got '{other}'")));
-            }
-        };
-        match f.string("type")? {
-            None => Err(Invalid::new("type", "is required (info-event, device-alarm or http-request)")),
-            Some("info-event") => {
-                let message = f.string("message")?;
-                let most = limits.info_message_chars;
-                // Counting stops just past the bound: a huge message costs no more than a long one.
-                if let Some(m) = message
-                    && m.chars().nth(most).is_some()
-                {
-                    return Err(Invalid::new("message", format!("must be at most {most} characters")));
-                }
-                Ok(Self::InfoEvent { message: message.map(str::to_owned), on })
-            }
-            Some("device-alarm") => Ok(Self::DeviceAlarm { on }),
-            Some("http-request") => {
-                let uri = f.string("uri")?.ok_or_else(|| Invalid::new("uri", "is required for http-request"))?;
-                let parsed =
-                    url::Url::parse(uri).map_err(|e| Invalid::new("uri", format!("is not a valid URI: {e}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-                    return Err(Invalid::new("uri", "must be an http:// or https:// URI with a host"));
-                }
-                let method = f.string("method")?.unwrap_or("POST").to_ascii_uppercase();
-                if !METHODS.contains(&method.as_str()) {
-                    return Err(Invalid::new("method", format!("must be one of {}", METHODS.join(", "))));
-                }
-                let mut headers = BTreeMap::new();
-                if let Some(h) = f.raw("headers") {
-                    let hf = Fields::of(h, "headers")?;
-                    for (name, _) in h.as_object().into_iter().flatten() {
-                        let valid_name =
-                            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
-                        if !valid_name {
-                            return Err(Invalid::new(format!("headers.{name}"), "is not a valid header name"));
-                        }
-                        let v = hf.string(name).map_err(|e| e.within("headers"))?.unwrap_or("");
-                        if v.contains(['\r', '\n']) {
-                            return Err(Invalid::new(format!("headers.{name}"), "must not contain line breaks"));
-                        }
-                        headers.insert(name.clone(), v.to_owned());
-                    }
-                }
-                let secret = secret(&f)?;
-                let has_secret = matches!(secret, Some(ActionSecret::Given(_)));
-                Ok(Self::HttpRequest { uri: uri.to_owned(), method, headers, on, has_secret, secret })
-            }
-            Some(other) => Err(Invalid::new(
-                "type",
-                format!("unknown action type '{other}' (expected info-event, device-alarm or http-request)"),
-            )),
-        }
+        ZoneActionInput::read(value, limits).map(Self::from)
     }
 }

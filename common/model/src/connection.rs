@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 use zonecast_filter::FilterSchema;
 
-use crate::fields::{Fields, type_name};
+use crate::fields::Fields;
 use crate::schema::{UpperUuid, UuidOrEmpty};
 use crate::{Invalid, Limits, Secret, format_id};
 
@@ -24,14 +24,37 @@ pub struct Topic {
 
 /// A topic of a connection and the filters an event must pass to be published to it.
 #[derive(JsonSchema)]
-#[allow(dead_code)]
 struct TopicInput {
     /// MQTT topic name (1 to 65535 bytes) without wildcards (`+`, `#`) or NUL.
     #[schemars(length(min = 1, max = 65_535), regex(pattern = "^[^+#\\u0000]*$"))]
     topic: String,
     /// Filters an event must pass to go to the topic; absent or empty passes every event.
-    #[schemars(rename = "FilterChain")]
-    filter_chain: Option<Vec<FilterSchema>>,
+    #[schemars(rename = "FilterChain", with = "Option<Vec<FilterSchema>>")]
+    filter_chain: Option<Vec<Value>>,
+}
+
+impl TopicInput {
+    /// Reads a topic, the name before the chain; the chain is compiled by [`TopicInput::compile`].
+    fn read(item: &Value) -> Result<Self, Invalid> {
+        let f = Fields::of(item, "")?;
+        let topic = f.string("topic")?.ok_or_else(|| Invalid::new("topic", "is required"))?;
+        if topic.is_empty() || topic.len() > 65_535 {
+            return Err(Invalid::new("topic", "must be 1 to 65535 bytes"));
+        }
+        if topic.contains(['+', '#', '\0']) {
+            return Err(Invalid::new("topic", "must be a topic name without wildcards (+, #) or NUL"));
+        }
+        let filter_chain = f.array("FilterChain")?.cloned();
+        Ok(Self { topic: topic.to_owned(), filter_chain })
+    }
+
+    /// The topic with its chain compiled within `budget` (absent, the empty chain).
+    fn compile(self, budget: &mut zonecast_filter::Budget) -> Result<Topic, Invalid> {
+        let filter_chain = Value::Array(self.filter_chain.unwrap_or_default());
+        zonecast_filter::compile_in(&filter_chain, budget)
+            .map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
+        Ok(Topic { topic: self.topic, filter_chain })
+    }
 }
 
 /// A connection as the API returns it: never with its password.
@@ -186,7 +209,11 @@ impl ConnectionInput {
         let topics = items
             .iter()
             .enumerate()
-            .map(|(i, item)| parse_topic(item, &mut budget).map_err(|e| e.within(&format!("topics[{i}]"))))
+            .map(|(i, item)| {
+                TopicInput::read(item)
+                    .and_then(|t| t.compile(&mut budget))
+                    .map_err(|e| e.within(&format!("topics[{i}]")))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self { host, port, tls, certificate_profile_id, username, password, topics })
     }
@@ -208,23 +235,4 @@ impl ConnectionInput {
             topics: self.topics,
         }
     }
-}
-
-fn parse_topic(item: &Value, budget: &mut zonecast_filter::Budget) -> Result<Topic, Invalid> {
-    let f = Fields::of(item, "")?;
-    let topic = f.string("topic")?.ok_or_else(|| Invalid::new("topic", "is required"))?;
-    if topic.is_empty() || topic.len() > 65_535 {
-        return Err(Invalid::new("topic", "must be 1 to 65535 bytes"));
-    }
-    if topic.contains(['+', '#', '\0']) {
-        return Err(Invalid::new("topic", "must be a topic name without wildcards (+, #) or NUL"));
-    }
-    let filter_chain = match f.raw("FilterChain") {
-        None => Value::Array(Vec::new()),
-        Some(chain @ Value::Array(_)) => chain.clone(),
-        Some(other) => return Err(Invalid::new("FilterChain", format!("must be an array, got {}", type_name(other)))),
-    };
-    zonecast_filter::compile_in(&filter_chain, budget)
-        .map_err(|e| Invalid::new(format!("FilterChain{}", e.path), e.message))?;
-    Ok(Topic { topic: topic.to_owned(), filter_chain })
 }

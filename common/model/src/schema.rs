@@ -1,6 +1,6 @@
-//! What the JSON Schemas of the API's types share. Request types are read from JSON by hand
-//! (with the rules of [`crate::Invalid`]), so beside each one is a schema type that states what
-//! it accepts; response types derive theirs from their `Serialize` form.
+//! What the JSON Schemas of the API's types share. Request bodies are read from JSON by hand
+//! (with the rules of [`crate::Invalid`]) into the types whose schemas state what they accept,
+//! and then made into the domain types; response types derive theirs from their `Serialize` form.
 //!
 //! Limits that are configuration rather than rules (list lengths, row counts) are not written
 //! into the schemas here: a schema carries a mark, `"x-limit": {"maxItems": "device_list"}`,

@@ -161,29 +161,17 @@ fn format_value(v: f64) -> String {
 }
 
 impl Setting {
-    /// Reads the body of a setting write (`PUT /v3/modules/zones/settings`). `Err(None)` means the
-    /// SettingName is unknown (404); `Err(Some(_))` invalid data. `SettingValue` may be a number or
-    /// a string holding one; it may be left out only when `IsActive` is false.
+    /// Reads the body of a setting write (`PUT /v3/modules/zones/settings`) as
+    /// [`SettingInput::read`] does, then checks `SettingValue` against the setting's range.
+    /// `Err(None)` means the SettingName is unknown (404); `Err(Some(_))` invalid data.
+    /// `SettingValue` may be left out only when `IsActive` is false (the default is kept).
     pub fn parse(value: &Value) -> Result<Self, Option<Invalid>> {
-        let f = Fields::of(value, "").map_err(Some)?;
-        let name =
-            f.string("SettingName").map_err(Some)?.ok_or_else(|| Some(Invalid::new("SettingName", "is required")))?;
-        let name: SettingName = name.parse().map_err(|()| None)?;
-        let active = f.bool("IsActive").map_err(Some)?.unwrap_or(true);
-        let raw = match f.raw("SettingValue") {
+        let SettingInput { name, value, active } = SettingInput::read(value)?;
+        let active = active.unwrap_or(true);
+        let raw = match value {
+            Some(NumberOrNumericText(v)) => v,
             None if !active => name.default_value(),
             None => return Err(Some(Invalid::new("SettingValue", "is required"))),
-            Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
-            Some(Value::String(s)) => s
-                .trim()
-                .parse::<f64>()
-                .map_err(|_| Some(Invalid::new("SettingValue", format!("'{s}' is not a number"))))?,
-            Some(other) => {
-                return Err(Some(Invalid::new(
-                    "SettingValue",
-                    format!("must be a number, got {}", crate::fields::type_name(other)),
-                )));
-            }
         };
         let value = name.check(raw).map_err(|m| Some(Invalid::new("SettingValue", m)))?;
         Ok(Self { name, value, active })
@@ -249,7 +237,6 @@ pub struct SettingView {
     transform = setting_rules,
     description = "One setting to write. An unknown SettingName is 404. SettingValue (a number, or a string holding one) must lie in the setting's range, and may be left out only with IsActive false. Description, DisplayName and unknown fields are ignored."
 )]
-#[allow(dead_code)]
 pub struct SettingInput {
     /// Which setting (read in any case).
     #[schemars(rename = "SettingName")]
@@ -263,7 +250,7 @@ pub struct SettingInput {
 }
 
 /// A number, or a string holding one (surrounding white space allowed).
-struct NumberOrNumericText;
+struct NumberOrNumericText(f64);
 
 impl JsonSchema for NumberOrNumericText {
     fn inline_schema() -> bool {
@@ -279,6 +266,34 @@ impl JsonSchema for NumberOrNumericText {
             {"type": "number"},
             {"type": "string", "pattern": "^\\s*[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?\\s*$"},
         ]})
+    }
+}
+
+impl SettingInput {
+    /// Reads the fields of a setting write, each failure naming its field: `Err(None)` when the
+    /// `SettingName` is unknown (404), `Err(Some(_))` for invalid data.
+    fn read(value: &Value) -> Result<Self, Option<Invalid>> {
+        let f = Fields::of(value, "").map_err(Some)?;
+        let name =
+            f.string("SettingName").map_err(Some)?.ok_or_else(|| Some(Invalid::new("SettingName", "is required")))?;
+        let name: SettingName = name.parse().map_err(|()| None)?;
+        let active = f.bool("IsActive").map_err(Some)?;
+        let value = match f.raw("SettingValue") {
+            None => None,
+            Some(Value::Number(n)) => Some(NumberOrNumericText(n.as_f64().unwrap_or(f64::NAN))),
+            Some(Value::String(s)) => Some(NumberOrNumericText(
+                s.trim()
+                    .parse::<f64>()
+                    .map_err(|_| Some(Invalid::new("SettingValue", format!("'{s}' is not a number"))))?,
+            )),
+            Some(other) => {
+                return Err(Some(Invalid::new(
+                    "SettingValue",
+                    format!("must be a number, got {}", crate::fields::type_name(other)),
+                )));
+            }
+        };
+        Ok(Self { name, value, active })
     }
 }
 

@@ -97,13 +97,12 @@ fn rows_by_geometry_type(schema: &mut Schema) {
 
 /// The body of a zone create (one zone, or each of a batch): a [`ZoneInput`] that names its
 /// GeometryType and GeometryData.
-#[derive(JsonSchema)]
+#[derive(Debug, JsonSchema)]
 #[schemars(
     transform = geometry_required,
     description = "A new zone: the fields of ZoneInput, with GeometryType and GeometryData required."
 )]
-#[allow(dead_code)]
-pub struct NewZone(ZoneInput);
+pub struct NewZone(#[schemars(with = "ZoneInput")] ZoneSpec);
 
 fn geometry_required(schema: &mut Schema) {
     let input = std::mem::take(schema);
@@ -114,15 +113,33 @@ fn geometry_required(schema: &mut Schema) {
     });
 }
 
+impl NewZone {
+    /// Reads a zone create body: its fields as [`ZoneInput::parse`] reads them, then the rules
+    /// of [`ZoneInput::create`]. The zone gets its identity from [`NewZone::with_id`].
+    pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
+        ZoneInput::parse(value, limits)?.create(Uuid::nil()).map(Self)
+    }
+
+    /// Seals every `http-request` secret sent in clear with `seal`; the API does this before
+    /// anything is stored.
+    pub fn seal_secrets<E>(&mut self, seal: impl FnMut(&crate::Secret) -> Result<String, E>) -> Result<(), E> {
+        seal_actions(&mut self.0.zone_actions, seal)
+    }
+
+    /// The zone to store under `id`.
+    pub fn with_id(self, id: Uuid) -> ZoneSpec {
+        ZoneSpec { id, ..self.0 }
+    }
+}
+
 /// One element of a batch zone update: a [`ZoneInput`] that selects its zone by
 /// `ZoneID`, or by a `Name` exactly one zone has.
-#[derive(JsonSchema)]
+#[derive(Debug, JsonSchema)]
 #[schemars(
     transform = zone_selected,
     description = "One change of a batch update: the fields of ZoneInput and the zone it changes, by ZoneID or by a Name exactly one zone has."
 )]
-#[allow(dead_code)]
-pub struct ZoneUpdate(ZoneInput);
+pub struct ZoneUpdate(pub ZoneInput);
 
 fn zone_selected(schema: &mut Schema) {
     let input = std::mem::take(schema);
@@ -136,14 +153,34 @@ fn zone_selected(schema: &mut Schema) {
     });
 }
 
+impl ZoneUpdate {
+    /// Reads one element of a batch update as [`ZoneInput::parse`] does, after checking that
+    /// a `ZoneID` other than `null` is text (text that is not a UUID names no zone, and is
+    /// answered as such when the zone is looked up).
+    pub fn parse(value: &Value, limits: &Limits) -> Result<Self, Invalid> {
+        if let Some(id) = value.get("ZoneID").filter(|id| !id.is_null() && !id.is_string()) {
+            return Err(Invalid::new("ZoneID", format!("must be a zone ID string, got {id}")));
+        }
+        ZoneInput::parse(value, limits).map(Self)
+    }
+}
+
+/// Seals every `http-request` secret of `actions` sent in clear with `seal`.
+fn seal_actions<E>(
+    actions: &mut [ZoneAction],
+    mut seal: impl FnMut(&crate::Secret) -> Result<String, E>,
+) -> Result<(), E> {
+    for action in actions {
+        action.seal_secret(&mut seal)?;
+    }
+    Ok(())
+}
+
 impl ZoneInput {
     /// Seals every `http-request` secret sent in clear with `seal`; the API does this before
     /// anything is stored.
-    pub fn seal_secrets<E>(&mut self, mut seal: impl FnMut(&crate::Secret) -> Result<String, E>) -> Result<(), E> {
-        for action in self.zone_actions.iter_mut().flatten() {
-            action.seal_secret(&mut seal)?;
-        }
-        Ok(())
+    pub fn seal_secrets<E>(&mut self, seal: impl FnMut(&crate::Secret) -> Result<String, E>) -> Result<(), E> {
+        seal_actions(self.zone_actions.as_deref_mut().unwrap_or_default(), seal)
     }
 
     /// Reads a `ZoneInput` object, checking each field's type and range and each list against
@@ -315,10 +352,17 @@ fn check_len(items: &[Value], field: &str, most: usize) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Reads the body of DeviceList additions and removals, a JSON array of MACs (at most
-/// [`Limits::device_list`]): normalised, each once; errors name the element (`[2]: …`).
-pub fn parse_mac_list(items: &[Value], limits: &Limits) -> Result<Vec<Mac>, Invalid> {
-    parse_macs(items, "", limits.device_list)
+/// The body of DeviceList additions and removals: device MACs (a MAC listed twice counts once).
+#[derive(Debug, JsonSchema)]
+#[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
+pub struct Macs(pub Vec<Mac>);
+
+impl Macs {
+    /// Reads a JSON array of at most [`Limits::device_list`] MACs: normalised, each once; errors
+    /// name the element (`[2]: …`).
+    pub fn parse(items: &[Value], limits: &Limits) -> Result<Self, Invalid> {
+        parse_macs(items, "", limits.device_list).map(Self)
+    }
 }
 
 /// Reads a JSON array of at most `most` MACs, naming the bad element.

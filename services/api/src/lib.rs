@@ -88,13 +88,16 @@ pub mod zone_writes {
     use uuid::Uuid;
     use zonecast_model::ZoneSpec;
 
+    use crate::handlers::zones::NewZones;
     use crate::{ApiError, Context};
 
     /// Creates `zones`, each a zone body as `POST /v3/modules/zones/batch` takes one with the
     /// ZoneID it is to get, as that operation does: every body validated (a refusal names the
     /// zone's place, `[i]`, and the field), all written in one transaction, then announced.
     pub async fn create(ctx: &Context, zones: Vec<(Uuid, Value)>) -> Result<Vec<ZoneSpec>, ApiError> {
-        Ok(crate::handlers::zones::create_zones(ctx, zones).await?.0)
+        let (ids, bodies): (Vec<Uuid>, Vec<Value>) = zones.into_iter().unzip();
+        let NewZones(zones) = NewZones::parse(&bodies, &ctx.limits)?;
+        Ok(crate::handlers::zones::create_zones(ctx, ids.into_iter().zip(zones).collect()).await?.0)
     }
 
     /// Locks (or unlocks) the geometry of zone `id`, as `POST /v3/modules/zones/{ZoneID}/lock`

@@ -6,7 +6,7 @@ use zonecast_http::ops::{MetricsText, Readiness};
 use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
-    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, NewZone, RadiusMap,
+    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Macs, NewZone, RadiusMap,
     SettingInput, SettingView, Zone, ZoneInput,
 };
 use zonecast_runtime::Authority;
@@ -18,7 +18,7 @@ use crate::handlers::stream::StreamedEvent;
 use crate::handlers::stream::positions::StreamedPositions;
 use crate::handlers::system::{OpenApiDocument, TokenAnswer, TokenRequest};
 use crate::handlers::visits::{OccupancyView, VisitView};
-use crate::handlers::zones::{Macs, NewZones, ZoneIds, ZoneUpdates};
+use crate::handlers::zones::{NewZones, ZoneIds, ZoneUpdates};
 use crate::reply::Ack;
 
 /// Every operation the API answers.

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use warp::reply::Response;
-use zonecast_model::{ConfigKind, Setting, parse_radii};
+use zonecast_model::{ConfigKind, RadiusMap, Setting};
 
 use crate::body;
 use crate::context::Context;
@@ -33,7 +33,7 @@ pub async fn put(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 
 /// `PUT /v3/modules/zones/devices/radius`: merged; a null value removes the device's own radius.
 pub async fn set_radii(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let changes = parse_radii(&body::object(body, &ctx.limits)?, &ctx.limits)?;
+    let changes = RadiusMap::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?.changes();
     ctx.store.merge_radii(&changes).await?;
     let applied = ctx.announce(ConfigKind::Radii, changes.iter().map(|(mac, _)| mac.to_string()).collect(), None).await;
     Ok(applied.stamp(reply::ack()))

@@ -15,17 +15,45 @@ use crate::{body, reply};
 /// The body of `POST /v3/auth/token` (as JSON; an OAuth2 form with the same fields is taken
 /// too). Unknown fields are ignored.
 #[derive(JsonSchema)]
-#[allow(dead_code)]
 pub struct TokenRequest {
     /// Always `client_credentials`.
-    #[schemars(extend("const" = "client_credentials"))]
-    grant_type: String,
+    #[schemars(with = "String", extend("const" = "client_credentials"))]
+    grant_type: GrantType,
     /// The client's id.
     #[schemars(length(min = 1))]
     auth_id: String,
     /// The client's secret.
     #[schemars(length(min = 1), extend("writeOnly" = true))]
     auth_secret: String,
+}
+
+/// The OAuth2 grant types a token is issued for.
+enum GrantType {
+    /// A client's id and secret.
+    ClientCredentials,
+}
+
+impl TokenRequest {
+    /// Reads the fields in order, `grant_type` checked before the credentials: each must be a
+    /// non-empty string.
+    fn read(request: &Value) -> Result<Self, ApiError> {
+        let field = |name: &str| -> Result<String, ApiError> {
+            match request.get(name) {
+                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+                Some(Value::String(_)) | None | Some(Value::Null) => {
+                    Err(ApiError::Invalid(format!("{name}: is required")))
+                }
+                Some(_) => Err(ApiError::Invalid(format!("{name}: must be a string"))),
+            }
+        };
+        let grant_type = match field("grant_type")?.as_str() {
+            "client_credentials" => GrantType::ClientCredentials,
+            other => {
+                return Err(ApiError::Invalid(format!("grant_type: must be client_credentials, got '{other}'")));
+            }
+        };
+        Ok(Self { grant_type, auth_id: field("auth_id")?, auth_secret: field("auth_secret")? })
+    }
 }
 
 /// A bearer token.
@@ -66,18 +94,10 @@ pub fn token(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Respons
     } else {
         body::object(body, &ctx.limits)?
     };
-    let field = |name: &str| -> Result<String, ApiError> {
-        match request.get(name) {
-            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-            Some(Value::String(_)) | None | Some(Value::Null) => Err(ApiError::Invalid(format!("{name}: is required"))),
-            Some(_) => Err(ApiError::Invalid(format!("{name}: must be a string"))),
-        }
+    let TokenRequest { grant_type, auth_id, auth_secret } = TokenRequest::read(&request)?;
+    let (token, expires_in) = match grant_type {
+        GrantType::ClientCredentials => ctx.auth.issue_token(&auth_id, &auth_secret)?,
     };
-    let grant = field("grant_type")?;
-    if grant != "client_credentials" {
-        return Err(ApiError::Invalid(format!("grant_type: must be client_credentials, got '{grant}'")));
-    }
-    let (token, expires_in) = ctx.auth.issue_token(&field("auth_id")?, &field("auth_secret")?)?;
     Ok(reply::ok(&TokenAnswer { access_token: token, token_type: "Bearer", expires_in }))
 }
 

@@ -11,7 +11,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::reply::Response;
-use zonecast_model::{CollidingDevice, ConfigKind, Mac, Zone, ZoneInput, ZoneSpec, format_id, parse_mac_list};
+use zonecast_model::{
+    CollidingDevice, ConfigKind, Invalid, Limits, Mac, Macs, NewZone, Secret, Zone, ZoneInput, ZoneSpec, ZoneUpdate,
+    format_id,
+};
 use zonecast_store::StoreError;
 
 use super::{element_id, versions};
@@ -31,8 +34,19 @@ async fn announce(ctx: &Context, zones: &[ZoneSpec]) -> crate::applied::Applied 
 /// Seals the secrets of `input`'s http-request actions, right after validation: a secret goes
 /// no further in clear.
 fn seal(ctx: &Context, mut input: ZoneInput) -> Result<ZoneInput, ApiError> {
-    input.seal_secrets(|plain| ctx.keys.seal_text(plain.expose())).map_err(|e| ApiError::Internal(e.to_string()))?;
+    input.seal_secrets(|plain| seal_secret(ctx, plain))?;
     Ok(input)
+}
+
+/// [`seal`] for a zone to create.
+fn seal_new(ctx: &Context, mut zone: NewZone) -> Result<NewZone, ApiError> {
+    zone.seal_secrets(|plain| seal_secret(ctx, plain))?;
+    Ok(zone)
+}
+
+/// One secret sealed with the deployment's key; a failure is the server's.
+fn seal_secret(ctx: &Context, plain: &Secret) -> Result<String, ApiError> {
+    ctx.keys.seal_text(plain.expose()).map_err(|e| ApiError::Internal(e.to_string()))
 }
 
 /// A zone body, validated, its secrets sealed.
@@ -67,7 +81,8 @@ pub async fn get(ctx: &Context, id: Uuid) -> Result<Response, ApiError> {
 
 /// `POST /v3/modules/zones`: creates one zone.
 pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let zone = zone_input(ctx, body)?.create(Uuid::new_v4())?;
+    let zone = NewZone::parse(&body::object(body, &ctx.limits)?, &ctx.limits)?;
+    let zone = seal_new(ctx, zone)?.with_id(Uuid::new_v4());
     ctx.store.insert_zones(std::slice::from_ref(&zone)).await?;
     let applied = announce(ctx, std::slice::from_ref(&zone)).await;
     let version = zone.version;
@@ -76,26 +91,21 @@ pub async fn create(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
 
 /// `POST /v3/modules/zones/batch`: creates zones, all or nothing.
 pub async fn create_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let items = batch(ctx, body)?.into_iter().map(|v| (Uuid::new_v4(), v)).collect();
-    let (zones, applied) = create_zones(ctx, items).await?;
+    let NewZones(zones) = NewZones::parse(&batch(ctx, body)?, &ctx.limits)?;
+    let (zones, applied) = create_zones(ctx, zones.into_iter().map(|z| (Uuid::new_v4(), z)).collect()).await?;
     let out: Vec<Zone> = zones.into_iter().map(|z| Zone::new(z, ctx.site_id, Vec::new())).collect();
     Ok(applied.stamp(reply::ok(&out)))
 }
 
-/// The batch create after its body is read: each zone body validated (its errors named by its
-/// place, `[i]`) and its secrets sealed, then all of them created with the ZoneIDs given, in one
-/// store transaction, and announced.
+/// The batch create after its body is read: each zone's secrets sealed, then all of them created
+/// with the ZoneIDs given, in one store transaction, and announced.
 pub(crate) async fn create_zones(
     ctx: &Context,
-    items: Vec<(Uuid, Value)>,
+    zones: Vec<(Uuid, NewZone)>,
 ) -> Result<(Vec<ZoneSpec>, crate::applied::Applied), ApiError> {
-    let zones = items
-        .iter()
-        .enumerate()
-        .map(|(i, (id, v))| {
-            let input = ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))?;
-            Ok(seal(ctx, input)?.create(*id).map_err(|e| e.within(&format!("[{i}]")))?)
-        })
+    let zones = zones
+        .into_iter()
+        .map(|(id, zone)| Ok(seal_new(ctx, zone)?.with_id(id)))
         .collect::<Result<Vec<_>, ApiError>>()?;
     ctx.store.insert_zones(&zones).await?;
     let applied = announce(ctx, &zones).await;
@@ -105,26 +115,59 @@ pub(crate) async fn create_zones(
 /// The body of a batch create: the zones to create.
 #[derive(schemars::JsonSchema)]
 #[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
-#[allow(dead_code)]
-pub struct NewZones(Vec<zonecast_model::NewZone>);
+pub struct NewZones(pub(crate) Vec<NewZone>);
+
+impl NewZones {
+    /// Reads the zones of a batch create one after the other, each as [`NewZone::parse`] reads
+    /// one; a refusal names the zone's place, `[i]`.
+    pub(crate) fn parse(items: &[Value], limits: &Limits) -> Result<Self, Invalid> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| NewZone::parse(v, limits).map_err(|e| e.within(&format!("[{i}]"))))
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
+}
 
 /// The body of a batch update: the changes, each selecting its zone.
 #[derive(schemars::JsonSchema)]
 #[schemars(extend("x-limit" = {"maxItems": "batch_zones"}))]
-#[allow(dead_code)]
-pub struct ZoneUpdates(Vec<zonecast_model::ZoneUpdate>);
+pub struct ZoneUpdates(Vec<ZoneUpdate>);
+
+impl ZoneUpdates {
+    /// Reads a batch update body (see [`batch`]), each change as [`ZoneUpdate::parse`] reads it;
+    /// a refusal names the change's place, `[i]`.
+    fn parse(ctx: &Context, body: &Bytes) -> Result<Self, ApiError> {
+        let items = batch(ctx, body)?;
+        let updates = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ZoneUpdate::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]"))))
+            .collect::<Result<_, _>>()?;
+        Ok(Self(updates))
+    }
+}
 
 /// The body of the zone-list delete, activate and deactivate: zone IDs (any case; text that names
 /// no zone is 404, and nothing changes).
 #[derive(schemars::JsonSchema)]
-#[allow(dead_code)]
 pub struct ZoneIds(Vec<uuid::Uuid>);
 
-/// The body of DeviceList additions and removals: device MACs (a MAC listed twice counts once).
-#[derive(schemars::JsonSchema)]
-#[schemars(extend("x-limit" = {"maxItems": "device_list"}))]
-#[allow(dead_code)]
-pub struct Macs(Vec<Mac>);
+impl ZoneIds {
+    /// Reads `[ZoneID]`, each once, in the order sent (see [`element_id`]).
+    fn parse(ctx: &Context, body: &Bytes) -> Result<Self, ApiError> {
+        let mut seen = HashSet::new();
+        let mut ids = Vec::new();
+        for (i, v) in body::array(body, &ctx.limits)?.iter().enumerate() {
+            let id = element_id(v, i, "zone")?;
+            if seen.insert(id) {
+                ids.push(id);
+            }
+        }
+        Ok(Self(ids))
+    }
+}
 
 /// The body of a batch create or update: an array of at most [`Limits::batch_zones`] zones (each
 /// evaluator applies a batch as one change), counted before any zone is read.
@@ -165,23 +208,8 @@ fn single_ack(written: &[ZoneSpec]) -> Response {
 /// `PUT /v3/modules/zones/batch`: each element is matched by ZoneID, else by a Name exactly one
 /// zone has.
 pub async fn update_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let items = batch(ctx, body)?;
-    let inputs = items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            // Text that is not a UUID names no zone (404 below), but a ZoneID that is not text
-            // at all is a type error, as in the zone-list delete, activate and deactivate.
-            if let Some(id) = v.get("ZoneID").filter(|id| !id.is_null() && !id.is_string()) {
-                let message = format!("must be a zone ID string, got {id}");
-                return Err(zonecast_model::Invalid::new(format!("[{i}].ZoneID"), message));
-            }
-            ZoneInput::parse(v, &ctx.limits).map_err(|e| e.within(&format!("[{i}]")))
-        })
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .map(|input| seal(ctx, input))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ZoneUpdates(updates) = ZoneUpdates::parse(ctx, body)?;
+    let inputs = updates.into_iter().map(|ZoneUpdate(input)| seal(ctx, input)).collect::<Result<Vec<_>, _>>()?;
     let changed = versions::write(ctx, || async { merge_batch(&ctx.store.list_zones().await?, &inputs) }).await?;
     let applied = announce(ctx, &changed).await;
     Ok(applied.stamp(reply::ack()))
@@ -226,19 +254,6 @@ fn merge_batch(all: &[ZoneSpec], inputs: &[ZoneInput]) -> Result<Vec<ZoneSpec>, 
     Ok(changed)
 }
 
-/// Reads `[ZoneID]`, each once.
-fn zone_ids(ctx: &Context, body: &Bytes) -> Result<Vec<Uuid>, ApiError> {
-    let mut seen = HashSet::new();
-    let mut ids = Vec::new();
-    for (i, v) in body::array(body, &ctx.limits)?.iter().enumerate() {
-        let id = element_id(v, i, "zone")?;
-        if seen.insert(id) {
-            ids.push(id);
-        }
-    }
-    Ok(ids)
-}
-
 /// `DELETE /v3/modules/zones/{ZoneID}`; with `If-Match`, only a zone still at that version is
 /// deleted.
 pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<Response, ApiError> {
@@ -259,7 +274,7 @@ pub async fn delete(ctx: &Context, id: Uuid, if_match: Option<&str>) -> Result<R
 
 /// `DELETE /v3/modules/zones`: deletes the listed zones, all or nothing.
 pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiError> {
-    let ids = zone_ids(ctx, body)?;
+    let ZoneIds(ids) = ZoneIds::parse(ctx, body)?;
     ctx.store.delete_zones(&ids).await?;
     let applied = ctx.announce(ConfigKind::Zones, ids.iter().map(format_id).collect(), None).await;
     Ok(applied.stamp(reply::ack()))
@@ -267,7 +282,7 @@ pub async fn delete_batch(ctx: &Context, body: &Bytes) -> Result<Response, ApiEr
 
 /// `POST /v3/modules/zones/activate` and `/deactivate`.
 pub async fn set_active(ctx: &Context, body: &Bytes, active: bool) -> Result<Response, ApiError> {
-    let ids = zone_ids(ctx, body)?;
+    let ZoneIds(ids) = ZoneIds::parse(ctx, body)?;
     let zones = versions::write(ctx, || async {
         let mut zones = ctx.store.get_zones(&ids).await?;
         for z in &mut zones {
@@ -288,7 +303,7 @@ pub async fn change_devices(
     add: bool,
     if_match: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let macs = parse_mac_list(&body::array(body, &ctx.limits)?, &ctx.limits)?;
+    let Macs(macs) = Macs::parse(&body::array(body, &ctx.limits)?, &ctx.limits)?;
     let most = ctx.limits.device_list;
     let written = versions::write(ctx, || async {
         let mut zone = ctx.store.get_zone(id).await?;
