@@ -38,10 +38,13 @@ async fn while_the_camera_turns_a_coarse_view_is_drawn_and_the_full_one_returns_
 
     browser.execute("window.zonecastConsole.orbit(false)", json!([])).await;
     let (rest, _) = browser.until("the full view once the camera rests", WAIT, at_rest).await;
-    // The camera rests where the turn left it: a label sprite (two triangles) at the edge of the
-    // view may be in it from one angle and not from the other; the edges and the device are
-    // drawn as before.
-    assert_eq!((&rest["drawn"]["lines"], &rest["drawn"]["points"]), (&full["lines"], &full["points"]), "{rest}");
+    // The camera rests where the turn left it (further round on a slow machine): the renderer
+    // leaves out what is outside the view, so a label sprite (two triangles) or a short edge at
+    // its border may be drawn from one angle and not from the other; the device is drawn as
+    // before, and the edges and faces are back in full.
+    assert_eq!(rest["drawn"]["points"], full["points"], "{rest}");
+    let (now, before) = (rest["drawn"]["lines"].as_u64().unwrap(), full["lines"].as_u64().unwrap());
+    assert!(now.abs_diff(before) <= 12, "{now} lines at rest after the turn, {before} before it: {rest}");
     let (now, before) = (rest["drawn"]["triangles"].as_u64().unwrap(), full["triangles"].as_u64().unwrap());
     assert!(now.abs_diff(before) <= 4, "{now} triangles at rest after the turn, {before} before it: {rest}");
     assert_eq!(rest["trails"], json!(1), "{rest}");
