@@ -1,13 +1,15 @@
-//! Back-pressure: ingest follows the lag every evaluator and forwarder replica reports on
-//! `<prefix>.pipeline.lag` and, once one of them is further behind than the bound
-//! (`ZONECAST_INGEST_MAX_LAG_MS`), refuses HTTP payloads (503 with `Retry-After`) and holds its
-//! NATS and MQTT inputs until it has caught up, so that what is accepted is delivered within
-//! about the bound instead of piling up.
+//! Back-pressure on queueing delay: ingest follows the lag every evaluator and forwarder
+//! replica reports on `<prefix>.pipeline.lag` (every 25 ms) and, while one of them is further
+//! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 50 ms by default), takes
+//! nothing more: the NATS and MQTT inputs wait, and the HTTP input holds each request until the
+//! pipeline has caught up, answering 503 with `Retry-After` only when it stays behind for
+//! longer than `ZONECAST_INGEST_HOLD_MS`. A sender at full speed is thus slowed to what the
+//! pipeline delivers, and what is accepted waits at most about the bound in front of the
+//! slowest stage instead of building a standing queue.
 //!
 //! In one process (the all-in-one) ingest also counts the positions waiting in the evaluators'
-//! queues, and pushes back the same way while more than [`MAX_WAITING`] wait: lag reports come
-//! four times a second, and at full speed the queues would fill far beyond the bound (and
-//! memory with them) before the next report said so.
+//! queues, and pushes back the same way while more than [`MAX_WAITING`] wait: that count is
+//! current at every request, where a report is up to 25 ms old.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,13 +24,15 @@ use zonecast_model::lag::{LagReport, Stage};
 /// How long a replica's report counts: one that stopped reporting (it left) no longer does.
 const FRESH: Duration = Duration::from_secs(1);
 
-/// How often a held input looks again.
-const LOOK_EVERY: Duration = Duration::from_millis(20);
+/// How often a held input looks again: a small share of the bound, so that an input is let in
+/// soon after the pipeline caught up.
+const LOOK_EVERY: Duration = Duration::from_millis(2);
 
-/// Positions that may wait in this process's queues before ingest pushes back: about a tenth
-/// of a second of evaluation at full speed on two cores, and some 7 MB. Fewer starve the
-/// evaluators between a refused sender's retries; more only add latency and memory.
-pub const MAX_WAITING: usize = 16_384;
+/// Positions that may wait in this process's queues before ingest pushes back: four batches of
+/// 1,000, some 50 ms of evaluation at full speed on two shared cores. Held requests are let in within
+/// [`LOOK_EVERY`] once the evaluators have read below it, so they do not starve; more would
+/// only add latency.
+pub const MAX_WAITING: usize = 4_096;
 
 /// Why the pipeline is behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +158,16 @@ impl Pressure {
         while self.behind().is_some() {
             tokio::time::sleep(LOOK_EVERY).await;
         }
+    }
+
+    /// Like [`Pressure::caught_up`], for at most `hold`: why the pipeline is still behind when
+    /// it has not caught up by then (at once for a zero `hold`).
+    pub async fn caught_up_within(&self, input: &'static str, hold: Duration) -> Result<(), Behind> {
+        let Some(behind) = self.behind() else { return Ok(()) };
+        if hold.is_zero() {
+            return Err(behind);
+        }
+        tokio::time::timeout(hold, self.caught_up(input)).await.map_err(|_| self.behind().unwrap_or(behind))
     }
 }
 

@@ -46,6 +46,8 @@ pub struct Publisher {
     per_position_subjects: bool,
     /// How far behind the evaluators and forwarders are.
     pressure: Arc<crate::Pressure>,
+    /// How long [`Publisher::accept`] holds a payload while the pipeline is behind.
+    hold: std::time::Duration,
 }
 
 impl Publisher {
@@ -63,6 +65,7 @@ impl Publisher {
             site_id,
             per_position_subjects: settings.per_position_subjects,
             pressure: crate::Pressure::new(settings.max_lag, queues),
+            hold: settings.hold,
         }
     }
 
@@ -90,11 +93,12 @@ impl Publisher {
         self.bus.is_connected()
     }
 
-    /// Normalises `payload` (raw bytes) received now on `input` (`http`), publishes what is
-    /// valid and counts both outcomes; refuses it whole while the pipeline is further behind
-    /// than its bound.
+    /// Normalises `payload` (raw bytes) received on `input` (`http`), publishes what is valid
+    /// and counts both outcomes. While the pipeline is further behind than its bound it holds
+    /// `payload`, for at most `ZONECAST_INGEST_HOLD_MS`, and takes it the moment the pipeline
+    /// has caught up; it refuses it whole when the pipeline is still behind then.
     pub async fn accept(&self, payload: &[u8], input: &'static str) -> Result<crate::Outcome, AcceptError> {
-        if let Some(behind) = self.pressure.behind() {
+        if let Err(behind) = self.pressure.caught_up_within(input, self.hold).await {
             metrics::counter!("zonecast_ingest_refused_total", "input" => input).increment(1);
             return Err(AcceptError::Busy(behind));
         }
@@ -304,16 +308,23 @@ mod tests {
         format!("[{}]", items.join(",")).into_bytes()
     }
 
-    #[tokio::test]
-    async fn in_one_process_a_body_is_refused_whole_while_too_many_positions_wait_and_taken_once_they_are_read() {
+    /// A bus of one partition in this process, and a reader of that partition.
+    async fn one_partition() -> (Channels, zonecast_bus::Subscription) {
         let bus: Arc<dyn zonecast_bus::Bus> = Arc::new(InProcessBus::new());
         let channels = Channels {
             journal: bus.journal("pub", Default::default()),
             positions: bus.position_log("pub", 1, PositionSettings::default()),
             bus,
         };
-        let mut evaluator = channels.positions.tap(Some(0), None).await.unwrap();
-        let publisher = Publisher::new(&channels, Subjects::new("pub"), 1, PositionSettings::default());
+        let evaluator = channels.positions.tap(Some(0), None).await.unwrap();
+        (channels, evaluator)
+    }
+
+    #[tokio::test]
+    async fn in_one_process_a_body_is_refused_whole_while_too_many_positions_wait_and_taken_once_they_are_read() {
+        let (channels, mut evaluator) = one_partition().await;
+        let no_hold = PositionSettings { hold: std::time::Duration::ZERO, ..PositionSettings::default() };
+        let publisher = Publisher::new(&channels, Subjects::new("pub"), 1, no_hold);
         let batch = body(1_000);
         let mut taken = 0;
         let refused = loop {
@@ -336,5 +347,42 @@ mod tests {
             1_000,
             "taken again once read below the bound"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_comes_while_too_many_positions_wait_is_held_and_taken_once_they_are_read() {
+        let (channels, mut evaluator) = one_partition().await;
+        let publisher = Publisher::new(&channels, Subjects::new("pub"), 1, PositionSettings::default());
+        let batch = body(1_000);
+        let full = crate::pressure::MAX_WAITING.div_ceil(1_000);
+        for _ in 0..full {
+            publisher.accept(&batch, "http").await.unwrap();
+        }
+        // Past the bound: the next body waits in `accept` instead of being refused.
+        let held = tokio::spawn({
+            let (publisher, batch) = (publisher.clone(), batch.clone());
+            async move { publisher.accept(&batch, "http").await.map(|o| o.accepted) }
+        });
+        // The clock is paused: the held body is looked at many times meanwhile.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await; // sleep-ok: paused clock
+        assert!(!held.is_finished(), "answered while the bound was passed");
+        evaluator.next().await.unwrap();
+        assert_eq!(held.await.unwrap().unwrap(), 1_000, "taken once a batch was read");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_held_for_the_whole_hold_is_refused_with_why() {
+        let (channels, _evaluator) = one_partition().await;
+        let hold = std::time::Duration::from_millis(300);
+        let settings = PositionSettings { hold, ..PositionSettings::default() };
+        let publisher = Publisher::new(&channels, Subjects::new("pub"), 1, settings);
+        let batch = body(1_000);
+        for _ in 0..crate::pressure::MAX_WAITING.div_ceil(1_000) {
+            publisher.accept(&batch, "http").await.unwrap();
+        }
+        let start = tokio::time::Instant::now();
+        let refused = publisher.accept(&batch, "http").await.unwrap_err();
+        assert!(start.elapsed() >= hold, "refused after {:?}, before the hold ran out", start.elapsed());
+        assert!(matches!(refused, AcceptError::Busy(Behind::Queued { .. })), "{refused}");
     }
 }

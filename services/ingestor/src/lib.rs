@@ -119,7 +119,7 @@ pub fn register_inputs(inputs: &[&'static str]) {
         ] {
             register_series(name, &label);
         }
-        if input != "http" && input != "demo" {
+        if input != "demo" {
             register_series("zonecast_ingest_holds_total", &label);
         }
         if input == "nats" {

@@ -16,9 +16,14 @@ const POSTERS: u32 = 4;
 /// Under a sustained overload ingest pushes back instead of letting events pile up: posters
 /// flood `POST /v3/positions` with every device crossing a zone's boundary each time (one
 /// event per position), the forwarder falls behind the bound, answers turn to 503 with
-/// `Retry-After`, and every position that was accepted has its event delivered, none dropped.
+/// `Retry-After` (the input holds no request here, `ZONECAST_INGEST_HOLD_MS=0`), and every
+/// position that was accepted has its event delivered, none dropped.
 pub(crate) async fn a_sustained_overload_is_pushed_back_and_every_accepted_position_is_delivered(mode: Mode) {
-    let server = Server::start_configured(mode, |c| c.bus.positions.max_lag = Duration::from_millis(50)).await;
+    let server = Server::start_configured(mode, |c| {
+        c.bus.positions.max_lag = Duration::from_millis(50);
+        c.bus.positions.hold = Duration::ZERO;
+    })
+    .await;
     server.create_zone(sphere("dock", [0.0, 0.0, 0.0], 5.0)).await;
     let broker = Broker::plain().await;
     let mut sub = Subscriber::new(&broker, "zc/#").await;

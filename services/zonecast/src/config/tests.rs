@@ -56,6 +56,8 @@ fn the_all_in_one_starts_with_nothing_configured_on_the_documented_defaults() {
     assert_eq!(c.bus.subject_prefix, "zonecast");
     assert_eq!(c.bus.partitions, 16);
     assert_eq!(c.site_id, 1);
+    assert_eq!(c.bus.positions.max_lag, std::time::Duration::from_millis(50));
+    assert_eq!(c.bus.positions.hold, std::time::Duration::from_secs(1));
     assert!(c.bus.nats_url.is_none() && c.store.database_url.is_none() && c.secret_key.is_none());
     assert!(c.auth.api_keys.is_empty() && c.auth.clients.is_empty());
     assert_eq!(c.http.limits, HttpLimits::default());
@@ -278,6 +280,9 @@ fn bad_values_are_named_with_what_is_wrong() {
         "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7"
     );
     assert_eq!(one(&[("ZONECAST_FORWARDER_QUEUE", "0")]), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
+    assert_eq!(one(&[("ZONECAST_INGEST_HOLD_MS", "60001")]), "ZONECAST_INGEST_HOLD_MS: must be between 0 and 60000");
+    let c = load::<Config>(&[("ZONECAST_INGEST_HOLD_MS", "0")]).unwrap();
+    assert_eq!(c.bus.positions.hold, std::time::Duration::ZERO, "0: 503 at once");
     assert_eq!(
         one(&[("ZONECAST_HTTP_ACTION_RETRY_FOR", "86401")]),
         "ZONECAST_HTTP_ACTION_RETRY_FOR: must be between 0 and 86400"

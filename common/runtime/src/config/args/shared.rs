@@ -63,9 +63,15 @@ pub struct BusArgs {
     #[arg(long, env = "ZONECAST_POSITION_SUBJECTS", value_name = "BOOL", default_value = "false")]
     pub(super) position_subjects: String,
     /// How far behind, in milliseconds, an evaluator or forwarder may be before ingest pushes
-    /// back: HTTP answers 503 with Retry-After, the NATS and MQTT inputs wait (0-60000; 0: never).
-    #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "500")]
+    /// back: the HTTP input holds requests (see ZONECAST_INGEST_HOLD_MS), the NATS and MQTT
+    /// inputs wait (0-60000; 0: never). The queueing delay the pipeline keeps at full speed.
+    #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "50")]
     pub(super) ingest_max_lag_ms: String,
+    /// How long, in milliseconds, the HTTP position input holds a request while the pipeline is
+    /// behind, taking it the moment it has caught up; past it the answer is 503 with
+    /// Retry-After (0-60000; 0: 503 at once).
+    #[arg(long, env = "ZONECAST_INGEST_HOLD_MS", value_name = "MS", default_value = "1000")]
+    pub(super) ingest_hold_ms: String,
     /// Bytes of payloads the ingestor's NATS input holds while it is behind its publishers
     /// (65536-68719476736); past them it drops payloads, counted in zonecast_ingest_dropped_total.
     #[arg(long, env = "ZONECAST_INGEST_NATS_BUFFER_BYTES", value_name = "BYTES", default_value = "67108864")]
@@ -111,6 +117,7 @@ impl BusArgs {
                     0,
                     60_000,
                 )),
+                hold: std::time::Duration::from_millis(c.within("ingest_hold_ms", &self.ingest_hold_ms, 0, 60_000)),
                 per_position_subjects: c.flag("position_subjects", &self.position_subjects),
                 replicas,
             },
