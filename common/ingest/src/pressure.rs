@@ -167,7 +167,10 @@ impl Pressure {
         if hold.is_zero() {
             return Err(behind);
         }
-        tokio::time::timeout(hold, self.caught_up(input)).await.map_err(|_| self.behind().unwrap_or(behind))
+        match tokio::time::timeout(hold, self.caught_up(input)).await {
+            Ok(()) => Ok(()),
+            Err(_) => self.behind().map_or(Ok(()), Err),
+        }
     }
 }
 
