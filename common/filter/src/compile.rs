@@ -168,7 +168,8 @@ fn bytes(n: usize) -> String {
     }
 }
 
-/// Compiles a FilterChain (must be a JSON array of filter objects; null is treated as an empty chain).
+/// Compiles a FilterChain (must be a JSON array of filter objects; null is treated as an empty
+/// chain).
 ///
 /// Errors name the place in the chain (`[0].Children.all[1].Match`) and the rule broken; the
 /// first problem found is reported. Besides unknown templates and types, regexes that do not

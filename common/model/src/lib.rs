@@ -1,6 +1,6 @@
 //! Domain model of zonecast: validated zones, settings, radii, MQTT connections, certificate
-//! profiles, the typed event contract and current collisions. JSON becomes these types at the edge; nothing past the edge
-//! sees unvalidated input.
+//! profiles, the typed event contract and current collisions. JSON becomes these types at the
+//! edge; nothing past the edge sees unvalidated input.
 
 mod action;
 mod action_request;

@@ -6,11 +6,11 @@
 //!
 //! Every forwarder replica consumes from the same durable consumer ([`ACTIONS_CONSUMER`]), and
 //! the journal hands each request to one of them at a time. At most [`ACTIONS_IN_HAND`]
-//! requests are held (trying or waiting for their next try); the rest wait in the journal. The loop is the one every journal
-//! consumer runs ([`zonecast_runtime::consume`]): a request held reports its progress, so
-//! JetStream does not hand it to another replica; should it still come again (a progress
-//! report lost on the way), it is recognised by its sequence and its acknowledgement renewed
-//! instead of sending it twice.
+//! requests are held (trying or waiting for their next try); the rest wait in the journal. The
+//! loop is the one every journal consumer runs ([`zonecast_runtime::consume`]): a request held
+//! reports its progress, so JetStream does not hand it to another replica; should it still come
+//! again (a progress report lost on the way), it is recognised by its sequence and its
+//! acknowledgement renewed instead of sending it twice.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -151,9 +151,9 @@ impl Shell {
     /// Ends a turn of the loop: its collision changes go to the writer together with the
     /// stored batches it evaluated (their events are stored by now) and the partitions held
     /// with their epochs (so that the store refuses them once another evaluator owns one), so
-    /// that the store never holds part of a turn. An idle evaluator still ends a turn every [`MARK_EVERY`], so that
-    /// its time mark stays recent. Returns the turn's number, which the writer counts once
-    /// written.
+    /// that the store never holds part of a turn. An idle evaluator still ends a turn every
+    /// [`MARK_EVERY`], so that its time mark stays recent. Returns the turn's number, which the
+    /// writer counts once written.
     pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>, epochs: impl FnOnce() -> Vec<(u32, u64)>) -> u64 {
         if self.changes.is_empty() && batches.is_empty() && self.last_turn.elapsed() < MARK_EVERY {
             return self.turns;
