@@ -58,8 +58,8 @@ pub struct PositionSettings {
 }
 
 /// The default of `ZONECAST_INGEST_MAX_LAG_MS`: about the queueing delay the pipeline keeps at
-/// full speed. Less idles the pipeline between admissions (at 25 ms the fenced workload
-/// delivered 84 % of what it does at 50 ms), more only delays every event.
+/// full speed. Less idles the pipeline between admissions (at 25 ms the side-by-side workload
+/// delivered about 85 % of what it does at 50 ms), more only delays every event.
 pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(50);
 
 /// The default of `ZONECAST_INGEST_HOLD_MS`: one second, well within an HTTP client's timeout.
