@@ -64,8 +64,10 @@ pub fn start(publisher: Publisher, shutdown: Shutdown) -> Running {
     Running::new(tokio::spawn(simulate(publisher, walkers, shutdown)))
 }
 
-/// Sends a slice of the devices' positions every `1 / SLICES` seconds. A slice the input
-/// refuses (the pipeline is behind) is dropped: the next one has newer positions anyway.
+/// Sends a slice of the devices' positions every `1 / SLICES` seconds. While the pipeline is
+/// behind, a slice waits in the input as an HTTP request does (`ZONECAST_INGEST_HOLD_MS`) and
+/// is dropped if it is refused; slices due meanwhile are skipped: the next one has newer
+/// positions anyway.
 async fn simulate(publisher: Publisher, walkers: Vec<Walker>, shutdown: Shutdown) {
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1) / SLICES as u32);
