@@ -142,7 +142,11 @@ fn claimed(
 ) -> ClusterStatus {
     let beats = members.iter().map(|m| m.heartbeat_ns).chain(replicas.iter().map(|r| r.heartbeat_ns));
     let newest = beats.max().unwrap_or(now).max(now);
-    let age_ms = |heartbeat_ns: i128| u64::try_from((newest - heartbeat_ns).max(0) / 1_000_000).unwrap_or(u64::MAX);
+    // Rounded up, so that a member is alive exactly when its age is at most the lease.
+    let age_ms = |heartbeat_ns: i128| {
+        let ns = (newest - heartbeat_ns).max(0);
+        u64::try_from((ns + 999_999) / 1_000_000).unwrap_or(u64::MAX)
+    };
     let mut evaluators: Vec<EvaluatorStatus> = members
         .iter()
         .map(|m| EvaluatorStatus {
@@ -261,6 +265,23 @@ mod tests {
             replicas,
             [("forwarder", "f1", true, Some(0), Some(120)), ("ingestor", "i1", false, Some(5000), None)]
         );
+    }
+
+    #[test]
+    fn a_member_is_alive_exactly_while_its_age_is_at_most_the_lease() {
+        let lease = i128::try_from(Leases::LEASE.as_nanos()).unwrap();
+        for (silent, alive, age) in [
+            (lease, true, 3000),
+            (lease + 1, false, 3001),
+            (lease - 999_999, true, 3000),
+            (lease - 1_000_000, true, 2999),
+        ] {
+            let members = [member("a", 0), member("b", silent)];
+            let status = claimed(1, &members, &BTreeMap::new(), &[], 0);
+            let a = &status.evaluators[0];
+            assert_eq!((a.alive, a.heartbeat_age_ms), (alive, Some(age)), "silent for {silent} ns");
+            assert_eq!(a.alive, a.heartbeat_age_ms <= Some(status.lease_ms));
+        }
     }
 
     #[test]
