@@ -63,17 +63,20 @@ fn of_message(message: &Message) -> Vec<String> {
     read(message.decoded::<Vec<String>>(), &message.payload)
 }
 
+fn nats_url() -> String {
+    std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
+}
+
 /// The channels of a fresh site of two partitions: over NATS when `nats`, else in-process.
 async fn open(nats: bool) -> Channels {
-    let url = std::env::var("ZONECAST_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
-    let prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
-    let site = Site {
-        prefix: &prefix,
-        partitions: 2,
-        journal: Default::default(),
-        positions: Default::default(),
-        journal_file: None,
-    };
+    open_site(nats, &format!("zt{}", uuid::Uuid::new_v4().simple())).await
+}
+
+/// [`open`] with the subject prefix `prefix`.
+async fn open_site(nats: bool, prefix: &str) -> Channels {
+    let url = nats_url();
+    let site =
+        Site { prefix, partitions: 2, journal: Default::default(), positions: Default::default(), journal_file: None };
     zonecast_bus::open(nats.then_some(url.as_str()), "positions-contract", site).await.unwrap_or_else(|e| {
         panic!("the NATS half needs a NATS server ({e}); start one with:\n  {START_NATS}\nor point ZONECAST_TEST_NATS_URL at another server")
     })
@@ -157,5 +160,37 @@ async fn nats_a_follower_reopened_after_what_it_had_gets_only_what_came_after() 
     let mut reopened = log.follow(0, 10, one.sequence, None).await.unwrap();
     assert_eq!(of_batch(&next(&mut reopened).await), ["two"]);
     assert_eq!(of_batch(&next(&mut reopened).await), ["three"]);
+    log.remove_all().await.unwrap();
+}
+
+/// Batches missing from the middle of a delivery (lost on their way in a JetStream leader
+/// change; here, taken out of the stream while the follower holds the batch before them) end
+/// the opening before the batch after them, which is thus neither passed on nor acknowledged.
+/// Opened again after the last batch taken, the follower gets what the stream still holds, in
+/// order, and counts what it no longer holds as skipped.
+#[tokio::test]
+async fn nats_batches_missing_in_the_middle_of_a_delivery_end_the_opening_before_the_next() {
+    let prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
+    let channels = open_site(true, &prefix).await;
+    let log = &channels.positions;
+    for line in ["one", "two", "three"] {
+        log.publish(vec![(0, batch(&[line]))]).await.unwrap().confirmed().await.unwrap();
+    }
+    // One batch in hand at a time: "two" is not delivered before "one" is acknowledged.
+    let mut follower = log.follow(0, 1, None, None).await.unwrap();
+    let one = next(&mut follower).await;
+    assert_eq!((of_batch(&one), one.skipped), (vec!["one".to_owned()], 0));
+    let two = one.sequence.unwrap() + 1;
+    let js = async_nats::jetstream::new(async_nats::connect(nats_url()).await.unwrap());
+    let mut stream = js.get_stream(positions::stream_name(&prefix, 0)).await.unwrap();
+    assert!(stream.delete_message(two).await.unwrap());
+    one.ack.ack();
+    let ended = timeout(ARRIVES, follower.next()).await.expect("in time");
+    assert!(ended.is_none(), "the opening ends at the gap instead of passing on {:?}", ended.map(|b| of_batch(&b)));
+
+    let mut reopened = log.follow(0, 1, one.sequence, None).await.unwrap();
+    let three = next(&mut reopened).await;
+    assert_eq!((of_batch(&three), three.skipped), (vec!["three".to_owned()], 1), "the missing batch counted once");
+    assert_eq!(stream.info().await.unwrap().state.messages, 2, "nothing else taken out");
     log.remove_all().await.unwrap();
 }

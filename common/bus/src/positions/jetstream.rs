@@ -263,16 +263,28 @@ impl PositionLog for JetStreamPositions {
                 }
             }
         });
-        Ok(Box::pin(messages.filter_map(move |message| {
-            let batch = match message {
+        // Batches come in stream order. Missing ones before the first of an opening left the
+        // stream unseen (its retention): they are counted as skipped. Missing ones further on
+        // were lost on their way (a JetStream leader change while they were delivered) and are
+        // still stored: the opening ends without passing on the batch after the gap, and is
+        // made anew after the last batch taken (the feed's `had`), so that they come in order.
+        // Passed on, that batch would have been acknowledged, and with it the lost ones.
+        let mut opening = true;
+        let batches = messages.scan((), move |(), message| {
+            let step = match message {
                 Ok(message) => match message.info().map(|info| info.stream_sequence) {
-                    Ok(sequence) if last.is_some_and(|last| sequence <= last) => None,
+                    Ok(sequence) if last.is_some_and(|last| sequence <= last) => Some(None),
                     Ok(sequence) => {
                         let skipped = last.map_or(0, |last| sequence - last - 1);
+                        if skipped > 0 && !opening {
+                            tracing::warn!(stream = %name, missing = skipped, "batches delivered out of order; following the partition again after the last batch taken");
+                            return std::future::ready(None);
+                        }
+                        opening = false;
                         last = Some(sequence);
                         let (message, acker) = message.split();
                         let acks = acks.clone();
-                        Some(Batch {
+                        Some(Some(Batch {
                             partition,
                             sequence: Some(sequence),
                             payload: message.payload,
@@ -281,20 +293,21 @@ impl PositionLog for JetStreamPositions {
                             ack: Ack::new(move || {
                                 let _ = acks.send(acker);
                             }),
-                        })
+                        }))
                     }
                     Err(e) => {
                         tracing::warn!(stream = %name, error = %e, "JetStream message without delivery information skipped");
-                        None
+                        Some(None)
                     }
                 },
                 Err(e) => {
                     tracing::debug!(stream = %name, error = %e, "JetStream pull interrupted; it goes on");
-                    None
+                    Some(None)
                 }
             };
-            std::future::ready(batch)
-        })))
+            std::future::ready(step)
+        });
+        Ok(Box::pin(batches.filter_map(std::future::ready)))
     }
 
     async fn tap(&self, partition: Option<u32>, group: Option<&str>) -> Result<Subscription, BusError> {

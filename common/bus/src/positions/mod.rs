@@ -118,8 +118,11 @@ pub trait PositionLog: Send + Sync + 'static {
     /// stopped before acknowledging them come again at once, in order. Each epoch has a consumer
     /// of its own, `evaluator-<epoch>`, and opening one removes those of older epochs: an owner
     /// that lost the partition and still acknowledges, acknowledges on a consumer that is gone.
-    /// A consumer of a newer epoch refuses the opening. In one process: the batches published
-    /// from now on, their acknowledgements doing nothing.
+    /// A consumer of a newer epoch refuses the opening. The batches come in stream order; those
+    /// that left the stream before the first of an opening are counted in its `skipped`, and
+    /// when some go missing further on (lost on their way in a leader change), the opening
+    /// ends before the batch after them: open it again after the last batch taken to have them.
+    /// In one process: the batches published from now on, their acknowledgements doing nothing.
     async fn follow(
         &self,
         partition: u32,
