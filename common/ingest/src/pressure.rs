@@ -1,6 +1,6 @@
 //! Back-pressure on queueing delay: ingest follows the lag every evaluator and forwarder
-//! replica reports on `<prefix>.pipeline.lag` (every 25 ms) and, while one of them is further
-//! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 50 ms by default), takes
+//! replica reports on `<prefix>.pipeline.lag` (every 5 ms) and, while one of them is further
+//! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 25 ms by default), takes
 //! nothing more: the NATS and MQTT inputs wait, and the HTTP input holds each request until the
 //! pipeline has caught up, answering 503 with `Retry-After` only when it stays behind for
 //! longer than `ZONECAST_INGEST_HOLD_MS`. A sender at full speed is thus slowed to what the
@@ -9,7 +9,7 @@
 //!
 //! In one process (the all-in-one) ingest also counts the positions waiting in the evaluators'
 //! queues, and pushes back the same way while more than [`MAX_WAITING`] wait: that count is
-//! current at every request, where a report is up to 25 ms old.
+//! current at every request, where a report is up to 5 ms old.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
