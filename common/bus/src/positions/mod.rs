@@ -58,8 +58,9 @@ pub struct PositionSettings {
 }
 
 /// The default of `ZONECAST_INGEST_MAX_LAG_MS`: about the queueing delay the pipeline keeps at
-/// full speed. With reports every 5 ms it keeps the side-by-side workload's rate of 50 ms, at a
-/// third less delay; less idles the pipeline between admissions, more only delays every event.
+/// full speed. With lag reports every 5 ms it keeps the rate a 50 ms bound gives on the
+/// side-by-side workload, at a third less delay; less idles the pipeline between admissions,
+/// more only delays every event.
 pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(25);
 
 /// The default of `ZONECAST_INGEST_HOLD_MS`: one second, well within an HTTP client's timeout.
