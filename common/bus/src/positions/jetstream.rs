@@ -245,9 +245,6 @@ impl PositionLog for JetStreamPositions {
             .create_consumer(config)
             .await
             .map_err(|e| BusError::Journal(format!("cannot make the consumer of {name}: {e}")))?;
-        // A consumer made for the first time starts at the stream's oldest batch: what left
-        // before it existed was never its to skip.
-        let mut last = from;
         let messages = consumer
             .stream()
             .max_messages_per_batch(in_hand.clamp(1, 256))
@@ -263,25 +260,28 @@ impl PositionLog for JetStreamPositions {
                 }
             }
         });
+        // The scan keeps the last batch passed on and whether none has been yet. A consumer made
+        // for the first time starts at the stream's oldest batch: what left before it existed
+        // was never its to skip.
+        //
         // Batches come in stream order. Missing ones before the first of an opening left the
         // stream unseen (its retention): they are counted as skipped. Missing ones further on
         // were lost on their way (a JetStream leader change while they were delivered) and are
         // still stored: the opening ends without passing on the batch after the gap, and is
         // made anew after the last batch taken (the feed's `had`), so that they come in order.
         // Passed on, that batch would have been acknowledged, and with it the lost ones.
-        let mut opening = true;
-        let batches = messages.scan((), move |(), message| {
+        let batches = messages.scan((from, true), move |(last, opening), message| {
             let step = match message {
                 Ok(message) => match message.info().map(|info| info.stream_sequence) {
                     Ok(sequence) if last.is_some_and(|last| sequence <= last) => Some(None),
                     Ok(sequence) => {
                         let skipped = last.map_or(0, |last| sequence - last - 1);
-                        if skipped > 0 && !opening {
+                        if skipped > 0 && !*opening {
                             tracing::warn!(stream = %name, missing = skipped, "batches delivered out of order; following the partition again after the last batch taken");
                             return std::future::ready(None);
                         }
-                        opening = false;
-                        last = Some(sequence);
+                        *opening = false;
+                        *last = Some(sequence);
                         let (message, acker) = message.split();
                         let acks = acks.clone();
                         Some(Some(Batch {
