@@ -29,7 +29,7 @@ const FRESH: Duration = Duration::from_secs(1);
 const LOOK_EVERY: Duration = Duration::from_millis(2);
 
 /// Positions that may wait in this process's queues before ingest pushes back: four batches of
-/// 1,000, some 50 ms of evaluation at full speed on two shared cores. Held requests are let in
+/// 1,000, some 30 ms of evaluation at full speed on two shared cores. Held requests are let in
 /// within [`LOOK_EVERY`] once the evaluators have read below it, so they do not starve; more
 /// would only add latency.
 pub const MAX_WAITING: usize = 4_096;
