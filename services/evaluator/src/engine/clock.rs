@@ -24,24 +24,32 @@ impl Engine {
             (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
         let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
         let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
-        for (mac, device) in &self.devices {
-            if let Some(t) = timeout
-                && now - device.ts >= t
-            {
-                timed_out.push((mac.clone(), device.ts + t));
-                continue;
-            }
-            for (id, phase) in &device.zones {
-                match phase {
-                    Phase::Entering { since } if now - *since >= entry_delay => {
-                        due.push((mac.clone(), *id, phase.clone(), *since + entry_delay));
+        // Only a timeout or a phase on a delay makes a device due: without either, the clock
+        // looks at no device.
+        if timeout.is_some() || self.delayed {
+            let mut waiting = false;
+            for (mac, device) in &self.devices {
+                if let Some(t) = timeout
+                    && now - device.ts >= t
+                {
+                    timed_out.push((mac.clone(), device.ts + t));
+                    continue;
+                }
+                for (id, phase) in &device.zones {
+                    match phase {
+                        Phase::Entering { since } if now - *since >= entry_delay => {
+                            due.push((mac.clone(), *id, phase.clone(), *since + entry_delay));
+                        }
+                        Phase::Inside { exit_since: Some(since), .. } if now - *since >= exit_delay => {
+                            due.push((mac.clone(), *id, phase.clone(), *since + exit_delay));
+                        }
+                        Phase::Entering { .. } | Phase::Inside { exit_since: Some(_), .. } => waiting = true,
+                        Phase::Inside { exit_since: None, .. } => {}
                     }
-                    Phase::Inside { exit_since: Some(since), .. } if now - *since >= exit_delay => {
-                        due.push((mac.clone(), *id, phase.clone(), *since + exit_delay));
-                    }
-                    _ => {}
                 }
             }
+            // What is due now ends its delay below; what waits keeps the clock looking.
+            self.delayed = waiting;
         }
         due.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         timed_out.sort_unstable_by(|a, b| a.0.cmp(&b.0));

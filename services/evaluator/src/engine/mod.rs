@@ -104,6 +104,9 @@ pub struct Engine {
     unseen_sources: HashSet<Mac>,
     /// New mobile-zone sources of other evaluators whose hint has not come yet.
     awaiting: HashSet<Mac>,
+    /// Whether a device may be entering or leaving a zone on a delay: until the clock finds
+    /// none, it looks at every device; without delays and timeouts it looks at none.
+    delayed: bool,
     grid: DeviceGrid,
     candidates: Vec<(usize, Option<f64>)>,
     nearby: Nearby,
@@ -129,6 +132,7 @@ impl Engine {
             source_orders: HashMap::new(),
             unseen_sources: HashSet::default(),
             awaiting: HashSet::default(),
+            delayed: false,
             grid: DeviceGrid::new(8.0),
             candidates: Vec::new(),
             nearby: Nearby::default(),

@@ -112,6 +112,7 @@ impl Engine {
                     self.enter(mac, zone_index, at, out);
                 } else {
                     device.zones.push((zone_id, Phase::Entering { since: ts }));
+                    self.delayed = true;
                     self.occupants.entry(zone_id).or_default().insert(mac.clone());
                 }
             }
@@ -138,6 +139,7 @@ impl Engine {
                     && let Phase::Inside { exit_since, .. } = &mut device.zones[i].1
                 {
                     *exit_since = Some(since);
+                    self.delayed = true;
                 }
             }
         }

@@ -79,6 +79,38 @@ pub(crate) fn exit_delay_fires_by_the_clock_when_the_device_goes_quiet() {
     assert_eq!(events(&out)[0].2["ExitTime"], "2026-11-21T10:00:00.600Z");
 }
 
+pub(crate) fn the_clock_fires_delays_that_start_after_it_found_none_waiting() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitDelayMs, 500.0)], vec![]);
+    let (a, b) = (mac(1), mac(2));
+    step(&mut e, &a, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &b, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &a, [3.0, 0.0, 0.0], t0() + ms(100));
+    let mut out = Vec::new();
+    e.on_tick(t0() + ms(600), &mut out);
+    assert_eq!(kinds(&out), ["ZONE_EXIT"], "a's exit");
+    out.clear();
+    e.on_tick(t0() + ms(700), &mut out);
+    assert!(out.is_empty(), "nothing waits");
+    step(&mut e, &b, [3.0, 0.0, 0.0], t0() + ms(800));
+    e.on_tick(t0() + ms(1299), &mut out);
+    assert!(out.is_empty());
+    e.on_tick(t0() + ms(1300), &mut out);
+    assert_eq!(events(&out)[0].2["ExitTime"], "2026-11-21T10:00:01.300Z", "b's exit, by the clock alone");
+}
+
+pub(crate) fn an_exit_waiting_on_a_delay_set_back_to_zero_fires_once() {
+    let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::ExitDelayMs, 500.0)], vec![]);
+    let d = mac(1);
+    step(&mut e, &d, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &d, [3.0, 0.0, 0.0], t0() + ms(100));
+    let mut out = Vec::new();
+    let settings = zonecast_model::Settings::from_written(&[setting(SettingName::ExitDelayMs, 0.0)]);
+    e.reparameterise(settings, vec![], t0() + ms(200), &mut out);
+    e.on_tick(t0() + ms(300), &mut out);
+    e.on_tick(t0() + ms(400), &mut out);
+    assert_eq!(kinds(&out), ["ZONE_EXIT"]);
+}
+
 pub(crate) fn entry_delay_requires_staying_inside() {
     let mut e = engine(vec![sphere("s", [0.0, 0.0, 0.0], 1.0)], &[setting(SettingName::EntryDelayMs, 300.0)], vec![]);
     let d = mac(1);
