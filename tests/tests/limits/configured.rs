@@ -58,6 +58,7 @@ pub(crate) async fn configured_limits_are_the_ones_enforced(mode: Mode) {
         polygon_vertices: 4,
         batch_zones: 2,
         radii_per_write: 2,
+        devices_per_import: 2,
         info_message_chars: 5,
         topics_per_connection: 2,
         filters_per_chain: 3,
