@@ -229,12 +229,25 @@ impl Server {
         key: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> (StatusCode, Value) {
+        self.send(method, path, key, "application/json", body).await
+    }
+
+    /// Sends `body` (or nothing) labelled `content_type`, with `key`; the answer as JSON when
+    /// it is JSON, else as a string.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        content_type: &str,
+        body: Option<Vec<u8>>,
+    ) -> (StatusCode, Value) {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(key) = key {
             req = req.header("X-API-Key", key);
         }
         if let Some(body) = body {
-            req = req.header("Content-Type", "application/json").body(body);
+            req = req.header("Content-Type", content_type).body(body);
         }
         let response = req.send().await.expect("request reaches the server");
         let status = response.status();
@@ -274,6 +287,7 @@ impl Server {
             "settings": self.ok(Method::GET, "/v3/modules/zones/settings", None).await,
             "connections": self.ok(Method::GET, "/v3/modules/mqtt/connections", None).await,
             "certificates": self.ok(Method::GET, "/v3/modules/mqtt/certificates", None).await,
+            "devices": self.ok(Method::GET, "/v3/devices?limit=1000", None).await,
         })
     }
 

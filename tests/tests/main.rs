@@ -13,6 +13,7 @@ mod conformance;
 mod console;
 mod demo;
 mod deploy;
+mod devices;
 mod durability;
 mod evaluator;
 mod event_stream;

@@ -1,12 +1,13 @@
-//! Domain model of zonecast: validated zones, settings, radii, MQTT connections, certificate
-//! profiles, the typed event contract and current collisions. JSON becomes these types at the
-//! edge; nothing past the edge sees unvalidated input.
+//! Domain model of zonecast: validated zones, settings, radii, named devices, MQTT connections,
+//! certificate profiles, the typed event contract and current collisions. JSON becomes these
+//! types at the edge; nothing past the edge sees unvalidated input.
 
 mod action;
 mod action_request;
 mod certificate;
 mod collision;
 mod connection;
+mod device;
 mod event;
 mod fields;
 mod invalid;
@@ -26,6 +27,9 @@ pub use action_request::ActionRequest;
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
+pub use device::{
+    DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,
+};
 pub use event::{
     Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
     EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind,

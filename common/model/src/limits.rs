@@ -22,6 +22,8 @@ pub struct Limits {
     pub batch_zones: usize,
     /// Most devices one radius write (`PUT …/devices/radius`) names.
     pub radii_per_write: usize,
+    /// Most devices one import (`POST /v3/devices/import`) takes, JSON elements or CSV rows.
+    pub devices_per_import: usize,
     /// Longest info-event `message`, in characters.
     pub info_message_chars: usize,
     /// Most `topics` of one MQTT connection.
@@ -49,6 +51,7 @@ impl Limits {
         polygon_vertices: 1_000,
         batch_zones: 1_000,
         radii_per_write: 10_000,
+        devices_per_import: 10_000,
         info_message_chars: 1_024,
         topics_per_connection: 100,
         filters_per_chain: Bounds::DEFAULT.filters_per_chain,
@@ -74,6 +77,7 @@ impl Limits {
             self.geometry_rows(),
             self.batch_zones,
             self.radii_per_write,
+            self.devices_per_import,
             self.topics_per_connection,
             self.filters_per_chain,
         ]

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
-use zonecast_model::{Mac, Setting, SettingName, ZoneSpec};
+use zonecast_model::{Device, Mac, Setting, SettingName, ZoneSpec};
 
 use crate::{Collision, Result, StoreError};
 
@@ -31,6 +31,32 @@ pub(crate) fn zone(text: &str, version: i64) -> Result<ZoneSpec> {
 /// A MAC read back from a column.
 pub(crate) fn mac(text: &str) -> Result<Mac> {
     text.parse().map_err(|e: String| StoreError::Backend(format!("stored MAC: {e}")))
+}
+
+/// A device read back from its columns (MAC, name, group, kind, properties as JSON text).
+pub(crate) fn device(
+    mac: &str,
+    name: String,
+    group: Option<String>,
+    kind: Option<String>,
+    properties: &str,
+) -> Result<Device> {
+    Ok(Device { mac: self::mac(mac)?, name, group, kind, properties: from_json(properties, "device's properties")? })
+}
+
+/// `devices` with one per MAC, the last one winning, sorted so that concurrent writers lock
+/// rows in the same order.
+pub(crate) fn coalesce_devices(devices: &[Device]) -> Vec<Device> {
+    let mut by_mac = BTreeMap::new();
+    for d in devices {
+        by_mac.insert(d.mac.clone(), d.clone());
+    }
+    by_mac.into_values().collect()
+}
+
+/// `NotFound` for the device `mac`.
+pub(crate) fn missing_device(mac: &Mac) -> StoreError {
+    StoreError::NotFound { what: "device", id: mac.to_string() }
 }
 
 /// A UUID read back from a text column (SQLite).

@@ -1,9 +1,9 @@
-//! The Store: zonecast's persistent state (zones, collisions, settings, device radii, MQTT
-//! connections, certificate profiles, forwarder status), with a PostgreSQL implementation for
-//! the distributed services and an embedded SQLite one for the all-in-one. Each service holds
-//! only its view of it ([`ApiStore`], [`EvaluatorStore`], [`ForwarderStore`]): a union of role
-//! traits, one per concern and direction ([`ZoneReader`], [`ZoneWriter`], …). [`Store`] is the
-//! union of them all.
+//! The Store: zonecast's persistent state (zones, collisions, settings, device radii, named
+//! devices, MQTT connections, certificate profiles, forwarder status), with a PostgreSQL
+//! implementation for the distributed services and an embedded SQLite one for the all-in-one.
+//! Each service holds only its view of it ([`ApiStore`], [`EvaluatorStore`],
+//! [`ForwarderStore`]): a union of role traits, one per concern and direction ([`ZoneReader`],
+//! [`ZoneWriter`], …). [`Store`] is the union of them all.
 
 mod codec;
 mod error;
@@ -24,8 +24,8 @@ pub use error::{Result, StoreError};
 pub use postgres::PgStore;
 pub use roles::{
     CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionMarks, CollisionReader,
-    CollisionWriter, ConnectionReader, ConnectionWriter, Health, RadiusReader, RadiusWriter, SettingReader,
-    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter,
+    CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery, DeviceReader, DeviceWriter, Health, RadiusReader,
+    RadiusWriter, Search, SettingReader, SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, fold,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
@@ -97,10 +97,10 @@ pub struct ConnectionStatus {
     pub updated_at: DateTime<Utc>,
 }
 
-/// What the config API uses: zones, settings, connections and certificate profiles to read and
-/// write, device radii to write, current collisions to show (and reset with their zone), and
-/// the forwarders' connection status to show, and the change log to append every write to. It
-/// records no collisions and reports no status.
+/// What the config API uses: zones, settings, named devices, connections and certificate
+/// profiles to read and write, device radii to write, current collisions to show (and reset
+/// with their zone), and the forwarders' connection status to show, and the change log to
+/// append every write to. It records no collisions and reports no status.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {
@@ -116,6 +116,8 @@ pub trait ApiStore:
     + SettingReader
     + SettingWriter
     + RadiusWriter
+    + DeviceReader
+    + DeviceWriter
     + ConnectionReader
     + ConnectionWriter
     + CertificateReader
@@ -133,6 +135,8 @@ impl<T> ApiStore for T where
         + SettingReader
         + SettingWriter
         + RadiusWriter
+        + DeviceReader
+        + DeviceWriter
         + ConnectionReader
         + ConnectionWriter
         + CertificateReader

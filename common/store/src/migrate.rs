@@ -28,6 +28,7 @@ pub(crate) const POSTGRES: &[Migration] = &[
         name: "collision_marks",
         sql: include_str!("../migrations/postgres/V4__collision_marks.sql"),
     },
+    Migration { version: 5, name: "devices", sql: include_str!("../migrations/postgres/V5__devices.sql") },
 ];
 
 /// SQLite migrations, in order.
@@ -40,6 +41,7 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "collision_marks",
         sql: include_str!("../migrations/sqlite/V4__collision_marks.sql"),
     },
+    Migration { version: 5, name: "devices", sql: include_str!("../migrations/sqlite/V5__devices.sql") },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that
@@ -159,9 +161,9 @@ mod tests {
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(SQLITE, &[]).len(), SQLITE.len());
         let versions = |ms: Vec<&Migration>| ms.iter().map(|m| m.version).collect::<Vec<_>>();
-        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4]);
-        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4]);
-        assert!(pending(SQLITE, &[1, 2, 3, 4]).is_empty());
-        assert!(pending(SQLITE, &[1, 2, 3, 4, 99]).is_empty());
+        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4, 5]);
+        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4, 5]);
+        assert!(pending(SQLITE, &[1, 2, 3, 4, 5]).is_empty());
+        assert!(pending(SQLITE, &[1, 2, 3, 4, 5, 99]).is_empty());
     }
 }

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, ConfigChanged, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, ConfigChanged, Device, Mac, Setting, ZoneSpec};
 
 use crate::{Collision, ConnectionStatus, Result, StoredCertificate, StoredConnection};
 
@@ -205,6 +205,59 @@ pub trait RadiusWriter: Send + Sync + 'static {
     /// Merges radii in one transaction: `Some` sets, `None` removes; the last change for a
     /// MAC wins.
     async fn merge_radii(&self, changes: &[(Mac, Option<f64>)]) -> Result<()>;
+}
+
+/// Which named devices a listing asks for, a page at a time in MAC order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceQuery {
+    /// Only the devices of this group (`Some(None)`: those without one); all when `None`.
+    pub group: Option<Option<String>>,
+    /// Only the devices whose folded name ([`fold`]) or MAC contains this text, as given to
+    /// [`DeviceQuery::search`].
+    pub search: Option<Search>,
+    /// Only the devices after this MAC: where the previous page ended.
+    pub after: Option<Mac>,
+    /// Most devices in the answer.
+    pub limit: usize,
+}
+
+/// A search text, folded for names and normalised for MACs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search {
+    /// Matched against the folded name.
+    pub name: String,
+    /// Matched against the MAC (upper case, `:`).
+    pub mac: String,
+}
+
+impl DeviceQuery {
+    /// The search for `text`, in any case; a `-` in it matches the `:` of a MAC.
+    pub fn search(text: &str) -> Search {
+        Search { name: fold(text), mac: text.to_uppercase().replace('-', ":") }
+    }
+}
+
+/// A device name as searches compare it: in lower case (Unicode).
+pub fn fold(name: &str) -> String {
+    name.to_lowercase()
+}
+
+/// Named devices, read.
+#[async_trait::async_trait]
+pub trait DeviceReader: Send + Sync + 'static {
+    /// One device; `NotFound { what: "device" }`.
+    async fn get_device(&self, mac: &Mac) -> Result<Device>;
+    /// The devices `query` selects, sorted by MAC, at most `query.limit` of them.
+    async fn list_devices(&self, query: &DeviceQuery) -> Result<Vec<Device>>;
+}
+
+/// Named devices, written.
+#[async_trait::async_trait]
+pub trait DeviceWriter: Send + Sync + 'static {
+    /// Creates or replaces the devices by MAC in one transaction; the last one of a MAC wins.
+    async fn put_devices(&self, devices: &[Device]) -> Result<()>;
+    /// Deletes one device; `NotFound`.
+    async fn delete_device(&self, mac: &Mac) -> Result<()>;
 }
 
 /// MQTT connections, read.

@@ -7,7 +7,7 @@ use warp::reply::Response;
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::handlers::{certificates, cluster, connections, history, settings, stream, system, visits, zones};
+use crate::handlers::{certificates, cluster, connections, devices, history, settings, stream, system, visits, zones};
 use crate::routes::{self, Op};
 use crate::{openapi, reply};
 
@@ -40,6 +40,11 @@ pub async fn dispatch(
         Op::ListSettings => settings::list(ctx).await,
         Op::PutSetting => settings::put(ctx, &body).await,
         Op::SetRadii => settings::set_radii(ctx, &body).await,
+        Op::ListDevices => devices::list(ctx, query).await,
+        Op::GetDevice => devices::get(ctx, param(params)).await,
+        Op::PutDevice => devices::put(ctx, param(params), &body).await,
+        Op::DeleteDevice => devices::delete(ctx, param(params)).await,
+        Op::ImportDevices => devices::import::import(ctx, headers, &body).await,
         Op::ListConnections => connections::list(ctx).await,
         Op::CreateConnection => connections::create(ctx, &body).await,
         Op::GetConnection => connections::get(ctx, id("connection")?).await,
@@ -70,9 +75,14 @@ fn if_match(headers: &HeaderMap) -> Option<&str> {
     headers.get(warp::http::header::IF_MATCH).map(|v| v.to_str().unwrap_or_default())
 }
 
+/// The first path parameter as sent.
+fn param(params: &[String]) -> &str {
+    params.first().map(String::as_str).unwrap_or_default()
+}
+
 /// The first path parameter as a UUID (any case). Text that is not a UUID names no existing
 /// item, so it is a 404 like any unknown ID.
 fn param_id(params: &[String], what: &'static str) -> Result<Uuid, ApiError> {
-    let raw = params.first().map(String::as_str).unwrap_or_default();
+    let raw = param(params);
     raw.parse::<Uuid>().map_err(|_| ApiError::NotFound(format!("{what} {raw} not found")))
 }

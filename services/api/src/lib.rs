@@ -1,7 +1,7 @@
-//! zonecast config API: zones, zone settings, device radii, MQTT connections and certificate
-//! profiles, plus deletes, connection status, tokens, OpenAPI, health and metrics, over warp, and
-//! the browser console at `/`. Stateless: it writes the store and announces every change on
-//! `<prefix>.config.changed`.
+//! zonecast config API: zones, zone settings, device radii, named devices, MQTT connections and
+//! certificate profiles, plus deletes, connection status, tokens, OpenAPI, health and metrics,
+//! over warp, and the browser console at `/`. Stateless: it writes the store and announces every
+//! change the other services apply on `<prefix>.config.changed`.
 
 mod applied;
 mod body;

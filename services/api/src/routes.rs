@@ -6,13 +6,15 @@ use zonecast_http::ops::{MetricsText, Readiness};
 use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
-    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Macs, NewZone, RadiusMap,
-    SettingInput, SettingView, Zone, ZoneInput,
+    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device, DeviceInput, Macs,
+    NewZone, RadiusMap, SettingInput, SettingView, Zone, ZoneInput,
 };
 use zonecast_runtime::Authority;
 
 use crate::handlers::cluster::ClusterStatus;
 use crate::handlers::connections::ConnectionStatus;
+use crate::handlers::devices::DevicePage;
+use crate::handlers::devices::import::{DeviceImport, ImportAnswer};
 use crate::handlers::history::EventPage;
 use crate::handlers::stream::StreamedEvent;
 use crate::handlers::stream::positions::StreamedPositions;
@@ -40,6 +42,11 @@ pub enum Op {
     ListSettings,
     PutSetting,
     SetRadii,
+    ListDevices,
+    GetDevice,
+    PutDevice,
+    DeleteDevice,
+    ImportDevices,
     ResetZone,
     LockZone,
     UnlockZone,
@@ -108,6 +115,11 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v3/modules/zones/{ZoneID}/occupancy" ZoneOccupancy R, "getZoneOccupancy", "Occupancy of a zone per step of [from, to), from the event history (JSON, or CSV with Accept: text/csv)", None, schema_of::<Vec<OccupancyView>>),
     route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, schema_of::<Ack>),
     route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, schema_of::<Ack>),
+    route!(GET "/v3/devices" ListDevices R, "listDevices", "List named devices in MAC order, a page at a time; by group, and by text in the name or MAC", None, schema_of::<DevicePage>),
+    route!(POST "/v3/devices/import" ImportDevices W, "importDevices", "Create or replace devices from a JSON array or CSV (Content-Type: text/csv), all or nothing", Some(schema_of::<DeviceImport>), schema_of::<ImportAnswer>),
+    route!(GET "/v3/devices/{MAC}" GetDevice R, "getDevice", "Retrieve a named device", None, schema_of::<Device>),
+    route!(PUT "/v3/devices/{MAC}" PutDevice W, "putDevice", "Create a named device or replace its record", Some(schema_of::<DeviceInput>), schema_of::<Device>),
+    route!(DELETE "/v3/devices/{MAC}" DeleteDevice W, "deleteDevice", "Delete a named device", None, schema_of::<Ack>),
     route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, schema_of::<Vec<ConnectionView>>),
     route!(POST "/v3/modules/mqtt/connections" CreateConnection A, "createConnection", "Create an MQTT connection", Some(schema_of::<ConnectionInput>), schema_of::<ConnectionView>),
     route!(GET "/v3/modules/mqtt/connections/{ConnectionID}" GetConnection R, "getConnection", "Retrieve one connection, as a list", None, schema_of::<Vec<ConnectionView>>),

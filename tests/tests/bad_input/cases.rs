@@ -8,7 +8,8 @@ use zonecast_tests::pki::{b64, pki};
 use zonecast_tests::{Mode, json, sphere};
 
 use super::{
-    Case, MAC, Takes, World, action, case, connection, connection_with, profile_with, setting, token_with, zone_with,
+    Case, MAC, Takes, World, action, case, connection, connection_with, device_with, profile_with, setting, token_with,
+    zone_with,
 };
 
 /// Every operation that takes a body (position input only where the API serves it).
@@ -27,6 +28,8 @@ pub(crate) fn body_operations(w: &World) -> Vec<(Method, String, Takes)> {
         (Method::DELETE, format!("/v3/modules/zones/{z}/devices"), Takes::Array),
         (Method::PUT, "/v3/modules/zones/settings".into(), Takes::Object),
         (Method::PUT, "/v3/modules/zones/devices/radius".into(), Takes::Object),
+        (Method::PUT, format!("/v3/devices/{MAC}"), Takes::Object),
+        (Method::POST, "/v3/devices/import".into(), Takes::Array),
         (Method::POST, "/v3/modules/mqtt/connections".into(), Takes::Object),
         (Method::PUT, format!("/v3/modules/mqtt/connections/{c}"), Takes::Object),
         (Method::POST, "/v3/modules/mqtt/certificates".into(), Takes::Object),
@@ -64,6 +67,11 @@ pub(crate) fn protected_operations(w: &World) -> Vec<(Method, String, Option<Val
         (Method::POST, format!("/v3/modules/zones/{z}/reset"), None, Write),
         (Method::POST, format!("/v3/modules/zones/{z}/lock"), None, Write),
         (Method::POST, format!("/v3/modules/zones/{y}/unlock"), None, Write),
+        (Method::GET, "/v3/devices".into(), None, Read),
+        (Method::GET, format!("/v3/devices/{MAC}"), None, Read),
+        (Method::PUT, format!("/v3/devices/{MAC}"), Some(json!({"Name": "renamed"})), Write),
+        (Method::DELETE, format!("/v3/devices/{MAC}"), None, Write),
+        (Method::POST, "/v3/devices/import".into(), Some(json!([{"MAC": "00:00:00:00:00:02", "Name": "new"}])), Write),
         (Method::GET, "/v3/modules/mqtt/connections".into(), None, Read),
         (Method::POST, "/v3/modules/mqtt/connections".into(), Some(connection()), Admin),
         (Method::GET, format!("/v3/modules/mqtt/connections/{c}"), None, Read),
@@ -89,6 +97,7 @@ pub(crate) fn wrong_type_cases(w: &World) -> Vec<Case> {
     let (z, c, p) = (&w.zone, &w.connection, &w.profile);
     let zones = "/v3/modules/zones";
     let zone = format!("/v3/modules/zones/{z}");
+    let device = format!("/v3/devices/{MAC}");
     let connections = "/v3/modules/mqtt/connections";
     let certificates = "/v3/modules/mqtt/certificates";
     let post = Method::POST;
@@ -129,6 +138,13 @@ pub(crate) fn wrong_type_cases(w: &World) -> Vec<Case> {
         case(put.clone(), format!("{zones}/settings"), json!({"SettingName": "ExitDelayMs", "SettingValue": 1, "IsActive": "no"}), "IsActive: must be a boolean, got a string"),
         case(put.clone(), format!("{zones}/devices/radius"), json!({"AA:BB:CC:DD:EE:FF": "far"}), "AA:BB:CC:DD:EE:FF: must be a number, got a string"),
         case(put.clone(), format!("{zones}/devices/radius"), json!({"AA:BB:CC:DD:EE:FF": 1, "AA:BB:CC:DD:EE:01": [1]}), "AA:BB:CC:DD:EE:01: must be a number, got an array"),
+        case(put.clone(), &device, device_with("Name", json!(5)), "Name: must be a string, got a number"),
+        case(put.clone(), &device, device_with("Group", json!([])), "Group: must be a string, got an array"),
+        case(put.clone(), &device, device_with("Kind", json!({})), "Kind: must be a string, got an object"),
+        case(put.clone(), &device, device_with("Properties", json!([1])), "Properties: must be an object, got an array"),
+        case(post.clone(), "/v3/devices/import", json!([{"MAC": 5, "Name": "a"}]), "[0].MAC: must be a string, got a number"),
+        case(post.clone(), "/v3/devices/import", json!([{"MAC": MAC, "Name": "a"}, 5]), "[1]: must be an object, got a number"),
+        case(post.clone(), "/v3/devices/import", json!([{"MAC": MAC, "Name": true}]), "[0].Name: must be a string, got a boolean"),
         case(post.clone(), connections, connection_with("host", json!(5)), "host: must be a string, got a number"),
         case(post.clone(), connections, connection_with("port", json!("1883")), "port: must be an integer, got a string"),
         case(post.clone(), connections, connection_with("TLS", json!("no")), "TLS: must be a boolean, got a string"),
@@ -159,8 +175,16 @@ pub(crate) fn out_of_range_cases(w: &World) -> Vec<Case> {
     let settings = "/v3/modules/zones/settings";
     let radius = "/v3/modules/zones/devices/radius";
     let connections = "/v3/modules/mqtt/connections";
+    let device = format!("/v3/devices/{MAC}");
     let (post, put) = (Method::POST, Method::PUT);
+    let many: serde_json::Map<String, Value> = (0..101).map(|i| (format!("p{i}"), json!(i))).collect();
     vec![
+        case(put.clone(), &device, device_with("Name", json!("n".repeat(257))), "Name: must be 1 to 256 characters"),
+        case(put.clone(), &device, device_with("Group", json!("g".repeat(257))), "Group: must be 1 to 256 characters"),
+        case(put.clone(), &device, device_with("Kind", json!("k".repeat(257))), "Kind: must be 1 to 256 characters"),
+        case(put.clone(), &device, device_with("Properties", json!(many)), "Properties: must have at most 100 members, got 101"),
+        case(put.clone(), &device, device_with("Properties", json!({"note": "x".repeat(16 * 1024)})), "Properties: must take at most 16384 bytes as JSON"),
+        case(post.clone(), "/v3/devices/import", json!([{"MAC": MAC, "Name": "a"}, {"MAC": "00:00:00:00:00:02", "Name": "n".repeat(257)}]), "[1].Name: must be 1 to 256 characters"),
         case(post.clone(), zones, zone_with("AlertLevel", json!(-1)), "AlertLevel: must be 0 or more, got -1"),
         case(post.clone(), zones, zone_with("AlertLevel", json!(2.5)), "AlertLevel: must be an integer, got 2.5"),
         case(post.clone(), zones, zone_with("Name", json!("n".repeat(257))), "Name: must be at most 256 characters"),
@@ -192,7 +216,19 @@ pub(crate) fn broken_rule_cases(w: &World) -> Vec<Case> {
     let unknown_profile = uuid::Uuid::new_v4().to_string();
     let tls_to = |profile: &str| json!({"host": "h", "TLS": true, "CertificateProfileID": profile});
     let (post, put) = (Method::POST, Method::PUT);
+    let device = format!("/v3/devices/{MAC}");
+    let import = "/v3/devices/import";
     vec![
+        case(put.clone(), &device, json!({"Group": "g"}), "Name: is required"),
+        case(put.clone(), &device, device_with("Name", json!("   ")), "Name: is required"),
+        case(put.clone(), &device, device_with("Name", Value::Null), "Name: is required"),
+        case(put.clone(), &device, device_with("Name", json!("tab\there")), "Name: must not contain control characters"),
+        case(put.clone(), "/v3/devices/forklift-1", device_with("Name", json!("a")), "MAC: 'forklift-1' is not a MAC address"),
+        case(put.clone(), "/v3/devices/00:00:00:00:00:0G", device_with("Name", json!("a")), "MAC: '00:00:00:00:00:0G' is not a MAC address"),
+        case(post.clone(), import, json!([{"MAC": MAC, "Name": "a"}, {"MAC": "nope", "Name": "b"}]), "[1].MAC: 'nope' is not a MAC address"),
+        case(post.clone(), import, json!([{"MAC": MAC, "Name": "a"}, {"Name": "b"}]), "[1].MAC: is required"),
+        case(post.clone(), import, json!([{"MAC": MAC}]), "[0].Name: is required"),
+        case(post.clone(), import, json!([{"MAC": MAC, "Name": "a"}, {"MAC": "00-00-00-00-00-01", "Name": "b"}]), "[1].MAC: 00:00:00:00:00:01 is also at [0]"),
         case(post.clone(), zones, json!({"Name": "no geometry"}), "GeometryType: is required"),
         case(post.clone(), zones, json!({"GeometryType": "sphere"}), "GeometryData: is required"),
         case(post.clone(), zones, zone_with("InclusionPolicy", json!("some")), "InclusionPolicy: must be 'all' or 'none', got 'some'"),

@@ -146,6 +146,8 @@ pub(crate) async fn unknown_ids_are_not_found_on_every_operation_that_takes_one(
             (Method::GET, format!("/v3/modules/mqtt/connections/{x}/status"), None),
             (Method::PUT, format!("/v3/modules/mqtt/certificates/{x}"), Some(pki().profile("renamed"))),
             (Method::DELETE, format!("/v3/modules/mqtt/certificates/{x}"), None),
+            (Method::GET, format!("/v3/devices/{x}"), None),
+            (Method::DELETE, format!("/v3/devices/{x}"), None),
         ];
         for (method, path, body) in cases {
             let body = body.as_ref().and_then(bytes);

@@ -38,7 +38,7 @@ const MAC: &str = "00:00:00:00:00:01";
 const LIMIT: usize = 256 * 1024;
 
 /// A server holding one of everything an ID can name: an active zone with a device list, an
-/// inactive locked zone, a plain connection, a certificate profile.
+/// inactive locked zone, a plain connection, a certificate profile, a named device ([`MAC`]).
 struct World {
     mode: Mode,
     server: Server,
@@ -92,6 +92,12 @@ fn setting(name: &str, value: Value) -> Value {
     json!({"SettingName": name, "SettingValue": value})
 }
 
+fn device_with(field: &str, value: Value) -> Value {
+    let mut d = json!({"Name": "device", "Group": "g", "Kind": "asset"});
+    d[field] = value;
+    d
+}
+
 fn bytes(v: &Value) -> Option<Vec<u8>> {
     Some(v.to_string().into_bytes())
 }
@@ -109,6 +115,7 @@ async fn world(mode: Mode) -> World {
     let connection = connection["ConnectionID"].as_str().unwrap().to_owned();
     let profile = server.ok(Method::POST, "/v3/modules/mqtt/certificates", Some(pki().profile("profile"))).await;
     let profile = profile["ID"].as_str().unwrap().to_owned();
+    server.ok(Method::PUT, &format!("/v3/devices/{MAC}"), Some(json!({"Name": "device"}))).await;
     World { mode, server, zone, parked, connection, profile }
 }
 

@@ -30,7 +30,7 @@ pub(crate) async fn a_wrong_key_is_unauthorized_on_every_protected_route(mode: M
 pub(crate) async fn a_read_key_is_forbidden_to_write_anything(mode: Mode) {
     let w = world(mode).await;
     let writes: Vec<_> = protected_operations(&w).into_iter().filter(|(.., needs)| *needs != Authority::Read).collect();
-    let expected = if mode == Mode::AllInOne { 22 } else { 21 };
+    let expected = if mode == Mode::AllInOne { 25 } else { 24 };
     assert_eq!(writes.len(), expected, "every write and admin route");
     for (method, path, body, needs) in writes {
         let body = body.as_ref().and_then(bytes);

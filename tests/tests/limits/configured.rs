@@ -58,6 +58,7 @@ pub(crate) async fn configured_limits_are_the_ones_enforced(mode: Mode) {
         polygon_vertices: 4,
         batch_zones: 2,
         radii_per_write: 2,
+        devices_per_import: 2,
         info_message_chars: 5,
         topics_per_connection: 2,
         filters_per_chain: 3,
@@ -104,6 +105,8 @@ pub(crate) async fn configured_limits_are_the_ones_enforced(mode: Mode) {
     let three = json!([sphere("a", [0.0; 3], 1.0), sphere("b", [0.0; 3], 1.0), sphere("c", [0.0; 3], 1.0)]);
     assert_eq!(refused(Method::POST, "/v3/modules/zones/batch", three).await, "must have at most 2 zones, got 3");
     assert_eq!(refused(Method::PUT, RADIUS, radii(3)).await, "must have at most 2 entries, got 3");
+    let devices: Vec<Value> = macs(0, 3).into_iter().map(|mac| json!({"MAC": mac, "Name": "d"})).collect();
+    assert_eq!(refused(Method::POST, "/v3/devices/import", json!(devices)).await, "must have at most 2 devices, got 3");
 
     let all = json!({"FilterTemplate": "all"});
     assert_eq!(

@@ -4,6 +4,7 @@
 
 mod collisions;
 mod connections;
+mod devices;
 mod fixtures;
 mod zones;
 
@@ -29,6 +30,11 @@ use connections::{
     a_certificate_profile_in_use_cannot_be_deleted, a_connection_must_name_an_existing_certificate_profile,
     certificate_profiles_round_trip_in_creation_order, connection_status_is_kept_per_replica,
     connections_round_trip_in_creation_order, each_service_view_of_one_store_sees_what_the_others_wrote,
+};
+use devices::{
+    a_batch_of_devices_is_written_whole_and_the_last_of_a_mac_wins, devices_are_listed_in_mac_order_a_page_at_a_time,
+    devices_are_selected_by_group_and_by_name_or_mac_text, devices_round_trip_and_a_put_replaces_the_whole_record,
+    unknown_devices_are_not_found_and_a_deleted_one_is_gone,
 };
 use fixtures::{MIGRATIONS, change, full_zone, zone};
 use zones::{
@@ -155,6 +161,11 @@ contract!(
     certificate_profiles_round_trip_in_creation_order,
     connection_status_is_kept_per_replica,
     each_service_view_of_one_store_sees_what_the_others_wrote,
+    devices_round_trip_and_a_put_replaces_the_whole_record,
+    unknown_devices_are_not_found_and_a_deleted_one_is_gone,
+    a_batch_of_devices_is_written_whole_and_the_last_of_a_mac_wins,
+    devices_are_listed_in_mac_order_a_page_at_a_time,
+    devices_are_selected_by_group_and_by_name_or_mac_text,
     the_change_log_numbers_changes_in_order_and_answers_those_after_a_revision,
     concurrent_appends_to_the_change_log_get_distinct_revisions_without_holes,
     a_reader_further_behind_than_the_log_keeps_is_told_to_read_everything,

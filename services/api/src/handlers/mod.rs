@@ -4,6 +4,7 @@
 pub(crate) mod certificates;
 pub(crate) mod cluster;
 pub(crate) mod connections;
+pub(crate) mod devices;
 pub(crate) mod history;
 pub(crate) mod settings;
 pub(crate) mod stream;

@@ -25,6 +25,7 @@ impl StatedLimits {
             "geometry_rows" => l.polygon_vertices + ROWS_BESIDE_VERTICES,
             "batch_zones" => l.batch_zones,
             "radii_per_write" => l.radii_per_write,
+            "devices_per_import" => l.devices_per_import,
             "info_message_chars" => l.info_message_chars,
             "topics_per_connection" => l.topics_per_connection,
             _ => return None,

@@ -33,7 +33,7 @@ pub fn document(routes: &[Route], limits: &Limits) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "zonecast config API", "version": env!("CARGO_PKG_VERSION"),
-                 "description": "Zones, settings, device radii, MQTT connections and certificate profiles of zonecast."},
+                 "description": "Zones, settings, device radii, named devices, MQTT connections and certificate profiles of zonecast."},
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -107,11 +107,16 @@ fn with_etag(op: Op) -> bool {
 fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     let mut out: Vec<(u16, String)> = Vec::new();
     let has_params = route.path.contains('{');
-    if route.body.is_some() {
+    if route.op == Op::ImportDevices {
+        out.push((400, "malformed: the body is not JSON, or not an array; or, as text/csv, not UTF-8".into()));
+    } else if route.body.is_some() {
         out.push((400, "malformed: the body is not JSON, or not the JSON type the operation takes".into()));
     }
     if route.op == Op::EventStream {
         out.push((400, "malformed: filter is not JSON, or Last-Event-ID is not an event's id".into()));
+    }
+    if route.op == Op::ListDevices {
+        out.push((400, "malformed: cursor is not a NextCursor of this route".into()));
     }
     if route.op == Op::EventHistory {
         out.push((400, "malformed: filter is not JSON, or cursor is not a NextCursor of this route".into()));
@@ -132,6 +137,8 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
         }
         Op::UpdateZones => Some("a listed zone (by ZoneID or Name) does not exist; nothing changed"),
         Op::PutSetting => Some("no setting has this SettingName"),
+        Op::PutDevice => None,
+        Op::GetDevice | Op::DeleteDevice => Some("no device has this MAC"),
         _ if has_params => Some("no item has this ID"),
         _ => None,
     };
@@ -150,7 +157,12 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     if route.body.is_some()
         || matches!(
             route.op,
-            Op::EventStream | Op::PositionStream | Op::EventHistory | Op::ZoneVisits | Op::ZoneOccupancy
+            Op::EventStream
+                | Op::PositionStream
+                | Op::EventHistory
+                | Op::ZoneVisits
+                | Op::ZoneOccupancy
+                | Op::ListDevices
         )
         || matches!(route.authority, Some(Authority::Write | Authority::Admin))
     {
@@ -208,6 +220,42 @@ fn history_parameters() -> Vec<Value> {
         json!({"name": "cursor", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{16}$"},
                "description": "the NextCursor of the previous page"}),
     ]
+}
+
+/// The query parameters of the device listing.
+fn device_list_parameters() -> Vec<Value> {
+    use crate::handlers::devices::{DEFAULT_LIMIT, MAX_LIMIT};
+    vec![
+        json!({"name": "group", "in": "query", "required": false, "schema": {"type": "string"},
+               "description": "only the devices of this group (exactly); empty: only those without a group"}),
+        json!({"name": "q", "in": "query", "required": false, "schema": {"type": "string"},
+               "description": "only the devices whose name or MAC contains this text, in any case (`-` matches the `:` of a MAC)"}),
+        json!({"name": "limit", "in": "query", "required": false,
+               "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+               "description": "most devices in the page"}),
+        json!({"name": "cursor", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{16}$"},
+               "description": "the NextCursor of the previous page"}),
+    ]
+}
+
+/// A path parameter of `path`: a MAC, or else a UUID.
+fn path_parameter(name: &str) -> Value {
+    if name == "MAC" {
+        json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "pattern": zonecast_model::MAC_PATTERN},
+               "description": "six hex octets separated by `:` or `-`, any case (`:` may be sent as `%3A`); text that is not a MAC names no device (404; 422 for PUT)"})
+    } else {
+        json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"},
+               "description": "case-insensitive; text that is not a UUID names no item (404)"})
+    }
+}
+
+/// The body of an import: a JSON array of devices, or CSV.
+fn import_content(json_schema: Value) -> Value {
+    json!({
+        "application/json": {"schema": json_schema},
+        "text/csv": {"schema": {"type": "string",
+            "description": "RFC 4180 CSV, UTF-8: a header row naming MAC and Name (any case), optionally Group, Kind and further columns, which become Properties (text); then one row per device"}},
+    })
 }
 
 /// A query parameter holding an RFC 3339 time.
@@ -287,10 +335,7 @@ fn operation(
         .path
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(|name| {
-            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"},
-                   "description": "case-insensitive; text that is not a UUID names no item (404)"})
-        })
+        .map(path_parameter)
         .collect();
     if versioned(route.op) {
         parameters.push(json!({"name": "If-Match", "in": "header", "required": false, "schema": {"type": "string"},
@@ -301,6 +346,7 @@ fn operation(
         Op::EventHistory => parameters.extend(history_parameters()),
         Op::ZoneVisits => parameters.extend(report_parameters(false)),
         Op::ZoneOccupancy => parameters.extend(report_parameters(true)),
+        Op::ListDevices => parameters.extend(device_list_parameters()),
         _ => {}
     }
     if route.op == Op::PositionStream {
@@ -310,7 +356,9 @@ fn operation(
         op["parameters"] = Value::Array(parameters);
     }
     if let Some(body) = route.body {
-        op["requestBody"] = json!({"required": true, "content": json_content(body_schema(body, requests, limits))});
+        let schema = body_schema(body, requests, limits);
+        let content = if route.op == Op::ImportDevices { import_content(schema) } else { json_content(schema) };
+        op["requestBody"] = json!({"required": true, "content": content});
     }
     op
 }

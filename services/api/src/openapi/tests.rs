@@ -28,6 +28,7 @@ fn the_limits_in_force_replace_every_mark() {
     assert_eq!(s["RadiusMap"]["maxProperties"], json!(l.radii_per_write));
     assert_eq!(s["ConnectionInput"]["properties"]["topics"]["maxItems"], json!(l.topics_per_connection));
     assert_eq!(s["NewZones"]["maxItems"], json!(l.batch_zones));
+    assert_eq!(s["DeviceImport"]["maxItems"], json!(l.devices_per_import));
     let message = doc.to_string().contains(&format!("\"maxLength\":{}", l.info_message_chars));
     assert!(message, "the info-event message limit is stated");
 }
@@ -40,6 +41,7 @@ fn configured_limits_are_the_ones_stated() {
         polygon_vertices: 11,
         batch_zones: 17,
         radii_per_write: 13,
+        devices_per_import: 19,
         info_message_chars: 5,
         topics_per_connection: 3,
         ..Limits::DEFAULT
@@ -53,6 +55,7 @@ fn configured_limits_are_the_ones_stated() {
     assert_eq!(s["ConnectionInput"]["properties"]["topics"]["maxItems"], json!(3));
     assert_eq!(s["RadiusMap"]["maxProperties"], json!(13));
     assert_eq!(s["ZoneUpdates"]["maxItems"], json!(17));
+    assert_eq!(s["DeviceImport"]["maxItems"], json!(19));
     assert!(doc.to_string().contains("\"maxLength\":5"));
 }
 
@@ -104,4 +107,23 @@ fn read_routes_cannot_be_forbidden_and_write_routes_can() {
             .unwrap()
             .ends_with("/Health")
     );
+}
+
+#[test]
+fn device_routes_name_their_mac_and_the_import_takes_csv_too() {
+    let doc = document(crate::routes::ROUTES, &Limits::DEFAULT);
+    let device = &doc["paths"]["/v3/devices/{MAC}"];
+    let parameter = &device["get"]["parameters"][0];
+    assert_eq!(
+        (&parameter["name"], &parameter["schema"]["pattern"]),
+        (&json!("MAC"), &json!(zonecast_model::MAC_PATTERN))
+    );
+    assert!(device["put"]["responses"]["404"].is_null(), "a PUT creates");
+    assert!(device["delete"]["responses"]["404"].is_object());
+    let import = &doc["paths"]["/v3/devices/import"]["post"]["requestBody"]["content"];
+    assert!(import["application/json"]["schema"]["$ref"].as_str().unwrap().ends_with("/DeviceImport"));
+    assert_eq!(import["text/csv"]["schema"]["type"], "string");
+    let listing = doc["paths"]["/v3/devices"]["get"]["parameters"].as_array().unwrap();
+    let names: Vec<&str> = listing.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["group", "q", "limit", "cursor"]);
 }

@@ -70,6 +70,9 @@ pub struct InputLimitArgs {
     /// Most devices one radius write names (1-1000000).
     #[arg(long, env = "ZONECAST_LIMIT_RADII_PER_WRITE", value_name = "N", default_value = "10000")]
     pub(super) limit_radii_per_write: String,
+    /// Most devices one device import takes, JSON elements or CSV rows (1-1000000).
+    #[arg(long, env = "ZONECAST_LIMIT_DEVICES_PER_IMPORT", value_name = "N", default_value = "10000")]
+    pub(super) limit_devices_per_import: String,
     /// Longest info-event message, in characters (0-1000000).
     #[arg(long, env = "ZONECAST_LIMIT_INFO_MESSAGE_CHARS", value_name = "N", default_value = "1024")]
     pub(super) limit_info_message_chars: String,
@@ -86,6 +89,7 @@ impl InputLimitArgs {
         limits.polygon_vertices = c.within("limit_polygon_vertices", &self.limit_polygon_vertices, 3, 1_000_000);
         limits.batch_zones = c.within("limit_batch_zones", &self.limit_batch_zones, 1, 100_000);
         limits.radii_per_write = c.within("limit_radii_per_write", &self.limit_radii_per_write, 1, 1_000_000);
+        limits.devices_per_import = c.within("limit_devices_per_import", &self.limit_devices_per_import, 1, 1_000_000);
         limits.info_message_chars = c.within("limit_info_message_chars", &self.limit_info_message_chars, 0, 1_000_000);
         limits.topics_per_connection =
             c.within("limit_topics_per_connection", &self.limit_topics_per_connection, 0, 100_000);

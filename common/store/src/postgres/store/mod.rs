@@ -12,6 +12,7 @@ mod certificates;
 mod changes;
 mod collisions;
 mod connections;
+mod devices;
 mod parameters;
 mod zones;
 
