@@ -120,32 +120,7 @@ pub async fn list(ctx: &Context, query: &str) -> Result<Response, ApiError> {
 
 /// A MAC path parameter, percent-decoded (clients may send `:` as `%3A`).
 fn path_mac(raw: &str) -> Result<Mac, String> {
-    decode_percent(raw).parse()
-}
-
-/// `raw` with its `%XX` escapes decoded; `raw` itself when that is not UTF-8.
-fn decode_percent(raw: &str) -> String {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(b) => {
-                out.push(b);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| raw.to_owned())
+    percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|e| e.to_string())?.parse()
 }
 
 /// The device a path names; text that is not a MAC names none (404).
@@ -214,6 +189,6 @@ mod tests {
     fn path_macs_may_be_percent_encoded() {
         assert_eq!(path_mac("00%3Aaa%3abb:cc:dd:ee").unwrap().as_str(), "00:AA:BB:CC:DD:EE");
         assert!(path_mac("00%3G").is_err());
-        assert_eq!(decode_percent("%E2%9C%93%"), "\u{2713}%");
+        assert!(path_mac("00%FF%FE").is_err(), "not UTF-8 once decoded");
     }
 }
