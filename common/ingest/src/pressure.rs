@@ -1,6 +1,6 @@
 //! Back-pressure on queueing delay: ingest follows the lag every evaluator and forwarder
 //! replica reports on `<prefix>.pipeline.lag` (every 5 ms) and, while one of them is further
-//! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 25 ms by default), takes
+//! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 15 ms by default), takes
 //! nothing more: the NATS and MQTT inputs wait, and the HTTP input holds each request until the
 //! pipeline has caught up, answering 503 with `Retry-After` only when it stays behind for
 //! longer than `ZONECAST_INGEST_HOLD_MS`. A sender at full speed is thus slowed to what the

@@ -11,8 +11,8 @@ use zonecast_model::lag::{LagReport, Stage};
 
 use crate::Shutdown;
 
-/// How often a replica reports its lag: a fifth of the default bound
-/// (`ZONECAST_INGEST_MAX_LAG_MS`, 25 ms), so that held requests are let in soon after the
+/// How often a replica reports its lag: a third of the default bound
+/// (`ZONECAST_INGEST_MAX_LAG_MS`, 15 ms), so that held requests are let in soon after the
 /// pipeline has caught up instead of in bursts that fill it past the bound; 200 small messages
 /// a second per replica.
 pub const LAG_EVERY: Duration = Duration::from_millis(5);

@@ -56,7 +56,7 @@ fn the_all_in_one_starts_with_nothing_configured_on_the_documented_defaults() {
     assert_eq!(c.bus.subject_prefix, "zonecast");
     assert_eq!(c.bus.partitions, 16);
     assert_eq!(c.site_id, 1);
-    assert_eq!(c.bus.positions.max_lag, std::time::Duration::from_millis(25));
+    assert_eq!(c.bus.positions.max_lag, std::time::Duration::from_millis(15));
     assert_eq!(c.bus.positions.hold, std::time::Duration::from_secs(1));
     assert!(c.bus.nats_url.is_none() && c.store.database_url.is_none() && c.secret_key.is_none());
     assert!(c.auth.api_keys.is_empty() && c.auth.clients.is_empty());

@@ -65,7 +65,7 @@ pub struct BusArgs {
     /// How far behind, in milliseconds, an evaluator or forwarder may be before ingest pushes
     /// back: the HTTP input holds requests (see ZONECAST_INGEST_HOLD_MS), the NATS and MQTT
     /// inputs wait (0-60000; 0: never). The queueing delay the pipeline keeps at full speed.
-    #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "25")]
+    #[arg(long, env = "ZONECAST_INGEST_MAX_LAG_MS", value_name = "MS", default_value = "15")]
     pub(super) ingest_max_lag_ms: String,
     /// How long, in milliseconds, the HTTP position input holds a request while the pipeline is
     /// behind, taking it the moment it has caught up; past it the answer is 503 with
