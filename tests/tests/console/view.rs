@@ -20,7 +20,7 @@ async fn while_the_camera_turns_a_coarse_view_is_drawn_and_the_full_one_returns_
     post_position(&server, "00:C0:FF:EE:00:02", [20.0, 5.0, 1.5]).await;
     let at_rest = "(() => { const s = window.zonecastConsole.stats(); \
                    return s.zonesDrawn === 6 && s.devices === 1 && s.detail === 'full' && s.labels === 6 \
-                   && s.drawn.points === 1 && s; })()";
+                   && s.deviceLabels === 1 && s.drawn.points === 1 && s; })()";
     let (rest, _) = browser.until("every zone and the device drawn in full", WAIT, at_rest).await;
     let full = rest["drawn"].clone();
     assert!(full["triangles"].as_u64().unwrap() > 0 && full["points"] == json!(1), "{rest}");
@@ -30,6 +30,7 @@ async fn while_the_camera_turns_a_coarse_view_is_drawn_and_the_full_one_returns_
                   return s.detail === 'coarse' && s.drawn.points === 1 && s; })()";
     let (turning, _) = browser.until("the coarse view while the camera turns", WAIT, coarse).await;
     assert_eq!(turning["labels"], json!(0), "{turning}");
+    assert_eq!(turning["deviceLabels"], json!(0), "{turning}");
     assert_eq!(turning["trails"], json!(0), "{turning}");
     let (triangles, lines) = (&turning["drawn"]["triangles"], &turning["drawn"]["lines"]);
     assert!(triangles.as_u64().unwrap() < full["triangles"].as_u64().unwrap() / 2, "{turning} against {full}");

@@ -178,6 +178,19 @@ export class Api {
     return this.request("GET", `/v3/modules/mqtt/connections/${encodeURIComponent(id)}/status`);
   }
 
+  /**
+   * One page of the device registry: `{Devices, NextCursor}`. `query` holds the listing's
+   * parameters (`q`, `group`, `limit`, `cursor`).
+   */
+  devices(query = {}) {
+    return this.request("GET", `/v3/devices?${new URLSearchParams(query)}`);
+  }
+
+  /** The registered device `mac` (its Name, Group, Kind and Properties); 404 when unregistered. */
+  device(mac) {
+    return this.request("GET", `/v3/devices/${encodeURIComponent(mac)}`);
+  }
+
   /** The visits to zone `id` overlapping [from, to) (ISO times; null: oldest kept, now). */
   visits(id, from, to) {
     return this.request("GET", `/v3/modules/zones/${encodeURIComponent(id)}/visits?${range(from, to)}`);

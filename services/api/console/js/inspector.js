@@ -1,7 +1,9 @@
-// The device inspector: one device, picked by clicking it in the view, by its MAC in the
-// timeline, or found by MAC: its last position and when it was taken (from the position stream),
-// the zones it is in (as the console's occupancy has them), and its recent events (the last
-// hour's from GET /v3/events?mac=, then each new one as the event stream brings it).
+// The device inspector: one device, picked by clicking it in the view, by its name or MAC in the
+// timeline, found by the search, or by MAC: its record in the device registry (Name, Group, Kind,
+// Properties; read with GET /v3/devices/{MAC} each time it is inspected), its last position and
+// when it was taken (from the position stream), the zones it is in (as the console's occupancy
+// has them), and its recent events (the last hour's from GET /v3/events?mac=, then each new one
+// as the event stream brings it).
 
 import { describe, element, time } from "./panels.js";
 import { localInput } from "./editor.js";
@@ -51,18 +53,20 @@ export function pickDevices(view, macs, busy, picked) {
 
 /**
  * The inspector. `api()` answers the signed-in Api; `devices` is the Map MAC → {Position,
- * Timestamp} of the positions seen; `zonesOf(mac)` the zones the device is in ([{ZoneID,
- * Name}]); `openZone(id)` shows a zone.
+ * Timestamp} of the positions seen; `registry` the DeviceRegistry; `zonesOf(mac)` the zones the
+ * device is in ([{ZoneID, Name}]); `openZone(id)` shows a zone.
  */
 export class Inspector {
-  constructor({ api, devices, zonesOf, openZone }) {
+  constructor({ api, devices, registry, zonesOf, openZone }) {
     this.api = api;
     this.devices = devices;
+    this.registry = registry;
     this.zonesOf = zonesOf;
     this.openZone = openZone;
     this.mac = null;
     this.events = []; // newest first
     this.loading = 0;
+    this.recordRead = 0; // the registry record's readings started
     this.input = $("device-mac");
     $("device-form").addEventListener("submit", (e) => {
       e.preventDefault();
@@ -71,10 +75,10 @@ export class Inspector {
     this.input.addEventListener("focus", () => this.suggest());
   }
 
-  /** Offers the MACs seen so far while the user types one. */
+  /** Offers the MACs seen so far, with their names, while the user types one. */
   suggest() {
     const macs = [...this.devices.keys()].sort().slice(0, SUGGESTIONS);
-    $("device-macs").replaceChildren(...macs.map((mac) => element("option", { value: mac })));
+    $("device-macs").replaceChildren(...macs.map((mac) => element("option", { value: mac, label: this.registry.nameOf(mac) })));
   }
 
   /** Shows device `mac`: its position and zones now, then its events once read. */
@@ -90,7 +94,8 @@ export class Inspector {
     this.events = [];
     $("device-info").hidden = false;
     $("device-info").dataset.mac = mac;
-    $("device-title").textContent = mac;
+    this.renderRecord();
+    this.readRecord();
     this.renderPosition();
     this.renderZones();
     this.renderEvents();
@@ -109,10 +114,64 @@ export class Inspector {
       // The server refuses what is not a MAC: then there is no device to show.
       if (error.status === 422) {
         this.mac = null;
+        this.recordRead += 1;
         $("device-info").hidden = true;
       }
       this.say(describe(error), "error");
     }
+  }
+
+  /**
+   * Reads the device's record from the registry, which may have changed since the console last
+   * read it (its writes are announced nowhere): 404 means it has none.
+   */
+  async readRecord() {
+    const mac = this.mac;
+    const ticket = ++this.recordRead;
+    const message = $("device-record-message");
+    message.textContent = "";
+    message.dataset.kind = "";
+    try {
+      const device = await this.api().device(mac);
+      if (ticket === this.recordRead) this.registry.put(device);
+    } catch (error) {
+      if (ticket !== this.recordRead) return;
+      if (error.status === 404) this.registry.forget(mac);
+      else if (error.status !== 422) {
+        message.textContent = `Its record could not be read: ${describe(error)}`;
+        message.className = "message error";
+        message.dataset.kind = "error";
+      }
+    }
+  }
+
+  /** The registry changed for the devices `macs` (a Set). */
+  registryChanged(macs) {
+    if (this.mac && macs.has(this.mac)) this.renderRecord();
+  }
+
+  /** The device's name, group, kind and properties when it is registered; its MAC always. */
+  renderRecord() {
+    const device = this.registry.get(this.mac);
+    const info = $("device-info");
+    const title = $("device-title");
+    title.textContent = device ? device.Name : this.mac;
+    title.classList.toggle("mono", !device);
+    info.dataset.registered = String(Boolean(device));
+    info.dataset.name = device?.Name || "";
+    info.dataset.group = device?.Group || "";
+    $("device-mac-line").textContent = device ? this.mac : "";
+    $("device-record").hidden = !device;
+    $("device-unregistered").hidden = Boolean(device);
+    if (!device) return;
+    $("device-group").textContent = device.Group || "—";
+    $("device-kind").textContent = device.Kind || "—";
+    const properties = Object.entries(device.Properties || {}).flatMap(([key, value]) => [
+      element("dt", {}, key),
+      element("dd", { "data-property": key }, typeof value === "string" ? value : JSON.stringify(value)),
+    ]);
+    $("device-properties").replaceChildren(...properties);
+    $("device-properties").hidden = !properties.length;
   }
 
   /** Positions arrived (an array of {MAC, Position, Timestamp}). */
@@ -180,6 +239,7 @@ export class Inspector {
   reset() {
     this.mac = null;
     this.loading += 1;
+    this.recordRead += 1;
     $("device-info").hidden = true;
     this.say("", "");
   }

@@ -1,7 +1,7 @@
-// The console's wiring: sign-in, the zone list kept current, the event and position streams,
-// occupancy from ZONE_ENTER/ZONE_EXIT, the detail pane (zone editor and visits, device
-// inspector, MQTT connections), drawing zones on the floor, and the test hook
-// `window.zonecastConsole`.
+// The console's wiring: sign-in, the zone list kept current, the device registry kept current
+// (device names) and the device search, the event and position streams, occupancy from
+// ZONE_ENTER/ZONE_EXIT, the detail pane (zone editor and visits, device inspector, MQTT
+// connections), drawing zones on the floor, and the test hook `window.zonecastConsole`.
 
 import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
 import { openStream } from "./sse.js";
@@ -13,6 +13,8 @@ import { ZoneEditor } from "./editor.js";
 import { VisitReport } from "./visits.js";
 import { Inspector, pickDevices } from "./inspector.js";
 import { Connections } from "./connections.js";
+import { DeviceRegistry, REFRESH_MS } from "./devices.js";
+import { DeviceSearch } from "./search.js";
 
 const $ = (id) => document.getElementById(id);
 const ZONE_REFRESH_MS = 5000;
@@ -32,6 +34,7 @@ const state = {
   positions: 0,
   abort: null,
   refreshTimer: null,
+  registryTimer: null,
   fitted: false,
   zonesLoaded: 0,
   zoneReads: 0, // readings of the zone list started
@@ -39,9 +42,18 @@ const state = {
 };
 
 const view = new SiteView($("view"), $("tooltip"));
-const timeline = new Timeline(300, (mac) => inspectDevice(mac));
+const timeline = new Timeline(300, (mac) => inspectDevice(mac), (mac) => registry.nameOf(mac));
 const zoneName = (id) => state.zones.find((z) => z.ZoneID === id)?.Name;
 const api = () => state.api;
+// Who shows a device's name hears which names changed after each reading of the registry.
+const registry = new DeviceRegistry(api, (macs) => {
+  const changed = new Set(macs);
+  view.namesChanged();
+  timeline.renamed(changed);
+  visits.renamed(changed);
+  inspector.registryChanged(changed);
+});
+view.setDeviceNames((mac) => registry.nameOf(mac));
 
 async function act(what, call) {
   try {
@@ -87,13 +99,17 @@ const draw = new DrawTool(view, createForm, drawHint, $("draw-height"), [...docu
 const connections = new Connections(api);
 const detail = new DetailPane(
   (tab) => (tab === "mqtt" ? connections.start() : connections.stop()),
-  () => connections.stop(),
+  () => {
+    connections.stop();
+    view.selectDevice(null);
+  },
 );
 const editor = new ZoneEditor(api, () => refreshZones());
-const visits = new VisitReport(api, zoneName);
+const visits = new VisitReport(api, zoneName, (mac) => registry.nameOf(mac));
 const inspector = new Inspector({
   api,
   devices: state.devices,
+  registry,
   zonesOf: (mac) =>
     state.zones.filter((z) => state.occupants.get(z.ZoneID)?.has(mac)).map((z) => ({ ZoneID: z.ZoneID, Name: z.Name })),
   openZone: (id) => openZone(id),
@@ -113,10 +129,34 @@ function openZone(id) {
   visits.show(id);
 }
 
-/** Shows device `mac` in the detail pane. */
+/** Shows device `mac` in the detail pane; it keeps its label in the view. */
 function inspectDevice(mac) {
   detail.show("device");
+  view.selectDevice(mac);
   inspector.inspect(mac);
+}
+
+const search = new DeviceSearch({
+  api,
+  registry,
+  seen: () => state.devices.keys(),
+  // As a click on it in the view, and the view turns about it.
+  pick: (mac) => {
+    inspectDevice(mac);
+    view.focusDevice(mac);
+  },
+  refresh: () => refreshRegistry(),
+});
+
+/** Reads the device registry again (its writes are announced nowhere); the header says how it went. */
+async function refreshRegistry() {
+  try {
+    await registry.refresh();
+    const named = registry.devices.size;
+    setStatus("devices", `${named} named device${named === 1 ? "" : "s"}`);
+  } catch (e) {
+    if (e.status !== 401) setStatus("devices", `devices: ${describe(e)}`, "bad");
+  }
 }
 
 /**
@@ -320,6 +360,8 @@ async function signedIn(credential) {
   } catch {
     // Default thresholds colour the zones until the settings can be read.
   }
+  refreshRegistry();
+  state.registryTimer = setInterval(refreshRegistry, REFRESH_MS);
   await refreshZones();
   state.refreshTimer = setInterval(refreshZones, ZONE_REFRESH_MS);
   startStreams(state.abort.signal);
@@ -329,7 +371,11 @@ function signOut(message) {
   forgetCredential();
   state.abort?.abort();
   clearInterval(state.refreshTimer);
+  clearInterval(state.registryTimer);
   state.api = null;
+  registry.clear();
+  search.reset();
+  setStatus("devices", "");
   state.selected = null;
   draw.cancel();
   detail.close();
@@ -398,6 +444,8 @@ window.zonecastConsole = {
       positions: state.positions,
       timeline: timeline.size(),
       streams: { ...state.streams },
+      named: registry.devices.size,
+      registryLoads: registry.loads,
       occupied: [...state.occupants.values()].filter((s) => s.size > 0).length,
       ...view.stats(),
     };
@@ -406,6 +454,8 @@ window.zonecastConsole = {
   occupants(id) {
     return [...(state.occupants.get(id) || [])];
   },
+  /** The text of the label device `mac` shows in the view now (its name, or its MAC), or null. */
+  deviceLabel: (mac) => view.deviceLabel(mac),
   /** Where device `mac` is drawn ({x, y} in the page's CSS pixels), or null. */
   devicePixel: (mac) => view.screenOf(mac),
   /** Where the floor point (`x`, `y`, 0) is drawn ({x, y} in the page's CSS pixels), or null. */

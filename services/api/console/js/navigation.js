@@ -89,6 +89,12 @@ export class Navigation {
     this.controls.update();
   }
 
+  /** Turns the view about `point` (a device, where it is now). */
+  focusOn(point) {
+    this.controls.target.copy(point);
+    this.controls.update();
+  }
+
   /** Turns the camera about the site without end (`on`), or stops it. */
   orbit(on) {
     this.controls.autoRotate = Boolean(on);

@@ -144,11 +144,15 @@ export class ZoneList {
   }
 }
 
-/** The live event timeline, newest first, at most `limit` entries; `onMac(mac)` inspects a device. */
+/**
+ * The live event timeline, newest first, at most `limit` entries; `onMac(mac)` inspects a device;
+ * `deviceName(mac)` is a device's name in the registry (or null: it is shown by its MAC).
+ */
 export class Timeline {
-  constructor(limit = 300, onMac = () => {}) {
+  constructor(limit = 300, onMac = () => {}, deviceName = () => null) {
     this.limit = limit;
     this.onMac = onMac;
+    this.deviceName = deviceName;
     this.list = $("timeline");
     this.seen = new Set();
     this.entries = [];
@@ -195,10 +199,11 @@ export class Timeline {
         "data-reason": c.Reason || "",
       },
       element("time", { datetime: event.Timestamp }, time(event.Timestamp)),
-      element("button", { type: "button", class: "event-mac link", title: "inspect this device", onclick: () => this.onMac(mac) }, mac),
+      element("button", { type: "button", class: "event-mac link", onclick: () => this.onMac(mac) }),
       element("span", { class: "event-what" }, what),
       alarm,
     );
+    this.name(li);
     this.entries.unshift(li);
     this.list.prepend(li);
     $("timeline-empty").hidden = true;
@@ -209,6 +214,23 @@ export class Timeline {
       this.seen.delete(gone.id.slice("event-".length));
     }
     return true;
+  }
+
+  /** Names the device of entry `li`: its name (its MAC as the tooltip), or its MAC. */
+  name(li) {
+    const mac = li.dataset.mac;
+    const name = this.deviceName(mac) || "";
+    if (li.dataset.name === name) return;
+    li.dataset.name = name;
+    const button = li.querySelector(".event-mac");
+    button.textContent = name || mac;
+    button.classList.toggle("named", Boolean(name));
+    button.title = name ? `${mac}: inspect this device` : "inspect this device";
+  }
+
+  /** The registry changed for the devices `macs` (a Set): their entries are named again. */
+  renamed(macs) {
+    for (const li of this.entries) if (macs.has(li.dataset.mac)) this.name(li);
   }
 
   size() {

@@ -57,7 +57,8 @@ export function pixelOf(camera, canvas, [x, y, z]) {
 /**
  * The pointer over `view` (a SiteView: its camera, zones, devices and occupants) and what is
  * under it, named in `tooltip`: `at` is where the pointer is (view pixels), `entry` the zone
- * entry pointed at (it gets a label even when it is not among the nearest).
+ * entry pointed at and `device` the device pointed at (each gets a label even when it is not
+ * among the nearest).
  */
 export class Hover {
   constructor(view, tooltip) {
@@ -65,6 +66,7 @@ export class Hover {
     this.tooltip = tooltip;
     this.at = null;
     this.entry = null;
+    this.device = null;
   }
 
   /** Follows the pointer over `canvas`. */
@@ -76,6 +78,7 @@ export class Hover {
     canvas.addEventListener("pointerleave", () => {
       this.at = null;
       this.set(null);
+      this.setDevice(null);
       this.tooltip.hidden = true;
     });
   }
@@ -89,7 +92,7 @@ export class Hover {
     }
   }
 
-  /** Shows what is under the pointer: a device (MAC and zones) or a zone. */
+  /** Shows what is under the pointer: a device (name, MAC and zones) or a zone. */
   show() {
     const { camera, renderer, deviceLayer, zoneLayer, zones, occupants } = this.view;
     const { x, y } = this.at;
@@ -104,7 +107,8 @@ export class Hover {
         if (macs.has(device.mac)) inside.push(zones.get(zoneId)?.zone.Name || zoneId.slice(0, 8));
       }
       const at = device.position.toArray().map((c) => c.toFixed(2)).join(", ");
-      text = `${device.mac}\n[${at}]\n${inside.length ? `in ${inside.join(", ")}` : "in no zone"}`;
+      const name = this.view.deviceName(device.mac);
+      text = `${name ? `${name}\n` : ""}${device.mac}\n[${at}]\n${inside.length ? `in ${inside.join(", ")}` : "in no zone"}`;
     } else {
       _raycaster.setFromCamera(_pointer.set((x / w) * 2 - 1, 1 - (y / h) * 2), camera);
       zoneEntry = zoneLayer.pick(_raycaster.ray, zones.values());
@@ -116,12 +120,20 @@ export class Hover {
       }
     }
     this.set(zoneEntry);
+    this.setDevice(device);
     this.tooltip.hidden = !text;
     if (text) {
       this.tooltip.textContent = text;
       this.tooltip.style.left = `${x + 14}px`;
       this.tooltip.style.top = `${y + 14}px`;
     }
+  }
+
+  /** The device pointed at gets a label even when it is not among the nearest. */
+  setDevice(device) {
+    if (device === this.device) return;
+    this.device = device;
+    this.view.namesChanged();
   }
 
   /** The zone pointed at gets a label even when it is not among the nearest. */

@@ -3,7 +3,8 @@
 // It draws what it is told (setZones, setOccupants, moveDevice); it fetches nothing. This file
 // owns the view's state and its frame loop (when to draw, the coarse view while the camera
 // moves) and places and styles the zones; each other concern is a part it holds, in its own
-// file: zone-look.js (a zone's colours and label words), shape-cache.js, labels.js, floor.js,
+// file: zone-look.js (a zone's colours and label words), shape-cache.js, labels.js,
+// device-labels.js (devices' names), floor.js,
 // navigation.js (the camera), picking.js (hover; pixels to site points and back), trails.js,
 // preview.js (a shape being drawn), frame-stats.js, webgl.js.
 //
@@ -24,6 +25,7 @@ import { Trails } from "./trails.js";
 import { onGraphicsCard, rendererName } from "./webgl.js";
 import { styleZone } from "./zone-look.js";
 import { LABEL_EVERY_MS, Labels } from "./labels.js";
+import { DEVICE_LABEL_EVERY_MS, DeviceLabels } from "./device-labels.js";
 import { Floor } from "./floor.js";
 import { Navigation, siteBox } from "./navigation.js";
 import { Hover, floorPoint, pixelOf } from "./picking.js";
@@ -48,6 +50,8 @@ export class SiteView {
     this.devices = new Map(); // MAC → {mac, index, position, head}
     this.occupants = new Map(); // ZoneID → Set(MAC)
     this.mobile = new Map(); // source MAC → [zone entries that follow it]
+    this.deviceName = () => null; // MAC → its name in the registry, or null
+    this.selectedDevice = null; // the MAC inspected: it keeps its label
     this.shapes = new ShapeCache();
     this.thresholds = { site: 8, device: 4 };
     this.frameStats = new FrameStats();
@@ -86,6 +90,7 @@ export class SiteView {
       this.invalidate();
       this.labelsDue = true;
       this.trailsDue = true;
+      this.deviceLabelsDue = true;
     });
 
     this.floor = new Floor(this.scene);
@@ -93,7 +98,8 @@ export class SiteView {
     this.zoneLayer = new ZoneLayer(this.scene);
     this.deviceLayer = new DeviceLayer(this.scene);
     this.trails = new Trails(this.deviceLayer);
-    this.scene.add(this.labels.layer);
+    this.deviceLabels = new DeviceLabels(this);
+    this.scene.add(this.labels.layer, this.deviceLabels.layer);
     this.preview = new Preview(this.scene);
     this.buildFloor(new THREE.Box3(new THREE.Vector3(-10, -10, 0), new THREE.Vector3(10, 10, 3)));
 
@@ -131,12 +137,17 @@ export class SiteView {
       this.labelsDue = false;
       this.labelsPending = this.labels.update();
     }
+    if (!this.coarse && (this.deviceLabelsPending || (this.deviceLabelsDue && !(now - this.lastDeviceLabels < DEVICE_LABEL_EVERY_MS)))) {
+      this.lastDeviceLabels = now;
+      this.deviceLabelsDue = false;
+      this.deviceLabelsPending = this.deviceLabels.update();
+    }
     const data = this.stale || this.deviceLayer.dirty || this.zoneLayer.changed();
     if (!this.invalid && !(data && !(now - this.lastRender < DATA_EVERY_MS))) return;
     this.invalid = false;
     this.stale = false;
     this.lastRender = now;
-    this.deviceLayer.commit();
+    if (this.deviceLayer.commit()) this.deviceLabels.follow();
     this.zoneLayer.commit();
     this.renderer.render(this.scene, this.camera);
     this.rendered += 1;
@@ -157,6 +168,7 @@ export class SiteView {
     this.zoneLayer.setCoarse(coarse);
     this.deviceLayer.setMoving(coarse);
     this.labels.layer.visible = !coarse;
+    this.deviceLabels.layer.visible = !coarse;
     this.floor.detail.visible = !coarse;
     const resolution = coarse && !this.onGraphicsCard ? MOVING_RESOLUTION : 1;
     this.renderer.setPixelRatio(window.devicePixelRatio * resolution);
@@ -164,8 +176,10 @@ export class SiteView {
       this.restAt = this.lastMove;
       this.labelsDue = true;
       this.trailsDue = true;
+      this.deviceLabelsDue = true;
       this.lastLabels = -Infinity;
       this.lastTrails = -Infinity;
+      this.lastDeviceLabels = -Infinity;
     }
     this.invalidate();
   }
@@ -276,6 +290,7 @@ export class SiteView {
       this.devices.set(mac, this.deviceLayer.add(mac, x, y, z));
       this.trailsDue = true;
     }
+    this.deviceLabelsDue = true;
     const following = this.mobile.get(mac);
     if (following) for (const entry of following) this.place(entry);
   }
@@ -320,6 +335,37 @@ export class SiteView {
     this.navigation.orbit(on);
   }
 
+  /** Names devices by `nameOf(mac)` (their name in the registry, or null) from now on. */
+  setDeviceNames(nameOf) {
+    this.deviceName = nameOf;
+    this.namesChanged();
+  }
+
+  /** Some devices' names changed: their labels are drawn again at the next frame. */
+  namesChanged() {
+    this.deviceLabelsDue = true;
+    this.lastDeviceLabels = -Infinity;
+  }
+
+  /** Selects device `mac` (or none): it keeps its label wherever it is. */
+  selectDevice(mac) {
+    this.selectedDevice = mac;
+    this.namesChanged();
+  }
+
+  /** Turns the view about device `mac`, where it is now; answers whether it is known. */
+  focusDevice(mac) {
+    const device = this.devices.get(mac);
+    if (!device || !this.webgl) return false;
+    this.navigation.focusOn(device.position);
+    return true;
+  }
+
+  /** The text of the label device `mac` shows now, or null (none while the camera moves). */
+  deviceLabel(mac) {
+    return this.coarse || !this.deviceLabels ? null : this.deviceLabels.textOf(mac);
+  }
+
   /** Where device `mac` is drawn, in the page's CSS pixels, or null when it is not in view. */
   screenOf(mac) {
     const device = this.devices.get(mac);
@@ -333,7 +379,8 @@ export class SiteView {
 
   /** Counters for tests, the status bar and measurements: `frames` and `fps` count animation
    * frames, `rendered` the frames drawn (only those where something changed), `frameMs` the
-   * percentiles of the last 240 frame intervals, `renderer` what draws WebGL; `detail` is "coarse" while the camera moves and
+   * percentiles of the last 240 frame intervals, `renderer` what draws WebGL; `labels` and
+   * `deviceLabels` the zone and device labels shown; `detail` is "coarse" while the camera moves and
    * "full" at rest, `drawn` the triangles, lines and points of the last frame drawn, and
    * `settledMs` how long after the camera's last move the full view was drawn again, the last
    * time it came to rest. */
@@ -348,6 +395,7 @@ export class SiteView {
       fps: this.frameStats.fps,
       frameMs: this.frameStats.percentiles(),
       labels: this.labelsShown(),
+      deviceLabels: this.coarse || !this.deviceLabels ? 0 : this.deviceLabels.count,
       detail: this.coarse ? "coarse" : "full",
       drawn: { ...this.drawn },
       settledMs: this.settledMs,

@@ -1,6 +1,6 @@
 // The visit report of the selected zone: GET /v3/modules/zones/{ZoneID}/visits for a time range
-// (the last hour unless chosen otherwise), as a table of MAC, entry, exit (or "inside"), dwell
-// and reason, and as a CSV file fetched with `Accept: text/csv` and the credential in its header
+// (the last hour unless chosen otherwise), as a table of device (its name from the registry above
+// its MAC), entry, exit (or "inside"), dwell and reason, and as a CSV file fetched with `Accept: text/csv` and the credential in its header
 // (never in the URL). With the range open-ended ("to" empty: now) the report follows the zone's
 // enters and exits as they arrive.
 
@@ -28,11 +28,16 @@ function stamp(iso) {
   return date === localInput(new Date().toISOString()).split("T")[0] ? clock : `${date} ${clock}`;
 }
 
-/** The visit report. `api()` answers the signed-in Api; `nameOf(id)` a zone's name now. */
+/**
+ * The visit report. `api()` answers the signed-in Api; `nameOf(id)` a zone's name now;
+ * `deviceName(mac)` a device's name in the registry, or null.
+ */
 export class VisitReport {
-  constructor(api, nameOf) {
+  constructor(api, nameOf, deviceName = () => null) {
     this.api = api;
     this.nameOf = nameOf;
+    this.deviceName = deviceName;
+    this.shown = []; // the visits in the table
     this.zone = null; // the ZoneID shown
     this.from = $("visits-from");
     this.to = $("visits-to");
@@ -65,7 +70,7 @@ export class VisitReport {
     this.zone = id;
     if (!same) {
       this.last(HOUR);
-      this.rows.replaceChildren();
+      this.render([]);
     }
     this.load();
   }
@@ -86,17 +91,18 @@ export class VisitReport {
       this.say(`${visits.length} visit${visits.length === 1 ? "" : "s"}${inside ? `, ${inside} still inside` : ""}.`, "ok");
     } catch (error) {
       if (ticket !== this.loading) return;
-      this.rows.replaceChildren();
+      this.render([]);
       this.say(describe(error), "error");
     }
   }
 
   render(visits) {
+    this.shown = visits;
     const rows = visits.map((v) =>
       element(
         "tr",
         { "data-mac": v.MAC, "data-collision-id": v.CollisionID, "data-reason": v.Reason || "", "data-inside": String(v.ExitTime === null) },
-        element("td", { class: "mono" }, v.MAC),
+        this.deviceCell(v.MAC),
         element("td", {}, element("time", { datetime: v.EntryTime }, stamp(v.EntryTime))),
         element("td", {}, v.ExitTime ? element("time", { datetime: v.ExitTime }, stamp(v.ExitTime)) : element("span", { class: "inside" }, "inside")),
         element("td", { class: "num" }, dwell(v.DwellSeconds)),
@@ -104,6 +110,18 @@ export class VisitReport {
       ),
     );
     this.rows.replaceChildren(...rows);
+  }
+
+  /** The device's cell: its name above its MAC when it is registered, else its MAC. */
+  deviceCell(mac) {
+    const name = this.deviceName(mac);
+    if (!name) return element("td", { class: "mono" }, mac);
+    return element("td", { class: "device", title: mac }, element("div", { class: "visit-name" }, name), element("div", { class: "mono dim" }, mac));
+  }
+
+  /** The registry changed for the devices `macs` (a Set): rows of theirs are drawn again. */
+  renamed(macs) {
+    if (this.shown.some((v) => macs.has(v.MAC))) this.render(this.shown);
   }
 
   /** Fetches the report as CSV (credential in the header) and saves it as a file. */
@@ -145,7 +163,7 @@ export class VisitReport {
     this.zone = null;
     this.loading += 1;
     clearTimeout(this.timer);
-    this.rows.replaceChildren();
+    this.render([]);
     this.say("", "");
   }
 
