@@ -1,7 +1,8 @@
 //! The all-in-one's demo site (`--demo`), seen through the HTTP API: its zones are there once, of
 //! every shape, with their AlertLevels and states; its devices move and enter zones; the
-//! forklift's safety zone follows the forklift and catches the people it passes; a restart on
-//! the same data keeps the zones as they were left and creates again only those deleted.
+//! forklift's safety zone follows the forklift and catches the people it passes; its devices are
+//! named in the device registry; a restart on the same data keeps the zones and names as they
+//! were left and creates again only those deleted.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{HashMap, HashSet};
@@ -17,6 +18,8 @@ use zonecast_tests::{Mode, READ_KEY, Server, sphere};
 const WAIT: Duration = Duration::from_secs(90);
 const READER: (&str, &str) = ("X-API-Key", READ_KEY);
 const DEMO_ZONES: usize = 36;
+/// 290 people and the forklift.
+const DEMO_DEVICES: usize = 291;
 
 async fn demo_server() -> Server {
     Server::start_configured(Mode::AllInOne, |config| config.demo = true).await
@@ -134,8 +137,38 @@ async fn the_demo_devices_move_and_enter_zones_and_the_forklift_zone_catches_peo
     server.stop().await;
 }
 
+/// Every device in the registry (one page holds them all).
+async fn devices(server: &Server) -> Vec<Value> {
+    let page = server.ok(Method::GET, "/v3/devices?limit=1000", None).await;
+    assert_eq!(page["NextCursor"], Value::Null);
+    page["Devices"].as_array().unwrap().clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_with_the_demo_keeps_its_zones_as_left_and_creates_only_the_deleted_ones() {
+async fn the_demo_devices_are_named_after_their_jobs_in_the_registry() {
+    let server = demo_server().await;
+    let devices = devices(&server).await;
+    assert_eq!(devices.len(), DEMO_DEVICES);
+    let forklift = devices.iter().find(|d| d["MAC"] == FORKLIFT).unwrap();
+    assert_eq!(
+        (&forklift["Name"], &forklift["Group"], &forklift["Kind"]),
+        (&json!("Forklift"), &json!("vehicles"), &json!("vehicle"))
+    );
+    let mut groups: HashMap<&str, usize> = HashMap::new();
+    for device in &devices {
+        *groups.entry(device["Group"].as_str().unwrap()).or_default() += 1;
+    }
+    let expected =
+        HashMap::from([("pickers", 150), ("runners", 80), ("packers", 40), ("technicians", 20), ("vehicles", 1)]);
+    assert_eq!(groups, expected);
+    let names: HashSet<&str> = devices.iter().map(|d| d["Name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), DEMO_DEVICES, "every name is its device's own");
+    assert!(names.contains("Picker 1") && names.contains("Picker 150") && names.contains("Technician 20"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_the_demo_keeps_its_zones_and_names_as_left_and_creates_only_the_deleted_ones() {
     let server = demo_server().await;
     let before = zones(&server).await;
     let dock = id(named(&before, "Dock 1"));
@@ -143,8 +176,16 @@ async fn a_restart_with_the_demo_keeps_its_zones_as_left_and_creates_only_the_de
     server.ok(Method::POST, "/v3/modules/zones/deactivate", Some(json!([dock]))).await;
     server.ok(Method::DELETE, &format!("/v3/modules/zones/{chute}"), None).await;
     let mine = id(&server.create_zone(sphere("Mine", [1.0, 1.0, 1.0], 1.0)).await);
+    let picker = "02:DE:40:00:00:00";
+    server.ok(Method::PUT, &format!("/v3/devices/{picker}"), Some(json!({"Name": "Ana"}))).await;
+    server.ok(Method::DELETE, &format!("/v3/devices/{FORKLIFT}"), None).await;
 
     let server = server.restart().await;
+    let devices = devices(&server).await;
+    assert_eq!(devices.len(), DEMO_DEVICES);
+    let name = |mac: &str| devices.iter().find(|d| d["MAC"] == mac).unwrap()["Name"].clone();
+    assert_eq!(name(picker), "Ana", "a renamed demo device keeps its name");
+    assert_eq!(name(FORKLIFT), "Forklift", "a deleted one is named again");
     let after = zones(&server).await;
     assert_eq!(after.len(), DEMO_ZONES + 1, "{after:?}");
     let ids: HashSet<String> = after.iter().map(id).collect();

@@ -138,7 +138,8 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     // The demo's zones before the API answers, so that its first zone list has them.
     if config.demo {
         let created = demo::create_zones(&context).await?;
-        tracing::info!(created, "demo site: zones in place");
+        let named = demo::name_devices(&context).await?;
+        tracing::info!(created, named, "demo site: zones and device names in place");
         zonecast_ingestor::register_inputs(&["demo"]);
     }
     let demo = config.demo.then(|| demo::start(demo_positions, shutdown.clone()));

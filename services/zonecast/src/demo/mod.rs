@@ -11,7 +11,9 @@
 //! The zones are created through the API's own zone writes, validated as a client's would be.
 //! Each has a fixed ZoneID (`64656D6F-0000-4000-8000-0000000000NN`), and only those not in the
 //! store are created: a restart with the demo on the same data keeps the zones as they were
-//! left, changes included, and creates again only the ones deleted.
+//! left, changes included, and creates again only the ones deleted. The devices are named in
+//! the device registry after their job ("Picker 12", "Forklift") the same way: only those with
+//! no record get one, so a name changed there is kept.
 
 mod site;
 mod walk;
@@ -24,8 +26,10 @@ use tokio::time::MissedTickBehavior;
 use uuid::Uuid;
 use zonecast_api::{Context, zone_writes};
 use zonecast_ingest::Publisher;
+use zonecast_model::{Device, Mac};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::{Running, Shutdown, StartError};
+use zonecast_store::DeviceQuery;
 
 pub use site::{FORKLIFT, zone_id};
 use walk::Walker;
@@ -55,6 +59,31 @@ pub async fn create_zones(context: &Context) -> Result<usize, StartError> {
         zone_writes::set_locked(context, id, true).await.map_err(demo_error)?;
     }
     Ok(created)
+}
+
+/// Names the demo's devices that have no record in the device registry yet; answers how many
+/// were named.
+pub async fn name_devices(context: &Context) -> Result<usize, StartError> {
+    let query = DeviceQuery { limit: usize::MAX, ..DeviceQuery::default() };
+    let named: HashSet<Mac> =
+        context.store.list_devices(&query).await.map_err(demo_error)?.into_iter().map(|d| d.mac).collect();
+    let mut missing = Vec::new();
+    for walker in walk::walkers() {
+        let mac: Mac = walker.mac.parse().map_err(demo_error)?;
+        if !named.contains(&mac) {
+            missing.push(Device {
+                mac,
+                name: walker.name,
+                group: Some(walker.group.to_owned()),
+                kind: Some(walker.kind.to_owned()),
+                properties: serde_json::Map::new(),
+            });
+        }
+    }
+    if !missing.is_empty() {
+        context.store.put_devices(&missing).await.map_err(demo_error)?;
+    }
+    Ok(missing.len())
 }
 
 /// Starts moving the demo's devices through `publisher` until `shutdown`.

@@ -62,6 +62,12 @@ impl Round {
 pub struct Walker {
     /// Its MAC, as it reports it.
     pub mac: String,
+    /// Its name in the device registry ("Picker 12", "Forklift").
+    pub name: String,
+    /// Its group there: its job (`pickers`, `runners`, `packers`, `technicians`, `vehicles`).
+    pub group: &'static str,
+    /// Its kind there: `person` or `vehicle`.
+    pub kind: &'static str,
     round: Round,
     /// Metres per second.
     speed: f64,
@@ -165,13 +171,28 @@ fn round_of(i: usize) -> Round {
     }
 }
 
-/// Person `i` of the demo: MAC `02:DE:40:00:HH:LL`, walking 0.7–1.5 m/s up to half a metre off
-/// the path's centre line, the tag 0.9–1.6 m high.
+/// The job of person `i` and their number among those doing it, from 1: the first
+/// [`PICKERS`] pick, the next [`RUNNERS`] run, then the packers and the technicians.
+fn job(i: usize) -> (&'static str, &'static str, usize) {
+    match i {
+        _ if i < PICKERS => ("Picker", "pickers", i + 1),
+        _ if i < PICKERS + RUNNERS => ("Runner", "runners", i - PICKERS + 1),
+        _ if i < PICKERS + RUNNERS + PACKERS => ("Packer", "packers", i - PICKERS - RUNNERS + 1),
+        _ => ("Technician", "technicians", i - PICKERS - RUNNERS - PACKERS + 1),
+    }
+}
+
+/// Person `i` of the demo: MAC `02:DE:40:00:HH:LL`, named after their job ("Runner 7"),
+/// walking 0.7–1.5 m/s up to half a metre off the path's centre line, the tag 0.9–1.6 m high.
 fn person(i: usize) -> Walker {
     let round = round_of(i);
     let start = unit(i, 1) * round.length();
+    let (title, group, number) = job(i);
     Walker {
         mac: format!("02:DE:40:00:{:02X}:{:02X}", i >> 8, i & 0xFF),
+        name: format!("{title} {number}"),
+        group,
+        kind: "person",
         speed: 0.7 + 0.8 * unit(i, 2),
         start,
         offset: [unit(i, 3) - 0.5, unit(i, 4) - 0.5],
@@ -184,6 +205,9 @@ fn person(i: usize) -> Walker {
 fn forklift() -> Walker {
     Walker {
         mac: FORKLIFT.to_owned(),
+        name: "Forklift".to_owned(),
+        group: "vehicles",
+        kind: "vehicle",
         round: forklift_round(),
         speed: FORKLIFT_SPEED,
         start: 0.0,
