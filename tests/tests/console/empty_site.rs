@@ -52,6 +52,9 @@ async fn the_console_works_from_an_empty_site_and_after_its_last_zone_is_deleted
     browser.type_into("#api-key", WRITE_KEY).await;
     browser.click("#signin-submit").await;
     browser.until("signed in, the zones read", WAIT, "window.zonecastConsole.stats().zonesLoaded > 0").await;
+    let registry = "(() => { const s = window.zonecastConsole.stats(); return s.registryLoads > 0 && s; })()";
+    let (read, _) = browser.until("the device registry read", WAIT, registry).await;
+    assert_eq!(read["named"], json!(0), "an empty registry names no device: {read}");
     assert_eq!(browser.until("the empty view's hint", WAIT, HINT_SHOWN).await.0, json!(HINT));
     let empty = drawn_again(&browser, "the empty site drawn").await;
     assert!(empty["drawn"]["lines"].as_u64().unwrap() > 0, "no floor grid drawn: {empty}");
