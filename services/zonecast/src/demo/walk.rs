@@ -158,27 +158,53 @@ fn forklift_round() -> Round {
     ])
 }
 
-/// The round of person `i` (numbered over pickers, runners, packers, technicians).
-fn round_of(i: usize) -> Round {
-    match i {
-        _ if i < PICKERS => picker_round(i % (AISLES - 1), i.is_multiple_of(10).then_some((i / 10) % CHARGERS)),
-        _ if i < PICKERS + RUNNERS => {
-            let r = i - PICKERS;
-            runner_round(r % DOCKS, (r * 5 + 3) % AISLES)
+/// What a person of the demo does: their round, and their name and group in the registry.
+#[derive(Clone, Copy)]
+enum Job {
+    Picker,
+    Runner,
+    Packer,
+    Technician,
+}
+
+impl Job {
+    fn title(self) -> &'static str {
+        match self {
+            Self::Picker => "Picker",
+            Self::Runner => "Runner",
+            Self::Packer => "Packer",
+            Self::Technician => "Technician",
         }
-        _ if i < PICKERS + RUNNERS + PACKERS => packer_round(i.is_multiple_of(2)),
-        _ => technician_round(),
+    }
+
+    fn group(self) -> &'static str {
+        match self {
+            Self::Picker => "pickers",
+            Self::Runner => "runners",
+            Self::Packer => "packers",
+            Self::Technician => "technicians",
+        }
     }
 }
 
-/// The job of person `i` and their number among those doing it, from 1: the first
-/// [`PICKERS`] pick, the next [`RUNNERS`] run, then the packers and the technicians.
-fn job(i: usize) -> (&'static str, &'static str, usize) {
+/// The job of person `i` and their index among those doing it: the first [`PICKERS`] pick,
+/// the next [`RUNNERS`] run, then the packers and the technicians.
+fn job(i: usize) -> (Job, usize) {
     match i {
-        _ if i < PICKERS => ("Picker", "pickers", i + 1),
-        _ if i < PICKERS + RUNNERS => ("Runner", "runners", i - PICKERS + 1),
-        _ if i < PICKERS + RUNNERS + PACKERS => ("Packer", "packers", i - PICKERS - RUNNERS + 1),
-        _ => ("Technician", "technicians", i - PICKERS - RUNNERS - PACKERS + 1),
+        _ if i < PICKERS => (Job::Picker, i),
+        _ if i < PICKERS + RUNNERS => (Job::Runner, i - PICKERS),
+        _ if i < PICKERS + RUNNERS + PACKERS => (Job::Packer, i - PICKERS - RUNNERS),
+        _ => (Job::Technician, i - PICKERS - RUNNERS - PACKERS),
+    }
+}
+
+/// The round of person `i`, by their job.
+fn round_of(i: usize) -> Round {
+    match job(i) {
+        (Job::Picker, _) => picker_round(i % (AISLES - 1), i.is_multiple_of(10).then_some((i / 10) % CHARGERS)),
+        (Job::Runner, r) => runner_round(r % DOCKS, (r * 5 + 3) % AISLES),
+        (Job::Packer, _) => packer_round(i.is_multiple_of(2)),
+        (Job::Technician, _) => technician_round(),
     }
 }
 
@@ -187,11 +213,11 @@ fn job(i: usize) -> (&'static str, &'static str, usize) {
 fn person(i: usize) -> Walker {
     let round = round_of(i);
     let start = unit(i, 1) * round.length();
-    let (title, group, number) = job(i);
+    let (work, index) = job(i);
     Walker {
         mac: format!("02:DE:40:00:{:02X}:{:02X}", i >> 8, i & 0xFF),
-        name: format!("{title} {number}"),
-        group,
+        name: format!("{} {}", work.title(), index + 1),
+        group: work.group(),
         kind: "person",
         speed: 0.7 + 0.8 * unit(i, 2),
         start,
