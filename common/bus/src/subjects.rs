@@ -109,13 +109,7 @@ impl Subjects {
     /// zones is on a subject that one of them matches. Alarms name no zone in their subject, so
     /// their zones are for the payload to tell. Types outside the events journal add nothing.
     pub fn events_narrowed(&self, types: &[EventType], zones: &[String]) -> Vec<String> {
-        let all = [
-            EventType::ZoneEnter,
-            EventType::ZoneExit,
-            EventType::ZoneInfo,
-            EventType::SiteAlarm,
-            EventType::DeviceAlarm,
-        ];
+        let all = EventType::JOURNALED;
         let types: Vec<EventType> = if types.is_empty() { all.to_vec() } else { types.to_vec() };
         if zones.is_empty() && all.iter().all(|t| types.contains(t)) {
             return vec![self.events_all()];
@@ -127,6 +121,7 @@ impl Subjects {
             (EventType::ZoneEnter, ZoneEventKind::Enter),
             (EventType::ZoneExit, ZoneEventKind::Exit),
             (EventType::ZoneInfo, ZoneEventKind::Info),
+            (EventType::ZoneDwellExceeded, ZoneEventKind::Dwell),
         ];
         let kinds: Vec<ZoneEventKind> = zone_kinds.iter().filter(|(t, _)| types.contains(t)).map(|(_, k)| *k).collect();
         for zone in &zone_tokens {
@@ -162,6 +157,7 @@ impl Subjects {
             Content::ZoneEnter(c) => zone(&c.zone_id, ZoneEventKind::Enter),
             Content::ZoneExit(c) => zone(&c.enter.zone_id, ZoneEventKind::Exit),
             Content::ZoneInfo(c) => zone(&c.zone_id, ZoneEventKind::Info),
+            Content::ZoneDwellExceeded(c) => zone(&c.enter.zone_id, ZoneEventKind::Dwell),
             Content::SiteAlarm(_) => self.alarm(AlarmKind::Site, mac?),
             Content::DeviceAlarm(_) => self.alarm(AlarmKind::Device, mac?),
             Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),

@@ -20,6 +20,8 @@ pub enum ActionTrigger {
     Exit,
     /// On entry and on exit.
     Both,
+    /// When the stay passes the zone's MaxDwellSeconds (`ZONE_DWELL_EXCEEDED`).
+    Dwell,
 }
 
 /// One validated `ZoneActions` item.
@@ -262,8 +264,9 @@ impl ZoneActionInput {
             Some("enter") => Some(ActionTrigger::Enter),
             Some("exit") => Some(ActionTrigger::Exit),
             Some("both") => Some(ActionTrigger::Both),
+            Some("dwell") => Some(ActionTrigger::Dwell),
             Some(other) => {
-                return Err(Invalid::new("on", format!("must be enter, exit or both, got '{other}'")));
+                return Err(Invalid::new("on", format!("must be enter, exit, both or dwell, got '{other}'")));
             }
         };
         match f.string("type")? {

@@ -17,6 +17,9 @@ pub struct Collision {
     pub collision_id: Uuid,
     /// When the device entered.
     pub entry_time: DateTime<Utc>,
+    /// Whether the stay's `ZONE_DWELL_EXCEEDED` has been raised: a restarted evaluator, or the
+    /// one a partition moves to, raises none again.
+    pub dwell_reported: bool,
 }
 
 impl From<Collision> for CollidingDevice {

@@ -32,8 +32,8 @@ pub use device::{
 };
 pub use event::{
     Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
-    EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneEnter, ZoneEventKind,
-    ZoneExit, ZoneInfo, format_timestamp,
+    EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter,
+    ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
 pub use limits::Limits;

@@ -90,6 +90,10 @@ pub struct ZoneSpec {
     pub mobile_origin_source: Option<Mac>,
     /// While true, GeometryType and GeometryData cannot change.
     pub is_geometry_locked: bool,
+    /// How long a device may stay inside before one `ZONE_DWELL_EXCEEDED` is raised for its
+    /// stay; null (the default) raises none.
+    #[serde(default)]
+    pub max_dwell_seconds: Option<f64>,
     /// How many times the stored zone has been written since it was created (0 for a new
     /// zone). Kept by the store beside the JSON, not in it; the API shows it as the ETag.
     #[serde(skip)]

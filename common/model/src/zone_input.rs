@@ -17,6 +17,9 @@ use crate::{InclusionPolicy, Invalid, Limits, Mac, ZoneAction, ZoneSpec};
 /// Longest accepted zone name, in characters.
 const MAX_NAME_CHARS: usize = 256;
 
+/// Largest accepted `MaxDwellSeconds`: 30 days.
+pub const MAX_DWELL_SECONDS: f64 = 2_592_000.0;
+
 /// The supplied fields of a zone, each already of the right type and range. Absent fields are
 /// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
 /// and [`ZoneInput::update`], within the [`Limits`] it was parsed with.
@@ -70,6 +73,9 @@ pub struct ZoneInput {
     /// `MobileOriginSource`; `Some(None)` when sent as null or "" (makes the zone static).
     #[schemars(with = "Option<MacOrEmpty>")]
     pub mobile_origin_source: Option<Option<Mac>>,
+    /// `MaxDwellSeconds`; `Some(None)` when sent as null or 0 (no dwell limit).
+    #[schemars(with = "Option<f64>", range(min = 0.0, max = MAX_DWELL_SECONDS))]
+    pub max_dwell_seconds: Option<Option<f64>>,
     /// [`Limits::polygon_vertices`] at parse time, for the geometry check of create and update.
     #[schemars(skip)]
     polygon_vertices: usize,
@@ -229,6 +235,15 @@ impl ZoneInput {
         } else {
             None
         };
+        let max_dwell_seconds = match f.raw("MaxDwellSeconds") {
+            None if f.has("MaxDwellSeconds") => Some(None),
+            None => None,
+            Some(v) => {
+                let seconds = crate::fields::number_in(v, 0.0, MAX_DWELL_SECONDS)
+                    .map_err(|m| Invalid::new("MaxDwellSeconds", m))?;
+                Some((seconds > 0.0).then_some(seconds))
+            }
+        };
         Ok(Self {
             zone_id,
             name,
@@ -243,6 +258,7 @@ impl ZoneInput {
             start_time: time_field(&f, "StartTime")?,
             stop_time: time_field(&f, "StopTime")?,
             mobile_origin_source,
+            max_dwell_seconds,
             polygon_vertices: limits.polygon_vertices,
         })
     }
@@ -267,6 +283,7 @@ impl ZoneInput {
             stop_time: None,
             mobile_origin_source: None,
             is_geometry_locked: false,
+            max_dwell_seconds: None,
             version: 0,
         };
         self.merge(base)
@@ -324,6 +341,9 @@ impl ZoneInput {
         }
         if let Some(v) = self.mobile_origin_source {
             z.mobile_origin_source = v;
+        }
+        if let Some(v) = self.max_dwell_seconds {
+            z.max_dwell_seconds = v;
         }
         if geometry_changed {
             zonecast_geometry::validate_within(z.geometry_type, &z.geometry_data, self.polygon_vertices).map_err(

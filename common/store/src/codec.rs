@@ -152,7 +152,13 @@ mod tests {
     fn the_last_entry_for_a_pair_wins() {
         let zone = Uuid::new_v4();
         let mac = mac_of("00:00:00:00:00:0A");
-        let first = Collision { zone_id: zone, mac: mac.clone(), collision_id: Uuid::new_v4(), entry_time: Utc::now() };
+        let first = Collision {
+            zone_id: zone,
+            mac: mac.clone(),
+            collision_id: Uuid::new_v4(),
+            entry_time: Utc::now(),
+            dwell_reported: false,
+        };
         let second = Collision { collision_id: Uuid::new_v4(), ..first.clone() };
         assert_eq!(coalesce_entered(&[first, second.clone()]), vec![second]);
     }

@@ -29,6 +29,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         sql: include_str!("../migrations/postgres/V4__collision_marks.sql"),
     },
     Migration { version: 5, name: "devices", sql: include_str!("../migrations/postgres/V5__devices.sql") },
+    Migration {
+        version: 6,
+        name: "dwell_reported",
+        sql: include_str!("../migrations/postgres/V6__dwell_reported.sql"),
+    },
 ];
 
 /// SQLite migrations, in order.
@@ -42,6 +47,7 @@ pub(crate) const SQLITE: &[Migration] = &[
         sql: include_str!("../migrations/sqlite/V4__collision_marks.sql"),
     },
     Migration { version: 5, name: "devices", sql: include_str!("../migrations/sqlite/V5__devices.sql") },
+    Migration { version: 6, name: "dwell_reported", sql: include_str!("../migrations/sqlite/V6__dwell_reported.sql") },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that

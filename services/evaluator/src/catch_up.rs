@@ -1,5 +1,6 @@
 //! Collisions brought up to date from the event journal at start, where positions are not
-//! stored (the all-in-one): the journal keeps every `ZONE_ENTER` and `ZONE_EXIT` it stored,
+//! stored (the all-in-one): the journal keeps every `ZONE_ENTER`, `ZONE_EXIT` and
+//! `ZONE_DWELL_EXCEEDED` it stored,
 //! and the store's time mark says before when every collision change was written. An event
 //! stored just before a crash whose collision change was not written yet is replayed onto the
 //! collisions, so a device the journal says is inside is inside, and its stay is closed by the
@@ -23,8 +24,8 @@ const MARGIN: Duration = Duration::from_secs(60);
 /// Events read per page.
 const PAGE: usize = 1000;
 
-/// The collision changes that bring `rows` up to date with the zone entries and exits the
-/// journal stored since `through` (since the oldest kept when there is no mark).
+/// The collision changes that bring `rows` up to date with the zone entries, exits and dwell
+/// events the journal stored since `through` (since the oldest kept when there is no mark).
 pub async fn from_journal(
     journal: &dyn Journal,
     subjects: &Subjects,
@@ -36,7 +37,8 @@ pub async fn from_journal(
         None => HistoryStart::Oldest,
     };
     let mut query = HistoryQuery::new(start, PAGE, PAGE);
-    query.subjects = subjects.events_narrowed(&[EventType::ZoneEnter, EventType::ZoneExit], &[]);
+    query.subjects =
+        subjects.events_narrowed(&[EventType::ZoneEnter, EventType::ZoneExit, EventType::ZoneDwellExceeded], &[]);
     let mut events = Vec::new();
     loop {
         let page = journal.history(&query).await?;
@@ -56,7 +58,8 @@ pub async fn from_journal(
 
 /// The changes that events, in journal order, make to `rows`. Replaying an event the rows
 /// already reflect changes nothing in the end: an entry sets the stay it starts, and its exit,
-/// later in the journal, ends it again; an exit only ends the stay it names.
+/// later in the journal, ends it again; an exit only ends the stay it names, and a dwell event
+/// only marks the stay it names as reported.
 pub fn replay(rows: &[Collision], events: &[Event]) -> Vec<Change> {
     let before: BTreeMap<(Uuid, Mac), &Collision> = rows.iter().map(|c| ((c.zone_id, c.mac.clone()), c)).collect();
     let mut now: BTreeMap<(Uuid, Mac), Option<Collision>> =
@@ -70,6 +73,7 @@ pub fn replay(rows: &[Collision], events: &[Event]) -> Vec<Change> {
                     mac: mac.clone(),
                     collision_id: enter.collision_id,
                     entry_time: enter.entry_time,
+                    dwell_reported: false,
                 };
                 now.insert((enter.zone_id, mac), Some(stay));
             }
@@ -78,6 +82,14 @@ pub fn replay(rows: &[Collision], events: &[Event]) -> Vec<Change> {
                 if now.get(&key).is_some_and(|c| c.as_ref().is_some_and(|c| c.collision_id == exit.enter.collision_id))
                 {
                     now.insert(key, None);
+                }
+            }
+            Content::ZoneDwellExceeded(dwell) => {
+                let key = (dwell.enter.zone_id, mac);
+                if let Some(Some(stay)) = now.get_mut(&key)
+                    && stay.collision_id == dwell.enter.collision_id
+                {
+                    stay.dwell_reported = true;
                 }
             }
             _ => {}
@@ -123,6 +135,7 @@ mod tests {
             mac: mac.parse().unwrap(),
             collision_id: Uuid::from_u128(id),
             entry_time: at(s),
+            dwell_reported: false,
         }
     }
 
@@ -177,6 +190,26 @@ mod tests {
         // The rows hold the new stay already: an older stay's exit does not end it.
         assert!(replay(std::slice::from_ref(&again), &[enter(&first), exit(&first), enter(&again)]).is_empty());
         assert!(replay(std::slice::from_ref(&again), &[exit(&first)]).is_empty());
+    }
+
+    #[test]
+    fn a_dwell_event_marks_the_stay_it_names_only() {
+        let first = stay(1, "00:00:00:00:00:01", 10, 1);
+        let again = stay(1, "00:00:00:00:00:01", 12, 5);
+        let dwell = |c: &Collision| {
+            event(c, |enter| {
+                Content::ZoneDwellExceeded(zonecast_model::ZoneDwell {
+                    enter,
+                    dwell_seconds: 61.5,
+                    max_dwell_seconds: 60.0,
+                })
+            })
+        };
+        let reported = Collision { dwell_reported: true, ..first.clone() };
+        assert_eq!(replay(std::slice::from_ref(&first), &[dwell(&first)]), vec![Change::Entered(reported.clone())]);
+        assert!(replay(std::slice::from_ref(&reported), &[dwell(&first)]).is_empty());
+        // The dwell event of an earlier stay leaves the new one as it is.
+        assert!(replay(std::slice::from_ref(&again), &[dwell(&first)]).is_empty());
     }
 
     #[test]

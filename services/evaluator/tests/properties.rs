@@ -98,6 +98,8 @@ struct World {
     stays: HashMap<(Uuid, Mac), Uuid>,
     /// Every CollisionID an enter has used.
     used: HashSet<Uuid>,
+    /// Every stay (CollisionID) a `ZONE_DWELL_EXCEEDED` was raised for.
+    dwelt: HashSet<Uuid>,
     /// The collision rows, as the shell's writer keeps them from `Entered` / `Exited`.
     recorded: HashMap<(Uuid, Mac), Collision>,
     /// Since when a device inside a zone has been farther out than the exit margin, as of its
@@ -120,6 +122,7 @@ impl World {
             positions: HashMap::new(),
             stays: HashMap::new(),
             used: HashSet::new(),
+            dwelt: HashSet::new(),
             recorded: HashMap::new(),
             out_since: HashMap::new(),
         }
@@ -169,9 +172,11 @@ impl World {
             }
             Op::Put { slot, centre, radius, alert_level, info } => {
                 let actions = if *info { json!([{"type": "info-event", "on": "both"}]) } else { json!([]) };
+                // Odd alert levels give the zone a dwell limit the ticks pass.
+                let dwell = if alert_level % 2 == 1 { json!(1.0) } else { json!(null) };
                 let input = json!({"Name": format!("z{slot}"), "GeometryType": "sphere",
                     "GeometryData": [[centre[0], centre[1], 0.0], [radius, 0, 0]],
-                    "AlertLevel": alert_level, "ZoneActions": actions});
+                    "AlertLevel": alert_level, "ZoneActions": actions, "MaxDwellSeconds": dwell});
                 let mut spec =
                     ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(zone_id(*slot)).unwrap();
                 if let Some(old) = self.zones.get(slot) {
@@ -240,6 +245,11 @@ impl World {
                         }
                         Content::ZoneInfo(c) => {
                             prop_assert!(self.used.contains(&c.collision_id), "an info event belongs to a stay");
+                        }
+                        Content::ZoneDwellExceeded(c) => {
+                            let c = &c.enter;
+                            prop_assert_eq!(self.stays.get(&(c.zone_id, mac)), Some(&c.collision_id));
+                            prop_assert!(self.dwelt.insert(c.collision_id), "one dwell event per stay");
                         }
                         Content::SiteAlarm(a) | Content::DeviceAlarm(a) | Content::DeviceAlarmCommand(a) => {
                             prop_assert_eq!(self.stays.get(&(a.zone_id, mac)), Some(&a.collision_id));

@@ -59,6 +59,22 @@ pub struct ZoneExit {
     pub reason: ExitReason,
 }
 
+/// `ZONE_DWELL_EXCEEDED`: a device has stayed in a zone longer than the zone's
+/// `MaxDwellSeconds`; every field of the stay's `ZONE_ENTER` (the position is the device's
+/// last known one), how long it had stayed when this was raised, and the limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoneDwell {
+    /// The fields of the stay's `ZONE_ENTER`, written first and at the same level.
+    #[serde(flatten)]
+    pub enter: ZoneEnter,
+    /// Seconds from the entry to when this was raised (milliseconds as decimals).
+    #[serde(rename = "DwellSeconds")]
+    pub dwell_seconds: f64,
+    /// The zone's MaxDwellSeconds when this was raised.
+    #[serde(rename = "MaxDwellSeconds")]
+    pub max_dwell_seconds: f64,
+}
+
 /// `ZONE_INFO`: an `info-event` zone action fired.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZoneInfo {

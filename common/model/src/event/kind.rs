@@ -76,6 +76,8 @@ wire_enum! {
         ZoneExit = "ZONE_EXIT",
         /// An `info-event` zone action.
         ZoneInfo = "ZONE_INFO",
+        /// A device has stayed in a zone longer than the zone's MaxDwellSeconds: once per stay.
+        ZoneDwellExceeded = "ZONE_DWELL_EXCEEDED",
         /// An entry whose alarm kind is `site`.
         SiteAlarm = "SITE_ALARM",
         /// An entry whose alarm kind is `device`, or a `device-alarm` action.
@@ -86,11 +88,16 @@ wire_enum! {
 }
 
 impl EventType {
+    /// The types the events journal holds, and so the event history and live streams: every
+    /// type but positions and device alarm commands.
+    pub const JOURNALED: [EventType; 6] =
+        [Self::ZoneEnter, Self::ZoneExit, Self::ZoneInfo, Self::ZoneDwellExceeded, Self::SiteAlarm, Self::DeviceAlarm];
+
     /// The category events of this type belong to.
     pub const fn category(self) -> EventCategory {
         match self {
             Self::LocationRawUpdate => EventCategory::Location,
-            Self::ZoneEnter | Self::ZoneExit | Self::ZoneInfo => EventCategory::Zone,
+            Self::ZoneEnter | Self::ZoneExit | Self::ZoneInfo | Self::ZoneDwellExceeded => EventCategory::Zone,
             Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
         }
     }
@@ -105,6 +112,8 @@ wire_enum! {
         Exit = "exit",
         /// `ZONE_INFO`.
         Info = "info",
+        /// `ZONE_DWELL_EXCEEDED`.
+        Dwell = "dwell",
     }
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
 
-pub use content::{Alarm, LocationRawUpdate, ZoneEnter, ZoneExit, ZoneInfo};
+pub use content::{Alarm, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
 pub use id::{EventId, IdSource};
 pub use kind::{AlarmKind, ConfigOperation, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind};
 
@@ -45,6 +45,8 @@ pub enum Content {
     ZoneExit(ZoneExit),
     /// `ZONE_INFO`.
     ZoneInfo(ZoneInfo),
+    /// `ZONE_DWELL_EXCEEDED`.
+    ZoneDwellExceeded(ZoneDwell),
     /// `SITE_ALARM`.
     SiteAlarm(Alarm),
     /// `DEVICE_ALARM`.
@@ -61,6 +63,7 @@ impl Content {
             Self::ZoneEnter(_) => EventType::ZoneEnter,
             Self::ZoneExit(_) => EventType::ZoneExit,
             Self::ZoneInfo(_) => EventType::ZoneInfo,
+            Self::ZoneDwellExceeded(_) => EventType::ZoneDwellExceeded,
             Self::SiteAlarm(_) => EventType::SiteAlarm,
             Self::DeviceAlarm(_) => EventType::DeviceAlarm,
             Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
@@ -112,6 +115,7 @@ impl Serialize for Event {
             Content::ZoneEnter(c) => e.serialize_field("Content", c)?,
             Content::ZoneExit(c) => e.serialize_field("Content", c)?,
             Content::ZoneInfo(c) => e.serialize_field("Content", c)?,
+            Content::ZoneDwellExceeded(c) => e.serialize_field("Content", c)?,
             Content::SiteAlarm(c) | Content::DeviceAlarm(c) | Content::DeviceAlarmCommand(c) => {
                 e.serialize_field("Content", c)?
             }
@@ -147,6 +151,7 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::ZoneEnter => Content::ZoneEnter(serde_json::from_value(c)?),
                 EventType::ZoneExit => Content::ZoneExit(serde_json::from_value(c)?),
                 EventType::ZoneInfo => Content::ZoneInfo(serde_json::from_value(c)?),
+                EventType::ZoneDwellExceeded => Content::ZoneDwellExceeded(serde_json::from_value(c)?),
                 EventType::SiteAlarm => Content::SiteAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarm => Content::DeviceAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),

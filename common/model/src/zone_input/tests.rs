@@ -62,10 +62,29 @@ fn wrong_types_and_ranges_name_the_field() {
             json!({"ZoneActions": [{"type": "http-request", "uri": "ftp://x"}]}),
             "ZoneActions[0].uri: must be an http:// or https:// URI with a host",
         ),
+        (
+            json!({"ZoneActions": [{"type": "info-event", "on": "stay"}]}),
+            "ZoneActions[0].on: must be enter, exit, both or dwell, got 'stay'",
+        ),
+        (json!({"MaxDwellSeconds": -5}), "MaxDwellSeconds: must be between 0 and 2592000, got -5"),
+        (json!({"MaxDwellSeconds": 2_592_001}), "MaxDwellSeconds: must be between 0 and 2592000, got 2592001"),
+        (json!({"MaxDwellSeconds": "900"}), "MaxDwellSeconds: must be a number, got a string"),
     ];
     for (input, message) in cases {
         assert_eq!(ZoneInput::parse(&input, &Limits::DEFAULT).unwrap_err().to_string(), message);
     }
+}
+
+#[test]
+fn a_dwell_limit_is_set_in_seconds_and_cleared_by_null_or_zero() {
+    let mut input = sphere();
+    assert_eq!(stored(input.clone(), None).max_dwell_seconds, None, "off by default");
+    input["MaxDwellSeconds"] = json!(900.5);
+    let limited = stored(input, None);
+    assert_eq!(limited.max_dwell_seconds, Some(900.5));
+    assert_eq!(stored(json!({"Name": "kept"}), Some(&limited)).max_dwell_seconds, Some(900.5), "absent keeps it");
+    assert_eq!(stored(json!({"MaxDwellSeconds": null}), Some(&limited)).max_dwell_seconds, None);
+    assert_eq!(stored(json!({"MaxDwellSeconds": 0}), Some(&limited)).max_dwell_seconds, None);
 }
 
 #[test]

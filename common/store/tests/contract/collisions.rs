@@ -47,6 +47,12 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     let all = store.all_collisions().await.unwrap();
     assert!(all.contains(&a3) && !all.contains(&a2) && !all.iter().any(|x| x.mac == d.mac), "{all:?}");
     store.write_collisions(&[], &[], &Default::default()).await.unwrap();
+
+    // A stay's dwell event, once raised, is recorded with it and read back.
+    let reported = Collision { dwell_reported: true, ..a3.clone() };
+    store.write_collisions(std::slice::from_ref(&reported), &[], &Default::default()).await.unwrap();
+    let all = store.all_collisions().await.unwrap();
+    assert!(all.contains(&reported) && !all.contains(&a3), "{all:?}");
 }
 
 pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_zone(store: Arc<dyn Store>) {

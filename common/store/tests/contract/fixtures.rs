@@ -34,13 +34,15 @@ pub(crate) fn full_zone(name: &str) -> ZoneSpec {
         "ZoneActions": [
             {"type": "info-event", "message": "hello ünïcode", "on": "both"},
             {"type": "device-alarm", "on": "exit"},
+            {"type": "info-event", "on": "dwell"},
             {"type": "http-request", "uri": "https://example.com/hook?a=1", "method": "put",
              "headers": {"X-Token": "t"}, "on": "enter"}
         ],
         "IsTimed": true,
         "StartTime": "2026-11-21T10:00:00.123Z",
         "StopTime": "2026-11-22T10:00:00.000Z",
-        "MobileOriginSource": "00:AA:BB:CC:DD:FF"
+        "MobileOriginSource": "00:AA:BB:CC:DD:FF",
+        "MaxDwellSeconds": 900.5
     });
     let spec = ZoneInput::parse(&input, &zonecast_model::Limits::DEFAULT).unwrap().create(Uuid::new_v4()).unwrap();
     ZoneSpec { is_geometry_locked: true, ..spec }
@@ -53,7 +55,13 @@ pub(crate) fn zone(name: &str) -> ZoneSpec {
 }
 
 pub(crate) fn collision(zone: Uuid, device: &str, ms: i64) -> Collision {
-    Collision { zone_id: zone, mac: mac(device), collision_id: Uuid::new_v4(), entry_time: at(ms) }
+    Collision {
+        zone_id: zone,
+        mac: mac(device),
+        collision_id: Uuid::new_v4(),
+        entry_time: at(ms),
+        dwell_reported: false,
+    }
 }
 
 pub(crate) fn certificate(name: &str) -> StoredCertificate {

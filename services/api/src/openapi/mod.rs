@@ -178,7 +178,10 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
 fn stream_parameters() -> Vec<Value> {
     let list = |name: &str, description: &str| json!({"name": name, "in": "query", "required": false, "schema": {"type": "string"}, "description": description});
     vec![
-        list("type", "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, SITE_ALARM, DEVICE_ALARM)"),
+        list(
+            "type",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM)",
+        ),
         list("zone", "ZoneIDs, comma-separated"),
         list("mac", "MACs, comma-separated, `:` or `-` in any case"),
         list("filter", "a FilterChain as JSON (as in MQTT connection topics), URL-encoded"),
@@ -208,7 +211,10 @@ fn history_parameters() -> Vec<Value> {
             "RFC 3339: events stored at or after it (default: the oldest kept); not used with cursor",
         ),
         time_parameter("to", false, "RFC 3339: events stored before it (default: now)"),
-        text("type", "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, SITE_ALARM, DEVICE_ALARM)"),
+        text(
+            "type",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM)",
+        ),
         text("zone", "ZoneIDs, comma-separated"),
         text("mac", "MACs, comma-separated, `:` or `-` in any case"),
         json!({"name": "filter", "in": "query", "required": false,

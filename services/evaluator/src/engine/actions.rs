@@ -1,5 +1,5 @@
-//! What an entry or exit sets off besides its own event: the site and device alarms of the
-//! entry's alarm kind, and the zone's actions (info events, device alarms, http requests).
+//! What an entry, exit or dwell sets off besides its own event: the site and device alarms of
+//! the entry's alarm kind, and the zone's actions (info events, device alarms, http requests).
 
 use uuid::Uuid;
 use zonecast_model::{ActionTrigger, Alarm, AlarmKind, Content, Event, Mac, ZoneAction, ZoneInfo};
@@ -9,17 +9,17 @@ use super::stamp::Stamp;
 use super::state::At;
 use crate::catalog::Zone;
 
-/// An entry or exit, as its alarms and actions see it.
+/// An entry, exit or dwell, as its alarms and actions see it.
 pub(super) struct Trigger<'a> {
     /// The zone entered or left.
     pub(super) zone: &'a Zone,
     /// The device.
     pub(super) mac: &'a Mac,
-    /// The `ZONE_ENTER` or `ZONE_EXIT`.
+    /// The `ZONE_ENTER`, `ZONE_EXIT` or `ZONE_DWELL_EXCEEDED`.
     pub(super) event: &'a Event,
     /// The stay's CollisionID.
     pub(super) collision: Uuid,
-    /// Entry or exit.
+    /// Entry, exit or dwell.
     pub(super) when: ActionTrigger,
     /// When.
     pub(super) at: At,
@@ -63,7 +63,9 @@ fn device_alarm(t: &Trigger<'_>, stamp: &mut Stamp<'_>, out: &mut Vec<Output>) {
 pub(super) fn run_actions(t: &Trigger<'_>, device_alarm_done: bool, stamp: &mut Stamp<'_>, out: &mut Vec<Output>) {
     let zone = &t.zone.spec;
     for (index, action) in zone.zone_actions.iter().enumerate() {
-        let fires = action.trigger() == ActionTrigger::Both || action.trigger() == t.when;
+        // `both` is entry and exit; a dwell runs only the actions bound to it.
+        let fires =
+            action.trigger() == t.when || (action.trigger() == ActionTrigger::Both && t.when != ActionTrigger::Dwell);
         if !fires {
             continue;
         }

@@ -1,6 +1,6 @@
 //! The clock: what becomes due with time alone — entries whose EntryDelayMs ran out, exits
-//! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds, and timed zones past
-//! their StopTime.
+//! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds, timed zones past their
+//! StopTime, and stays past their zone's MaxDwellSeconds.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -17,8 +17,8 @@ impl Engine {
         std::mem::replace(&mut self.ids, IdSource::keyed(at, &[mac.as_str().as_bytes(), zone.as_bytes()]))
     }
 
-    /// The clock: fires delayed entries and exits that are due, device timeouts and the ends of
-    /// time windows.
+    /// The clock: fires delayed entries and exits that are due, device timeouts, the ends of
+    /// time windows and dwell limits.
     pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
         let (entry_delay, exit_delay, timeout) =
             (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
@@ -102,5 +102,6 @@ impl Engine {
                 self.exit(&mac, zone_index, ExitReason::Window, At { ts: stop, now }, out);
             }
         }
+        self.dwell_limits(now, out);
     }
 }

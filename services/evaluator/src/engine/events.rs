@@ -34,17 +34,21 @@ impl Engine {
             mac: mac.clone(),
             collision_id: collision,
             entry_time: at.ts,
+            dwell_reported: false,
         }));
         let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Enter, at };
         actions::alarms_and_actions(&trigger, alarm, &mut stamp, out);
         if let Some(device) = self.devices.get_mut(mac) {
-            device.zones.push((zone.spec.id, Phase::Inside { collision, entry_time: at.ts, alarm, exit_since: None }));
+            let inside = Phase::Inside { collision, entry_time: at.ts, alarm, exit_since: None, dwell_reported: false };
+            device.zones.push((zone.spec.id, inside));
         }
         self.occupants.entry(zone.spec.id).or_default().insert(mac.clone());
     }
 
-    /// Exit of `mac` from the zone at `zone_index` of the current catalog.
+    /// Exit of `mac` from the zone at `zone_index` of the current catalog; a stay that passed the
+    /// zone's dwell limit before the clock noticed raises its `ZONE_DWELL_EXCEEDED` first.
     pub(super) fn exit(&mut self, mac: &Mac, zone_index: usize, reason: ExitReason, at: At, out: &mut Vec<Output>) {
+        self.dwell_limit_before(mac, zone_index, at, out);
         let zone = self.catalog.zones[zone_index].clone();
         self.exit_zone(mac, &zone, reason, at, out);
     }

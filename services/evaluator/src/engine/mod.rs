@@ -10,13 +10,15 @@
 //! - `stamp`: the envelope and EventID every event gets;
 //! - `actions`: the alarms and zone actions they set off;
 //! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
-//! - `clock`: delayed entries and exits, device timeouts and time windows.
+//! - `clock`: delayed entries and exits, device timeouts and time windows;
+//! - `dwell`: stays longer than their zone's MaxDwellSeconds.
 //!
 //! Whatever iterates a hash map sorts what it found before acting on it, so that the same
 //! inputs give the same outputs in the same order.
 
 mod actions;
 mod clock;
+mod dwell;
 mod events;
 mod ownership;
 mod reconcile;

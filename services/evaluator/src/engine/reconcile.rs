@@ -49,7 +49,13 @@ impl Engine {
             let device = self.devices.entry(c.mac.clone()).or_insert_with(|| Device::new(now));
             device.zones.push((
                 c.zone_id,
-                Phase::Inside { collision: c.collision_id, entry_time: c.entry_time, alarm, exit_since: None },
+                Phase::Inside {
+                    collision: c.collision_id,
+                    entry_time: c.entry_time,
+                    alarm,
+                    exit_since: None,
+                    dwell_reported: c.dwell_reported,
+                },
             ));
             self.occupants.entry(c.zone_id).or_default().insert(c.mac);
         }

@@ -11,8 +11,15 @@ use zonecast_model::AlarmKind;
 pub(super) enum Phase {
     /// Inside, waiting for EntryDelayMs since `since`.
     Entering { since: DateTime<Utc> },
-    /// Inside; `exit_since` when it has been beyond the tolerance since then.
-    Inside { collision: Uuid, entry_time: DateTime<Utc>, alarm: AlarmKind, exit_since: Option<DateTime<Utc>> },
+    /// Inside; `exit_since` when it has been beyond the tolerance since then; `dwell_reported`
+    /// once the stay's `ZONE_DWELL_EXCEEDED` is raised.
+    Inside {
+        collision: Uuid,
+        entry_time: DateTime<Utc>,
+        alarm: AlarmKind,
+        exit_since: Option<DateTime<Utc>>,
+        dwell_reported: bool,
+    },
 }
 
 /// One device's state.

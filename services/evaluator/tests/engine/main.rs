@@ -1,6 +1,7 @@
 //! The collision engine's rules, driven with plain data and controlled clocks.
 #![allow(clippy::unwrap_used)]
 
+mod dwell;
 mod incremental;
 mod mobile;
 mod order;
@@ -83,6 +84,11 @@ macro_rules! tests {
 }
 
 tests!(
+    dwell::a_restarted_engine_raises_no_second_dwell_event_and_an_unrecorded_one_again_with_its_event_id,
+    dwell::a_stay_past_the_limit_raises_one_dwell_event_with_its_entry_and_dwell,
+    dwell::a_stay_that_ends_past_the_limit_before_the_clock_noticed_raises_its_dwell_event_first,
+    dwell::dwell_runs_the_actions_bound_to_it_and_not_those_of_entry_and_exit,
+    dwell::zones_without_a_limit_raise_no_dwell_event,
     presence::a_device_entering_and_leaving_a_zone_gives_one_enter_and_one_exit_with_matching_collision_ids,
     presence::a_device_radius_makes_a_ball_that_collides_before_its_centre_is_inside,
     presence::a_silent_device_times_out_of_every_zone,

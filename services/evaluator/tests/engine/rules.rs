@@ -137,8 +137,13 @@ pub(crate) fn restored_collisions_give_no_second_enter_and_owed_exits_are_emitte
     let mut b = sphere("b", [0.0, 0.0, 0.0], 1.0);
     b.active = false;
     let dev = mac(1);
-    let collision =
-        |z: &ZoneSpec| Collision { zone_id: z.id, mac: dev.clone(), collision_id: Uuid::new_v4(), entry_time: t0() };
+    let collision = |z: &ZoneSpec| Collision {
+        zone_id: z.id,
+        mac: dev.clone(),
+        collision_id: Uuid::new_v4(),
+        entry_time: t0(),
+        dwell_reported: false,
+    };
     let mut e = engine(vec![a.clone(), b.clone()], &[], vec![]);
     let mut out = Vec::new();
     e.restore(vec![collision(&a), collision(&b)], t0() + ms(10), &mut out);

@@ -71,18 +71,20 @@ impl PgStore {
             let macs: Vec<&str> = entered.iter().map(|c| c.mac.as_str()).collect();
             let ids: Vec<Uuid> = entered.iter().map(|c| c.collision_id).collect();
             let times: Vec<DateTime<Utc>> = entered.iter().map(|c| c.entry_time).collect();
+            let dwelt: Vec<bool> = entered.iter().map(|c| c.dwell_reported).collect();
             let stmt = tx
                 .prepare_cached(
-                    "INSERT INTO collisions (zone_id, mac, collision_id, entry_time)
-                     SELECT u.zone_id, u.mac, u.collision_id, u.entry_time
-                     FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[])
-                          AS u(zone_id, mac, collision_id, entry_time)
+                    "INSERT INTO collisions (zone_id, mac, collision_id, entry_time, dwell_reported)
+                     SELECT u.zone_id, u.mac, u.collision_id, u.entry_time, u.dwell_reported
+                     FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[], $5::boolean[])
+                          AS u(zone_id, mac, collision_id, entry_time, dwell_reported)
                      WHERE EXISTS (SELECT 1 FROM zones z WHERE z.id = u.zone_id)
                      ON CONFLICT (zone_id, mac) DO UPDATE
-                     SET collision_id = EXCLUDED.collision_id, entry_time = EXCLUDED.entry_time",
+                     SET collision_id = EXCLUDED.collision_id, entry_time = EXCLUDED.entry_time,
+                         dwell_reported = EXCLUDED.dwell_reported",
                 )
                 .await?;
-            tx.execute(&stmt, &[&zones, &macs, &ids, &times]).await?;
+            tx.execute(&stmt, &[&zones, &macs, &ids, &times, &dwelt]).await?;
         }
         if !exited.is_empty() {
             let zones: Vec<Uuid> = exited.iter().map(|(z, _)| *z).collect();
@@ -115,7 +117,9 @@ impl CollisionReader for PgStore {
     async fn colliding_devices(&self, zone: Uuid) -> Result<Vec<CollidingDevice>> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions WHERE zone_id = $1")
+            .prepare_cached(
+                "SELECT zone_id, mac, collision_id, entry_time, dwell_reported FROM collisions WHERE zone_id = $1",
+            )
             .await
             .db()?;
         let inside = sorted_collisions(&client.query(&stmt, &[&zone]).await.db()?)?;
@@ -124,7 +128,10 @@ impl CollisionReader for PgStore {
 
     async fn all_collisions(&self) -> Result<Vec<Collision>> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT zone_id, mac, collision_id, entry_time FROM collisions").await.db()?;
+        let stmt = client
+            .prepare_cached("SELECT zone_id, mac, collision_id, entry_time, dwell_reported FROM collisions")
+            .await
+            .db()?;
         sorted_collisions(&client.query(&stmt, &[]).await.db()?)
     }
 

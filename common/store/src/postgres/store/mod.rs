@@ -22,6 +22,7 @@ fn collision(row: &tokio_postgres::Row) -> Result<Collision> {
         mac: codec::mac(row.try_get(1).db()?)?,
         collision_id: row.try_get(2).db()?,
         entry_time: row.try_get(3).db()?,
+        dwell_reported: row.try_get(4).db()?,
     })
 }
 

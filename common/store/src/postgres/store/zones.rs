@@ -109,7 +109,7 @@ impl ZoneWriter for PgStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time",
+                "DELETE FROM collisions WHERE zone_id = $1 RETURNING zone_id, mac, collision_id, entry_time, dwell_reported",
             )
             .await
             .db()?;

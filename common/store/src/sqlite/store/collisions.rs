@@ -62,10 +62,11 @@ impl CollisionWriter for SqliteStore {
                 }
                 let mut upsert = tx
                     .prepare_cached(
-                        "INSERT INTO collisions (zone_id, mac, collision_id, entry_time_us)
-                         SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM zones WHERE id = ?1)
+                        "INSERT INTO collisions (zone_id, mac, collision_id, entry_time_us, dwell_reported)
+                         SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM zones WHERE id = ?1)
                          ON CONFLICT (zone_id, mac) DO UPDATE
-                         SET collision_id = excluded.collision_id, entry_time_us = excluded.entry_time_us",
+                         SET collision_id = excluded.collision_id, entry_time_us = excluded.entry_time_us,
+                             dwell_reported = excluded.dwell_reported",
                     )
                     .db()?;
                 for c in &entered {
@@ -74,7 +75,8 @@ impl CollisionWriter for SqliteStore {
                             id(&c.zone_id),
                             c.mac.as_str(),
                             id(&c.collision_id),
-                            c.entry_time.timestamp_micros()
+                            c.entry_time.timestamp_micros(),
+                            c.dwell_reported
                         ])
                         .db()?;
                 }

@@ -50,24 +50,31 @@ fn missed_zone(tx: &Transaction<'_>, zone: &Uuid) -> StoreError {
 fn collisions_of(conn: &Connection, zone: Option<&Uuid>) -> Result<Vec<Collision>> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT zone_id, mac, collision_id, entry_time_us FROM collisions
+            "SELECT zone_id, mac, collision_id, entry_time_us, dwell_reported FROM collisions
              WHERE ?1 IS NULL OR zone_id = ?1 ORDER BY zone_id, mac",
         )
         .db()?;
     let rows = stmt
         .query_map([zone.map(id)], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, bool>(4)?,
+            ))
         })
         .db()?
         .collect::<rusqlite::Result<Vec<_>>>()
         .db()?;
     rows.into_iter()
-        .map(|(z, m, c, t)| {
+        .map(|(z, m, c, t, dwell_reported)| {
             Ok(Collision {
                 zone_id: codec::uuid(&z)?,
                 mac: codec::mac(&m)?,
                 collision_id: codec::uuid(&c)?,
                 entry_time: codec::time(t)?,
+                dwell_reported,
             })
         })
         .collect()
