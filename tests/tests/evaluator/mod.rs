@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod actions;
+mod dwell;
 mod shapes;
 mod timing;
 
@@ -16,6 +17,7 @@ use actions::{
     after_a_restart_a_device_that_stayed_inside_gets_no_second_enter, alert_levels_raise_site_and_device_alarms,
     an_http_request_action_posts_the_triggering_event_to_its_uri, malformed_position_messages_are_counted_and_skipped,
 };
+use dwell::a_stay_past_max_dwell_raises_one_dwell_event_even_across_a_restart;
 use shapes::{
     a_mobile_zone_captures_a_device_standing_still_when_its_source_moves_onto_it,
     entering_and_leaving_a_zone_shows_in_events_and_colliding_devices,
@@ -73,4 +75,5 @@ both_modes!(
     an_http_request_action_posts_the_triggering_event_to_its_uri,
     after_a_restart_a_device_that_stayed_inside_gets_no_second_enter,
     malformed_position_messages_are_counted_and_skipped,
+    a_stay_past_max_dwell_raises_one_dwell_event_even_across_a_restart,
 );

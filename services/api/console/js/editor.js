@@ -30,8 +30,8 @@ export function macList(text) {
 /** What decides whether the zone changed on the server since the form was filled. */
 function signature(zone) {
   const { Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions } = zone;
-  const { IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked } = zone;
-  return JSON.stringify([Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions, IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked]);
+  const { IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked, MaxDwellSeconds } = zone;
+  return JSON.stringify([Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions, IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked, MaxDwellSeconds]);
 }
 
 /** Parses the JSON of field `name`; a local error names the field. */
@@ -69,6 +69,7 @@ export class ZoneEditor {
       StartTime: $("edit-start"),
       StopTime: $("edit-stop"),
       MobileOriginSource: $("edit-mobile"),
+      MaxDwellSeconds: $("edit-dwell"),
       ZoneActions: $("edit-actions"),
       GeometryType: $("edit-type"),
       GeometryData: $("edit-data"),
@@ -111,6 +112,7 @@ export class ZoneEditor {
     f.StartTime.value = localInput(zone.StartTime);
     f.StopTime.value = localInput(zone.StopTime);
     f.MobileOriginSource.value = zone.MobileOriginSource || "";
+    f.MaxDwellSeconds.value = zone.MaxDwellSeconds == null ? "" : String(zone.MaxDwellSeconds);
     // One action a line: short enough to read, easy to copy one.
     f.ZoneActions.value = zone.ZoneActions.length ? `[\n${zone.ZoneActions.map((a) => `  ${JSON.stringify(a)}`).join(",\n")}\n]` : "[]";
     f.GeometryType.value = zone.GeometryType;
@@ -158,6 +160,10 @@ export class ZoneEditor {
     if (changed("StartTime")) out.StartTime = isoOf(f.StartTime.value);
     if (changed("StopTime")) out.StopTime = isoOf(f.StopTime.value);
     if (changed("MobileOriginSource")) out.MobileOriginSource = f.MobileOriginSource.value.trim() || null;
+    if (changed("MaxDwellSeconds")) {
+      const limit = f.MaxDwellSeconds.value.trim();
+      out.MaxDwellSeconds = limit === "" ? null : !Number.isNaN(Number(limit)) ? Number(limit) : limit;
+    }
     if (changed("ZoneActions")) out.ZoneActions = json("ZoneActions", f.ZoneActions.value);
     if (changed("GeometryType")) out.GeometryType = f.GeometryType.value;
     if (changed("GeometryData")) out.GeometryData = json("GeometryData", f.GeometryData.value);

@@ -18,6 +18,15 @@ export function element(tag, attributes = {}, ...children) {
   return node;
 }
 
+/** A number of seconds as a person reads it: "45 s", "12 min 5 s", "2 h 3 min". */
+export function duration(seconds) {
+  const s = Math.round(Number(seconds) || 0);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return s % 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s / 60} min`;
+  const minutes = Math.floor((s % 3600) / 60);
+  return minutes ? `${Math.floor(s / 3600)} h ${minutes} min` : `${s / 3600} h`;
+}
+
 /** An API error as shown everywhere: `422 invalid_data: <the server's message>`. */
 export function describe(error) {
   return error.status ? `${error.status} ${error.kind}: ${error.message}` : error.message;
@@ -178,6 +187,9 @@ export class Timeline {
       case "ZONE_INFO":
         what = `${name}: ${c.Message || "info"}`;
         break;
+      case "ZONE_DWELL_EXCEEDED":
+        what = `stayed in ${name} ${duration(c.DwellSeconds)} (limit ${duration(c.MaxDwellSeconds)})`;
+        break;
       case "SITE_ALARM":
         what = `SITE ALARM in ${name} (level ${c.AlertLevel})`;
         break;
@@ -187,7 +199,7 @@ export class Timeline {
       default:
         what = event.Type;
     }
-    const alarm = event.Type === "ZONE_ENTER" && c.Alarm && c.Alarm !== "log" ? element("span", { class: `tag alarm-${c.Alarm}` }, c.Alarm) : null;
+    const alarm = (event.Type === "ZONE_ENTER" || event.Type === "ZONE_DWELL_EXCEEDED") && c.Alarm && c.Alarm !== "log" ? element("span", { class: `tag alarm-${c.Alarm}` }, c.Alarm) : null;
     const li = element(
       "li",
       {
