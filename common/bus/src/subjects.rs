@@ -1,7 +1,7 @@
 //! Every subject name and queue group of the system, built from one prefix and the typed
 //! event kinds of the model.
 
-use zonecast_model::{AlarmKind, Content, Event, EventType, ZoneEventKind};
+use zonecast_model::{AlarmKind, Content, DeviceEventKind, Event, EventType, ZoneEventKind};
 
 /// The prefix used when none is configured (`ZONECAST_SUBJECT_PREFIX`).
 pub const DEFAULT_PREFIX: &str = "zonecast";
@@ -99,6 +99,11 @@ impl Subjects {
         format!("{}.events.alarm.{kind}.{mac}", self.prefix)
     }
 
+    /// A device event: `<prefix>.events.device.<mac>.<offline|online>`.
+    pub fn device_event(&self, mac: &str, kind: DeviceEventKind) -> String {
+        format!("{}.events.device.{mac}.{kind}", self.prefix)
+    }
+
     /// Pattern for every zone and alarm event: `<prefix>.events.>`.
     pub fn events_all(&self) -> String {
         format!("{}.events.>", self.prefix)
@@ -107,7 +112,8 @@ impl Subjects {
     /// The patterns of the zone and alarm events of `types` (empty: every type of the events
     /// journal) in `zones` (upper-case IDs; empty: every zone): an event of those types and
     /// zones is on a subject that one of them matches. Alarms name no zone in their subject, so
-    /// their zones are for the payload to tell. Types outside the events journal add nothing.
+    /// their zones are for the payload to tell; device events belong to no zone. Types outside
+    /// the events journal add nothing.
     pub fn events_narrowed(&self, types: &[EventType], zones: &[String]) -> Vec<String> {
         let all = EventType::JOURNALED;
         let types: Vec<EventType> = if types.is_empty() { all.to_vec() } else { types.to_vec() };
@@ -136,6 +142,17 @@ impl Subjects {
                 patterns.push(self.alarm(alarm, "*"));
             }
         }
+        // Device events belong to no zone: a stream of some zones has none of them.
+        if zones.is_empty() {
+            for (kind, token) in [
+                (EventType::DeviceOffline, DeviceEventKind::Offline),
+                (EventType::DeviceOnline, DeviceEventKind::Online),
+            ] {
+                if types.contains(&kind) {
+                    patterns.push(self.device_event("*", token));
+                }
+            }
+        }
         patterns
     }
 
@@ -161,6 +178,8 @@ impl Subjects {
             Content::SiteAlarm(_) => self.alarm(AlarmKind::Site, mac?),
             Content::DeviceAlarm(_) => self.alarm(AlarmKind::Device, mac?),
             Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),
+            Content::DeviceOffline(_) => self.device_event(mac?, DeviceEventKind::Offline),
+            Content::DeviceOnline(_) => self.device_event(mac?, DeviceEventKind::Online),
         })
     }
 
@@ -244,6 +263,10 @@ mod tests {
         assert!(matches(&of_any_zone[0], &s.zone_event(&zone, Enter)));
         assert!(!matches(&of_any_zone[0], &s.zone_event(&zone, Exit)));
         assert!(matches(&alarms[0], &s.alarm(AlarmKind::Site, MAC)));
+        let offline = s.events_narrowed(&[EventType::DeviceOffline], &[]);
+        assert_eq!(offline, ["p.events.device.*.offline"]);
+        assert!(matches(&offline[0], &s.device_event(MAC, DeviceEventKind::Offline)));
+        assert!(s.events_narrowed(&[EventType::DeviceOnline], std::slice::from_ref(&zone)).is_empty());
         for pattern in s.events_narrowed(&[EventType::ZoneInfo, EventType::DeviceAlarm], &[zone.clone(), "Z2".into()]) {
             validate_pattern(&pattern).expect("a valid pattern");
         }

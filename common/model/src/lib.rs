@@ -31,9 +31,9 @@ pub use device::{
     DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,
 };
 pub use event::{
-    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, Event, EventCategory,
-    EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter,
-    ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
+    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, DeviceEventKind,
+    DevicePresence, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate,
+    UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
 pub use limits::Limits;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::Invalid;
 use crate::fields::Fields;
 
-/// The seven zone settings.
+/// The zone settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum SettingName {
     /// AlertLevel from which an entry raises a site-wide alarm.
@@ -27,6 +27,8 @@ pub enum SettingName {
     DeviceTimeoutSeconds,
     /// Radius of devices without their own.
     DefaultDeviceRadiusMeters,
+    /// Silence after which a device is reported offline; 0 = never.
+    DeviceOfflineSeconds,
 }
 
 /// A setting's value: integer settings hold whole numbers, the metre settings any number.
@@ -34,7 +36,7 @@ pub type SettingValue = f64;
 
 impl SettingName {
     /// Every setting, in the order the API lists them.
-    pub const ALL: [SettingName; 7] = [
+    pub const ALL: [SettingName; 8] = [
         Self::SiteAlarmMinLevel,
         Self::DeviceAlarmMinLevel,
         Self::ExitToleranceMeters,
@@ -42,6 +44,7 @@ impl SettingName {
         Self::EntryDelayMs,
         Self::DeviceTimeoutSeconds,
         Self::DefaultDeviceRadiusMeters,
+        Self::DeviceOfflineSeconds,
     ];
 
     /// The name as it appears in JSON.
@@ -54,6 +57,7 @@ impl SettingName {
             Self::EntryDelayMs => "EntryDelayMs",
             Self::DeviceTimeoutSeconds => "DeviceTimeoutSeconds",
             Self::DefaultDeviceRadiusMeters => "DefaultDeviceRadiusMeters",
+            Self::DeviceOfflineSeconds => "DeviceOfflineSeconds",
         }
     }
 
@@ -67,6 +71,7 @@ impl SettingName {
             Self::EntryDelayMs => "Entry delay (ms)",
             Self::DeviceTimeoutSeconds => "Device timeout (s)",
             Self::DefaultDeviceRadiusMeters => "Default device radius (m)",
+            Self::DeviceOfflineSeconds => "Device offline after (s)",
         }
     }
 
@@ -90,6 +95,10 @@ impl SettingName {
                 "Radius of the ball around a device that has no radius of its own; it collides with a zone \
                  when that ball touches the zone."
             }
+            Self::DeviceOfflineSeconds => {
+                "Silence after which a device is reported offline (DEVICE_OFFLINE), and online again \
+                 (DEVICE_ONLINE) with its next position; 0 means never."
+            }
         }
     }
 
@@ -109,7 +118,7 @@ impl SettingName {
             Self::SiteAlarmMinLevel | Self::DeviceAlarmMinLevel => (0.0, f64::INFINITY, true),
             Self::ExitToleranceMeters => (0.0, 1000.0, false),
             Self::ExitDelayMs | Self::EntryDelayMs => (0.0, 3_600_000.0, true),
-            Self::DeviceTimeoutSeconds => (0.0, 604_800.0, true),
+            Self::DeviceTimeoutSeconds | Self::DeviceOfflineSeconds => (0.0, 604_800.0, true),
             Self::DefaultDeviceRadiusMeters => (0.0, crate::radius::MAX_RADIUS, false),
         }
     }
@@ -327,7 +336,7 @@ fn setting_rules(schema: &mut Schema) {
 /// The values in force, for the evaluator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
-    values: [f64; 7],
+    values: [f64; 8],
 }
 
 impl Settings {

@@ -89,6 +89,8 @@ pub struct Catalog {
     pub exit_delay: chrono::Duration,
     /// DeviceTimeoutSeconds; `None` when 0 (never).
     pub device_timeout: Option<chrono::Duration>,
+    /// DeviceOfflineSeconds; `None` when 0 (never).
+    pub device_offline: Option<chrono::Duration>,
     /// Largest device radius, for query margins.
     pub max_radius: f64,
     /// Zones of the last build or patch left out (see [`Skipped`]).
@@ -249,6 +251,7 @@ impl Catalog {
             entry_delay: chrono::Duration::zero(),
             exit_delay: chrono::Duration::zero(),
             device_timeout: None,
+            device_offline: None,
             settings: Settings::default(),
             radii: HashMap::new(),
             default_radius: 0.0,
@@ -263,12 +266,13 @@ impl Catalog {
         let default_radius = settings.get(SettingName::DefaultDeviceRadiusMeters);
         let radii: HashMap<Mac, f64> = radii.into_iter().collect();
         let ms = |name| chrono::Duration::milliseconds(settings.get(name) as i64);
-        let timeout = settings.get(SettingName::DeviceTimeoutSeconds) as i64;
+        let seconds = |name| Some(settings.get(name) as i64).filter(|s| *s > 0).map(chrono::Duration::seconds);
         self.max_radius = radii.values().copied().fold(default_radius, f64::max);
         self.exit_tolerance = settings.get(SettingName::ExitToleranceMeters);
         self.entry_delay = ms(SettingName::EntryDelayMs);
         self.exit_delay = ms(SettingName::ExitDelayMs);
-        self.device_timeout = (timeout > 0).then(|| chrono::Duration::seconds(timeout));
+        self.device_timeout = seconds(SettingName::DeviceTimeoutSeconds);
+        self.device_offline = seconds(SettingName::DeviceOfflineSeconds);
         self.settings = settings;
         self.radii = radii;
         self.default_radius = default_radius;

@@ -65,6 +65,7 @@ fn op() -> impl Strategy<Value = Op> {
             prop::sample::select(vec![0.0, 300.0]).prop_map(|v| (SettingName::ExitDelayMs, v)),
             prop::sample::select(vec![0.0, 300.0]).prop_map(|v| (SettingName::EntryDelayMs, v)),
             prop::sample::select(vec![0.0, 1.0]).prop_map(|v| (SettingName::DeviceTimeoutSeconds, v)),
+            prop::sample::select(vec![0.0, 1.0]).prop_map(|v| (SettingName::DeviceOfflineSeconds, v)),
             prop::sample::select(vec![0.0, 0.3]).prop_map(|v| (SettingName::DefaultDeviceRadiusMeters, v)),
         ]
         .prop_map(|(name, value)| Op::Setting { name, value }),
@@ -100,6 +101,8 @@ struct World {
     used: HashSet<Uuid>,
     /// Every stay (CollisionID) a `ZONE_DWELL_EXCEEDED` was raised for.
     dwelt: HashSet<Uuid>,
+    /// Devices reported offline and not online since.
+    offline: HashSet<Mac>,
     /// The collision rows, as the shell's writer keeps them from `Entered` / `Exited`.
     recorded: HashMap<(Uuid, Mac), Collision>,
     /// Since when a device inside a zone has been farther out than the exit margin, as of its
@@ -123,6 +126,7 @@ impl World {
             stays: HashMap::new(),
             used: HashSet::new(),
             dwelt: HashSet::new(),
+            offline: HashSet::new(),
             recorded: HashMap::new(),
             out_since: HashMap::new(),
         }
@@ -253,6 +257,12 @@ impl World {
                         }
                         Content::SiteAlarm(a) | Content::DeviceAlarm(a) | Content::DeviceAlarmCommand(a) => {
                             prop_assert_eq!(self.stays.get(&(a.zone_id, mac)), Some(&a.collision_id));
+                        }
+                        Content::DeviceOffline(_) => {
+                            prop_assert!(self.offline.insert(mac), "offline twice without coming back")
+                        }
+                        Content::DeviceOnline(_) => {
+                            prop_assert!(self.offline.remove(&mac), "online without going offline")
                         }
                         Content::LocationRawUpdate(_) => prop_assert!(false, "the engine publishes no positions"),
                     }

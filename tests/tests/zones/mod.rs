@@ -25,9 +25,10 @@ use batch::{
     devices_are_merged_into_and_removed_from_a_device_list, zones_are_deactivated_and_activated_by_the_list,
 };
 use settings::{
-    a_setting_is_written_from_a_number_or_a_numeric_string, all_seven_settings_are_listed_with_their_defaults,
+    a_setting_is_written_from_a_number_or_a_numeric_string,
     an_inactive_setting_is_listed_as_not_in_force_beside_its_default,
     an_unknown_setting_is_not_found_and_an_unparsable_value_is_invalid, device_radii_are_merged_and_a_null_removes_one,
+    every_setting_is_listed_with_its_default,
 };
 use shapes::{
     a_locked_zone_refuses_geometry_changes_until_it_is_unlocked,
@@ -115,7 +116,7 @@ both_modes!(
     zones_are_deactivated_and_activated_by_the_list,
     activating_or_deactivating_with_one_unknown_zone_changes_nothing,
     devices_are_merged_into_and_removed_from_a_device_list,
-    all_seven_settings_are_listed_with_their_defaults,
+    every_setting_is_listed_with_its_default,
     a_setting_is_written_from_a_number_or_a_numeric_string,
     an_inactive_setting_is_listed_as_not_in_force_beside_its_default,
     an_unknown_setting_is_not_found_and_an_unparsable_value_is_invalid,

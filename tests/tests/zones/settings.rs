@@ -25,6 +25,7 @@ fn default_settings() -> Vec<Value> {
         setting("EntryDelayMs", "0", false, "0"),
         setting("DeviceTimeoutSeconds", "0", false, "0"),
         setting("DefaultDeviceRadiusMeters", "0", false, "0"),
+        setting("DeviceOfflineSeconds", "0", false, "0"),
     ]
 }
 
@@ -32,7 +33,7 @@ async fn settings(server: &Server) -> Vec<Value> {
     server.ok(Method::GET, "/v3/modules/zones/settings", None).await.as_array().unwrap().clone()
 }
 
-pub(crate) async fn all_seven_settings_are_listed_with_their_defaults(mode: Mode) {
+pub(crate) async fn every_setting_is_listed_with_its_default(mode: Mode) {
     let server = Server::start(mode).await;
     let answer = server.call(Method::GET, "/v3/modules/zones/settings", Some(zonecast_tests::READ_KEY), None).await;
     assert_eq!(answer.0, reqwest::StatusCode::OK);

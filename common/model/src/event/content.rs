@@ -92,6 +92,22 @@ pub struct ZoneInfo {
     pub collision_id: Uuid,
 }
 
+/// `DEVICE_OFFLINE` and `DEVICE_ONLINE`: a device's silence began or ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicePresence {
+    /// The Timestamp of the device's last position before the silence.
+    #[serde(rename = "LastSeen", with = "millis")]
+    pub last_seen: DateTime<Utc>,
+    /// How long the silence had lasted, in seconds (to the millisecond): DeviceOfflineSeconds
+    /// when the device went offline, the whole silence when it came back.
+    #[serde(rename = "SilentSeconds")]
+    pub silent_seconds: f64,
+    /// The device's last position before the silence (offline; null when none is known), or
+    /// the position it came back with (online).
+    #[serde(rename = "Position")]
+    pub position: Option<[f64; 3]>,
+}
+
 /// `SITE_ALARM`, `DEVICE_ALARM` and `DEVICE_ALARM_COMMAND`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alarm {

@@ -62,6 +62,8 @@ wire_enum! {
         Zone = "ZONE",
         /// Site and device alarms.
         Alarm = "ALARM",
+        /// A device's own state: offline and online.
+        Device = "DEVICE",
     }
 }
 
@@ -84,6 +86,10 @@ wire_enum! {
         DeviceAlarm = "DEVICE_ALARM",
         /// The command for a device's gateway that accompanies every `DEVICE_ALARM`.
         DeviceAlarmCommand = "DEVICE_ALARM_COMMAND",
+        /// A device has sent nothing for DeviceOfflineSeconds.
+        DeviceOffline = "DEVICE_OFFLINE",
+        /// A device reported offline has sent a position again.
+        DeviceOnline = "DEVICE_ONLINE",
     }
 }
 
@@ -99,6 +105,7 @@ impl EventType {
             Self::LocationRawUpdate => EventCategory::Location,
             Self::ZoneEnter | Self::ZoneExit | Self::ZoneInfo | Self::ZoneDwellExceeded => EventCategory::Zone,
             Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
+            Self::DeviceOffline | Self::DeviceOnline => EventCategory::Device,
         }
     }
 }
@@ -114,6 +121,16 @@ wire_enum! {
         Info = "info",
         /// `ZONE_DWELL_EXCEEDED`.
         Dwell = "dwell",
+    }
+}
+
+wire_enum! {
+    /// The last token of a device event's subject (`<prefix>.events.device.<MAC>.<kind>`).
+    DeviceEventKind {
+        /// `DEVICE_OFFLINE`.
+        Offline = "offline",
+        /// `DEVICE_ONLINE`.
+        Online = "online",
     }
 }
 

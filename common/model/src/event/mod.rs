@@ -11,9 +11,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
 
-pub use content::{Alarm, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
+pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
 pub use id::{EventId, IdSource};
-pub use kind::{AlarmKind, ConfigOperation, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind};
+pub use kind::{
+    AlarmKind, ConfigOperation, DeviceEventKind, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind,
+};
 
 /// ISO 8601 UTC with milliseconds and `Z`, as every timestamp in the API and events.
 pub fn format_timestamp(t: &DateTime<Utc>) -> String {
@@ -53,6 +55,10 @@ pub enum Content {
     DeviceAlarm(Alarm),
     /// `DEVICE_ALARM_COMMAND`, published for the device's gateway.
     DeviceAlarmCommand(Alarm),
+    /// `DEVICE_OFFLINE`.
+    DeviceOffline(DevicePresence),
+    /// `DEVICE_ONLINE`.
+    DeviceOnline(DevicePresence),
 }
 
 impl Content {
@@ -67,6 +73,8 @@ impl Content {
             Self::SiteAlarm(_) => EventType::SiteAlarm,
             Self::DeviceAlarm(_) => EventType::DeviceAlarm,
             Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
+            Self::DeviceOffline(_) => EventType::DeviceOffline,
+            Self::DeviceOnline(_) => EventType::DeviceOnline,
         }
     }
 }
@@ -119,6 +127,7 @@ impl Serialize for Event {
             Content::SiteAlarm(c) | Content::DeviceAlarm(c) | Content::DeviceAlarmCommand(c) => {
                 e.serialize_field("Content", c)?
             }
+            Content::DeviceOffline(c) | Content::DeviceOnline(c) => e.serialize_field("Content", c)?,
         }
         e.end()
     }
@@ -155,6 +164,8 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::SiteAlarm => Content::SiteAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarm => Content::DeviceAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),
+                EventType::DeviceOffline => Content::DeviceOffline(serde_json::from_value(c)?),
+                EventType::DeviceOnline => Content::DeviceOnline(serde_json::from_value(c)?),
             })
         };
         let content = read(w.content).map_err(|e| D::Error::custom(format!("Content: {e}")))?;

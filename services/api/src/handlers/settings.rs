@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::reply;
 
-/// `GET /v3/modules/zones/settings`: all seven settings with the values written, else the defaults.
+/// `GET /v3/modules/zones/settings`: every setting with the values written, else the defaults.
 pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
     let written = ctx.store.list_settings().await?;
     let out: Vec<_> = Setting::listing(&written).iter().map(Setting::to_json).collect();

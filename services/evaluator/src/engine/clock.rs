@@ -1,6 +1,6 @@
 //! The clock: what becomes due with time alone — entries whose EntryDelayMs ran out, exits
-//! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds, timed zones past their
-//! StopTime, and stays past their zone's MaxDwellSeconds.
+//! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds or DeviceOfflineSeconds,
+//! timed zones past their StopTime, and stays past their zone's MaxDwellSeconds.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -17,22 +17,36 @@ impl Engine {
         std::mem::replace(&mut self.ids, IdSource::keyed(at, &[mac.as_str().as_bytes(), zone.as_bytes()]))
     }
 
-    /// The clock: fires delayed entries and exits that are due, device timeouts, the ends of
-    /// time windows and dwell limits.
+    /// The clock: fires delayed entries and exits that are due, device timeouts, offline
+    /// reports, the ends of time windows and dwell limits.
     pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
-        let (entry_delay, exit_delay, timeout) =
-            (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
+        let (entry_delay, exit_delay, timeout, offline) = (
+            self.catalog.entry_delay,
+            self.catalog.exit_delay,
+            self.catalog.device_timeout,
+            self.catalog.device_offline,
+        );
         let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
         let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
-        // Only a timeout or a phase on a delay makes a device due: without either, the clock
-        // looks at no device.
-        if timeout.is_some() || self.delayed {
+        let mut silent: Vec<(Mac, DateTime<Utc>)> = Vec::new();
+        // Only a timeout, offline reports or a phase on a delay make a device due: without
+        // any, the clock looks at no device.
+        if timeout.is_some() || offline.is_some() || self.delayed {
             let mut waiting = false;
             for (mac, device) in &self.devices {
+                if let Some(o) = offline
+                    && !device.offline
+                    && now - device.ts >= o
+                {
+                    silent.push((mac.clone(), device.ts));
+                }
+                // A timed-out device kept for its offline report has left its zones already.
                 if let Some(t) = timeout
                     && now - device.ts >= t
                 {
-                    timed_out.push((mac.clone(), device.ts + t));
+                    if !device.zones.is_empty() || offline.is_none() {
+                        timed_out.push((mac.clone(), device.ts + t));
+                    }
                     continue;
                 }
                 for (id, phase) in &device.zones {
@@ -78,9 +92,17 @@ impl Engine {
                     None => self.forget(&mac, id),
                 }
             }
-            if let Some(device) = self.devices.remove(&mac) {
+            // Kept while offline reports are on: its silence is still to be reported, or its
+            // return.
+            if offline.is_none()
+                && let Some(device) = self.devices.remove(&mac)
+            {
                 self.grid.removed(&mac, device.pos);
             }
+        }
+        if let Some(after) = offline {
+            silent.sort_unstable();
+            self.offline(silent, after, now, out);
         }
         let mut ended: Vec<usize> = self
             .occupants

@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use zonecast_model::{ActionTrigger, Collision, Content, IdSource, Mac, ZoneDwell, ZoneEnter};
 
 use super::actions::{self, Trigger};
+use super::silence::seconds;
 use super::stamp::Stamp;
 use super::state::{At, Phase};
 use super::{Engine, Output};
@@ -100,9 +101,4 @@ impl Engine {
 /// A MaxDwellSeconds as a duration, to the millisecond.
 fn duration(seconds: f64) -> Duration {
     Duration::milliseconds((seconds * 1000.0).round() as i64)
-}
-
-/// `d` in seconds, to the millisecond.
-fn seconds(d: Duration) -> f64 {
-    d.num_milliseconds() as f64 / 1000.0
 }

@@ -11,7 +11,8 @@
 //! - `actions`: the alarms and zone actions they set off;
 //! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
 //! - `clock`: delayed entries and exits, device timeouts and time windows;
-//! - `dwell`: stays longer than their zone's MaxDwellSeconds.
+//! - `dwell`: stays longer than their zone's MaxDwellSeconds;
+//! - `silence`: devices offline after DeviceOfflineSeconds, and online again.
 //!
 //! Whatever iterates a hash map sorts what it found before acting on it, so that the same
 //! inputs give the same outputs in the same order.
@@ -22,6 +23,7 @@ mod dwell;
 mod events;
 mod ownership;
 mod reconcile;
+mod silence;
 mod stamp;
 mod state;
 mod transition;
@@ -37,7 +39,7 @@ use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac, PositionFix
 use crate::catalog::Catalog;
 use crate::grid::DeviceGrid;
 pub use ownership::Ownership;
-use state::{Device, Order};
+use state::{At, Device, Order};
 
 /// What the engine asks the I/O shell to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -262,10 +264,14 @@ impl Engine {
             return false;
         }
         // One map lookup for the check and the update: this is the path of every position.
+        let mut back = None;
         let old = if self.ownership.owns(mac) {
             let device = self.devices.entry(mac.clone()).or_insert_with(|| Device::new(ts));
             if late(device.order) {
                 return false;
+            }
+            if std::mem::take(&mut device.offline) {
+                back = Some(device.ts);
             }
             device.ts = ts;
             device.order = Some(order);
@@ -273,6 +279,9 @@ impl Engine {
         } else {
             None
         };
+        if let Some(last_seen) = back {
+            self.online(mac, last_seen, pos, At { ts, now }, out);
+        }
         if is_source {
             self.source_orders.insert(mac.clone(), order);
             self.move_source(mac, pos, ts, now, out);

@@ -31,12 +31,14 @@ pub(super) struct Device {
     /// known only from its restored collisions.
     pub(super) order: Option<Order>,
     pub(super) zones: Vec<(Uuid, Phase)>,
+    /// Reported offline (`DEVICE_OFFLINE`) and silent since.
+    pub(super) offline: bool,
 }
 
 impl Device {
     /// A device not seen yet, as of `ts`.
     pub(super) fn new(ts: DateTime<Utc>) -> Self {
-        Self { pos: None, ts, order: None, zones: Vec::new() }
+        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false }
     }
 }
 

@@ -7,6 +7,7 @@ mod mobile;
 mod order;
 mod presence;
 mod rules;
+mod silence;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
@@ -99,6 +100,9 @@ tests!(
     presence::exit_tolerance_keeps_a_device_inside_until_it_is_farther_out,
     presence::the_boundary_counts_as_inside,
     presence::the_clock_fires_delays_that_start_after_it_found_none_waiting,
+    silence::a_silent_device_goes_offline_once_and_online_with_its_next_position,
+    silence::offline_reports_stand_beside_device_timeouts_each_at_its_own_time,
+    silence::the_same_silence_reported_again_has_the_same_event_id,
     rules::a_mobile_zone_follows_its_source_and_captures_a_device_that_stands_still,
     rules::alert_levels_raise_site_and_device_alarms_and_actions_run,
     rules::configuration_changes_emit_the_exits_they_imply,

@@ -1,0 +1,80 @@
+//! Offline and online: DEVICE_OFFLINE after DeviceOfflineSeconds of silence, DEVICE_ONLINE with
+//! the next position, and how they stand beside DeviceTimeoutSeconds.
+
+use chrono::Duration;
+use serde_json::json;
+use zonecast_evaluator::Output;
+use zonecast_model::SettingName;
+
+use super::{engine, events, kinds, mac, ms, setting, sphere, step, t0};
+
+fn tick(e: &mut zonecast_evaluator::Engine, seconds: i64) -> Vec<Output> {
+    let mut out = Vec::new();
+    e.on_tick(t0() + Duration::seconds(seconds), &mut out);
+    out
+}
+
+pub(crate) fn a_silent_device_goes_offline_once_and_online_with_its_next_position() {
+    let mut e = engine(vec![], &[setting(SettingName::DeviceOfflineSeconds, 60.0)], vec![]);
+    let d = mac(1);
+    step(&mut e, &d, [1.0, 2.0, 0.0], t0());
+    assert!(tick(&mut e, 59).is_empty());
+    let ev = events(&tick(&mut e, 61));
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let (kind, subject, offline) = &ev[0];
+    assert_eq!((kind.as_str(), subject.as_str()), ("DEVICE_OFFLINE", "zc.events.device.00:00:00:00:00:01.offline"));
+    assert_eq!(offline["LastSeen"], "2026-11-21T10:00:00.000Z");
+    assert_eq!(offline["SilentSeconds"].as_f64(), Some(60.0));
+    assert_eq!(offline["Position"], json!([1.0, 2.0, 0.0]));
+    assert!(tick(&mut e, 600).is_empty(), "once per silence");
+
+    let ev = events(&step(&mut e, &d, [3.0, 2.0, 0.0], t0() + Duration::seconds(700)));
+    assert_eq!(ev.len(), 1);
+    let (kind, subject, online) = &ev[0];
+    assert_eq!((kind.as_str(), subject.as_str()), ("DEVICE_ONLINE", "zc.events.device.00:00:00:00:00:01.online"));
+    assert_eq!(online["LastSeen"], "2026-11-21T10:00:00.000Z");
+    assert_eq!(online["SilentSeconds"].as_f64(), Some(700.0));
+    assert_eq!(online["Position"], json!([3.0, 2.0, 0.0]));
+    assert!(kinds(&step(&mut e, &d, [3.5, 2.0, 0.0], t0() + Duration::seconds(701))).is_empty());
+    // A new silence is reported again.
+    assert_eq!(kinds(&tick(&mut e, 762)), ["DEVICE_OFFLINE"]);
+}
+
+pub(crate) fn offline_reports_stand_beside_device_timeouts_each_at_its_own_time() {
+    let zones = vec![sphere("a", [0.0, 0.0, 0.0], 1.0)];
+    let settings =
+        [setting(SettingName::DeviceTimeoutSeconds, 30.0), setting(SettingName::DeviceOfflineSeconds, 120.0)];
+    let mut e = engine(zones, &settings, vec![]);
+    let d = mac(1);
+    assert_eq!(kinds(&step(&mut e, &d, [0.2, 0.0, 0.0], t0())), ["ZONE_ENTER"]);
+    let ev = events(&tick(&mut e, 30));
+    assert_eq!((ev.len(), ev[0].0.as_str(), ev[0].2["Reason"].as_str()), (1, "ZONE_EXIT", Some("timeout")));
+    assert!(tick(&mut e, 90).is_empty(), "the timed-out device is kept, outside every zone");
+    assert_eq!(kinds(&tick(&mut e, 120)), ["DEVICE_OFFLINE"]);
+    // Back: online first, then the entry its position makes.
+    assert_eq!(
+        kinds(&step(&mut e, &d, [0.2, 0.0, 0.0], t0() + Duration::seconds(130))),
+        ["DEVICE_ONLINE", "ZONE_ENTER"]
+    );
+
+    // Without offline reports a timed-out device is forgotten, as before.
+    let mut e = engine(vec![sphere("a", [0.0, 0.0, 0.0], 1.0)], &settings[..1], vec![]);
+    step(&mut e, &d, [0.2, 0.0, 0.0], t0());
+    tick(&mut e, 30);
+    assert_eq!(e.device_count(), 0);
+}
+
+pub(crate) fn the_same_silence_reported_again_has_the_same_event_id() {
+    let settings = [setting(SettingName::DeviceOfflineSeconds, 5.0)];
+    let id = |late_ms: i64| {
+        let mut e = engine(vec![], &settings, vec![]);
+        step(&mut e, &mac(1), [0.0, 0.0, 0.0], t0());
+        let mut out = Vec::new();
+        e.on_tick(t0() + Duration::seconds(5) + ms(late_ms), &mut out);
+        match out.as_slice() {
+            [Output::Publish(event)] => event.event_id,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(id(0), id(250), "whenever the clock finds it");
+}
