@@ -27,3 +27,16 @@ impl From<Collision> for CollidingDevice {
         Self { collision_id: c.collision_id, mac: c.mac, entry_time: c.entry_time }
     }
 }
+
+/// When a device last reported, as the evaluator records it (to within a minute, or a quarter
+/// of DeviceOfflineSeconds), and whether it is reported offline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presence {
+    /// The device.
+    pub mac: Mac,
+    /// The Timestamp of a position of the device: its last, or one at most the recording
+    /// interval before its last.
+    pub last_seen: DateTime<Utc>,
+    /// Whether its `DEVICE_OFFLINE` has been raised and no position came since.
+    pub offline: bool,
+}

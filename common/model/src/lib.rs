@@ -25,7 +25,7 @@ mod zone_input;
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
-pub use collision::Collision;
+pub use collision::{Collision, Presence};
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
 pub use device::{
     DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,

@@ -107,6 +107,15 @@ pub(crate) fn coalesce_entered(entered: &[Collision]) -> Vec<Collision> {
     by_key.into_values().collect()
 }
 
+/// Presence rows with one per MAC, the last one winning.
+pub(crate) fn coalesce_presence(rows: &[crate::Presence]) -> Vec<crate::Presence> {
+    let mut by_mac = BTreeMap::new();
+    for row in rows {
+        by_mac.insert(row.mac.clone(), row.clone());
+    }
+    by_mac.into_values().collect()
+}
+
 /// Radius changes with one per MAC, the last one winning, split into sets and removals.
 pub(crate) fn coalesce_radii(changes: &[(Mac, Option<f64>)]) -> (Vec<(Mac, f64)>, Vec<Mac>) {
     let mut by_mac = BTreeMap::new();

@@ -29,7 +29,7 @@ pub use roles::{
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
-pub use zonecast_model::Collision;
+pub use zonecast_model::{Collision, Presence};
 
 /// PostgreSQL connections a process holds at most unless configured (`ZONECAST_DATABASE_POOL`).
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -104,7 +104,7 @@ pub struct ConnectionStatus {
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {
-///     let _ = store.write_collisions(&[], &[], &Default::default()).await;
+///     let _ = store.write_collisions(&[], &[], &[], &Default::default()).await;
 /// }
 /// ```
 pub trait ApiStore:

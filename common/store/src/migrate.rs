@@ -31,8 +31,8 @@ pub(crate) const POSTGRES: &[Migration] = &[
     Migration { version: 5, name: "devices", sql: include_str!("../migrations/postgres/V5__devices.sql") },
     Migration {
         version: 6,
-        name: "dwell_reported",
-        sql: include_str!("../migrations/postgres/V6__dwell_reported.sql"),
+        name: "evaluator_state",
+        sql: include_str!("../migrations/postgres/V6__evaluator_state.sql"),
     },
 ];
 
@@ -47,7 +47,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         sql: include_str!("../migrations/sqlite/V4__collision_marks.sql"),
     },
     Migration { version: 5, name: "devices", sql: include_str!("../migrations/sqlite/V5__devices.sql") },
-    Migration { version: 6, name: "dwell_reported", sql: include_str!("../migrations/sqlite/V6__dwell_reported.sql") },
+    Migration {
+        version: 6,
+        name: "evaluator_state",
+        sql: include_str!("../migrations/sqlite/V6__evaluator_state.sql"),
+    },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that
@@ -167,9 +171,9 @@ mod tests {
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(SQLITE, &[]).len(), SQLITE.len());
         let versions = |ms: Vec<&Migration>| ms.iter().map(|m| m.version).collect::<Vec<_>>();
-        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4, 5]);
-        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4, 5]);
-        assert!(pending(SQLITE, &[1, 2, 3, 4, 5]).is_empty());
-        assert!(pending(SQLITE, &[1, 2, 3, 4, 5, 99]).is_empty());
+        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4, 5, 6]);
+        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4, 5, 6]);
+        assert!(pending(SQLITE, &[1, 2, 3, 4, 5, 6]).is_empty());
+        assert!(pending(SQLITE, &[1, 2, 3, 4, 5, 6, 99]).is_empty());
     }
 }

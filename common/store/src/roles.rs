@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, ConfigChanged, Device, Mac, Setting, ZoneSpec};
+use zonecast_model::{CollidingDevice, ConfigChanged, Device, Mac, Presence, Setting, ZoneSpec};
 
 use crate::{Collision, ConnectionStatus, Result, StoredCertificate, StoredConnection};
 
@@ -64,6 +64,8 @@ pub trait CollisionReader: Send + Sync + 'static {
     async fn all_collisions(&self) -> Result<Vec<Collision>>;
     /// How far the collisions reflect what was evaluated: the marks written with them.
     async fn collision_marks(&self) -> Result<CollisionMarks>;
+    /// Every device's recorded presence, by MAC.
+    async fn all_presence(&self) -> Result<Vec<Presence>>;
 }
 
 /// How far the collisions written reflect what the evaluators evaluated, written in the same
@@ -158,8 +160,8 @@ const EPOCH: &str = "epoch:";
 /// Current collisions, recorded as devices enter and leave zones.
 #[async_trait::async_trait]
 pub trait CollisionWriter: Send + Sync + 'static {
-    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`, and sets
-    /// the `marks` given (a partition or time not given keeps its mark). When `marks.epochs`
+    /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`, upserts
+    /// `presence` by MAC (the last row for a MAC wins), and sets the `marks` given (a partition or time not given keeps its mark). When `marks.epochs`
     /// names a partition whose stored epoch is higher (another evaluator claimed it since),
     /// nothing is written and the answer is [`crate::StoreError::Fenced`] with those partitions;
     /// otherwise the epochs given are stored, so that every older owner's write is refused
@@ -171,6 +173,7 @@ pub trait CollisionWriter: Send + Sync + 'static {
         &self,
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
+        presence: &[Presence],
         marks: &CollisionMarks,
     ) -> Result<()>;
 }

@@ -63,6 +63,9 @@ fn prepare_all(specs: Vec<ZoneSpec>, skipped: &mut Vec<Skipped>) -> Vec<Zone> {
     specs.into_iter().filter_map(|spec| prepare(spec).map_err(|s| skipped.push(s)).ok()).collect()
 }
 
+/// How stale the recorded presence of a device may grow at most.
+const PRESENCE_INTERVAL: chrono::Duration = chrono::Duration::seconds(60);
+
 /// All zones, the scene over them, settings and radii.
 pub struct Catalog {
     /// Zones by index.
@@ -91,6 +94,9 @@ pub struct Catalog {
     pub device_timeout: Option<chrono::Duration>,
     /// DeviceOfflineSeconds; `None` when 0 (never).
     pub device_offline: Option<chrono::Duration>,
+    /// How stale the recorded presence of a device may grow: a minute, or a quarter of
+    /// DeviceOfflineSeconds when that is shorter.
+    pub presence_interval: chrono::Duration,
     /// Largest device radius, for query margins.
     pub max_radius: f64,
     /// Zones of the last build or patch left out (see [`Skipped`]).
@@ -252,6 +258,7 @@ impl Catalog {
             exit_delay: chrono::Duration::zero(),
             device_timeout: None,
             device_offline: None,
+            presence_interval: PRESENCE_INTERVAL,
             settings: Settings::default(),
             radii: HashMap::new(),
             default_radius: 0.0,
@@ -273,6 +280,7 @@ impl Catalog {
         self.exit_delay = ms(SettingName::ExitDelayMs);
         self.device_timeout = seconds(SettingName::DeviceTimeoutSeconds);
         self.device_offline = seconds(SettingName::DeviceOfflineSeconds);
+        self.presence_interval = self.device_offline.map_or(PRESENCE_INTERVAL, |o| (o / 4).min(PRESENCE_INTERVAL));
         self.settings = settings;
         self.radii = radii;
         self.default_radius = default_radius;

@@ -111,6 +111,7 @@ pub fn apply(rows: Vec<Collision>, changes: &[Change]) -> Vec<Collision> {
         match change {
             Change::Entered(c) => now.insert((c.zone_id, c.mac.clone()), c.clone()),
             Change::Exited(zone, mac) => now.remove(&(*zone, mac.clone())),
+            Change::Presence(_) => None,
         };
     }
     now.into_values().collect()

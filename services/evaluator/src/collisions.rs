@@ -1,4 +1,4 @@
-//! Writes current collisions to the store in batches, so `CollidingDevices` is right from any
+//! Writes current collisions, and when each device last reported, to the store in batches, so `CollidingDevices` is right from any
 //! API replica without a store round trip per event, and so a restarted evaluator starts from
 //! them. The changes come a turn of the evaluator's loop at a time, with the stored batches the
 //! turn evaluated; a write covers whole turns and records, in the same transaction, how far
@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
-use zonecast_model::{Collision, Mac};
+use zonecast_model::{Collision, Mac, Presence};
 use zonecast_runtime::backoff::Backoff;
 use zonecast_store::{CollisionMarks, CollisionWriter};
 
@@ -25,6 +25,8 @@ pub enum Change {
     Entered(Collision),
     /// No longer inside.
     Exited(Uuid, Mac),
+    /// When a device last reported, and whether it is offline.
+    Presence(Presence),
 }
 
 impl Change {
@@ -33,6 +35,7 @@ impl Change {
         match self {
             Self::Entered(c) => &c.mac,
             Self::Exited(_, mac) => mac,
+            Self::Presence(p) => &p.mac,
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct Writer {
 #[derive(Default)]
 struct Pending {
     changes: HashMap<(Uuid, Mac), Option<Collision>>,
+    presence: HashMap<Mac, Presence>,
     partitions: BTreeMap<u32, u64>,
     through: Option<DateTime<Utc>>,
     epochs: BTreeMap<u32, u64>,
@@ -84,9 +88,10 @@ impl Pending {
         self.turns += 1;
         for change in turn.changes {
             match change {
-                Change::Entered(c) => self.changes.insert((c.zone_id, c.mac.clone()), Some(c)),
-                Change::Exited(zone, mac) => self.changes.insert((zone, mac), None),
-            };
+                Change::Entered(c) => _ = self.changes.insert((c.zone_id, c.mac.clone()), Some(c)),
+                Change::Exited(zone, mac) => _ = self.changes.insert((zone, mac), None),
+                Change::Presence(p) => _ = self.presence.insert(p.mac.clone(), p),
+            }
         }
         for (partition, sequence) in turn.batches {
             let mark = self.partitions.entry(partition).or_default();
@@ -102,16 +107,18 @@ impl Pending {
     /// Drops what concerns `lost` partitions of `count`: another evaluator owns them now.
     fn drop_partitions(&mut self, lost: &[u32], count: u32) {
         self.changes.retain(|(_, mac), _| !lost.contains(&mac.partition(count)));
+        self.presence.retain(|mac, _| !lost.contains(&mac.partition(count)));
         self.partitions.retain(|p, _| !lost.contains(p));
         self.epochs.retain(|p, _| !lost.contains(p));
     }
 
     fn is_empty(&self) -> bool {
-        self.changes.is_empty() && self.partitions.is_empty() && self.through.is_none()
+        self.changes.is_empty() && self.presence.is_empty() && self.partitions.is_empty() && self.through.is_none()
     }
 
     fn clear(&mut self) {
         self.changes.clear();
+        self.presence.clear();
         self.partitions.clear();
         self.through = None;
         self.epochs.clear();
@@ -134,7 +141,7 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, count: u32, time_mark: Option<u32>
                     None => break,
                 }
             }
-            while pending.changes.len() < BATCH {
+            while pending.changes.len() + pending.presence.len() < BATCH {
                 match rx.try_recv() {
                     Ok(turn) => pending.absorb(turn),
                     Err(_) => break,
@@ -145,12 +152,13 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, count: u32, time_mark: Option<u32>
                 let entered: Vec<Collision> = pending.changes.values().flatten().cloned().collect();
                 let exited: Vec<(Uuid, Mac)> =
                     pending.changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
+                let presence: Vec<Presence> = pending.presence.values().cloned().collect();
                 let marks = CollisionMarks {
                     partitions: pending.partitions.iter().map(|(p, s)| (*p, *s)).collect(),
                     through: time_mark.zip(pending.through).into_iter().collect(),
                     epochs: pending.epochs.iter().map(|(p, e)| (*p, *e)).collect(),
                 };
-                match store.write_collisions(&entered, &exited, &marks).await {
+                match store.write_collisions(&entered, &exited, &presence, &marks).await {
                     Ok(()) => {
                         pending.clear();
                         written_tx.send_replace(pending.turns);

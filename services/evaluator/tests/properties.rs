@@ -210,6 +210,10 @@ impl World {
                 self.written.retain(|s| s.name != *name);
                 self.written.push(Setting { name: *name, value: *value, active: true });
                 self.engine.reparameterise(self.settings(), self.radius_list(), self.now, &mut out);
+                if *name == SettingName::DeviceOfflineSeconds && *value == 0.0 {
+                    // Turned off, who is offline is forgotten.
+                    self.offline.clear();
+                }
             }
             Op::Radius { device, radius } => {
                 let m = mac(*device);
@@ -273,7 +277,7 @@ impl World {
                 Output::Exited { zone, mac } => {
                     self.recorded.remove(&(*zone, mac.clone()));
                 }
-                Output::Http { .. } | Output::Source(_) => {}
+                Output::Http { .. } | Output::Source(_) | Output::Presence(_) => {}
             }
         }
         let recorded: HashMap<(Uuid, Mac), Uuid> =

@@ -5,6 +5,7 @@
 mod actions;
 mod dwell;
 mod shapes;
+mod silence;
 mod timing;
 
 use std::time::Duration;
@@ -23,6 +24,10 @@ use shapes::{
     entering_and_leaving_a_zone_shows_in_events_and_colliding_devices,
     every_shape_holds_a_point_1_cm_inside_and_not_one_1_cm_outside,
     inclusion_lists_decide_who_triggers_and_an_exclusion_exits_the_device,
+};
+use silence::{
+    a_silent_device_is_reported_offline_and_online_again_across_a_restart,
+    the_offline_setting_refuses_what_it_cannot_hold,
 };
 use timing::{
     a_radius_write_moves_only_the_device_it_names_in_or_out_of_a_zone, a_silent_device_times_out_of_its_zones,
@@ -76,4 +81,6 @@ both_modes!(
     after_a_restart_a_device_that_stayed_inside_gets_no_second_enter,
     malformed_position_messages_are_counted_and_skipped,
     a_stay_past_max_dwell_raises_one_dwell_event_even_across_a_restart,
+    a_silent_device_is_reported_offline_and_online_again_across_a_restart,
+    the_offline_setting_refuses_what_it_cannot_hold,
 );

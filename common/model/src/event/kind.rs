@@ -96,8 +96,16 @@ wire_enum! {
 impl EventType {
     /// The types the events journal holds, and so the event history and live streams: every
     /// type but positions and device alarm commands.
-    pub const JOURNALED: [EventType; 6] =
-        [Self::ZoneEnter, Self::ZoneExit, Self::ZoneInfo, Self::ZoneDwellExceeded, Self::SiteAlarm, Self::DeviceAlarm];
+    pub const JOURNALED: [EventType; 8] = [
+        Self::ZoneEnter,
+        Self::ZoneExit,
+        Self::ZoneInfo,
+        Self::ZoneDwellExceeded,
+        Self::SiteAlarm,
+        Self::DeviceAlarm,
+        Self::DeviceOffline,
+        Self::DeviceOnline,
+    ];
 
     /// The category events of this type belong to.
     pub const fn category(self) -> EventCategory {

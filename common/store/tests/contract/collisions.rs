@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, Setting, SettingName};
-use zonecast_store::{Collision, CollisionMarks, EvaluatorStore, Store, StoreError};
+use zonecast_store::{Collision, CollisionMarks, EvaluatorStore, Presence, Store, StoreError};
 
 use super::fixtures::{at, collision, mac, zone};
 
@@ -14,7 +14,7 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     let a = collision(z1.id, "00:00:00:00:00:0B", 1);
     let b = collision(z1.id, "00:00:00:00:00:0A", 2);
     let c = collision(z2.id, "00:00:00:00:00:0A", 3);
-    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[], &Default::default()).await.unwrap();
+    store.write_collisions(&[a.clone(), b.clone(), c.clone()], &[], &[], &Default::default()).await.unwrap();
     // The stays of one zone, by MAC, each with the CollisionID and EntryTime written.
     let inside: Vec<CollidingDevice> = vec![b.clone().into(), a.clone().into()];
     assert_eq!(store.colliding_devices(z1.id).await.unwrap(), inside);
@@ -28,6 +28,7 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
         .write_collisions(
             std::slice::from_ref(&a2),
             &[(z2.id, c.mac.clone()), (z2.id, mac("00:00:00:00:00:FF"))],
+            &[],
             &Default::default(),
         )
         .await
@@ -41,18 +42,30 @@ pub(crate) async fn collisions_are_upserted_and_deleted_in_one_batch(store: Arc<
     let a3 = Collision { collision_id: Uuid::new_v4(), ..a.clone() };
     let d = collision(z2.id, "00:00:00:00:00:0D", 4);
     store
-        .write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())], &Default::default())
+        .write_collisions(&[a2.clone(), a3.clone(), d.clone()], &[(z2.id, d.mac.clone())], &[], &Default::default())
         .await
         .unwrap();
     let all = store.all_collisions().await.unwrap();
     assert!(all.contains(&a3) && !all.contains(&a2) && !all.iter().any(|x| x.mac == d.mac), "{all:?}");
-    store.write_collisions(&[], &[], &Default::default()).await.unwrap();
+    store.write_collisions(&[], &[], &[], &Default::default()).await.unwrap();
 
     // A stay's dwell event, once raised, is recorded with it and read back.
     let reported = Collision { dwell_reported: true, ..a3.clone() };
-    store.write_collisions(std::slice::from_ref(&reported), &[], &Default::default()).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&reported), &[], &[], &Default::default()).await.unwrap();
     let all = store.all_collisions().await.unwrap();
     assert!(all.contains(&reported) && !all.contains(&a3), "{all:?}");
+
+    // Presence rows are upserted by MAC, the last row of a batch winning, and read back by MAC.
+    let seen = |device: &str, ms: i64, offline: bool| Presence { mac: mac(device), last_seen: at(ms), offline };
+    let rows =
+        [seen("00:00:00:00:00:0B", 5, false), seen("00:00:00:00:00:0A", 6, false), seen("00:00:00:00:00:0B", 7, true)];
+    store.write_collisions(&[], &[], &rows, &Default::default()).await.unwrap();
+    assert_eq!(
+        store.all_presence().await.unwrap(),
+        [seen("00:00:00:00:00:0A", 6, false), seen("00:00:00:00:00:0B", 7, true)]
+    );
+    store.write_collisions(&[], &[], &[seen("00:00:00:00:00:0B", 9, false)], &Default::default()).await.unwrap();
+    assert_eq!(store.all_presence().await.unwrap()[1], seen("00:00:00:00:00:0B", 9, false));
 }
 
 pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_zone(store: Arc<dyn Store>) {
@@ -60,7 +73,7 @@ pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_z
     store.insert_zones(&[kept.clone(), gone.clone()]).await.unwrap();
     let k = collision(kept.id, "00:00:00:00:00:01", 0);
     store
-        .write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[], &Default::default())
+        .write_collisions(&[k.clone(), collision(gone.id, "00:00:00:00:00:02", 0)], &[], &[], &Default::default())
         .await
         .unwrap();
     store.delete_zones(&[gone.id]).await.unwrap();
@@ -70,7 +83,7 @@ pub(crate) async fn collisions_for_deleted_zones_are_ignored_and_go_with_their_z
     let late = collision(gone.id, "00:00:00:00:00:03", 1);
     let fresh = collision(kept.id, "00:00:00:00:00:04", 1);
     store
-        .write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))], &Default::default())
+        .write_collisions(&[late, fresh.clone()], &[(gone.id, mac("00:00:00:00:00:02"))], &[], &Default::default())
         .await
         .unwrap();
     assert_eq!(store.all_collisions().await.unwrap(), vec![k, fresh]);
@@ -83,7 +96,7 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
     let first =
         CollisionMarks { partitions: vec![(3, 17), (0, 5)], through: vec![(0, at(1))], ..CollisionMarks::default() };
     let inside = collision(z.id, "00:00:00:00:00:01", 1);
-    store.write_collisions(std::slice::from_ref(&inside), &[], &first).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&inside), &[], &[], &first).await.unwrap();
     let mut expected =
         CollisionMarks { partitions: vec![(0, 5), (3, 17)], through: vec![(0, at(1))], ..CollisionMarks::default() };
     assert_eq!(store.collision_marks().await.unwrap(), expected);
@@ -92,6 +105,7 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
     // Marks alone are written too; a partition not named keeps its mark.
     store
         .write_collisions(
+            &[],
             &[],
             &[],
             &CollisionMarks { partitions: vec![(3, 40)], through: vec![], ..CollisionMarks::default() },
@@ -105,6 +119,7 @@ pub(crate) async fn marks_are_written_with_the_collisions_and_kept_until_set_aga
         .write_collisions(
             &[],
             &[(z.id, inside.mac.clone())],
+            &[],
             &CollisionMarks { partitions: vec![(0, 9)], through: vec![(8, at(2))], ..CollisionMarks::default() },
         )
         .await
@@ -129,22 +144,22 @@ pub(crate) async fn a_write_at_an_older_epoch_than_the_store_holds_is_refused_wh
     };
     // The first owner writes at epoch 4.
     let first = collision(z.id, "00:00:00:00:00:01", 1);
-    store.write_collisions(std::slice::from_ref(&first), &[], &at(2, 4, 10)).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&first), &[], &[], &at(2, 4, 10)).await.unwrap();
     // A new owner fences it: epochs alone.
     let fence = CollisionMarks { epochs: vec![(2, 7)], ..CollisionMarks::default() };
-    store.write_collisions(&[], &[], &fence).await.unwrap();
+    store.write_collisions(&[], &[], &[], &fence).await.unwrap();
     // The old owner's next write is refused whole: no collision, no mark, no epoch changes.
     let stale = collision(z.id, "00:00:00:00:00:02", 1);
     let refused =
-        store.write_collisions(std::slice::from_ref(&stale), &[(z.id, first.mac.clone())], &at(2, 4, 11)).await;
+        store.write_collisions(std::slice::from_ref(&stale), &[(z.id, first.mac.clone())], &[], &at(2, 4, 11)).await;
     assert!(matches!(refused, Err(StoreError::Fenced { ref partitions }) if partitions == &[2]), "{refused:?}");
     assert_eq!(store.all_collisions().await.unwrap(), vec![first.clone()]);
     let marks = store.collision_marks().await.unwrap();
     assert_eq!((marks.partition(2), marks.epoch(2), marks.epoch(9)), (Some(10), Some(7), Some(1)));
     // The new owner writes at its epoch; an epoch never goes back.
-    store.write_collisions(&[], &[(z.id, first.mac.clone())], &at(2, 7, 12)).await.unwrap();
+    store.write_collisions(&[], &[(z.id, first.mac.clone())], &[], &at(2, 7, 12)).await.unwrap();
     store
-        .write_collisions(&[], &[], &CollisionMarks { epochs: vec![(2, 5)], ..CollisionMarks::default() })
+        .write_collisions(&[], &[], &[], &CollisionMarks { epochs: vec![(2, 5)], ..CollisionMarks::default() })
         .await
         .unwrap_err();
     let marks = store.collision_marks().await.unwrap();
@@ -158,7 +173,7 @@ pub(crate) async fn clearing_a_zone_returns_and_removes_only_its_collisions(stor
     let a = collision(z1.id, "00:00:00:00:00:02", 5);
     let b = collision(z1.id, "00:00:00:00:00:01", 6);
     let other = collision(z2.id, "00:00:00:00:00:01", 7);
-    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[], &Default::default()).await.unwrap();
+    store.write_collisions(&[a.clone(), b.clone(), other.clone()], &[], &[], &Default::default()).await.unwrap();
     assert_eq!(store.clear_collisions(z1.id).await.unwrap(), vec![b, a]);
     assert!(store.colliding_devices(z1.id).await.unwrap().is_empty());
     assert_eq!(store.all_collisions().await.unwrap(), vec![other]);

@@ -178,7 +178,7 @@ pub(crate) async fn each_service_view_of_one_store_sees_what_the_others_wrote(st
     api.insert_zones(std::slice::from_ref(&z)).await.unwrap();
     assert_eq!(evaluator.list_zones().await.unwrap(), vec![z.clone()]);
     let inside = collision(z.id, "00:AA:BB:CC:DD:01", 1);
-    evaluator.write_collisions(std::slice::from_ref(&inside), &[], &Default::default()).await.unwrap();
+    evaluator.write_collisions(std::slice::from_ref(&inside), &[], &[], &Default::default()).await.unwrap();
     assert_eq!(api.colliding_devices(z.id).await.unwrap(), vec![CollidingDevice::from(inside)]);
 
     let c = connection(None, "broker");

@@ -164,7 +164,7 @@ pub(crate) async fn a_delete_batch_with_an_unknown_id_deletes_nothing(store: Arc
     let zones: Vec<ZoneSpec> = ["a", "b", "c"].into_iter().map(zone).collect();
     store.insert_zones(&zones).await.unwrap();
     let inside = collision(zones[0].id, "00:00:00:00:00:01", 0);
-    store.write_collisions(std::slice::from_ref(&inside), &[], &Default::default()).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&inside), &[], &[], &Default::default()).await.unwrap();
     let missing = Uuid::new_v4();
     assert_not_found(store.delete_zones(&[zones[0].id, missing, zones[1].id]).await, "zone", &format_id(&missing));
     assert_eq!(store.list_zones().await.unwrap(), zones);

@@ -187,6 +187,12 @@ export class Timeline {
       case "ZONE_INFO":
         what = `${name}: ${c.Message || "info"}`;
         break;
+      case "DEVICE_OFFLINE":
+        what = `went silent (offline after ${duration(c.SilentSeconds)})`;
+        break;
+      case "DEVICE_ONLINE":
+        what = `back online after ${duration(c.SilentSeconds)}`;
+        break;
       case "ZONE_DWELL_EXCEEDED":
         what = `stayed in ${name} ${duration(c.DwellSeconds)} (limit ${duration(c.MaxDwellSeconds)})`;
         break;

@@ -34,7 +34,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_geometry::{Nearby, Vec3};
-use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac, PositionFix};
+use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac, PositionFix, Presence};
 
 use crate::catalog::Catalog;
 use crate::grid::DeviceGrid;
@@ -74,6 +74,8 @@ pub enum Output {
         /// The sealed secret that signs the request, if the action has one.
         secret: Option<zonecast_model::ActionSecret>,
     },
+    /// Record when a device last reported, and whether it is offline.
+    Presence(Presence),
     /// Tell the other evaluators where a mobile-zone source this engine owns was last seen, or
     /// that it has not been seen: a change just gave it a mobile zone, and they have not been
     /// following its positions.
@@ -171,13 +173,15 @@ impl Engine {
         &self.ownership
     }
 
-    /// Takes `partitions` over from another evaluator: `collisions` are the current collisions
-    /// stored for their devices (others are passed over). Their devices start as after a
-    /// restart: inside the zones of their collisions, with no position yet.
+    /// Takes `partitions` over from another evaluator: `collisions` and `presence` are the
+    /// current collisions and presence stored for their devices (others are passed over).
+    /// Their devices start as after a restart: inside the zones of their collisions, with no
+    /// position yet.
     pub fn take_over(
         &mut self,
         partitions: &[u32],
         collisions: Vec<Collision>,
+        presence: Vec<Presence>,
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
@@ -187,6 +191,8 @@ impl Engine {
         }
         let theirs = collisions.into_iter().filter(|c| partitions.contains(&c.mac.partition(count))).collect();
         self.restore(theirs, now, out);
+        let seen = presence.into_iter().filter(|p| partitions.contains(&p.mac.partition(count))).collect();
+        self.restore_presence(seen, now);
     }
 
     /// Gives `partitions` up to another evaluator: their devices are forgotten, without an
@@ -271,10 +277,14 @@ impl Engine {
                 return false;
             }
             if std::mem::take(&mut device.offline) {
-                back = Some(device.ts);
+                back = Some(device.last_seen());
             }
             device.ts = ts;
             device.order = Some(order);
+            if back.is_some() || device.noted.is_none_or(|noted| ts - noted >= self.catalog.presence_interval) {
+                device.noted = Some(ts);
+                out.push(Output::Presence(Presence { mac: mac.clone(), last_seen: ts, offline: false }));
+            }
             Some(device.pos.replace(pos))
         } else {
             None
@@ -442,6 +452,7 @@ impl Engine {
         let new = current.with_parameters(settings, radii);
         self.reconcile(&new, &new, &[], now, out);
         self.catalog = new;
+        self.forget_offline_unless_reported();
     }
 
     /// Puts in force the radii of the devices `changed` names (`None`: the device no longer has
@@ -470,5 +481,6 @@ impl Engine {
         let added = Self::added_sources(&before, &new);
         self.catalog = new;
         self.adopt_new_sources(added, now, out);
+        self.forget_offline_unless_reported();
     }
 }

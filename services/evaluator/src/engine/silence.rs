@@ -6,15 +6,15 @@
 
 use chrono::{DateTime, Duration, Utc};
 use zonecast_geometry::Vec3;
-use zonecast_model::{Content, DevicePresence, IdSource, Mac};
+use zonecast_model::{Content, DevicePresence, IdSource, Mac, Presence};
 
 use super::stamp::Stamp;
-use super::state::At;
+use super::state::{At, Device};
 use super::{Engine, Output};
 
 impl Engine {
-    /// Reports every device in `silent` offline: the device and the Timestamp of its last
-    /// position, sorted by MAC.
+    /// Reports every device in `silent` offline: the device and when its silence began, sorted
+    /// by MAC.
     pub(super) fn offline(
         &mut self,
         silent: Vec<(Mac, DateTime<Utc>)>,
@@ -22,16 +22,21 @@ impl Engine {
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
-        for (mac, last_seen) in silent {
+        for (mac, silent_from) in silent {
             let Some(device) = self.devices.get_mut(&mac) else { continue };
             device.offline = true;
-            let at = At { ts: last_seen + after, now };
+            let last_seen = device.last_seen();
+            let at = At { ts: silent_from + after, now };
             let presence = DevicePresence { last_seen, silent_seconds: seconds(after), position: device.pos };
-            // Keyed by the device and the instant: the same silence reported again after a
-            // restart gets the same EventID.
-            let mut ids = IdSource::keyed(at.ts, &[mac.as_str().as_bytes(), b"offline"]);
+            // Keyed by the device and the Timestamp last recorded for it: the same silence
+            // reported again by an evaluator that restarted, or took the device's partition
+            // over, gets the same EventID.
+            let key = device.noted.unwrap_or(last_seen);
+            let mut ids = IdSource::keyed(key, &[mac.as_str().as_bytes(), b"offline"]);
             let mut stamp = Stamp { ids: &mut ids, site_id: self.site_id };
             out.push(Output::Publish(stamp.event(&mac, at, Content::DeviceOffline(presence))));
+            device.noted = Some(last_seen);
+            out.push(Output::Presence(Presence { mac, last_seen, offline: true }));
         }
     }
 
@@ -40,6 +45,39 @@ impl Engine {
         let presence = DevicePresence { last_seen, silent_seconds: seconds(at.ts - last_seen), position: Some(pos) };
         let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
         out.push(Output::Publish(stamp.event(mac, at, Content::DeviceOnline(presence))));
+    }
+}
+
+impl Engine {
+    /// With offline reports turned off, who is offline is forgotten: a device that comes back
+    /// while they are off, or after they are turned on again, is not reported online.
+    pub(super) fn forget_offline_unless_reported(&mut self) {
+        if self.catalog.device_offline.is_none() {
+            for device in self.devices.values_mut() {
+                device.offline = false;
+            }
+        }
+    }
+
+    /// Restores the presence recorded before a restart (only owned devices, and only while
+    /// offline reports are on): a device reported offline stays offline until its next
+    /// position; the silence of the others counts from the Timestamp recorded plus the recording
+    /// interval (the latest their last position can have been), so that none is reported
+    /// offline early.
+    pub fn restore_presence(&mut self, rows: Vec<Presence>, now: DateTime<Utc>) {
+        if self.catalog.device_offline.is_none() {
+            return;
+        }
+        let interval = self.catalog.presence_interval;
+        for row in rows.into_iter().filter(|p| self.ownership.owns(&p.mac)) {
+            let device = self.devices.entry(row.mac).or_insert_with(|| Device::new(now));
+            if device.order.is_some() {
+                continue;
+            }
+            device.ts = (row.last_seen + interval).min(now);
+            device.offline = row.offline;
+            device.noted = Some(row.last_seen);
+        }
     }
 }
 

@@ -33,12 +33,23 @@ pub(super) struct Device {
     pub(super) zones: Vec<(Uuid, Phase)>,
     /// Reported offline (`DEVICE_OFFLINE`) and silent since.
     pub(super) offline: bool,
+    /// The last Timestamp recorded for the device in the store (its presence).
+    pub(super) noted: Option<DateTime<Utc>>,
 }
 
 impl Device {
     /// A device not seen yet, as of `ts`.
     pub(super) fn new(ts: DateTime<Utc>) -> Self {
-        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false }
+        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false, noted: None }
+    }
+
+    /// The Timestamp of its last position: the one recorded for a device known only from the
+    /// store since a restart.
+    pub(super) fn last_seen(&self) -> DateTime<Utc> {
+        match (self.order, self.noted) {
+            (None, Some(noted)) => noted,
+            _ => self.ts,
+        }
     }
 }
 

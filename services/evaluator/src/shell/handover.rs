@@ -100,7 +100,7 @@ impl Handover {
     }
 
     /// Takes partitions over: fences their former owner in the store, then restores their
-    /// collisions and follows their streams from the mark those collisions carry.
+    /// collisions and presence and follows their streams from the mark those collisions carry.
     async fn take(
         &mut self,
         taken: Vec<(u32, u64)>,
@@ -110,17 +110,19 @@ impl Handover {
     ) -> bool {
         let fence = CollisionMarks { epochs: taken.clone(), ..CollisionMarks::default() };
         let mut taken = taken;
-        match self.store.write_collisions(&[], &[], &fence).await {
+        match self.store.write_collisions(&[], &[], &[], &fence).await {
             Ok(()) => {}
             Err(StoreError::Fenced { partitions }) => taken.retain(|(p, _)| !partitions.contains(p)),
             Err(e) => return self.not_taken(taken, &e),
         }
-        let (marks, rows) = match tokio::try_join!(self.store.collision_marks(), self.store.all_collisions()) {
+        let read =
+            tokio::try_join!(self.store.collision_marks(), self.store.all_collisions(), self.store.all_presence());
+        let (marks, rows, presence) = match read {
             Ok(read) => read,
             Err(e) => return self.not_taken(taken, &e),
         };
         let partitions: Vec<u32> = taken.iter().map(|(p, _)| *p).collect();
-        engine.take_over(&partitions, rows, Utc::now(), out);
+        engine.take_over(&partitions, rows, presence, Utc::now(), out);
         for (p, epoch) in taken {
             feed.start(p, marks.partition(p), Some(epoch)).await;
             self.epochs.insert(p, epoch);

@@ -101,6 +101,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut engine = Engine::new(catalog, deps.site_id, ownership, IdSource::random());
     let marks = deps.store.collision_marks().await.map_err(store_err)?;
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
+    let presence = deps.store.all_presence().await.map_err(store_err)?;
     // Where positions are not kept, they are not evaluated again after a crash: the collisions
     // catch up with the events the journal stored instead.
     let mut caught_up = match deps.positions.keeps() {
@@ -140,6 +141,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         );
     }
     engine.restore(catch_up::apply(rows, &caught_up), Utc::now(), &mut out);
+    engine.restore_presence(presence, Utc::now());
     let mut steps = config_changes::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
     let mut applied =
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };

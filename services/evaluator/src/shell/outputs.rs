@@ -132,6 +132,7 @@ impl Shell {
                 Output::Publish(_) | Output::Http { .. } => {}
                 Output::Entered(c) => self.collision(collisions::Change::Entered(c)),
                 Output::Exited { zone, mac } => self.collision(collisions::Change::Exited(zone, mac)),
+                Output::Presence(p) => self.collision(collisions::Change::Presence(p)),
                 Output::Source(hint) => {
                     let subject = self.subjects.source_position(hint.mac.as_str());
                     let Ok(payload) = serde_json::to_vec(&hint) else { continue };

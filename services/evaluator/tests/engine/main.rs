@@ -103,6 +103,7 @@ tests!(
     silence::a_silent_device_goes_offline_once_and_online_with_its_next_position,
     silence::offline_reports_stand_beside_device_timeouts_each_at_its_own_time,
     silence::the_same_silence_reported_again_has_the_same_event_id,
+    silence::the_recorded_presence_carries_silences_and_returns_across_a_restart,
     rules::a_mobile_zone_follows_its_source_and_captures_a_device_that_stands_still,
     rules::alert_levels_raise_site_and_device_alarms_and_actions_run,
     rules::configuration_changes_emit_the_exits_they_imply,

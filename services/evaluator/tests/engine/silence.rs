@@ -4,7 +4,7 @@
 use chrono::Duration;
 use serde_json::json;
 use zonecast_evaluator::Output;
-use zonecast_model::SettingName;
+use zonecast_model::{Presence, SettingName};
 
 use super::{engine, events, kinds, mac, ms, setting, sphere, step, t0};
 
@@ -71,10 +71,55 @@ pub(crate) fn the_same_silence_reported_again_has_the_same_event_id() {
         step(&mut e, &mac(1), [0.0, 0.0, 0.0], t0());
         let mut out = Vec::new();
         e.on_tick(t0() + Duration::seconds(5) + ms(late_ms), &mut out);
-        match out.as_slice() {
-            [Output::Publish(event)] => event.event_id,
-            other => panic!("{other:?}"),
-        }
+        offline_id(&out)
     };
     assert_eq!(id(0), id(250), "whenever the clock finds it");
+}
+
+fn offline_id(out: &[Output]) -> zonecast_model::EventId {
+    out.iter().find_map(|o| if let Output::Publish(e) = o { Some(e.event_id) } else { None }).unwrap()
+}
+
+fn presence(out: &[Output]) -> Vec<Presence> {
+    out.iter().filter_map(|o| if let Output::Presence(p) = o { Some(p.clone()) } else { None }).collect()
+}
+
+pub(crate) fn the_recorded_presence_carries_silences_and_returns_across_a_restart() {
+    let settings = [setting(SettingName::DeviceOfflineSeconds, 8.0)];
+    let d = mac(1);
+    let mut first = engine(vec![], &settings, vec![]);
+    let recorded = presence(&step(&mut first, &d, [0.0, 0.0, 0.0], t0()));
+    assert_eq!(recorded, [Presence { mac: d.clone(), last_seen: t0(), offline: false }]);
+    // Recorded again only once a quarter of the offline time (2 s) has passed.
+    assert!(presence(&step(&mut first, &d, [0.0, 0.0, 0.0], t0() + ms(1_000))).is_empty());
+    assert_eq!(presence(&step(&mut first, &d, [0.0, 0.0, 0.0], t0() + ms(2_000))).len(), 1);
+    let out = tick(&mut first, 10);
+    let went = offline_id(&out);
+    let offline = presence(&out);
+    assert_eq!(offline, [Presence { mac: d.clone(), last_seen: t0() + ms(2_000), offline: true }]);
+
+    // Restarted from the offline record: no second report, and the return is reported.
+    let mut again = engine(vec![], &settings, vec![]);
+    again.restore_presence(offline, t0() + Duration::seconds(20));
+    assert!(tick(&mut again, 60).is_empty());
+    let back = events(&step(&mut again, &d, [1.0, 0.0, 0.0], t0() + Duration::seconds(61)));
+    assert_eq!(back[0].0, "DEVICE_ONLINE");
+    assert_eq!(back[0].2["LastSeen"], "2026-11-21T10:00:02.000Z");
+
+    // Restarted from the record of its position (it stopped before the offline record was
+    // written): reported offline no earlier than it can have gone silent, with the same EventID.
+    let mut lost = engine(vec![], &settings, vec![]);
+    lost.restore_presence(
+        vec![Presence { mac: d.clone(), last_seen: t0() + ms(2_000), offline: false }],
+        t0() + Duration::seconds(5),
+    );
+    assert!(tick(&mut lost, 11).is_empty(), "its last position may have been 2 s after the one recorded");
+    let out = tick(&mut lost, 12);
+    assert_eq!(kinds(&out), ["DEVICE_OFFLINE"]);
+    assert_eq!(offline_id(&out), went);
+
+    // With offline reports off, nothing is restored.
+    let mut off = engine(vec![], &[], vec![]);
+    off.restore_presence(vec![Presence { mac: d, last_seen: t0(), offline: true }], t0());
+    assert_eq!(off.device_count(), 0);
 }

@@ -8,7 +8,7 @@ use zonecast_model::{CollidingDevice, Mac};
 
 use super::sorted_collisions;
 use crate::postgres::{Db, PgStore, detail, is_code};
-use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result, StoreError, codec};
+use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Presence, Result, StoreError, codec};
 
 /// How often a collision batch is retried when it loses a race (a zone deleted under it, a
 /// deadlock with a zone delete) before the error is returned.
@@ -43,6 +43,7 @@ impl PgStore {
         &self,
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
+        presence: &[Presence],
         marks: &[(String, i64)],
         epochs: &[(String, i64)],
     ) -> std::result::Result<(), Attempt> {
@@ -97,6 +98,19 @@ impl PgStore {
                 .await?;
             tx.execute(&stmt, &[&zones, &macs]).await?;
         }
+        if !presence.is_empty() {
+            let macs: Vec<&str> = presence.iter().map(|p| p.mac.as_str()).collect();
+            let seen: Vec<DateTime<Utc>> = presence.iter().map(|p| p.last_seen).collect();
+            let offline: Vec<bool> = presence.iter().map(|p| p.offline).collect();
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO device_presence (mac, last_seen, offline)
+                     SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::boolean[])
+                     ON CONFLICT (mac) DO UPDATE SET last_seen = EXCLUDED.last_seen, offline = EXCLUDED.offline",
+                )
+                .await?;
+            tx.execute(&stmt, &[&macs, &seen, &offline]).await?;
+        }
         if !marks.is_empty() {
             let names: Vec<&str> = marks.iter().map(|(n, _)| n.as_str()).collect();
             let values: Vec<i64> = marks.iter().map(|(_, v)| *v).collect();
@@ -141,6 +155,27 @@ impl CollisionReader for PgStore {
         let rows = client.query(&stmt, &[]).await.db()?;
         Ok(CollisionMarks::from_rows(rows.iter().map(|r| (r.get(0), r.get(1)))))
     }
+
+    async fn all_presence(&self) -> Result<Vec<Presence>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached("SELECT mac, last_seen, offline FROM device_presence").await.db()?;
+        let mut rows = client
+            .query(&stmt, &[])
+            .await
+            .db()?
+            .iter()
+            .map(|r| {
+                Ok(Presence {
+                    mac: codec::mac(r.try_get(0).db()?)?,
+                    last_seen: r.try_get(1).db()?,
+                    offline: r.try_get(2).db()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Sorted here rather than in SQL: the server's collation may not order text bytewise.
+        rows.sort_by(|a, b| a.mac.cmp(&b.mac));
+        Ok(rows)
+    }
 }
 
 #[async_trait::async_trait]
@@ -149,20 +184,22 @@ impl CollisionWriter for PgStore {
         &self,
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
+        presence: &[Presence],
         marks: &CollisionMarks,
     ) -> Result<()> {
         let epochs = marks.epoch_rows();
         let marks = marks.rows();
-        if entered.is_empty() && exited.is_empty() && marks.is_empty() && epochs.is_empty() {
+        if entered.is_empty() && exited.is_empty() && presence.is_empty() && marks.is_empty() && epochs.is_empty() {
             return Ok(());
         }
         let entered = codec::coalesce_entered(entered);
+        let presence = codec::coalesce_presence(presence);
         let mut exited = exited.to_vec();
         exited.sort();
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.try_write_collisions(&entered, &exited, &marks, &epochs).await {
+            match self.try_write_collisions(&entered, &exited, &presence, &marks, &epochs).await {
                 Ok(()) => return Ok(()),
                 Err(Attempt::Failed(e)) => return Err(e),
                 Err(Attempt::Race(m)) if tries < COLLISION_TRIES => {

@@ -7,7 +7,7 @@ use zonecast_model::{CollidingDevice, Mac};
 use super::{collisions_of, id, write};
 use crate::codec;
 use crate::sqlite::{Db, SqliteStore};
-use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Result, StoreError};
+use crate::{Collision, CollisionMarks, CollisionReader, CollisionWriter, Presence, Result, StoreError};
 
 #[async_trait::async_trait]
 impl CollisionReader for SqliteStore {
@@ -28,6 +28,24 @@ impl CollisionReader for SqliteStore {
         })
         .await
     }
+
+    async fn all_presence(&self) -> Result<Vec<Presence>> {
+        self.run(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT mac, last_seen_us, offline FROM device_presence ORDER BY mac").db()?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, bool>(2)?)))
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .db()?;
+            rows.into_iter()
+                .map(|(mac, seen, offline)| {
+                    Ok(Presence { mac: codec::mac(&mac)?, last_seen: codec::time(seen)?, offline })
+                })
+                .collect()
+        })
+        .await
+    }
 }
 
 #[async_trait::async_trait]
@@ -36,10 +54,12 @@ impl CollisionWriter for SqliteStore {
         &self,
         entered: &[Collision],
         exited: &[(Uuid, Mac)],
+        presence: &[Presence],
         marks: &CollisionMarks,
     ) -> Result<()> {
         let entered = codec::coalesce_entered(entered);
         let exited = exited.to_vec();
+        let presence = codec::coalesce_presence(presence);
         let epochs = marks.epoch_rows();
         let marks = marks.rows();
         self.run(move |conn| {
@@ -83,6 +103,16 @@ impl CollisionWriter for SqliteStore {
                 let mut delete = tx.prepare_cached("DELETE FROM collisions WHERE zone_id = ?1 AND mac = ?2").db()?;
                 for (zone, mac) in &exited {
                     delete.execute(params![id(zone), mac.as_str()]).db()?;
+                }
+                let mut seen = tx
+                    .prepare_cached(
+                        "INSERT INTO device_presence (mac, last_seen_us, offline) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (mac) DO UPDATE
+                         SET last_seen_us = excluded.last_seen_us, offline = excluded.offline",
+                    )
+                    .db()?;
+                for p in &presence {
+                    seen.execute(params![p.mac.as_str(), p.last_seen.timestamp_micros(), p.offline]).db()?;
                 }
                 let mut mark = tx
                     .prepare_cached(
