@@ -225,6 +225,31 @@ async fn a_cluster_of_separate_processes_delivers_each_event_exactly_once_and_su
     exactly_once(&mut events, "ZONE_EXIT", DEVICES, WAIT).await;
     exactly_once_mqtt(&mut mqtt, "site/moved", "ZONE_EXIT", DEVICES).await;
 
+    // Occupancy is counted over both evaluators: a limit neither evaluator's devices pass alone
+    // is passed by all of them together, and reported once.
+    let low = macs.iter().filter(|m| m.parse::<zonecast_model::Mac>().unwrap().partition(16) < 8).count();
+    let cap = low.max(DEVICES - low);
+    let occupancy_subject = format!("{}.events.zone.*.occupancy", cluster.subjects.prefix());
+    let mut occupancy = bus.subscribe(&occupancy_subject).await.unwrap();
+    let yard = json!({"Name": "yard", "GeometryType": "sphere", "GeometryData": [[500, 0, 0], [10, 0, 0]],
+                      "MaxOccupancy": cap});
+    let yard = cluster.call(0, reqwest::Method::POST, "/v3/modules/zones", Some(yard)).await;
+    let yard_path = format!("/v3/modules/zones/{}", yard["ZoneID"].as_str().unwrap());
+    // The devices stand in the yard already: their next positions enter them, once both
+    // evaluators have the new zone.
+    eventually(WAIT, || async {
+        cluster.positions(&macs, false).await;
+        let z = cluster.call(1, reqwest::Method::GET, &yard_path, None).await;
+        (z["CollidingDevices"].as_array().unwrap().len() == DEVICES).then_some(())
+    })
+    .await;
+    let over = zonecast_tests::next_json(&mut occupancy, WAIT).await;
+    assert_eq!(over["Type"], "ZONE_OCCUPANCY_EXCEEDED", "{over}");
+    assert_eq!(over["Content"]["ZoneID"], yard["ZoneID"]);
+    assert!(over["Content"]["Count"].as_u64().unwrap() > cap as u64, "{over}");
+    let again = tokio::time::timeout(Duration::from_millis(700), futures::StreamExt::next(&mut occupancy)).await;
+    assert!(again.is_err(), "a second occupancy event: {again:?}");
+
     // Passed: stop the processes and drop the test database.
     drop(cluster);
     let name = database.rsplit('/').next().unwrap();

@@ -128,10 +128,16 @@ impl Subjects {
             (EventType::ZoneExit, ZoneEventKind::Exit),
             (EventType::ZoneInfo, ZoneEventKind::Info),
             (EventType::ZoneDwellExceeded, ZoneEventKind::Dwell),
+            (EventType::ZoneOccupancyExceeded, ZoneEventKind::Occupancy),
+            (EventType::ZoneOccupancyBelow, ZoneEventKind::Occupancy),
+            (EventType::ZoneOccupancyRestored, ZoneEventKind::Occupancy),
         ];
-        let kinds: Vec<ZoneEventKind> = zone_kinds.iter().filter(|(t, _)| types.contains(t)).map(|(_, k)| *k).collect();
+        // The occupancy types share one subject.
+        let mut kinds: Vec<ZoneEventKind> =
+            zone_kinds.iter().filter(|(t, _)| types.contains(t)).map(|(_, k)| *k).collect();
+        kinds.dedup();
         for zone in &zone_tokens {
-            if kinds.len() == zone_kinds.len() {
+            if kinds.len() == ZoneEventKind::ALL.len() {
                 patterns.push(self.zone_events(zone));
             } else {
                 patterns.extend(kinds.iter().map(|kind| format!("{}.events.zone.{zone}.{kind}", self.prefix)));
@@ -175,6 +181,9 @@ impl Subjects {
             Content::ZoneExit(c) => zone(&c.enter.zone_id, ZoneEventKind::Exit),
             Content::ZoneInfo(c) => zone(&c.zone_id, ZoneEventKind::Info),
             Content::ZoneDwellExceeded(c) => zone(&c.enter.zone_id, ZoneEventKind::Dwell),
+            Content::ZoneOccupancyExceeded(c) | Content::ZoneOccupancyBelow(c) | Content::ZoneOccupancyRestored(c) => {
+                zone(&c.zone_id, ZoneEventKind::Occupancy)
+            }
             Content::SiteAlarm(_) => self.alarm(AlarmKind::Site, mac?),
             Content::DeviceAlarm(_) => self.alarm(AlarmKind::Device, mac?),
             Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),

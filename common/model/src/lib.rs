@@ -33,7 +33,7 @@ pub use device::{
 pub use event::{
     Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, DeviceEventKind,
     DevicePresence, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate,
-    UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
+    UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy, format_timestamp,
 };
 pub use invalid::Invalid;
 pub use limits::Limits;

@@ -94,6 +94,14 @@ pub struct ZoneSpec {
     /// stay; null (the default) raises none.
     #[serde(default)]
     pub max_dwell_seconds: Option<f64>,
+    /// How many devices may be inside at once, site-wide: one more raises
+    /// `ZONE_OCCUPANCY_EXCEEDED`; null (the default) sets no limit.
+    #[serde(default)]
+    pub max_occupancy: Option<u64>,
+    /// How many devices must be inside (a muster point's head count): falling below it once
+    /// reached raises `ZONE_OCCUPANCY_BELOW`; null (the default) sets no minimum.
+    #[serde(default)]
+    pub min_occupancy: Option<u64>,
     /// How many times the stored zone has been written since it was created (0 for a new
     /// zone). Kept by the store beside the JSON, not in it; the API shows it as the ETag.
     #[serde(skip)]

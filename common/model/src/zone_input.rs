@@ -20,6 +20,9 @@ const MAX_NAME_CHARS: usize = 256;
 /// Largest accepted `MaxDwellSeconds`: 30 days.
 pub const MAX_DWELL_SECONDS: f64 = 2_592_000.0;
 
+/// Largest accepted `MaxOccupancy` and `MinOccupancy`.
+pub const MAX_OCCUPANCY: i64 = 1_000_000;
+
 /// The supplied fields of a zone, each already of the right type and range. Absent fields are
 /// `None`; cross-field rules (geometry, time window, locks) are checked by [`ZoneInput::create`]
 /// and [`ZoneInput::update`], within the [`Limits`] it was parsed with.
@@ -76,6 +79,12 @@ pub struct ZoneInput {
     /// `MaxDwellSeconds`; `Some(None)` when sent as null or 0 (no dwell limit).
     #[schemars(with = "Option<f64>", range(min = 0.0, max = MAX_DWELL_SECONDS))]
     pub max_dwell_seconds: Option<Option<f64>>,
+    /// `MaxOccupancy`; `Some(None)` when sent as null or 0 (no limit).
+    #[schemars(with = "Option<u64>", range(min = 0, max = MAX_OCCUPANCY))]
+    pub max_occupancy: Option<Option<u64>>,
+    /// `MinOccupancy`; `Some(None)` when sent as null or 0 (no minimum).
+    #[schemars(with = "Option<u64>", range(min = 0, max = MAX_OCCUPANCY))]
+    pub min_occupancy: Option<Option<u64>>,
     /// [`Limits::polygon_vertices`] at parse time, for the geometry check of create and update.
     #[schemars(skip)]
     polygon_vertices: usize,
@@ -244,6 +253,16 @@ impl ZoneInput {
                 Some((seconds > 0.0).then_some(seconds))
             }
         };
+        let occupancy = |name: &str| -> Result<Option<Option<u64>>, Invalid> {
+            match f.raw(name) {
+                None if f.has(name) => Ok(Some(None)),
+                None => Ok(None),
+                Some(v) => {
+                    let n = crate::fields::int_in(v, 0, MAX_OCCUPANCY).map_err(|m| Invalid::new(name, m))?;
+                    Ok(Some(u64::try_from(n).ok().filter(|n| *n > 0)))
+                }
+            }
+        };
         Ok(Self {
             zone_id,
             name,
@@ -259,6 +278,8 @@ impl ZoneInput {
             stop_time: time_field(&f, "StopTime")?,
             mobile_origin_source,
             max_dwell_seconds,
+            max_occupancy: occupancy("MaxOccupancy")?,
+            min_occupancy: occupancy("MinOccupancy")?,
             polygon_vertices: limits.polygon_vertices,
         })
     }
@@ -284,6 +305,8 @@ impl ZoneInput {
             mobile_origin_source: None,
             is_geometry_locked: false,
             max_dwell_seconds: None,
+            max_occupancy: None,
+            min_occupancy: None,
             version: 0,
         };
         self.merge(base)
@@ -344,6 +367,17 @@ impl ZoneInput {
         }
         if let Some(v) = self.max_dwell_seconds {
             z.max_dwell_seconds = v;
+        }
+        if let Some(v) = self.max_occupancy {
+            z.max_occupancy = v;
+        }
+        if let Some(v) = self.min_occupancy {
+            z.min_occupancy = v;
+        }
+        if let (Some(min), Some(max)) = (z.min_occupancy, z.max_occupancy)
+            && min > max
+        {
+            return Err(Invalid::new("MinOccupancy", format!("must be at most MaxOccupancy ({max}), got {min}")));
         }
         if geometry_changed {
             zonecast_geometry::validate_within(z.geometry_type, &z.geometry_data, self.polygon_vertices).map_err(

@@ -8,6 +8,7 @@
 mod codec;
 mod error;
 mod migrate;
+mod occupancy;
 pub mod postgres;
 mod roles;
 mod sqlite;
@@ -21,11 +22,13 @@ use uuid::Uuid;
 use zonecast_model::Connection;
 
 pub use error::{Result, StoreError};
+pub use occupancy::{OccupancyChange, OccupancyLimits, OccupancyState};
 pub use postgres::PgStore;
 pub use roles::{
     CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionMarks, CollisionReader,
-    CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery, DeviceReader, DeviceWriter, Health, RadiusReader,
-    RadiusWriter, Search, SettingReader, SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, fold,
+    CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery, DeviceReader, DeviceWriter, Health,
+    OccupancyWriter, RadiusReader, RadiusWriter, Search, SettingReader, SettingWriter, StatusReader, StatusWriter,
+    ZoneReader, ZoneWriter, fold,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
@@ -155,12 +158,19 @@ impl<T> ApiStore for T where
 /// }
 /// ```
 pub trait EvaluatorStore:
-    Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+    Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter + OccupancyWriter
 {
 }
 
 impl<T> EvaluatorStore for T where
-    T: Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter
+    T: Health
+        + ChangeReader
+        + ZoneReader
+        + SettingReader
+        + RadiusReader
+        + CollisionReader
+        + CollisionWriter
+        + OccupancyWriter
 {
 }
 

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_model::{CollidingDevice, ConfigChanged, Device, Mac, Presence, Setting, ZoneSpec};
 
-use crate::{Collision, ConnectionStatus, Result, StoredCertificate, StoredConnection};
+use crate::{
+    Collision, ConnectionStatus, OccupancyChange, OccupancyLimits, Result, StoredCertificate, StoredConnection,
+};
 
 /// Which database answers, and whether it does.
 #[async_trait::async_trait]
@@ -176,6 +178,20 @@ pub trait CollisionWriter: Send + Sync + 'static {
         presence: &[Presence],
         marks: &CollisionMarks,
     ) -> Result<()>;
+}
+
+/// Occupancy limits, counted over the collisions every evaluator wrote.
+#[async_trait::async_trait]
+pub trait OccupancyWriter: Send + Sync + 'static {
+    /// In one transaction, for each zone of `zones` (in ZoneID order; a zone that no longer
+    /// exists is passed over): counts the devices inside it, moves its state on (see
+    /// [`crate::OccupancyState`]) with a change to report when the count crossed a limit, or
+    /// forgets it when both limits are `None`. Answers every change of these zones whose event
+    /// is not stored yet, oldest generation first. Two evaluators asking at once are served
+    /// one after the other, so each transition is found once.
+    async fn count_occupancy(&self, zones: &[OccupancyLimits], now: DateTime<Utc>) -> Result<Vec<OccupancyChange>>;
+    /// The event of `zone`'s change `generation` is stored: it is not answered again.
+    async fn occupancy_published(&self, zone: Uuid, generation: u64) -> Result<()>;
 }
 
 /// Zone settings, read.

@@ -16,7 +16,9 @@ use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac, Presence};
 use zonecast_runtime::backoff::Backoff;
-use zonecast_store::{CollisionMarks, CollisionWriter};
+use zonecast_store::{CollisionMarks, EvaluatorStore};
+
+use crate::occupancy::{Occupancy, Recount};
 
 /// One change of the current collisions.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +55,8 @@ pub struct Turn {
     /// for an evaluator given its partitions): the store refuses the write once another
     /// evaluator holds one of them at a newer epoch.
     pub epochs: Vec<(u32, u64)>,
+    /// The zones with occupancy limits to count once the turn's changes are written.
+    pub recounts: Vec<Recount>,
 }
 
 /// Most collision changes written in one transaction.
@@ -76,6 +80,7 @@ pub struct Writer {
 struct Pending {
     changes: HashMap<(Uuid, Mac), Option<Collision>>,
     presence: HashMap<Mac, Presence>,
+    recounts: Vec<Recount>,
     partitions: BTreeMap<u32, u64>,
     through: Option<DateTime<Utc>>,
     epochs: BTreeMap<u32, u64>,
@@ -98,6 +103,7 @@ impl Pending {
             *mark = (*mark).max(sequence);
         }
         self.through = Some(turn.at);
+        self.recounts.extend(turn.recounts);
         for (partition, epoch) in turn.epochs {
             let held = self.epochs.entry(partition).or_default();
             *held = (*held).max(epoch);
@@ -113,12 +119,17 @@ impl Pending {
     }
 
     fn is_empty(&self) -> bool {
-        self.changes.is_empty() && self.presence.is_empty() && self.partitions.is_empty() && self.through.is_none()
+        self.changes.is_empty()
+            && self.presence.is_empty()
+            && self.recounts.is_empty()
+            && self.partitions.is_empty()
+            && self.through.is_none()
     }
 
     fn clear(&mut self) {
         self.changes.clear();
         self.presence.clear();
+        self.recounts.clear();
         self.partitions.clear();
         self.through = None;
         self.epochs.clear();
@@ -126,8 +137,9 @@ impl Pending {
 }
 
 /// Starts the writer of an evaluator of `count` partitions; `time_mark` names its time mark
-/// (its first partition), if it keeps one (an evaluator given its partitions).
-pub fn spawn(store: Arc<dyn CollisionWriter>, count: u32, time_mark: Option<u32>) -> Writer {
+/// (its first partition), if it keeps one (an evaluator given its partitions). After each
+/// write, the zones with occupancy limits it changed are counted ([`Occupancy`]).
+pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>, mut occupancy: Occupancy) -> Writer {
     let (tx, mut rx) = mpsc::unbounded_channel::<Turn>();
     let (written_tx, written) = watch::channel(0u64);
     let (fenced_tx, fenced) = mpsc::unbounded_channel();
@@ -160,8 +172,18 @@ pub fn spawn(store: Arc<dyn CollisionWriter>, count: u32, time_mark: Option<u32>
                 };
                 match store.write_collisions(&entered, &exited, &presence, &marks).await {
                     Ok(()) => {
+                        for recount in pending.recounts.drain(..) {
+                            occupancy.add(recount);
+                        }
                         pending.clear();
                         written_tx.send_replace(pending.turns);
+                        // A count that fails is tried again after the next write.
+                        if !occupancy.is_empty()
+                            && let Err(e) = occupancy.count(store.as_ref()).await
+                        {
+                            metrics::counter!("zonecast_evaluator_occupancy_failures_total").increment(1);
+                            tracing::warn!(error = %e, "zones with occupancy limits not counted; trying again after the next write");
+                        }
                         break;
                     }
                     Err(zonecast_store::StoreError::Fenced { partitions }) => {

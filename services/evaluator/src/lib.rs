@@ -11,6 +11,7 @@ mod config_changes;
 pub mod engine;
 mod feed;
 mod grid;
+pub mod occupancy;
 mod shell;
 
 use std::sync::Arc;

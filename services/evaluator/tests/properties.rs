@@ -268,7 +268,12 @@ impl World {
                         Content::DeviceOnline(_) => {
                             prop_assert!(self.offline.remove(&mac), "online without going offline")
                         }
-                        Content::LocationRawUpdate(_) => prop_assert!(false, "the engine publishes no positions"),
+                        Content::LocationRawUpdate(_)
+                        | Content::ZoneOccupancyExceeded(_)
+                        | Content::ZoneOccupancyBelow(_)
+                        | Content::ZoneOccupancyRestored(_) => {
+                            prop_assert!(false, "the engine publishes no positions and no occupancy events")
+                        }
                     }
                 }
                 Output::Entered(c) => {
@@ -277,7 +282,7 @@ impl World {
                 Output::Exited { zone, mac } => {
                     self.recorded.remove(&(*zone, mac.clone()));
                 }
-                Output::Http { .. } | Output::Source(_) | Output::Presence(_) => {}
+                Output::Http { .. } | Output::Source(_) | Output::Presence(_) | Output::Recount(_) => {}
             }
         }
         let recorded: HashMap<(Uuid, Mac), Uuid> =

@@ -42,16 +42,21 @@ async fn a_zones_fields_are_edited_in_its_form_and_refusals_show_the_servers_mes
     browser.select("#edit-policy", "none").await;
     browser.type_into("#edit-devices", "00-aa-bb-cc-dd-01\n00:AA:BB:CC:DD:02").await;
     browser.type_into("#edit-dwell", "900").await;
+    browser.type_into("#edit-max-occupancy", "4").await;
     browser.type_into("#edit-actions", r#"[{"type": "info-event", "message": "welcome"}]"#).await;
     browser.click("#edit-save").await;
     let saved = message(&browser, "edit-message", "ok", "Saved").await;
-    assert_eq!(saved, "Saved Name, AlertLevel, InclusionPolicy, DeviceList, MaxDwellSeconds, ZoneActions.");
+    assert_eq!(
+        saved,
+        "Saved Name, AlertLevel, InclusionPolicy, DeviceList, MaxDwellSeconds, MaxOccupancy, ZoneActions."
+    );
     let zone = server.ok(Method::GET, &path, None).await;
     assert_eq!(zone["Name"], "Cell 7");
     assert_eq!(zone["AlertLevel"], 6);
     assert_eq!(zone["InclusionPolicy"], "none");
     assert_eq!(zone["DeviceList"], json!(["00:AA:BB:CC:DD:01", "00:AA:BB:CC:DD:02"]));
     assert_eq!(zone["MaxDwellSeconds"], json!(900.0));
+    assert_eq!(zone["MaxOccupancy"], json!(4));
     assert_eq!(zone["ZoneActions"], json!([{"type": "info-event", "message": "welcome", "on": "enter"}]));
     assert_eq!(
         zone["GeometryData"],

@@ -4,6 +4,7 @@
 
 mod actions;
 mod dwell;
+mod occupancy;
 mod shapes;
 mod silence;
 mod timing;
@@ -19,6 +20,7 @@ use actions::{
     an_http_request_action_posts_the_triggering_event_to_its_uri, malformed_position_messages_are_counted_and_skipped,
 };
 use dwell::a_stay_past_max_dwell_raises_one_dwell_event_even_across_a_restart;
+use occupancy::a_zone_over_its_limit_or_under_its_head_count_raises_occupancy_events;
 use shapes::{
     a_mobile_zone_captures_a_device_standing_still_when_its_source_moves_onto_it,
     entering_and_leaving_a_zone_shows_in_events_and_colliding_devices,
@@ -83,4 +85,5 @@ both_modes!(
     a_stay_past_max_dwell_raises_one_dwell_event_even_across_a_restart,
     a_silent_device_is_reported_offline_and_online_again_across_a_restart,
     the_offline_setting_refuses_what_it_cannot_hold,
+    a_zone_over_its_limit_or_under_its_head_count_raises_occupancy_events,
 );

@@ -75,6 +75,30 @@ pub struct ZoneDwell {
     pub max_dwell_seconds: f64,
 }
 
+/// `ZONE_OCCUPANCY_EXCEEDED`, `ZONE_OCCUPANCY_BELOW` and `ZONE_OCCUPANCY_RESTORED`: a zone's
+/// site-wide count of devices inside crossed one of its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoneOccupancy {
+    /// The zone.
+    #[serde(rename = "ZoneID", with = "upper_uuid")]
+    pub zone_id: Uuid,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: String,
+    /// The zone's AlertLevel.
+    #[serde(rename = "AlertLevel")]
+    pub alert_level: u64,
+    /// How many devices are inside, over every evaluator.
+    #[serde(rename = "Count")]
+    pub count: u64,
+    /// The zone's MaxOccupancy (null: none).
+    #[serde(rename = "MaxOccupancy")]
+    pub max_occupancy: Option<u64>,
+    /// The zone's MinOccupancy (null: none).
+    #[serde(rename = "MinOccupancy")]
+    pub min_occupancy: Option<u64>,
+}
+
 /// `ZONE_INFO`: an `info-event` zone action fired.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZoneInfo {

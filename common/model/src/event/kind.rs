@@ -80,6 +80,12 @@ wire_enum! {
         ZoneInfo = "ZONE_INFO",
         /// A device has stayed in a zone longer than the zone's MaxDwellSeconds: once per stay.
         ZoneDwellExceeded = "ZONE_DWELL_EXCEEDED",
+        /// More devices are inside a zone than its MaxOccupancy.
+        ZoneOccupancyExceeded = "ZONE_OCCUPANCY_EXCEEDED",
+        /// Fewer devices are inside a zone than its MinOccupancy, which they had reached.
+        ZoneOccupancyBelow = "ZONE_OCCUPANCY_BELOW",
+        /// A zone's count is within its limits again (or reached its MinOccupancy).
+        ZoneOccupancyRestored = "ZONE_OCCUPANCY_RESTORED",
         /// An entry whose alarm kind is `site`.
         SiteAlarm = "SITE_ALARM",
         /// An entry whose alarm kind is `device`, or a `device-alarm` action.
@@ -96,11 +102,14 @@ wire_enum! {
 impl EventType {
     /// The types the events journal holds, and so the event history and live streams: every
     /// type but positions and device alarm commands.
-    pub const JOURNALED: [EventType; 8] = [
+    pub const JOURNALED: [EventType; 11] = [
         Self::ZoneEnter,
         Self::ZoneExit,
         Self::ZoneInfo,
         Self::ZoneDwellExceeded,
+        Self::ZoneOccupancyExceeded,
+        Self::ZoneOccupancyBelow,
+        Self::ZoneOccupancyRestored,
         Self::SiteAlarm,
         Self::DeviceAlarm,
         Self::DeviceOffline,
@@ -111,7 +120,13 @@ impl EventType {
     pub const fn category(self) -> EventCategory {
         match self {
             Self::LocationRawUpdate => EventCategory::Location,
-            Self::ZoneEnter | Self::ZoneExit | Self::ZoneInfo | Self::ZoneDwellExceeded => EventCategory::Zone,
+            Self::ZoneEnter
+            | Self::ZoneExit
+            | Self::ZoneInfo
+            | Self::ZoneDwellExceeded
+            | Self::ZoneOccupancyExceeded
+            | Self::ZoneOccupancyBelow
+            | Self::ZoneOccupancyRestored => EventCategory::Zone,
             Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
             Self::DeviceOffline | Self::DeviceOnline => EventCategory::Device,
         }
@@ -129,6 +144,8 @@ wire_enum! {
         Info = "info",
         /// `ZONE_DWELL_EXCEEDED`.
         Dwell = "dwell",
+        /// `ZONE_OCCUPANCY_EXCEEDED`, `ZONE_OCCUPANCY_BELOW` and `ZONE_OCCUPANCY_RESTORED`.
+        Occupancy = "occupancy",
     }
 }
 

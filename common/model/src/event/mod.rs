@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
 
-pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
+pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy};
 pub use id::{EventId, IdSource};
 pub use kind::{
     AlarmKind, ConfigOperation, DeviceEventKind, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind,
@@ -49,6 +49,12 @@ pub enum Content {
     ZoneInfo(ZoneInfo),
     /// `ZONE_DWELL_EXCEEDED`.
     ZoneDwellExceeded(ZoneDwell),
+    /// `ZONE_OCCUPANCY_EXCEEDED`.
+    ZoneOccupancyExceeded(ZoneOccupancy),
+    /// `ZONE_OCCUPANCY_BELOW`.
+    ZoneOccupancyBelow(ZoneOccupancy),
+    /// `ZONE_OCCUPANCY_RESTORED`.
+    ZoneOccupancyRestored(ZoneOccupancy),
     /// `SITE_ALARM`.
     SiteAlarm(Alarm),
     /// `DEVICE_ALARM`.
@@ -70,6 +76,9 @@ impl Content {
             Self::ZoneExit(_) => EventType::ZoneExit,
             Self::ZoneInfo(_) => EventType::ZoneInfo,
             Self::ZoneDwellExceeded(_) => EventType::ZoneDwellExceeded,
+            Self::ZoneOccupancyExceeded(_) => EventType::ZoneOccupancyExceeded,
+            Self::ZoneOccupancyBelow(_) => EventType::ZoneOccupancyBelow,
+            Self::ZoneOccupancyRestored(_) => EventType::ZoneOccupancyRestored,
             Self::SiteAlarm(_) => EventType::SiteAlarm,
             Self::DeviceAlarm(_) => EventType::DeviceAlarm,
             Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
@@ -124,6 +133,9 @@ impl Serialize for Event {
             Content::ZoneExit(c) => e.serialize_field("Content", c)?,
             Content::ZoneInfo(c) => e.serialize_field("Content", c)?,
             Content::ZoneDwellExceeded(c) => e.serialize_field("Content", c)?,
+            Content::ZoneOccupancyExceeded(c) | Content::ZoneOccupancyBelow(c) | Content::ZoneOccupancyRestored(c) => {
+                e.serialize_field("Content", c)?
+            }
             Content::SiteAlarm(c) | Content::DeviceAlarm(c) | Content::DeviceAlarmCommand(c) => {
                 e.serialize_field("Content", c)?
             }
@@ -161,6 +173,9 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::ZoneExit => Content::ZoneExit(serde_json::from_value(c)?),
                 EventType::ZoneInfo => Content::ZoneInfo(serde_json::from_value(c)?),
                 EventType::ZoneDwellExceeded => Content::ZoneDwellExceeded(serde_json::from_value(c)?),
+                EventType::ZoneOccupancyExceeded => Content::ZoneOccupancyExceeded(serde_json::from_value(c)?),
+                EventType::ZoneOccupancyBelow => Content::ZoneOccupancyBelow(serde_json::from_value(c)?),
+                EventType::ZoneOccupancyRestored => Content::ZoneOccupancyRestored(serde_json::from_value(c)?),
                 EventType::SiteAlarm => Content::SiteAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarm => Content::DeviceAlarm(serde_json::from_value(c)?),
                 EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),

@@ -189,6 +189,8 @@ pub static CATALOG: &[Metric] = &[
         "tries to store events in the journal that failed (NATS or JetStream away, a stream electing a new leader); the evaluator tries again until they are stored, holding back its positions meanwhile").loss(),
     m("zonecast_evaluator_collision_write_failures_total", Counter, &[Evaluator], "",
         "collision batches whose write failed and was tried again (store trouble)").loss(),
+    m("zonecast_evaluator_occupancy_failures_total", Counter, &[Evaluator], "",
+        "counts of zones with occupancy limits that failed (store or journal trouble); tried again after the next collision write, the store keeping every change until its event is stored").loss(),
     m("zonecast_evaluator_config_read_failures_total", Counter, &[Evaluator], "",
         "attempts to read configuration changes that failed (tried again a second later)").loss(),
     m("zonecast_evaluator_http_actions_unstored_total", Counter, &[Evaluator], "",

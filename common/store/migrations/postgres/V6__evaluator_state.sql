@@ -10,3 +10,16 @@ CREATE TABLE device_presence (
     last_seen TIMESTAMPTZ NOT NULL,
     offline   BOOLEAN NOT NULL
 );
+
+-- Where each zone with an occupancy limit stands ('within', 'above', 'below'), counted over the
+-- collisions of every evaluator; `generation` counts its changes, and `published` says whether
+-- the event of the last one is stored in the event journal (an evaluator that stopped before
+-- storing it stores it after).
+CREATE TABLE zone_occupancy (
+    zone_id    UUID PRIMARY KEY REFERENCES zones (id) ON DELETE CASCADE,
+    state      TEXT NOT NULL,
+    count      BIGINT NOT NULL,
+    generation BIGINT NOT NULL,
+    changed_at TIMESTAMPTZ NOT NULL,
+    published  BOOLEAN NOT NULL
+);

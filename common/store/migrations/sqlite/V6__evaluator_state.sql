@@ -10,3 +10,15 @@ CREATE TABLE device_presence (
     last_seen_us INTEGER NOT NULL,
     offline      INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
+
+-- Where each zone with an occupancy limit stands ('within', 'above', 'below'); `generation`
+-- counts its changes, and `published` (0 or 1) says whether the event of the last one is stored
+-- in the event journal.
+CREATE TABLE zone_occupancy (
+    zone_id       TEXT PRIMARY KEY REFERENCES zones (id) ON DELETE CASCADE,
+    state         TEXT NOT NULL,
+    count         INTEGER NOT NULL,
+    generation    INTEGER NOT NULL,
+    changed_at_us INTEGER NOT NULL,
+    published     INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;

@@ -229,3 +229,38 @@ pub(crate) async fn find_radii_answers_each_device_asked_once_with_its_own_radiu
     let evaluator: Arc<dyn EvaluatorStore> = store.clone();
     assert_eq!(evaluator.find_radii(&[mac("00:00:00:00:00:0B")]).await.unwrap().len(), 1);
 }
+
+pub(crate) async fn occupancy_is_counted_over_every_collision_and_each_change_reported_until_published(
+    store: Arc<dyn Store>,
+) {
+    use zonecast_store::{OccupancyLimits, OccupancyState};
+    let (dock, gone) = (zone("dock"), zone("gone"));
+    store.insert_zones(&[dock.clone()]).await.unwrap();
+    let cap = OccupancyLimits { zone: dock.id, max: Some(1), min: None };
+    let unknown = OccupancyLimits { zone: gone.id, max: Some(1), min: None };
+    let now = at(0);
+    assert!(store.count_occupancy(&[cap, unknown], now).await.unwrap().is_empty(), "within: nothing to report");
+    // Two devices written by two evaluators: the count is over both.
+    let (a, b) = (collision(dock.id, "00:00:00:00:00:01", 1), collision(dock.id, "00:00:00:00:00:02", 2));
+    store.write_collisions(&[a.clone()], &[], &[], &Default::default()).await.unwrap();
+    store.write_collisions(&[b.clone()], &[], &[], &Default::default()).await.unwrap();
+    let changes = store.count_occupancy(&[cap], at(5)).await.unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let above = &changes[0];
+    assert_eq!((above.state, above.count, above.generation, above.changed_at), (OccupancyState::Above, 2, 1, at(5)));
+    // Not published yet: answered again (and only once), however often the zone is counted.
+    assert_eq!(store.count_occupancy(&[cap], at(6)).await.unwrap(), changes);
+    store.occupancy_published(dock.id, 1).await.unwrap();
+    assert!(store.count_occupancy(&[cap], at(7)).await.unwrap().is_empty());
+    store.write_collisions(&[], &[(dock.id, b.mac.clone())], &[], &Default::default()).await.unwrap();
+    let back = store.count_occupancy(&[cap], at(8)).await.unwrap();
+    assert_eq!(
+        back.iter().map(|c| (c.state, c.count, c.generation)).collect::<Vec<_>>(),
+        [(OccupancyState::Within, 1, 2)]
+    );
+    // Without limits the state is forgotten: set again, it starts afresh.
+    store.count_occupancy(&[OccupancyLimits { zone: dock.id, max: None, min: None }], at(9)).await.unwrap();
+    let again =
+        store.count_occupancy(&[OccupancyLimits { zone: dock.id, max: Some(0), min: None }], at(10)).await.unwrap();
+    assert_eq!(again.iter().map(|c| (c.state, c.generation)).collect::<Vec<_>>(), [(OccupancyState::Above, 1)]);
+}

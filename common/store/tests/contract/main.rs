@@ -23,8 +23,9 @@ use collisions::{
     clearing_a_zone_returns_and_removes_only_its_collisions, collisions_are_upserted_and_deleted_in_one_batch,
     collisions_for_deleted_zones_are_ignored_and_go_with_their_zone,
     find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,
-    marks_are_written_with_the_collisions_and_kept_until_set_again, radii_merge_sets_replaces_and_removes,
-    settings_are_upserted_by_name,
+    marks_are_written_with_the_collisions_and_kept_until_set_again,
+    occupancy_is_counted_over_every_collision_and_each_change_reported_until_published,
+    radii_merge_sets_replaces_and_removes, settings_are_upserted_by_name,
 };
 use connections::{
     a_certificate_profile_in_use_cannot_be_deleted, a_connection_must_name_an_existing_certificate_profile,
@@ -152,6 +153,7 @@ contract!(
     clearing_a_zone_returns_and_removes_only_its_collisions,
     marks_are_written_with_the_collisions_and_kept_until_set_again,
     a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
+    occupancy_is_counted_over_every_collision_and_each_change_reported_until_published,
     settings_are_upserted_by_name,
     radii_merge_sets_replaces_and_removes,
     find_radii_answers_each_device_asked_once_with_its_own_radius_or_none,

@@ -31,7 +31,8 @@ export function macList(text) {
 function signature(zone) {
   const { Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions } = zone;
   const { IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked, MaxDwellSeconds } = zone;
-  return JSON.stringify([Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions, IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked, MaxDwellSeconds]);
+  const { MaxOccupancy, MinOccupancy } = zone;
+  return JSON.stringify([Name, GeometryType, GeometryData, AlertLevel, Active, InclusionPolicy, DeviceList, ZoneActions, IsTimed, StartTime, StopTime, MobileOriginSource, IsGeometryLocked, MaxDwellSeconds, MaxOccupancy, MinOccupancy]);
 }
 
 /** Parses the JSON of field `name`; a local error names the field. */
@@ -70,6 +71,8 @@ export class ZoneEditor {
       StopTime: $("edit-stop"),
       MobileOriginSource: $("edit-mobile"),
       MaxDwellSeconds: $("edit-dwell"),
+      MaxOccupancy: $("edit-max-occupancy"),
+      MinOccupancy: $("edit-min-occupancy"),
       ZoneActions: $("edit-actions"),
       GeometryType: $("edit-type"),
       GeometryData: $("edit-data"),
@@ -112,7 +115,7 @@ export class ZoneEditor {
     f.StartTime.value = localInput(zone.StartTime);
     f.StopTime.value = localInput(zone.StopTime);
     f.MobileOriginSource.value = zone.MobileOriginSource || "";
-    f.MaxDwellSeconds.value = zone.MaxDwellSeconds == null ? "" : String(zone.MaxDwellSeconds);
+    for (const name of ["MaxDwellSeconds", "MaxOccupancy", "MinOccupancy"]) f[name].value = zone[name] == null ? "" : String(zone[name]);
     // One action a line: short enough to read, easy to copy one.
     f.ZoneActions.value = zone.ZoneActions.length ? `[\n${zone.ZoneActions.map((a) => `  ${JSON.stringify(a)}`).join(",\n")}\n]` : "[]";
     f.GeometryType.value = zone.GeometryType;
@@ -160,9 +163,10 @@ export class ZoneEditor {
     if (changed("StartTime")) out.StartTime = isoOf(f.StartTime.value);
     if (changed("StopTime")) out.StopTime = isoOf(f.StopTime.value);
     if (changed("MobileOriginSource")) out.MobileOriginSource = f.MobileOriginSource.value.trim() || null;
-    if (changed("MaxDwellSeconds")) {
-      const limit = f.MaxDwellSeconds.value.trim();
-      out.MaxDwellSeconds = limit === "" ? null : !Number.isNaN(Number(limit)) ? Number(limit) : limit;
+    for (const name of ["MaxDwellSeconds", "MaxOccupancy", "MinOccupancy"]) {
+      if (!changed(name)) continue;
+      const limit = f[name].value.trim();
+      out[name] = limit === "" ? null : !Number.isNaN(Number(limit)) ? Number(limit) : limit;
     }
     if (changed("ZoneActions")) out.ZoneActions = json("ZoneActions", f.ZoneActions.value);
     if (changed("GeometryType")) out.GeometryType = f.GeometryType.value;

@@ -187,6 +187,15 @@ export class Timeline {
       case "ZONE_INFO":
         what = `${name}: ${c.Message || "info"}`;
         break;
+      case "ZONE_OCCUPANCY_EXCEEDED":
+        what = `${name} over its limit: ${c.Count} inside (at most ${c.MaxOccupancy})`;
+        break;
+      case "ZONE_OCCUPANCY_BELOW":
+        what = `${name} under its head count: ${c.Count} inside (at least ${c.MinOccupancy})`;
+        break;
+      case "ZONE_OCCUPANCY_RESTORED":
+        what = `${name} within its limits: ${c.Count} inside`;
+        break;
       case "DEVICE_OFFLINE":
         what = `went silent (offline after ${duration(c.SilentSeconds)})`;
         break;

@@ -180,7 +180,7 @@ fn stream_parameters() -> Vec<Value> {
     vec![
         list(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
         ),
         list("zone", "ZoneIDs, comma-separated"),
         list("mac", "MACs, comma-separated, `:` or `-` in any case"),
@@ -213,7 +213,7 @@ fn history_parameters() -> Vec<Value> {
         time_parameter("to", false, "RFC 3339: events stored before it (default: now)"),
         text(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
         ),
         text("zone", "ZoneIDs, comma-separated"),
         text("mac", "MACs, comma-separated, `:` or `-` in any case"),

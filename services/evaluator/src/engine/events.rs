@@ -4,6 +4,7 @@
 use zonecast_model::{ActionTrigger, Collision, Content, ExitReason, Mac, ZoneEnter, ZoneExit};
 
 use super::actions::{self, Trigger};
+use super::occupancy;
 use super::stamp::Stamp;
 use super::state::{At, Phase};
 use super::{Engine, Output};
@@ -36,6 +37,7 @@ impl Engine {
             entry_time: at.ts,
             dwell_reported: false,
         }));
+        out.extend(occupancy::recount(zone).map(Output::Recount));
         let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Enter, at };
         actions::alarms_and_actions(&trigger, alarm, &mut stamp, out);
         if let Some(device) = self.devices.get_mut(mac) {
@@ -81,6 +83,7 @@ impl Engine {
         let event = stamp.event(mac, at, Content::ZoneExit(content));
         out.push(Output::Publish(event.clone()));
         out.push(Output::Exited { zone: zone.spec.id, mac: mac.clone() });
+        out.extend(occupancy::recount(zone).map(Output::Recount));
         let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Exit, at };
         actions::run_actions(&trigger, false, &mut stamp, out);
         self.forget(mac, zone.spec.id);

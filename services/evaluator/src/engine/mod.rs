@@ -12,7 +12,9 @@
 //! - `reconcile`: the exits a configuration change implies, and the restore after a restart;
 //! - `clock`: delayed entries and exits, device timeouts and time windows;
 //! - `dwell`: stays longer than their zone's MaxDwellSeconds;
-//! - `silence`: devices offline after DeviceOfflineSeconds, and online again.
+//! - `silence`: devices offline after DeviceOfflineSeconds, and online again;
+//! - `occupancy`: which zones with occupancy limits to count (the count is the store's, over
+//!   every evaluator).
 //!
 //! Whatever iterates a hash map sorts what it found before acting on it, so that the same
 //! inputs give the same outputs in the same order.
@@ -21,6 +23,7 @@ mod actions;
 mod clock;
 mod dwell;
 mod events;
+mod occupancy;
 mod ownership;
 mod reconcile;
 mod silence;
@@ -38,6 +41,7 @@ use zonecast_model::{Collision, ConfigChanged, Event, IdSource, Mac, PositionFix
 
 use crate::catalog::Catalog;
 use crate::grid::DeviceGrid;
+use crate::occupancy::Recount;
 pub use ownership::Ownership;
 use state::{At, Device, Order};
 
@@ -76,6 +80,8 @@ pub enum Output {
     },
     /// Record when a device last reported, and whether it is offline.
     Presence(Presence),
+    /// Count a zone with occupancy limits once the collision changes before it are written.
+    Recount(Recount),
     /// Tell the other evaluators where a mobile-zone source this engine owns was last seen, or
     /// that it has not been seen: a change just gave it a mobile zone, and they have not been
     /// following its positions.
@@ -434,6 +440,7 @@ impl Engine {
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
         self.reconcile_from(reconcile::Before::Patch { touched, former: &former }, &new, changes, now, out);
+        Self::recount_all(former.values(), &new, out);
         let added = Self::added_sources(&sources_before, &new);
         self.catalog = new;
         self.adopt_new_sources(added, now, out);
@@ -477,6 +484,7 @@ impl Engine {
         }
         let new = std::mem::replace(&mut self.catalog, Catalog::empty());
         self.reconcile(&old, &new, changes, now, out);
+        Self::recount_all(&old.zones, &new, out);
         let before: HashSet<Mac> = old.mobile_by_source.keys().cloned().collect();
         let added = Self::added_sources(&before, &new);
         self.catalog = new;

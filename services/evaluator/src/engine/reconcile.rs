@@ -61,6 +61,8 @@ impl Engine {
         }
         let unchanged = std::mem::replace(&mut self.catalog, Catalog::empty());
         self.reconcile(&unchanged, &unchanged, &[], now, out);
+        // Counts may have changed while this evaluator was away.
+        Self::recount_all([], &unchanged, out);
         self.catalog = unchanged;
     }
 

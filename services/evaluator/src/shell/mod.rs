@@ -117,7 +117,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     }
     let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
     let time_mark = leases.is_none().then(|| engine.ownership().partitions().next().unwrap_or(0));
-    let collisions = collisions::spawn(deps.store.clone(), count, time_mark);
+    let occupancy = crate::occupancy::Occupancy::new(deps.journal.clone(), deps.subjects.clone(), deps.site_id);
+    let collisions = collisions::spawn(deps.store.clone(), count, time_mark, occupancy);
     let collision_task = collisions.task;
     let mut fenced = collisions.fenced;
     let mut acks = feed::Acks::new(collisions.written);
@@ -166,6 +167,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         subjects: deps.subjects.clone(),
         collisions: collisions.turns,
         changes: caught_up,
+        recounts: Vec::new(),
         turns: 0,
         last_turn: tokio::time::Instant::now(),
         publish_log: RateLimited::new(Duration::from_secs(10)),

@@ -31,6 +31,8 @@ pub(super) struct Shell {
     pub(super) collisions: mpsc::UnboundedSender<collisions::Turn>,
     /// The collision changes of the turn under way.
     pub(super) changes: Vec<collisions::Change>,
+    /// The zones with occupancy limits to count once the turn is written.
+    pub(super) recounts: Vec<crate::occupancy::Recount>,
     /// Turns sent to the writer.
     pub(super) turns: u64,
     /// When the last turn was sent.
@@ -133,6 +135,7 @@ impl Shell {
                 Output::Entered(c) => self.collision(collisions::Change::Entered(c)),
                 Output::Exited { zone, mac } => self.collision(collisions::Change::Exited(zone, mac)),
                 Output::Presence(p) => self.collision(collisions::Change::Presence(p)),
+                Output::Recount(recount) => self.recounts.push(recount),
                 Output::Source(hint) => {
                     let subject = self.subjects.source_position(hint.mac.as_str());
                     let Ok(payload) = serde_json::to_vec(&hint) else { continue };
@@ -156,12 +159,18 @@ impl Shell {
     /// [`MARK_EVERY`], so that its time mark stays recent. Returns the turn's number, which the
     /// writer counts once written.
     pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>, epochs: impl FnOnce() -> Vec<(u32, u64)>) -> u64 {
-        if self.changes.is_empty() && batches.is_empty() && self.last_turn.elapsed() < MARK_EVERY {
+        let idle = self.changes.is_empty() && self.recounts.is_empty() && batches.is_empty();
+        if idle && self.last_turn.elapsed() < MARK_EVERY {
             return self.turns;
         }
         self.last_turn = tokio::time::Instant::now();
-        let turn =
-            collisions::Turn { changes: std::mem::take(&mut self.changes), batches, at: Utc::now(), epochs: epochs() };
+        let turn = collisions::Turn {
+            changes: std::mem::take(&mut self.changes),
+            batches,
+            at: Utc::now(),
+            epochs: epochs(),
+            recounts: std::mem::take(&mut self.recounts),
+        };
         if self.collisions.send(turn).is_ok() {
             self.turns += 1;
         }

@@ -13,6 +13,7 @@ mod changes;
 mod collisions;
 mod connections;
 mod devices;
+mod occupancy;
 mod parameters;
 mod zones;
 

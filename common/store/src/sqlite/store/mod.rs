@@ -14,6 +14,7 @@ mod changes;
 mod collisions;
 mod connections;
 mod devices;
+mod occupancy;
 mod parameters;
 mod zones;
 
