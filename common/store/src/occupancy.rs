@@ -77,7 +77,7 @@ pub(crate) struct Stored {
 impl Stored {
     /// The change this row records, when its event is not stored yet.
     pub(crate) fn unpublished(&self, zone: Uuid) -> Option<OccupancyChange> {
-        (!self.published).then(|| OccupancyChange {
+        (!self.published).then_some(OccupancyChange {
             zone,
             state: self.state,
             count: self.count,

@@ -235,15 +235,15 @@ pub(crate) async fn occupancy_is_counted_over_every_collision_and_each_change_re
 ) {
     use zonecast_store::{OccupancyLimits, OccupancyState};
     let (dock, gone) = (zone("dock"), zone("gone"));
-    store.insert_zones(&[dock.clone()]).await.unwrap();
+    store.insert_zones(std::slice::from_ref(&dock)).await.unwrap();
     let cap = OccupancyLimits { zone: dock.id, max: Some(1), min: None };
     let unknown = OccupancyLimits { zone: gone.id, max: Some(1), min: None };
     let now = at(0);
     assert!(store.count_occupancy(&[cap, unknown], now).await.unwrap().is_empty(), "within: nothing to report");
     // Two devices written by two evaluators: the count is over both.
     let (a, b) = (collision(dock.id, "00:00:00:00:00:01", 1), collision(dock.id, "00:00:00:00:00:02", 2));
-    store.write_collisions(&[a.clone()], &[], &[], &Default::default()).await.unwrap();
-    store.write_collisions(&[b.clone()], &[], &[], &Default::default()).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&a), &[], &[], &Default::default()).await.unwrap();
+    store.write_collisions(std::slice::from_ref(&b), &[], &[], &Default::default()).await.unwrap();
     let changes = store.count_occupancy(&[cap], at(5)).await.unwrap();
     assert_eq!(changes.len(), 1, "{changes:?}");
     let above = &changes[0];
