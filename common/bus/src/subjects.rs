@@ -374,6 +374,7 @@ mod tests {
             local_timestamp: Utc::now(),
             source: EventSource { mac: Some(MAC.parse().unwrap()), gateway_uri: None, site_id: 1 },
             content,
+            device: None,
         };
         let info = ZoneInfo { zone_id, zone_name: "z".into(), message: "m".into(), collision_id: zone_id };
         assert_eq!(

@@ -32,8 +32,9 @@ pub use device::{
 };
 pub use event::{
     Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, DeviceEventKind,
-    DevicePresence, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate,
-    UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy, format_timestamp,
+    DevicePresence, DeviceTag, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource,
+    LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy,
+    format_timestamp,
 };
 pub use invalid::Invalid;
 pub use limits::Limits;

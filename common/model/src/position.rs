@@ -205,6 +205,7 @@ impl PositionUpdate {
                 position: self.position,
                 extra: self.extra.clone(),
             }),
+            device: None,
         }
     }
 }

@@ -158,7 +158,15 @@ impl<T> ApiStore for T where
 /// }
 /// ```
 pub trait EvaluatorStore:
-    Health + ChangeReader + ZoneReader + SettingReader + RadiusReader + CollisionReader + CollisionWriter + OccupancyWriter
+    Health
+    + ChangeReader
+    + ZoneReader
+    + SettingReader
+    + RadiusReader
+    + DeviceReader
+    + CollisionReader
+    + CollisionWriter
+    + OccupancyWriter
 {
 }
 
@@ -168,6 +176,7 @@ impl<T> EvaluatorStore for T where
         + ZoneReader
         + SettingReader
         + RadiusReader
+        + DeviceReader
         + CollisionReader
         + CollisionWriter
         + OccupancyWriter

@@ -8,7 +8,7 @@ use foldhash::{HashMap, HashMapExt};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_geometry::{Region, Scene, Vec3};
-use zonecast_model::{AlarmKind, Mac, SettingName, Settings, ZoneSpec};
+use zonecast_model::{AlarmKind, DeviceTag, Mac, SettingName, Settings, ZoneSpec};
 
 /// One zone, ready for evaluation.
 #[derive(Debug, Clone)]
@@ -83,6 +83,8 @@ pub struct Catalog {
     /// Settings in force.
     pub settings: Settings,
     radii: HashMap<Mac, f64>,
+    /// The device registry's names and groups, which events carry.
+    names: HashMap<Mac, DeviceTag>,
     default_radius: f64,
     /// ExitToleranceMeters.
     pub exit_tolerance: f64,
@@ -261,6 +263,7 @@ impl Catalog {
             presence_interval: PRESENCE_INTERVAL,
             settings: Settings::default(),
             radii: HashMap::new(),
+            names: HashMap::new(),
             default_radius: 0.0,
             max_radius: 0.0,
             skipped: Vec::new(),
@@ -290,6 +293,22 @@ impl Catalog {
     /// An empty catalog.
     pub fn empty() -> Self {
         Self::build(Vec::new(), &[], Vec::new())
+    }
+
+    /// The registered name and group of `mac`, if it is registered.
+    pub fn name(&self, mac: &Mac) -> Option<&DeviceTag> {
+        self.names.get(mac)
+    }
+
+    /// Puts the registry's names and groups in force: `changed` sets or (with `None`) removes
+    /// the entries of the devices it names, keeping the others.
+    pub fn set_names(&mut self, changed: impl IntoIterator<Item = (Mac, Option<DeviceTag>)>) {
+        for (mac, tag) in changed {
+            match tag {
+                Some(tag) => self.names.insert(mac, tag),
+                None => self.names.remove(&mac),
+            };
+        }
     }
 
     /// The own radii of the devices `changed` names replaced (`None` removes one: the device

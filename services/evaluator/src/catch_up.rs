@@ -156,6 +156,7 @@ mod tests {
             local_timestamp: c.entry_time,
             source: EventSource { mac: Some(c.mac.clone()), gateway_uri: None, site_id: 1 },
             content: content(enter),
+            device: None,
         }
     }
 

@@ -9,11 +9,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use zonecast_bus::{Message, Subscription};
-use zonecast_model::{ConfigChanged, ConfigKind, Mac, Settings, ZoneSpec};
+use zonecast_model::{ConfigChanged, ConfigKind, DeviceTag, Mac, Settings, ZoneSpec};
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::applier::{Follower, Pending, REPORT_EVERY};
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_store::{EvaluatorStore, StoreError};
+use zonecast_store::{DeviceQuery, EvaluatorStore, StoreError};
 
 use crate::catalog::Catalog;
 
@@ -38,16 +38,66 @@ pub(crate) enum Update {
     Radii(Vec<(Mac, Option<f64>)>),
     /// Only settings (and radii): all of them, over the same zones.
     Parameters { settings: Settings, radii: Vec<(Mac, f64)> },
+    /// Only device registry writes: the names and groups of the devices they name (`None`:
+    /// no longer registered).
+    Names(Vec<(Mac, Option<DeviceTag>)>),
     /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
     Nothing,
 }
 
-/// Reads the whole configuration into a catalog.
+/// Reads the whole configuration into a catalog, with the device registry's names.
 pub(crate) async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, StoreError> {
     let zones = store.list_zones().await?;
     let settings = store.list_settings().await?;
     let radii = store.list_radii().await?;
-    Ok(Catalog::build(zones, &settings, radii))
+    let mut catalog = Catalog::build(zones, &settings, radii);
+    catalog.set_names(load_names(store).await?.into_iter().map(|(mac, tag)| (mac, Some(tag))));
+    Ok(catalog)
+}
+
+/// Registry pages read at once.
+const NAMES_PAGE: usize = 1000;
+
+/// The name and group of every registered device, a page at a time.
+async fn load_names(store: &dyn EvaluatorStore) -> Result<Vec<(Mac, DeviceTag)>, StoreError> {
+    let mut names = Vec::new();
+    let mut query = DeviceQuery { limit: NAMES_PAGE, ..DeviceQuery::default() };
+    loop {
+        let page = store.list_devices(&query).await?;
+        let full = page.len() == NAMES_PAGE;
+        query.after = page.last().map(|d| d.mac.clone());
+        names.extend(page.into_iter().map(|d| (d.mac, DeviceTag { name: d.name, group: d.group })));
+        if !full {
+            return Ok(names);
+        }
+    }
+}
+
+/// Most registry entries read one by one after a burst of registry writes; beyond, the whole
+/// registry is read again.
+const NAMES_BY_ONE: usize = 100;
+
+/// The registry entries of `macs` as they are now (`None`: no longer registered).
+async fn find_names(store: &dyn EvaluatorStore, macs: Vec<Mac>) -> Result<Vec<(Mac, Option<DeviceTag>)>, StoreError> {
+    if macs.len() > NAMES_BY_ONE {
+        let mut all: Vec<(Mac, Option<DeviceTag>)> = macs.into_iter().map(|mac| (mac, None)).collect();
+        let found: foldhash::HashMap<Mac, DeviceTag> = load_names(store).await?.into_iter().collect();
+        for (mac, tag) in &mut all {
+            *tag = found.get(mac).cloned();
+        }
+        all.extend(found.into_iter().map(|(mac, tag)| (mac, Some(tag))));
+        return Ok(all);
+    }
+    let mut changed = Vec::with_capacity(macs.len());
+    for mac in macs {
+        let tag = match store.get_device(&mac).await {
+            Ok(d) => Some(DeviceTag { name: d.name, group: d.group }),
+            Err(StoreError::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        changed.push((mac, tag));
+    }
+    Ok(changed)
 }
 
 /// The zones a burst touches, when it is only zone writes that name them: then only those are
@@ -91,6 +141,20 @@ fn touched_radii(changes: &[ConfigChanged]) -> Option<Vec<Mac>> {
 async fn read(store: &dyn EvaluatorStore, changes: Vec<ConfigChanged>) -> Result<Update, StoreError> {
     let zones = changes.iter().any(|c| c.kind == ConfigKind::Zones);
     let parameters = changes.iter().any(|c| matches!(c.kind, ConfigKind::Settings | ConfigKind::Radii));
+    let names = changes.iter().any(|c| c.kind == ConfigKind::Devices);
+    if names && (zones || parameters) {
+        return Ok(Update::Catalog { catalog: Box::new(load_catalog(store).await?), changes });
+    }
+    if names {
+        let mut macs: Vec<Mac> = changes
+            .iter()
+            .filter(|c| c.kind == ConfigKind::Devices)
+            .flat_map(|c| c.ids.iter().filter_map(|id| id.parse().ok()))
+            .collect();
+        macs.sort_unstable();
+        macs.dedup();
+        return Ok(Update::Names(find_names(store, macs).await?));
+    }
     if zones {
         return Ok(match touched_zones(&changes) {
             Some(touched) => {

@@ -94,5 +94,6 @@ fn event(change: &OccupancyChange, zone: &Recount, site_id: i64, now: DateTime<U
         local_timestamp: now,
         source: EventSource { mac: None, gateway_uri: None, site_id },
         content,
+        device: None,
     }
 }

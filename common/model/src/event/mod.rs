@@ -36,6 +36,18 @@ pub struct EventSource {
     pub site_id: i64,
 }
 
+/// Who an event's device is in the device registry: the `Device` an event carries when its
+/// device is registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceTag {
+    /// The registry's `Name`.
+    #[serde(rename = "Name")]
+    pub name: String,
+    /// The registry's `Group` (null when none).
+    #[serde(rename = "Group")]
+    pub group: Option<String>,
+}
+
 /// The body of an event; its variant is the event's `Type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
@@ -103,6 +115,9 @@ pub struct Event {
     pub source: EventSource,
     /// Type-specific body.
     pub content: Content,
+    /// The device's name and group in the device registry, when it is registered: written
+    /// last, as `Device`, and left out otherwise.
+    pub device: Option<DeviceTag>,
 }
 
 impl Event {
@@ -120,7 +135,7 @@ impl Event {
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let kind = self.kind();
-        let mut e = s.serialize_struct("Event", 7)?;
+        let mut e = s.serialize_struct("Event", 7 + usize::from(self.device.is_some()))?;
         e.serialize_field("Category", &kind.category())?;
         e.serialize_field("Type", &kind)?;
         e.serialize_field("EventID", &self.event_id)?;
@@ -140,6 +155,9 @@ impl Serialize for Event {
                 e.serialize_field("Content", c)?
             }
             Content::DeviceOffline(c) | Content::DeviceOnline(c) => e.serialize_field("Content", c)?,
+        }
+        if let Some(device) = &self.device {
+            e.serialize_field("Device", device)?;
         }
         e.end()
     }
@@ -161,6 +179,8 @@ impl<'de> Deserialize<'de> for Event {
             local_timestamp: DateTime<Utc>,
             source: EventSource,
             content: serde_json::Value,
+            #[serde(default)]
+            device: Option<DeviceTag>,
         }
         let w = Wire::deserialize(d)?;
         if w.kind.category() != w.category {
@@ -190,6 +210,7 @@ impl<'de> Deserialize<'de> for Event {
             local_timestamp: w.local_timestamp,
             source: w.source,
             content,
+            device: w.device,
         })
     }
 }
@@ -208,6 +229,8 @@ pub enum ConfigKind {
     Connections,
     /// Certificate profiles.
     Certificates,
+    /// The device registry (IDs: the MACs written or deleted).
+    Devices,
 }
 
 /// A configuration change: what the change log records under its revision, and the payload of
@@ -279,6 +302,7 @@ mod tests {
                 entry_time: t,
                 position: Some([0.5, 1.0, 0.0]),
             }),
+            device: None,
         }
     }
 
@@ -322,6 +346,16 @@ mod tests {
         assert!(text.contains(r#""Type":"ZONE_EXIT""#));
         let back: Event = serde_json::from_str(&text).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_registered_device_is_named_last_and_reads_back() {
+        let mut e = enter();
+        e.device = Some(DeviceTag { name: "Forklift 3".into(), group: Some("forklifts".into()) });
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.ends_with(r#","Device":{"Name":"Forklift 3","Group":"forklifts"}}"#), "{text}");
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), e);
+        assert!(!serde_json::to_string(&enter()).unwrap().contains("Device"), "left out when not registered");
     }
 
     #[test]

@@ -86,7 +86,7 @@ impl Engine {
             dwell_seconds: seconds(at.now - entry_time),
             max_dwell_seconds: zone.spec.max_dwell_seconds.unwrap_or_default(),
         };
-        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         let event = stamp.event(mac, at, Content::ZoneDwellExceeded(content));
         out.push(Output::Publish(event.clone()));
         let zone_id = zone.spec.id;

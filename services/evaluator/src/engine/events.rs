@@ -27,7 +27,7 @@ impl Engine {
             entry_time: at.ts,
             position,
         };
-        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         let event = stamp.event(mac, at, Content::ZoneEnter(content));
         out.push(Output::Publish(event.clone()));
         out.push(Output::Entered(Collision {
@@ -79,7 +79,7 @@ impl Engine {
             exit_time: at.ts,
             reason,
         };
-        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         let event = stamp.event(mac, at, Content::ZoneExit(content));
         out.push(Output::Publish(event.clone()));
         out.push(Output::Exited { zone: zone.spec.id, mac: mac.clone() });

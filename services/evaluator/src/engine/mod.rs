@@ -474,6 +474,12 @@ impl Engine {
         self.catalog = current;
     }
 
+    /// Puts the device registry's names and groups of the devices `changed` names in force
+    /// (`None`: no longer registered): the events from now on carry them.
+    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<zonecast_model::DeviceTag>)>) {
+        self.catalog.set_names(changed);
+    }
+
     /// Installs a new catalog and emits the exits the changes since the last one imply;
     /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
     /// gives the Reason `deleted`).

@@ -33,7 +33,7 @@ impl Engine {
             // over, gets the same EventID.
             let key = device.noted.unwrap_or(last_seen);
             let mut ids = IdSource::keyed(key, &[mac.as_str().as_bytes(), b"offline"]);
-            let mut stamp = Stamp { ids: &mut ids, site_id: self.site_id };
+            let mut stamp = Stamp { ids: &mut ids, site_id: self.site_id, catalog: &self.catalog };
             out.push(Output::Publish(stamp.event(&mac, at, Content::DeviceOffline(presence))));
             device.noted = Some(last_seen);
             out.push(Output::Presence(Presence { mac, last_seen, offline: true }));
@@ -43,7 +43,7 @@ impl Engine {
     /// `mac`, reported offline and silent since `last_seen`, sent a position at `at.ts`.
     pub(super) fn online(&mut self, mac: &Mac, last_seen: DateTime<Utc>, pos: Vec3, at: At, out: &mut Vec<Output>) {
         let presence = DevicePresence { last_seen, silent_seconds: seconds(at.ts - last_seen), position: Some(pos) };
-        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id };
+        let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         out.push(Output::Publish(stamp.event(mac, at, Content::DeviceOnline(presence))));
     }
 }

@@ -76,6 +76,10 @@ pub(super) fn apply(engine: &mut Engine, update: Update, out: &mut Vec<Output>) 
             metrics::counter!("zonecast_evaluator_parameter_reloads_total").increment(1);
             false
         }
+        Update::Names(changed) => {
+            engine.apply_names(changed);
+            false
+        }
         Update::Nothing => false,
     }
 }

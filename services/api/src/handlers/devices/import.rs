@@ -40,7 +40,9 @@ const COLUMNS: [&str; 4] = ["MAC", "Name", "Group", "Kind"];
 pub async fn import(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
     let devices = if is_csv(headers) { from_csv(body, &ctx.limits)? } else { from_json(body, &ctx.limits)? };
     ctx.store.put_devices(&devices).await?;
-    Ok(reply::ok(&ImportAnswer { imported: devices.len() }))
+    let macs: Vec<Mac> = devices.iter().map(|d| d.mac.clone()).collect();
+    let applied = super::announce(ctx, &macs).await;
+    Ok(applied.stamp(reply::ok(&ImportAnswer { imported: devices.len() })))
 }
 
 /// Whether the body is labelled CSV.

@@ -8,7 +8,7 @@ pub(crate) mod import;
 
 use serde::Serialize;
 use warp::reply::Response;
-use zonecast_model::{Device, DeviceInput, Mac};
+use zonecast_model::{ConfigKind, Device, DeviceInput, Mac};
 use zonecast_store::DeviceQuery;
 
 use super::history::number_parameter;
@@ -139,13 +139,21 @@ pub async fn put(ctx: &Context, raw: &str, body: &bytes::Bytes) -> Result<Respon
     let mac = path_mac(raw).map_err(|e| ApiError::Invalid(format!("MAC: {e}")))?;
     let device = DeviceInput::parse(&body::object(body, &ctx.limits)?)?.into_device(mac);
     ctx.store.put_devices(std::slice::from_ref(&device)).await?;
-    Ok(reply::ok(&device))
+    let applied = announce(ctx, std::slice::from_ref(&device.mac)).await;
+    Ok(applied.stamp(reply::ok(&device)))
 }
 
 /// `DELETE /v3/devices/{MAC}`.
 pub async fn delete(ctx: &Context, raw: &str) -> Result<Response, ApiError> {
-    ctx.store.delete_device(&named(raw)?).await?;
-    Ok(reply::ack())
+    let mac = named(raw)?;
+    ctx.store.delete_device(&mac).await?;
+    Ok(announce(ctx, &[mac]).await.stamp(reply::ack()))
+}
+
+/// Announces registry writes of `macs`: the evaluators put the names and groups events carry
+/// in force.
+pub(super) async fn announce(ctx: &Context, macs: &[Mac]) -> crate::applied::Applied {
+    ctx.announce(ConfigKind::Devices, macs.iter().map(Mac::to_string).collect(), None).await
 }
 
 #[cfg(test)]
