@@ -21,6 +21,9 @@ pub const MAX_PROPERTIES_BYTES: usize = 16 * 1024;
 /// The `Kind` values the documentation suggests; any other text is accepted too.
 pub const DEVICE_KINDS: [&str; 3] = ["person", "vehicle", "asset"];
 
+/// Largest `OfflineSeconds`: a week, as DeviceOfflineSeconds.
+pub const MAX_OFFLINE_SECONDS: i64 = 604_800;
+
 /// A named device as stored and returned. `Name` and `Properties` mean what the `name` and
 /// `properties` of an omlox trackable mean.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -38,6 +41,9 @@ pub struct Device {
     pub kind: Option<String>,
     /// Free properties; `{}` when none were given.
     pub properties: Map<String, Value>,
+    /// How long this device may stay silent before it is reported offline, in place of the
+    /// site's DeviceOfflineSeconds; `None` to follow the site.
+    pub offline_seconds: Option<u64>,
 }
 
 /// The body of `PUT /v3/devices/{MAC}`: every field of a device but its MAC, which the path
@@ -63,6 +69,10 @@ pub struct DeviceInput {
     /// Free properties: at most 100 members, 16 KiB as JSON. Null for none.
     #[schemars(with = "Option<Properties>")]
     pub properties: Option<Map<String, Value>>,
+    /// Seconds of silence after which this device is reported offline, in place of the site's
+    /// DeviceOfflineSeconds (1 to 604800); null to follow the site.
+    #[schemars(range(min = 1, max = MAX_OFFLINE_SECONDS))]
+    pub offline_seconds: Option<u64>,
 }
 
 /// `Properties` as a request states them.
@@ -109,7 +119,15 @@ impl DeviceInput {
                 return Err(Invalid::new("Properties", format!("must be an object, got {}", type_name(other))));
             }
         };
-        Ok(Self { name, group, kind, properties })
+        let offline_seconds = match f.raw("OfflineSeconds") {
+            None => None,
+            Some(v) => Some(
+                crate::fields::int_in(v, 1, MAX_OFFLINE_SECONDS)
+                    .map(|n| n.unsigned_abs())
+                    .map_err(|m| Invalid::new("OfflineSeconds", m))?,
+            ),
+        };
+        Ok(Self { name, group, kind, properties, offline_seconds })
     }
 
     /// The device record of `mac` this input makes.
@@ -120,6 +138,7 @@ impl DeviceInput {
             group: self.group,
             kind: self.kind,
             properties: self.properties.unwrap_or_default(),
+            offline_seconds: self.offline_seconds,
         }
     }
 }
@@ -186,7 +205,7 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&device).unwrap(),
             json!({"MAC": "AA:BB:CC:DD:EE:01", "Name": "Forklift 3", "Group": null, "Kind": "vehicle",
-                   "Properties": {}})
+                   "Properties": {}, "OfflineSeconds": null})
         );
     }
 
@@ -198,6 +217,18 @@ mod tests {
         assert_eq!(refused(json!({"Name": 5})), "Name: must be a string, got a number");
         assert_eq!(refused(json!({"Name": "n".repeat(257)})), "Name: must be 1 to 256 characters");
         assert!(DeviceInput::parse(&json!({"Name": "n".repeat(256)})).is_ok());
+        assert_eq!(
+            refused(json!({"Name": "n", "OfflineSeconds": 0})),
+            "OfflineSeconds: must be between 1 and 604800, got 0"
+        );
+        assert_eq!(
+            refused(json!({"Name": "n", "OfflineSeconds": "60"})),
+            "OfflineSeconds: must be an integer, got a string"
+        );
+        assert_eq!(
+            DeviceInput::parse(&json!({"Name": "n", "OfflineSeconds": 600})).unwrap().offline_seconds,
+            Some(600)
+        );
         assert_eq!(refused(json!({"Name": "a\u{0}b"})), "Name: must not contain control characters");
         assert_eq!(refused(json!({"Name": "a", "Group": []})), "Group: must be a string, got an array");
         assert_eq!(refused(json!({"Name": "a", "Kind": "k".repeat(300)})), "Kind: must be 1 to 256 characters");

@@ -40,8 +40,16 @@ pub(crate) fn device(
     group: Option<String>,
     kind: Option<String>,
     properties: &str,
+    offline_seconds: Option<i64>,
 ) -> Result<Device> {
-    Ok(Device { mac: self::mac(mac)?, name, group, kind, properties: from_json(properties, "device's properties")? })
+    Ok(Device {
+        mac: self::mac(mac)?,
+        name,
+        group,
+        kind,
+        properties: from_json(properties, "device's properties")?,
+        offline_seconds: offline_seconds.and_then(|s| u64::try_from(s).ok()),
+    })
 }
 
 /// `devices` with one per MAC, the last one winning, sorted so that concurrent writers lock

@@ -63,6 +63,16 @@ fn prepare_all(specs: Vec<ZoneSpec>, skipped: &mut Vec<Skipped>) -> Vec<Zone> {
     specs.into_iter().filter_map(|spec| prepare(spec).map_err(|s| skipped.push(s)).ok()).collect()
 }
 
+/// A device registry entry as evaluators keep it: the name and group events carry, and the
+/// device's own OfflineSeconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// Name and group.
+    pub tag: DeviceTag,
+    /// OfflineSeconds, if the device has its own.
+    pub offline_seconds: Option<u64>,
+}
+
 /// How stale the recorded presence of a device may grow at most.
 const PRESENCE_INTERVAL: chrono::Duration = chrono::Duration::seconds(60);
 
@@ -85,6 +95,8 @@ pub struct Catalog {
     radii: HashMap<Mac, f64>,
     /// The device registry's names and groups, which events carry.
     names: HashMap<Mac, DeviceTag>,
+    /// The registry's own OfflineSeconds of the devices that have one.
+    offline_after: HashMap<Mac, chrono::Duration>,
     default_radius: f64,
     /// ExitToleranceMeters.
     pub exit_tolerance: f64,
@@ -95,10 +107,7 @@ pub struct Catalog {
     /// DeviceTimeoutSeconds; `None` when 0 (never).
     pub device_timeout: Option<chrono::Duration>,
     /// DeviceOfflineSeconds; `None` when 0 (never).
-    pub device_offline: Option<chrono::Duration>,
-    /// How stale the recorded presence of a device may grow: a minute, or a quarter of
-    /// DeviceOfflineSeconds when that is shorter.
-    pub presence_interval: chrono::Duration,
+    device_offline: Option<chrono::Duration>,
     /// Largest device radius, for query margins.
     pub max_radius: f64,
     /// Zones of the last build or patch left out (see [`Skipped`]).
@@ -260,7 +269,7 @@ impl Catalog {
             exit_delay: chrono::Duration::zero(),
             device_timeout: None,
             device_offline: None,
-            presence_interval: PRESENCE_INTERVAL,
+            offline_after: HashMap::new(),
             settings: Settings::default(),
             radii: HashMap::new(),
             names: HashMap::new(),
@@ -283,7 +292,6 @@ impl Catalog {
         self.exit_delay = ms(SettingName::ExitDelayMs);
         self.device_timeout = seconds(SettingName::DeviceTimeoutSeconds);
         self.device_offline = seconds(SettingName::DeviceOfflineSeconds);
-        self.presence_interval = self.device_offline.map_or(PRESENCE_INTERVAL, |o| (o / 4).min(PRESENCE_INTERVAL));
         self.settings = settings;
         self.radii = radii;
         self.default_radius = default_radius;
@@ -300,15 +308,44 @@ impl Catalog {
         self.names.get(mac)
     }
 
-    /// Puts the registry's names and groups in force: `changed` sets or (with `None`) removes
-    /// the entries of the devices it names, keeping the others.
-    pub fn set_names(&mut self, changed: impl IntoIterator<Item = (Mac, Option<DeviceTag>)>) {
-        for (mac, tag) in changed {
-            match tag {
-                Some(tag) => self.names.insert(mac, tag),
-                None => self.names.remove(&mac),
-            };
+    /// Puts the registry's entries in force: `changed` sets or (with `None`) removes the
+    /// entries of the devices it names, keeping the others.
+    pub fn set_names(&mut self, changed: impl IntoIterator<Item = (Mac, Option<Registered>)>) {
+        for (mac, entry) in changed {
+            match entry {
+                Some(Registered { tag, offline_seconds }) => {
+                    match offline_seconds.and_then(|s| i64::try_from(s).ok()) {
+                        Some(s) => self.offline_after.insert(mac.clone(), chrono::Duration::seconds(s)),
+                        None => self.offline_after.remove(&mac),
+                    };
+                    self.names.insert(mac, tag);
+                }
+                None => {
+                    self.offline_after.remove(&mac);
+                    self.names.remove(&mac);
+                }
+            }
         }
+    }
+
+    /// How long `mac` may stay silent before it is reported offline: its own OfflineSeconds,
+    /// else DeviceOfflineSeconds; `None` when neither is set.
+    pub fn offline_after(&self, mac: &Mac) -> Option<chrono::Duration> {
+        if self.offline_after.is_empty() {
+            return self.device_offline;
+        }
+        self.offline_after.get(mac).copied().or(self.device_offline)
+    }
+
+    /// Whether any device may be reported offline.
+    pub fn reports_offline(&self) -> bool {
+        self.device_offline.is_some() || !self.offline_after.is_empty()
+    }
+
+    /// How stale the recorded presence of `mac` may grow: a minute, or a quarter of the time
+    /// it may stay silent when that is shorter.
+    pub fn presence_interval(&self, mac: &Mac) -> chrono::Duration {
+        self.offline_after(mac).map_or(PRESENCE_INTERVAL, |o| (o / 4).min(PRESENCE_INTERVAL))
     }
 
     /// The own radii of the devices `changed` names replaced (`None` removes one: the device

@@ -15,7 +15,7 @@ use zonecast_runtime::applier::{Follower, Pending, REPORT_EVERY};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::{DeviceQuery, EvaluatorStore, StoreError};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Registered};
 
 /// Changes up to a revision, read and ready to put in force.
 pub(crate) struct Step {
@@ -40,7 +40,7 @@ pub(crate) enum Update {
     Parameters { settings: Settings, radii: Vec<(Mac, f64)> },
     /// Only device registry writes: the names and groups of the devices they name (`None`:
     /// no longer registered).
-    Names(Vec<(Mac, Option<DeviceTag>)>),
+    Names(Vec<(Mac, Option<Registered>)>),
     /// Only MQTT connections or certificate profiles, which the evaluator does not hold.
     Nothing,
 }
@@ -51,22 +51,27 @@ pub(crate) async fn load_catalog(store: &dyn EvaluatorStore) -> Result<Catalog, 
     let settings = store.list_settings().await?;
     let radii = store.list_radii().await?;
     let mut catalog = Catalog::build(zones, &settings, radii);
-    catalog.set_names(load_names(store).await?.into_iter().map(|(mac, tag)| (mac, Some(tag))));
+    catalog.set_names(load_names(store).await?.into_iter().map(|(mac, entry)| (mac, Some(entry))));
     Ok(catalog)
+}
+
+/// What the evaluators keep of a registry entry.
+fn registered(d: zonecast_model::Device) -> Registered {
+    Registered { tag: DeviceTag { name: d.name, group: d.group }, offline_seconds: d.offline_seconds }
 }
 
 /// Registry pages read at once.
 const NAMES_PAGE: usize = 1000;
 
 /// The name and group of every registered device, a page at a time.
-async fn load_names(store: &dyn EvaluatorStore) -> Result<Vec<(Mac, DeviceTag)>, StoreError> {
+async fn load_names(store: &dyn EvaluatorStore) -> Result<Vec<(Mac, Registered)>, StoreError> {
     let mut names = Vec::new();
     let mut query = DeviceQuery { limit: NAMES_PAGE, ..DeviceQuery::default() };
     loop {
         let page = store.list_devices(&query).await?;
         let full = page.len() == NAMES_PAGE;
         query.after = page.last().map(|d| d.mac.clone());
-        names.extend(page.into_iter().map(|d| (d.mac, DeviceTag { name: d.name, group: d.group })));
+        names.extend(page.into_iter().map(|d| (d.mac.clone(), registered(d))));
         if !full {
             return Ok(names);
         }
@@ -78,24 +83,22 @@ async fn load_names(store: &dyn EvaluatorStore) -> Result<Vec<(Mac, DeviceTag)>,
 const NAMES_BY_ONE: usize = 100;
 
 /// The registry entries of `macs` as they are now (`None`: no longer registered).
-async fn find_names(store: &dyn EvaluatorStore, macs: Vec<Mac>) -> Result<Vec<(Mac, Option<DeviceTag>)>, StoreError> {
+async fn find_names(store: &dyn EvaluatorStore, macs: Vec<Mac>) -> Result<Vec<(Mac, Option<Registered>)>, StoreError> {
     if macs.len() > NAMES_BY_ONE {
-        let mut all: Vec<(Mac, Option<DeviceTag>)> = macs.into_iter().map(|mac| (mac, None)).collect();
-        let found: foldhash::HashMap<Mac, DeviceTag> = load_names(store).await?.into_iter().collect();
-        for (mac, tag) in &mut all {
-            *tag = found.get(mac).cloned();
-        }
-        all.extend(found.into_iter().map(|(mac, tag)| (mac, Some(tag))));
+        let found: foldhash::HashMap<Mac, Registered> = load_names(store).await?.into_iter().collect();
+        let mut all: Vec<(Mac, Option<Registered>)> =
+            macs.into_iter().filter(|mac| !found.contains_key(mac)).map(|mac| (mac, None)).collect();
+        all.extend(found.into_iter().map(|(mac, entry)| (mac, Some(entry))));
         return Ok(all);
     }
     let mut changed = Vec::with_capacity(macs.len());
     for mac in macs {
-        let tag = match store.get_device(&mac).await {
-            Ok(d) => Some(DeviceTag { name: d.name, group: d.group }),
+        let entry = match store.get_device(&mac).await {
+            Ok(d) => Some(registered(d)),
             Err(StoreError::NotFound { .. }) => None,
             Err(e) => return Err(e),
         };
-        changed.push((mac, tag));
+        changed.push((mac, entry));
     }
     Ok(changed)
 }

@@ -45,3 +45,23 @@ pub(crate) async fn events_of_a_registered_device_name_it_and_its_group_and_filt
     assert!(enter.get("Device").is_none(), "{enter}");
     server.stop().await;
 }
+
+pub(crate) async fn a_device_with_its_own_offline_time_is_reported_offline_after_it(mode: Mode) {
+    let server = Server::start(mode).await;
+    let (tag, other) = ("0A:00:00:00:00:03", "0A:00:00:00:00:04");
+    let record = json!({"Name": "Asset tag 7", "Kind": "asset", "OfflineSeconds": 1});
+    server.ok(Method::PUT, &path(tag), Some(record)).await;
+    let mut events = server.events().await;
+    let t = Utc::now();
+    server.position(tag, [0.0, 0.0, 0.0], t).await;
+    server.position(other, [0.0, 0.0, 0.0], t).await;
+    // The site reports nobody offline (DeviceOfflineSeconds is 0): only the tag is.
+    let offline = next_json(&mut events, WAIT).await;
+    assert_eq!((offline["Type"].as_str(), offline["Source"]["MAC"].as_str()), (Some("DEVICE_OFFLINE"), Some(tag)));
+    assert_eq!(offline["Content"]["SilentSeconds"], json!(1.0));
+    assert_eq!(offline["Device"], json!({"Name": "Asset tag 7", "Group": null}));
+    server.position(tag, [1.0, 0.0, 0.0], Utc::now()).await;
+    let online = next_json(&mut events, WAIT).await;
+    assert_eq!((online["Type"].as_str(), online["Source"]["MAC"].as_str()), (Some("DEVICE_ONLINE"), Some(tag)));
+    server.stop().await;
+}

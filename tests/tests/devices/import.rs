@@ -22,10 +22,12 @@ pub(crate) async fn a_json_import_creates_and_replaces_devices_in_one_go(mode: M
     assert_eq!(
         all_devices(&server).await,
         vec![
-            json!({"MAC": "00:00:00:00:00:01", "Name": "Forklift", "Group": "fleet", "Kind": "vehicle", "Properties": {}}),
-            json!({"MAC": "00:00:00:00:00:02", "Name": "Anna", "Group": "staff", "Kind": "person", "Properties": {}}),
+            json!({"MAC": "00:00:00:00:00:01", "Name": "Forklift", "Group": "fleet", "Kind": "vehicle", "Properties": {},
+                   "OfflineSeconds": null}),
+            json!({"MAC": "00:00:00:00:00:02", "Name": "Anna", "Group": "staff", "Kind": "person", "Properties": {},
+                   "OfflineSeconds": null}),
             json!({"MAC": "00:00:00:00:00:03", "Name": "Cart 3", "Group": null, "Kind": "asset",
-                   "Properties": {"rfid": "E200 3412"}}),
+                   "Properties": {"rfid": "E200 3412"}, "OfflineSeconds": null}),
         ]
     );
     assert_eq!(import(&server, JSON, "[]").await, json!({"Imported": 0}), "an empty import is fine");
@@ -35,18 +37,18 @@ pub(crate) async fn a_json_import_creates_and_replaces_devices_in_one_go(mode: M
 
 pub(crate) async fn a_csv_import_reads_the_header_and_makes_extra_columns_properties(mode: Mode) {
     let server = Server::start(mode).await;
-    let csv = "mac,Name,Group,Kind,Badge,Note\r\n\
-               00-aa-bb-cc-dd-01,\"Forklift, front\",fleet,vehicle,,\"says \"\"hi\"\"\nand more\"\r\n\
+    let csv = "mac,Name,Group,Kind,OfflineSeconds,Badge,Note\r\n\
+               00-aa-bb-cc-dd-01,\"Forklift, front\",fleet,vehicle,120,,\"says \"\"hi\"\"\nand more\"\r\n\
                \r\n\
-               00:AA:BB:CC:DD:02, Anna ,,person,17,\r\n";
+               00:AA:BB:CC:DD:02, Anna ,,person,,17,\r\n";
     assert_eq!(import(&server, "text/csv; charset=utf-8", csv).await, json!({"Imported": 2}));
     assert_eq!(
         all_devices(&server).await,
         vec![
             json!({"MAC": "00:AA:BB:CC:DD:01", "Name": "Forklift, front", "Group": "fleet", "Kind": "vehicle",
-                   "Properties": {"Note": "says \"hi\"\nand more"}}),
+                   "Properties": {"Note": "says \"hi\"\nand more"}, "OfflineSeconds": 120}),
             json!({"MAC": "00:AA:BB:CC:DD:02", "Name": "Anna", "Group": null, "Kind": "person",
-                   "Properties": {"Badge": "17"}}),
+                   "Properties": {"Badge": "17"}, "OfflineSeconds": null}),
         ]
     );
     // Only MAC and Name columns are needed; a row replaces its device whole.
@@ -54,7 +56,8 @@ pub(crate) async fn a_csv_import_reads_the_header_and_makes_extra_columns_proper
     let anna = server.ok(Method::GET, &path("00:AA:BB:CC:DD:02"), None).await;
     assert_eq!(
         anna,
-        json!({"MAC": "00:AA:BB:CC:DD:02", "Name": "Anna B.", "Group": null, "Kind": null, "Properties": {}})
+        json!({"MAC": "00:AA:BB:CC:DD:02", "Name": "Anna B.", "Group": null, "Kind": null, "Properties": {},
+               "OfflineSeconds": null})
     );
     server.stop().await;
 }
@@ -101,7 +104,7 @@ pub(crate) async fn an_import_with_one_bad_row_stores_nothing_and_names_the_row_
         ("MAC,Group\n00:00:00:00:00:01,g\n".to_owned(), "line 1: the header has no Name column"),
         (format!("{good_rows}\"00:00:00:00:00:03,x\n"), "line 4: a quoted field is not closed"),
         (format!("{good_rows}00:00:00:00:00:03,x\"y,g\n"), "line 4: a quote inside an unquoted field"),
-        (String::new(), "the CSV has no header row (e.g. MAC,Name,Group,Kind)"),
+        (String::new(), "the CSV has no header row (e.g. MAC,Name,Group,Kind,OfflineSeconds)"),
     ];
     for (body, expected) in cases {
         let message = refused(&server, Method::POST, import, CSV, body.clone(), 422, "invalid_data").await;

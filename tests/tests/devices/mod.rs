@@ -12,7 +12,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use zonecast_tests::{ADMIN_KEY, Server, assert_error, both_modes};
 
-use events::events_of_a_registered_device_name_it_and_its_group_and_filters_select_on_the_group;
+use events::{
+    a_device_with_its_own_offline_time_is_reported_offline_after_it,
+    events_of_a_registered_device_name_it_and_its_group_and_filters_select_on_the_group,
+};
 use import::{
     a_csv_import_reads_the_header_and_makes_extra_columns_properties,
     a_json_import_creates_and_replaces_devices_in_one_go,
@@ -65,6 +68,7 @@ async fn import(server: &Server, content_type: &str, body: impl Into<Vec<u8>>) -
 
 both_modes!(
     events_of_a_registered_device_name_it_and_its_group_and_filters_select_on_the_group,
+    a_device_with_its_own_offline_time_is_reported_offline_after_it,
     a_device_is_created_replaced_and_read_back_by_its_mac_in_any_spelling,
     unknown_devices_are_not_found_and_a_deleted_one_is_gone,
     devices_are_listed_in_mac_order_a_page_at_a_time_and_by_group_or_text,

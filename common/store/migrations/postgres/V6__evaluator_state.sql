@@ -23,3 +23,6 @@ CREATE TABLE zone_occupancy (
     changed_at TIMESTAMPTZ NOT NULL,
     published  BOOLEAN NOT NULL
 );
+
+-- A device's own DeviceOfflineSeconds (null: the site's).
+ALTER TABLE devices ADD COLUMN offline_seconds BIGINT;

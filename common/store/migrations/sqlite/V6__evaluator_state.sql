@@ -22,3 +22,6 @@ CREATE TABLE zone_occupancy (
     changed_at_us INTEGER NOT NULL,
     published     INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
+
+-- A device's own DeviceOfflineSeconds (null: the site's).
+ALTER TABLE devices ADD COLUMN offline_seconds INTEGER;

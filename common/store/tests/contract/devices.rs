@@ -18,6 +18,7 @@ fn device(i: u8, name: &str, group: Option<&str>) -> Device {
         group: group.map(str::to_owned),
         kind: Some("person".into()),
         properties: json!({"badge": i, "note": "a\u{0}b"}).as_object().unwrap().clone(),
+        offline_seconds: Some(u64::from(i) * 60),
     }
 }
 
@@ -33,7 +34,13 @@ pub(crate) async fn devices_round_trip_and_a_put_replaces_the_whole_record(store
     let first = device(1, "Anna", Some("night shift"));
     store.put_devices(std::slice::from_ref(&first)).await.unwrap();
     assert_eq!(store.get_device(&mac(1)).await.unwrap(), first);
-    let replaced = Device { group: None, kind: None, properties: Default::default(), ..device(1, "Anna B.", None) };
+    let replaced = Device {
+        group: None,
+        kind: None,
+        properties: Default::default(),
+        offline_seconds: None,
+        ..device(1, "Anna B.", None)
+    };
     store.put_devices(std::slice::from_ref(&replaced)).await.unwrap();
     assert_eq!(store.get_device(&mac(1)).await.unwrap(), replaced);
     assert_eq!(store.list_devices(&all(10)).await.unwrap(), vec![replaced]);

@@ -2,7 +2,7 @@
 //! whose ExitDelayMs ran out, devices silent for DeviceTimeoutSeconds or DeviceOfflineSeconds,
 //! timed zones past their StopTime, and stays past their zone's MaxDwellSeconds.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 use zonecast_model::{ExitReason, IdSource, Mac};
 
@@ -20,25 +20,22 @@ impl Engine {
     /// The clock: fires delayed entries and exits that are due, device timeouts, offline
     /// reports, the ends of time windows and dwell limits.
     pub fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Output>) {
-        let (entry_delay, exit_delay, timeout, offline) = (
-            self.catalog.entry_delay,
-            self.catalog.exit_delay,
-            self.catalog.device_timeout,
-            self.catalog.device_offline,
-        );
+        let (entry_delay, exit_delay, timeout) =
+            (self.catalog.entry_delay, self.catalog.exit_delay, self.catalog.device_timeout);
         let mut due: Vec<(Mac, Uuid, Phase, DateTime<Utc>)> = Vec::new();
         let mut timed_out: Vec<(Mac, DateTime<Utc>)> = Vec::new();
-        let mut silent: Vec<(Mac, DateTime<Utc>)> = Vec::new();
+        let mut silent: Vec<(Mac, DateTime<Utc>, Duration)> = Vec::new();
         // Only a timeout, offline reports or a phase on a delay make a device due: without
         // any, the clock looks at no device.
-        if timeout.is_some() || offline.is_some() || self.delayed {
+        if timeout.is_some() || self.catalog.reports_offline() || self.delayed {
             let mut waiting = false;
             for (mac, device) in &self.devices {
+                let offline = self.catalog.offline_after(mac);
                 if let Some(o) = offline
                     && !device.offline
                     && now - device.ts >= o
                 {
-                    silent.push((mac.clone(), device.ts));
+                    silent.push((mac.clone(), device.ts, o));
                 }
                 // A timed-out device kept for its offline report has left its zones already.
                 if let Some(t) = timeout
@@ -92,18 +89,16 @@ impl Engine {
                     None => self.forget(&mac, id),
                 }
             }
-            // Kept while offline reports are on: its silence is still to be reported, or its
-            // return.
-            if offline.is_none()
+            // Kept while it may be reported offline: its silence is still to be reported, or
+            // its return.
+            if self.catalog.offline_after(&mac).is_none()
                 && let Some(device) = self.devices.remove(&mac)
             {
                 self.grid.removed(&mac, device.pos);
             }
         }
-        if let Some(after) = offline {
-            silent.sort_unstable();
-            self.offline(silent, after, now, out);
-        }
+        silent.sort_unstable();
+        self.offline(silent, now, out);
         let mut ended: Vec<usize> = self
             .occupants
             .keys()

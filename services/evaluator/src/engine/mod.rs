@@ -287,7 +287,7 @@ impl Engine {
             }
             device.ts = ts;
             device.order = Some(order);
-            if back.is_some() || device.noted.is_none_or(|noted| ts - noted >= self.catalog.presence_interval) {
+            if back.is_some() || device.noted.is_none_or(|noted| ts - noted >= self.catalog.presence_interval(mac)) {
                 device.noted = Some(ts);
                 out.push(Output::Presence(Presence { mac: mac.clone(), last_seen: ts, offline: false }));
             }
@@ -476,8 +476,9 @@ impl Engine {
 
     /// Puts the device registry's names and groups of the devices `changed` names in force
     /// (`None`: no longer registered): the events from now on carry them.
-    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<zonecast_model::DeviceTag>)>) {
+    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<crate::catalog::Registered>)>) {
         self.catalog.set_names(changed);
+        self.forget_offline_unless_reported();
     }
 
     /// Installs a new catalog and emits the exits the changes since the last one imply;

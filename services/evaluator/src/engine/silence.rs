@@ -13,16 +13,15 @@ use super::state::{At, Device};
 use super::{Engine, Output};
 
 impl Engine {
-    /// Reports every device in `silent` offline: the device and when its silence began, sorted
-    /// by MAC.
+    /// Reports every device in `silent` offline: the device, when its silence began and how
+    /// long it may stay silent, sorted by MAC.
     pub(super) fn offline(
         &mut self,
-        silent: Vec<(Mac, DateTime<Utc>)>,
-        after: Duration,
+        silent: Vec<(Mac, DateTime<Utc>, Duration)>,
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
-        for (mac, silent_from) in silent {
+        for (mac, silent_from, after) in silent {
             let Some(device) = self.devices.get_mut(&mac) else { continue };
             device.offline = true;
             let last_seen = device.last_seen();
@@ -49,27 +48,31 @@ impl Engine {
 }
 
 impl Engine {
-    /// With offline reports turned off, who is offline is forgotten: a device that comes back
-    /// while they are off, or after they are turned on again, is not reported online.
+    /// With offline reports turned off for a device (the site's and its own), who is offline
+    /// is forgotten: a device that comes back while they are off, or after they are turned on
+    /// again, is not reported online.
     pub(super) fn forget_offline_unless_reported(&mut self) {
-        if self.catalog.device_offline.is_none() {
-            for device in self.devices.values_mut() {
+        for (mac, device) in &mut self.devices {
+            if device.offline && self.catalog.offline_after(mac).is_none() {
                 device.offline = false;
             }
         }
     }
 
-    /// Restores the presence recorded before a restart (only owned devices, and only while
-    /// offline reports are on): a device reported offline stays offline until its next
+    /// Restores the presence recorded before a restart (only owned devices that may be
+    /// reported offline): a device reported offline stays offline until its next
     /// position; the silence of the others counts from the Timestamp recorded plus the recording
     /// interval (the latest their last position can have been), so that none is reported
     /// offline early.
     pub fn restore_presence(&mut self, rows: Vec<Presence>, now: DateTime<Utc>) {
-        if self.catalog.device_offline.is_none() {
+        if !self.catalog.reports_offline() {
             return;
         }
-        let interval = self.catalog.presence_interval;
         for row in rows.into_iter().filter(|p| self.ownership.owns(&p.mac)) {
+            if self.catalog.offline_after(&row.mac).is_none() {
+                continue;
+            }
+            let interval = self.catalog.presence_interval(&row.mac);
             let device = self.devices.entry(row.mac).or_insert_with(|| Device::new(now));
             if device.order.is_some() {
                 continue;

@@ -123,3 +123,32 @@ pub(crate) fn the_recorded_presence_carries_silences_and_returns_across_a_restar
     off.restore_presence(vec![Presence { mac: d, last_seen: t0(), offline: true }], t0());
     assert_eq!(off.device_count(), 0);
 }
+
+pub(crate) fn a_device_of_its_own_offline_time_is_reported_after_it_whatever_the_site_says() {
+    use zonecast_evaluator::catalog::Registered;
+    use zonecast_model::DeviceTag;
+    let own = |seconds| Registered { tag: DeviceTag { name: "Anna".into(), group: None }, offline_seconds: seconds };
+    let (anna, other) = (mac(1), mac(2));
+    let mut e = engine(vec![], &[], vec![]);
+    e.apply_names(vec![(anna.clone(), Some(own(Some(5))))]);
+    step(&mut e, &anna, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &other, [0.0, 0.0, 0.0], t0());
+    assert!(tick(&mut e, 4).is_empty());
+    let out = tick(&mut e, 5);
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1, "only the device with its own time: {ev:?}");
+    assert_eq!((ev[0].0.as_str(), ev[0].2["SilentSeconds"].as_f64()), ("DEVICE_OFFLINE", Some(5.0)));
+    assert!(tick(&mut e, 3600).is_empty(), "the other follows the site, which reports nobody");
+
+    // Its own time wins over the site's; taken away, the site's applies.
+    let mut e = engine(vec![], &[setting(SettingName::DeviceOfflineSeconds, 60.0)], vec![]);
+    e.apply_names(vec![(anna.clone(), Some(own(Some(600))))]);
+    step(&mut e, &anna, [0.0, 0.0, 0.0], t0());
+    step(&mut e, &other, [0.0, 0.0, 0.0], t0());
+    assert_eq!(
+        events(&tick(&mut e, 60)).iter().map(|(_, _, c)| c["SilentSeconds"].clone()).collect::<Vec<_>>(),
+        [json!(60.0)]
+    );
+    e.apply_names(vec![(anna.clone(), Some(own(None)))]);
+    assert_eq!(kinds(&tick(&mut e, 61)), ["DEVICE_OFFLINE"]);
+}

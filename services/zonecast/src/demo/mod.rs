@@ -77,6 +77,7 @@ pub async fn name_devices(context: &Context) -> Result<usize, StartError> {
                 group: Some(walker.group.to_owned()),
                 kind: Some(walker.kind.to_owned()),
                 properties: serde_json::Map::new(),
+                offline_seconds: None,
             });
         }
     }

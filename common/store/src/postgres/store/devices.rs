@@ -7,10 +7,17 @@ use crate::postgres::{Db, PgStore};
 use crate::{DeviceQuery, DeviceReader, DeviceWriter, Result, fold};
 
 /// The columns a device is read back from, in [`row`]'s order.
-const COLUMNS: &str = "mac, name, group_name, kind, properties";
+const COLUMNS: &str = "mac, name, group_name, kind, properties, offline_seconds";
 
 fn row(r: &tokio_postgres::Row) -> Result<Device> {
-    codec::device(r.try_get(0).db()?, r.try_get(1).db()?, r.try_get(2).db()?, r.try_get(3).db()?, r.try_get(4).db()?)
+    codec::device(
+        r.try_get(0).db()?,
+        r.try_get(1).db()?,
+        r.try_get(2).db()?,
+        r.try_get(3).db()?,
+        r.try_get(4).db()?,
+        r.try_get(5).db()?,
+    )
 }
 
 #[async_trait::async_trait]
@@ -58,18 +65,21 @@ impl DeviceWriter for PgStore {
         let folded: Vec<String> = devices.iter().map(|d| fold(&d.name)).collect();
         let groups: Vec<Option<&str>> = devices.iter().map(|d| d.group.as_deref()).collect();
         let kinds: Vec<Option<&str>> = devices.iter().map(|d| d.kind.as_deref()).collect();
+        let offline: Vec<Option<i64>> = devices.iter().map(|d| d.offline_seconds.map(codec::counter)).collect();
         let client = self.client().await?;
         // One statement: all the devices or none.
         let stmt = client
             .prepare_cached(
-                "INSERT INTO devices (mac, name, name_folded, group_name, kind, properties)
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                "INSERT INTO devices (mac, name, name_folded, group_name, kind, properties, offline_seconds)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                                      $7::bigint[])
                  ON CONFLICT (mac) DO UPDATE SET name = EXCLUDED.name, name_folded = EXCLUDED.name_folded,
-                     group_name = EXCLUDED.group_name, kind = EXCLUDED.kind, properties = EXCLUDED.properties",
+                     group_name = EXCLUDED.group_name, kind = EXCLUDED.kind, properties = EXCLUDED.properties,
+                     offline_seconds = EXCLUDED.offline_seconds",
             )
             .await
             .db()?;
-        client.execute(&stmt, &[&macs, &names, &folded, &groups, &kinds, &properties]).await.db().map(drop)
+        client.execute(&stmt, &[&macs, &names, &folded, &groups, &kinds, &properties, &offline]).await.db().map(drop)
     }
 
     async fn delete_device(&self, mac: &Mac) -> Result<()> {

@@ -9,16 +9,16 @@ use crate::sqlite::{Db, SqliteStore};
 use crate::{DeviceQuery, DeviceReader, DeviceWriter, Result, fold};
 
 /// The columns a device is read back from, in [`row`]'s order.
-const COLUMNS: &str = "mac, name, group_name, kind, properties";
+const COLUMNS: &str = "mac, name, group_name, kind, properties, offline_seconds";
 
-type Row = (String, String, Option<String>, Option<String>, String);
+type Row = (String, String, Option<String>, Option<String>, String, Option<i64>);
 
 fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
 }
 
-fn row((mac, name, group, kind, properties): Row) -> Result<Device> {
-    codec::device(&mac, name, group, kind, &properties)
+fn row((mac, name, group, kind, properties, offline_seconds): Row) -> Result<Device> {
+    codec::device(&mac, name, group, kind, &properties, offline_seconds)
 }
 
 #[async_trait::async_trait]
@@ -74,14 +74,18 @@ impl DeviceWriter for SqliteStore {
             {
                 let mut upsert = tx
                     .prepare_cached(
-                        "INSERT INTO devices (mac, name, name_folded, group_name, kind, properties)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                        "INSERT INTO devices (mac, name, name_folded, group_name, kind, properties, offline_seconds)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                          ON CONFLICT (mac) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded,
-                             group_name = excluded.group_name, kind = excluded.kind, properties = excluded.properties",
+                             group_name = excluded.group_name, kind = excluded.kind, properties = excluded.properties,
+                             offline_seconds = excluded.offline_seconds",
                     )
                     .db()?;
                 for (d, properties) in devices.iter().zip(&properties) {
-                    upsert.execute(params![d.mac.as_str(), d.name, fold(&d.name), d.group, d.kind, properties]).db()?;
+                    let offline = d.offline_seconds.map(codec::counter);
+                    upsert
+                        .execute(params![d.mac.as_str(), d.name, fold(&d.name), d.group, d.kind, properties, offline])
+                        .db()?;
                 }
             }
             tx.commit().db()

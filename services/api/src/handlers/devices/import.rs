@@ -34,7 +34,7 @@ pub struct ImportAnswer {
 }
 
 /// The CSV columns with a field of their own; any other column is a property.
-const COLUMNS: [&str; 4] = ["MAC", "Name", "Group", "Kind"];
+const COLUMNS: [&str; 5] = ["MAC", "Name", "Group", "Kind", "OfflineSeconds"];
 
 /// `POST /v3/devices/import`.
 pub async fn import(ctx: &Context, headers: &HeaderMap, body: &Bytes) -> Result<Response, ApiError> {
@@ -163,8 +163,8 @@ impl Columns {
         for needed in ["MAC", "Name"] {
             if !columns.iter().any(|c| matches!(c, Column::Field(f) if *f == needed)) {
                 return Err(refuse(format!(
-                    "the header has no {needed} column (it names MAC and Name, and may name Group, Kind and \
-                     properties)"
+                    "the header has no {needed} column (it names MAC and Name, and may name Group, Kind, \
+                     OfflineSeconds and properties)"
                 )));
             }
         }
@@ -185,6 +185,12 @@ impl Columns {
                 continue;
             }
             match column {
+                // A number where the field takes one; text the field refuses otherwise.
+                Column::Field(field) if *field == "OfflineSeconds" => {
+                    let number =
+                        cell.parse::<u64>().map(Value::from).unwrap_or_else(|_| Value::String(cell.to_owned()));
+                    object.insert((*field).to_owned(), number)
+                }
                 Column::Field(field) => object.insert((*field).to_owned(), Value::String(cell.to_owned())),
                 Column::Property(name) => properties.insert(name.clone(), Value::String(cell.to_owned())),
             };
