@@ -62,6 +62,9 @@ pub struct OccupancyChange {
     pub generation: u64,
     /// When the change was found.
     pub changed_at: DateTime<Utc>,
+    /// Whether this count found it: otherwise an earlier count did, whose evaluator may be
+    /// storing its event now.
+    pub fresh: bool,
 }
 
 /// A zone's stored state.
@@ -75,14 +78,16 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    /// The change this row records, when its event is not stored yet.
-    pub(crate) fn unpublished(&self, zone: Uuid) -> Option<OccupancyChange> {
+    /// The change this row records, when its event is not stored yet; `fresh` when the count
+    /// under way found it.
+    pub(crate) fn unpublished(&self, zone: Uuid, fresh: bool) -> Option<OccupancyChange> {
         (!self.published).then_some(OccupancyChange {
             zone,
             state: self.state,
             count: self.count,
             generation: self.generation,
             changed_at: self.changed_at,
+            fresh,
         })
     }
 }
@@ -138,7 +143,10 @@ mod tests {
         let back = next(Some(&above), cap, 2, now).unwrap();
         assert_eq!((back.state, back.generation), (OccupancyState::Within, 2));
         // A zone first counted above its limit reports it.
-        assert_eq!(next(None, cap, 5, now).unwrap().unpublished(Uuid::nil()).unwrap().state, OccupancyState::Above);
+        assert_eq!(
+            next(None, cap, 5, now).unwrap().unpublished(Uuid::nil(), true).unwrap().state,
+            OccupancyState::Above
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Occupancy limits: after each write of collision changes, the zones with limits whose
 //! collisions it changed are counted in the store, over the collisions every evaluator wrote
 //! (the count is site-wide, not per partition). The store moves each zone's state on and keeps
-//! every change whose event is not stored yet; the events are stored in the journal here, and
-//! each change is marked stored only then, so an evaluator that stops in between leaves it to
-//! be stored by the next count of the zone, with the same EventID.
+//! every change whose event is not stored yet; the evaluator whose count found a change stores
+//! its event in the journal and marks it stored. One that stops in between leaves it to the
+//! next count of the zone after [`ORPHANED`], which stores it with the same EventID.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +14,10 @@ use zonecast_bus::journal::Record;
 use zonecast_bus::{Journal, Subjects};
 use zonecast_model::{Content, Event, EventId, EventSource, IdSource, ZoneOccupancy};
 use zonecast_store::{EvaluatorStore, OccupancyChange, OccupancyLimits, OccupancyState};
+
+/// How long a change found by another count may wait for its event before this evaluator
+/// stores it: its finder has stopped.
+const ORPHANED: chrono::Duration = chrono::Duration::seconds(5);
 
 /// A zone whose count may have changed: its limits, name and AlertLevel as the evaluator has
 /// them (no limits: the zone has none any more).
@@ -55,8 +59,10 @@ impl Occupancy {
     /// On an error they wait for the next try.
     pub async fn count(&mut self, store: &dyn EvaluatorStore) -> Result<(), String> {
         let limits: Vec<OccupancyLimits> = self.pending.values().map(|r| r.limits).collect();
-        let changes = store.count_occupancy(&limits, Utc::now()).await.map_err(|e| e.detail())?;
-        for change in changes {
+        let now = Utc::now();
+        let changes = store.count_occupancy(&limits, now).await.map_err(|e| e.detail())?;
+        // A change another count found is its finder's to store, unless that one has stopped.
+        for change in changes.into_iter().filter(|c| c.fresh || now - c.changed_at >= ORPHANED) {
             let Some(zone) = self.pending.get(&change.zone) else { continue };
             let event = event(&change, zone, self.site_id, Utc::now());
             let Some(subject) = self.subjects.of_event(&event) else { continue };

@@ -5,7 +5,7 @@
 //! record was written is recognised as the same event.
 
 use chrono::{DateTime, Duration, Utc};
-use zonecast_model::{ActionTrigger, Collision, Content, IdSource, Mac, ZoneDwell, ZoneEnter};
+use zonecast_model::{ActionTrigger, Collision, Content, IdSource, Mac, ZoneDwell};
 
 use super::actions::{self, Trigger};
 use super::silence::seconds;
@@ -74,15 +74,7 @@ impl Engine {
         let ids = IdSource::keyed(at.ts, &[mac.as_str().as_bytes(), zone.spec.id.as_bytes(), collision.as_bytes()]);
         let own = std::mem::replace(&mut self.ids, ids);
         let content = ZoneDwell {
-            enter: ZoneEnter {
-                zone_id: zone.spec.id,
-                zone_name: zone.spec.name.clone(),
-                alert_level: zone.spec.alert_level,
-                alarm,
-                collision_id: collision,
-                entry_time,
-                position: device.pos,
-            },
+            enter: super::events::stay(zone, collision, entry_time, alarm, device.pos),
             dwell_seconds: seconds(at.now - entry_time),
             max_dwell_seconds: zone.spec.max_dwell_seconds.unwrap_or_default(),
         };

@@ -18,15 +18,7 @@ impl Engine {
         let collision = self.ids.next(at.now);
         let alarm = self.catalog.alarm_kind(zone.spec.alert_level);
         let position = self.devices.get(mac).and_then(|d| d.pos);
-        let content = ZoneEnter {
-            zone_id: zone.spec.id,
-            zone_name: zone.spec.name.clone(),
-            alert_level: zone.spec.alert_level,
-            alarm,
-            collision_id: collision,
-            entry_time: at.ts,
-            position,
-        };
+        let content = stay(zone, collision, at.ts, alarm, position);
         let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         let event = stamp.event(mac, at, Content::ZoneEnter(content));
         out.push(Output::Publish(event.clone()));
@@ -66,19 +58,8 @@ impl Engine {
             self.forget(mac, zone.spec.id);
             return;
         };
-        let content = ZoneExit {
-            enter: ZoneEnter {
-                zone_id: zone.spec.id,
-                zone_name: zone.spec.name.clone(),
-                alert_level: zone.spec.alert_level,
-                alarm,
-                collision_id: collision,
-                entry_time,
-                position: device.pos,
-            },
-            exit_time: at.ts,
-            reason,
-        };
+        let content =
+            ZoneExit { enter: stay(zone, collision, entry_time, alarm, device.pos), exit_time: at.ts, reason };
         let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         let event = stamp.event(mac, at, Content::ZoneExit(content));
         out.push(Output::Publish(event.clone()));
@@ -87,5 +68,25 @@ impl Engine {
         let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Exit, at };
         actions::run_actions(&trigger, false, &mut stamp, out);
         self.forget(mac, zone.spec.id);
+    }
+}
+
+/// The fields of the `ZONE_ENTER` of a stay in `zone`, which its exit and dwell events repeat;
+/// `position` is the device's last known one.
+pub(super) fn stay(
+    zone: &Zone,
+    collision: uuid::Uuid,
+    entry_time: chrono::DateTime<chrono::Utc>,
+    alarm: zonecast_model::AlarmKind,
+    position: Option<zonecast_geometry::Vec3>,
+) -> ZoneEnter {
+    ZoneEnter {
+        zone_id: zone.spec.id,
+        zone_name: zone.spec.name.clone(),
+        alert_level: zone.spec.alert_level,
+        alarm,
+        collision_id: collision,
+        entry_time,
+        position,
     }
 }

@@ -48,7 +48,7 @@ impl OccupancyWriter for PgStore {
                     })
                 })
                 .transpose()?;
-            let row = match (next(stored.as_ref(), *limits, u64::try_from(count).unwrap_or(0), now), stored) {
+            let (row, fresh) = match (next(stored.as_ref(), *limits, u64::try_from(count).unwrap_or(0), now), stored) {
                 (Some(row), _) => {
                     tx.execute(
                         "INSERT INTO zone_occupancy (zone_id, state, count, generation, changed_at, published)
@@ -67,12 +67,12 @@ impl OccupancyWriter for PgStore {
                     )
                     .await
                     .db()?;
-                    row
+                    (row, true)
                 }
-                (None, Some(stored)) => stored,
+                (None, Some(stored)) => (stored, false),
                 (None, None) => continue,
             };
-            changes.extend(row.unpublished(limits.zone));
+            changes.extend(row.unpublished(limits.zone, fresh));
         }
         tx.commit().await.db()?;
         Ok(changes)

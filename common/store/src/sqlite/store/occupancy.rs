@@ -57,9 +57,10 @@ impl OccupancyWriter for SqliteStore {
                         })
                     })
                     .transpose()?;
-                let row = match (next(stored.as_ref(), *limits, u64::try_from(count).unwrap_or(0), now), stored) {
-                    (Some(row), _) => {
-                        tx.execute(
+                let (row, fresh) =
+                    match (next(stored.as_ref(), *limits, u64::try_from(count).unwrap_or(0), now), stored) {
+                        (Some(row), _) => {
+                            tx.execute(
                             "INSERT INTO zone_occupancy (zone_id, state, count, generation, changed_at_us, published)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                              ON CONFLICT (zone_id) DO UPDATE SET state = excluded.state, count = excluded.count,
@@ -75,12 +76,12 @@ impl OccupancyWriter for SqliteStore {
                             ],
                         )
                         .db()?;
-                        row
-                    }
-                    (None, Some(stored)) => stored,
-                    (None, None) => continue,
-                };
-                changes.extend(row.unpublished(limits.zone));
+                            (row, true)
+                        }
+                        (None, Some(stored)) => (stored, false),
+                        (None, None) => continue,
+                    };
+                changes.extend(row.unpublished(limits.zone, fresh));
             }
             tx.commit().db()?;
             Ok(changes)

@@ -215,11 +215,13 @@ mod tests {
 
     #[test]
     fn csv_rows_become_devices_and_extra_columns_properties() {
-        let devices = csv("mac,Name,Group,KIND,badge,shift\n00-aa-bb-cc-dd-01, Anna ,staff,person,17,\n").unwrap();
+        let devices =
+            csv("mac,Name,Group,KIND,badge,shift,offlineseconds\n00-aa-bb-cc-dd-01, Anna ,staff,person,17,, 90\n")
+                .unwrap();
         assert_eq!(
             devices,
             vec![json!({"MAC": "00:AA:BB:CC:DD:01", "Name": "Anna", "Group": "staff", "Kind": "person",
-                        "Properties": {"badge": "17"}})]
+                        "Properties": {"badge": "17"}, "OfflineSeconds": 90})]
         );
         assert_eq!(csv("MAC,Name\n").unwrap(), Vec::<Value>::new(), "a header alone imports nothing");
     }
@@ -227,7 +229,11 @@ mod tests {
     #[test]
     fn csv_refusals_name_the_line_and_the_field() {
         let refused = |text: &str| csv(text).unwrap_err();
-        assert_eq!(refused(""), "the CSV has no header row (e.g. MAC,Name,Group,Kind)");
+        assert_eq!(refused(""), "the CSV has no header row (e.g. MAC,Name,Group,Kind,OfflineSeconds)");
+        assert_eq!(
+            refused("MAC,Name,OfflineSeconds\n00:00:00:00:00:01,a,soon\n"),
+            "line 2: OfflineSeconds: must be an integer, got a string"
+        );
         assert!(refused("MAC,Group\n").starts_with("line 1: the header has no Name column"));
         assert_eq!(refused("MAC,Name,mac\n"), "line 1: column mac appears twice");
         assert_eq!(refused("MAC,,Name\n"), "line 1: column 2 has no name");
