@@ -4,6 +4,7 @@
 
 mod action;
 mod action_request;
+mod alarm_record;
 mod certificate;
 mod collision;
 mod connection;
@@ -24,6 +25,9 @@ mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
+pub use alarm_record::{
+    AlarmChange, AlarmNote, AlarmRecord, AlarmState, AlarmUpdate, MAX_ALARM_NOTE_CHARS, StoredAlarm,
+};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};

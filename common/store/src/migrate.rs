@@ -34,6 +34,7 @@ pub(crate) const POSTGRES: &[Migration] = &[
         name: "dwell_reported",
         sql: include_str!("../migrations/postgres/V6__dwell_reported.sql"),
     },
+    Migration { version: 7, name: "alarms", sql: include_str!("../migrations/postgres/V7__alarms.sql") },
 ];
 
 /// SQLite migrations, in order.
@@ -48,6 +49,7 @@ pub(crate) const SQLITE: &[Migration] = &[
     },
     Migration { version: 5, name: "devices", sql: include_str!("../migrations/sqlite/V5__devices.sql") },
     Migration { version: 6, name: "dwell_reported", sql: include_str!("../migrations/sqlite/V6__dwell_reported.sql") },
+    Migration { version: 7, name: "alarms", sql: include_str!("../migrations/sqlite/V7__alarms.sql") },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that
@@ -167,9 +169,11 @@ mod tests {
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(SQLITE, &[]).len(), SQLITE.len());
         let versions = |ms: Vec<&Migration>| ms.iter().map(|m| m.version).collect::<Vec<_>>();
-        assert_eq!(versions(pending(SQLITE, &[1])), [2, 3, 4, 5]);
-        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), [4, 5]);
-        assert!(pending(SQLITE, &[1, 2, 3, 4, 5]).is_empty());
-        assert!(pending(SQLITE, &[1, 2, 3, 4, 5, 99]).is_empty());
+        let newest = SQLITE.len() as i64;
+        assert_eq!(versions(pending(SQLITE, &[1])), (2..=newest).collect::<Vec<_>>());
+        assert_eq!(versions(pending(SQLITE, &[1, 2, 3])), (4..=newest).collect::<Vec<_>>());
+        let all: Vec<i64> = (1..=newest).collect();
+        assert!(pending(SQLITE, &all).is_empty());
+        assert!(pending(SQLITE, &[all, vec![99]].concat()).is_empty());
     }
 }

@@ -265,6 +265,9 @@ impl World {
                             prop_assert!(self.offline.remove(&mac), "online without going offline")
                         }
                         Content::LocationRawUpdate(_) => prop_assert!(false, "the engine publishes no positions"),
+                        Content::AlarmAcknowledged(_) | Content::AlarmResolved(_) => {
+                            prop_assert!(false, "only people change alarms")
+                        }
                     }
                 }
                 Output::Entered(c) => {

@@ -10,6 +10,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
+use crate::alarm_record::AlarmRecord;
 
 pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
 pub use id::{EventId, IdSource};
@@ -59,6 +60,10 @@ pub enum Content {
     DeviceOffline(DevicePresence),
     /// `DEVICE_ONLINE`.
     DeviceOnline(DevicePresence),
+    /// `ALARM_ACKNOWLEDGED`: the alarm as it is now.
+    AlarmAcknowledged(AlarmRecord),
+    /// `ALARM_RESOLVED`: the alarm as it is now.
+    AlarmResolved(AlarmRecord),
 }
 
 impl Content {
@@ -75,6 +80,8 @@ impl Content {
             Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
             Self::DeviceOffline(_) => EventType::DeviceOffline,
             Self::DeviceOnline(_) => EventType::DeviceOnline,
+            Self::AlarmAcknowledged(_) => EventType::AlarmAcknowledged,
+            Self::AlarmResolved(_) => EventType::AlarmResolved,
         }
     }
 }
@@ -128,6 +135,7 @@ impl Serialize for Event {
                 e.serialize_field("Content", c)?
             }
             Content::DeviceOffline(c) | Content::DeviceOnline(c) => e.serialize_field("Content", c)?,
+            Content::AlarmAcknowledged(c) | Content::AlarmResolved(c) => e.serialize_field("Content", c)?,
         }
         e.end()
     }
@@ -166,6 +174,8 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),
                 EventType::DeviceOffline => Content::DeviceOffline(serde_json::from_value(c)?),
                 EventType::DeviceOnline => Content::DeviceOnline(serde_json::from_value(c)?),
+                EventType::AlarmAcknowledged => Content::AlarmAcknowledged(serde_json::from_value(c)?),
+                EventType::AlarmResolved => Content::AlarmResolved(serde_json::from_value(c)?),
             })
         };
         let content = read(w.content).map_err(|e| D::Error::custom(format!("Content: {e}")))?;
