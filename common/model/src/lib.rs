@@ -25,9 +25,7 @@ mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
-pub use alarm_record::{
-    AlarmChange, AlarmNote, AlarmRecord, AlarmState, AlarmUpdate, MAX_ALARM_NOTE_CHARS, StoredAlarm,
-};
+pub use alarm_record::{AlarmChange, AlarmNote, AlarmUpdate, MAX_ALARM_NOTE_CHARS, StoredAlarm};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::Collision;
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
@@ -35,9 +33,9 @@ pub use device::{
     DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,
 };
 pub use event::{
-    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, DeviceEventKind,
-    DevicePresence, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource, LocationRawUpdate,
-    UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
+    Alarm, AlarmKind, AlarmRecord, AlarmState, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content,
+    DeviceEventKind, DevicePresence, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource,
+    LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, format_timestamp,
 };
 pub use invalid::Invalid;
 pub use limits::Limits;

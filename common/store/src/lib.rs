@@ -100,9 +100,9 @@ pub struct ConnectionStatus {
 }
 
 /// What the config API uses: zones, settings, named devices, alarms, connections and
-/// certificate profiles to read and write, device radii to write, current collisions to show (and reset
-/// with their zone), and the forwarders' connection status to show, and the change log to
-/// append every write to. It records no collisions and reports no status.
+/// certificate profiles to read and write, device radii to write, current collisions to show
+/// (and reset with their zone), and the forwarders' connection status to show, and the change
+/// log to append every write to. It records no collisions and reports no status.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {

@@ -1,6 +1,7 @@
 //! The event contract: every bus and MQTT message is an [`Event`] — Category, Type, EventID,
 //! times, source and a typed [`Content`] — and the `config.changed` announcement.
 
+mod alarm_state;
 mod content;
 mod id;
 mod kind;
@@ -10,8 +11,8 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
-use crate::alarm_record::AlarmRecord;
 
+pub use alarm_state::{AlarmRecord, AlarmState};
 pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo};
 pub use id::{EventId, IdSource};
 pub use kind::{
