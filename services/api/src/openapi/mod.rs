@@ -186,7 +186,7 @@ fn stream_parameters() -> Vec<Value> {
     vec![
         list(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM, ALARM_ACKNOWLEDGED, ALARM_RESOLVED)",
         ),
         list("zone", "ZoneIDs, comma-separated"),
         list("mac", "MACs, comma-separated, `:` or `-` in any case"),
@@ -219,7 +219,7 @@ fn history_parameters() -> Vec<Value> {
         time_parameter("to", false, "RFC 3339: events stored before it (default: now)"),
         text(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, SITE_ALARM, DEVICE_ALARM, ALARM_ACKNOWLEDGED, ALARM_RESOLVED)",
         ),
         text("zone", "ZoneIDs, comma-separated"),
         text("mac", "MACs, comma-separated, `:` or `-` in any case"),
