@@ -44,12 +44,21 @@ impl Holding for Held {
     }
 }
 
+/// How long the API's start waits for the consumer to be made.
+const PREPARE_FOR: Duration = Duration::from_secs(2);
+
 /// Makes the consumer, so that alarms raised from now on wait for it even before the loop has
-/// opened it; a journal away at start is logged, and the loop makes it once the journal is
-/// back.
+/// opened it; a journal away at start (or slower than [`PREPARE_FOR`]) is logged, and the loop
+/// makes it once the journal answers.
 pub async fn prepare(journal: &dyn Journal) {
-    if let Err(e) = journal.create_consumer(Kind::Events, ALARMS_CONSUMER, ALARMS_IN_HAND).await {
-        tracing::warn!(error = %e, "alarms consumer not made at start; it is made when the journal answers");
+    let made =
+        tokio::time::timeout(PREPARE_FOR, journal.create_consumer(Kind::Events, ALARMS_CONSUMER, ALARMS_IN_HAND)).await;
+    match made {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "alarms consumer not made at start; it is made when the journal answers")
+        }
+        Err(_) => tracing::warn!("alarms consumer not made within 2 s of start; it is made when the journal answers"),
     }
 }
 

@@ -242,7 +242,7 @@ pub(crate) fn broken_rule_cases(w: &World) -> Vec<Case> {
         case(post.clone(), zones, action(json!({"type": "http-request", "uri": "not a uri"})), "ZoneActions[0].uri: is not a valid URI"),
         case(post.clone(), zones, action(json!({"type": "http-request"})), "ZoneActions[0].uri: is required"),
         case(post.clone(), zones, action(json!({"type": "http-request", "uri": "http://h/", "method": "BREW"})), "ZoneActions[0].method: must be one of"),
-        case(post.clone(), zones, action(json!({"type": "device-alarm", "on": "sometimes"})), "ZoneActions[0].on: must be enter, exit or both"),
+        case(post.clone(), zones, action(json!({"type": "device-alarm", "on": "sometimes"})), "ZoneActions[0].on: must be enter, exit, both or dwell"),
         case(put.clone(), &zone, json!({"InclusionPolicy": "everyone"}), "InclusionPolicy: must be 'all' or 'none'"),
         case(put.clone(), &zone, json!({"ZoneActions": [{"type": "info-event"}, {"type": "siren"}]}), "ZoneActions[1].type: unknown action type 'siren'"),
         case(put.clone(), format!("{zones}/batch"), json!([{"AlertLevel": 1}]), "[0]: ZoneID or Name is required"),
