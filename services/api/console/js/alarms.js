@@ -20,6 +20,11 @@ const LABEL = { SITE_ALARM: "site alarm", DEVICE_ALARM: "device alarm", ZONE_DWE
 const RESOLVED_SHOWN = 20;
 // Open and acknowledged alarms shown at most; the count says how many there are.
 const SHOWN = 300;
+// Open and acknowledged alarms kept at most (the newest): a site that raises alarms faster than
+// people resolve them does not grow the page without end.
+const KEPT = 1000;
+// The list is drawn again at most this often while events come.
+const DRAW_EVERY_MS = 250;
 const SOUND_KEY = "zonecast.alarmSound";
 // At most one beep in this time, however many alarms come (a busy site).
 const BEEP_EVERY_MS = 1000;
@@ -40,25 +45,19 @@ export class AlarmList {
     this.audio = null;
     this.sound = localStorage.getItem(SOUND_KEY) !== "off";
     this.drawn = new Map(); // AlarmID → [signature, li]
+    this.drawTimer = null;
     $("alarm-sound").addEventListener("click", () => this.setSound(!this.sound));
     this.showSound();
   }
 
-  /** Reads every open and acknowledged alarm (and the newest resolved ones). */
+  /** Reads the newest open and acknowledged alarms, and the newest resolved ones. */
   async load() {
     const api = this.api();
     if (!api) return;
     try {
-      for (const state of ["open,acknowledged", "resolved"]) {
-        let cursor = null;
-        for (let page = 0; page < 10; page++) {
-          const query = new URLSearchParams({ state, limit: state === "resolved" ? String(RESOLVED_SHOWN) : "1000" });
-          if (cursor) query.set("cursor", cursor);
-          const answer = await api.request("GET", `/v3/alarms?${query}`);
-          for (const alarm of answer.Alarms) this.merge(alarm);
-          cursor = answer.NextCursor;
-          if (!cursor || state === "resolved") break;
-        }
+      for (const [state, limit] of [["open,acknowledged", KEPT], ["resolved", RESOLVED_SHOWN]]) {
+        const answer = await api.request("GET", `/v3/alarms?${new URLSearchParams({ state, limit: String(limit) })}`);
+        for (const alarm of answer.Alarms) this.merge(alarm);
       }
       this.message("");
     } catch (e) {
@@ -83,11 +82,20 @@ export class AlarmList {
         State: "open",
       });
       if (fresh) this.beep();
-      this.render();
+      this.renderSoon();
     } else if (CHANGES.has(event.Type) && event.Content?.AlarmID) {
       this.merge(event.Content);
-      this.render();
+      this.renderSoon();
     }
+  }
+
+  /** Draws the list within DRAW_EVERY_MS: a burst of events costs one drawing. */
+  renderSoon() {
+    if (this.drawTimer !== null) return;
+    this.drawTimer = setTimeout(() => {
+      this.drawTimer = null;
+      this.render();
+    }, DRAW_EVERY_MS);
   }
 
   /** Keeps `alarm`, unless the one known is further on: states only go forward. */
@@ -128,8 +136,8 @@ export class AlarmList {
     );
     const active = all.filter((a) => a.State !== "resolved");
     const resolved = all.filter((a) => a.State === "resolved");
-    // Forget resolved alarms beyond those shown, so a long session does not grow without end.
-    for (const gone of resolved.slice(RESOLVED_SHOWN)) this.alarms.delete(gone.AlarmID);
+    // Forget alarms beyond those kept, so a long session does not grow without end.
+    for (const gone of [...active.splice(KEPT), ...resolved.slice(RESOLVED_SHOWN)]) this.alarms.delete(gone.AlarmID);
     const shown = [...active.slice(0, SHOWN), ...resolved.slice(0, RESOLVED_SHOWN)];
     const open = active.filter((a) => a.State === "open").length;
     $("alarm-count").textContent = `${open} open, ${active.length - open} acknowledged`;
@@ -243,6 +251,8 @@ export class AlarmList {
   }
 
   reset() {
+    clearTimeout(this.drawTimer);
+    this.drawTimer = null;
     this.alarms.clear();
     this.drawn.clear();
     this.list.replaceChildren();
