@@ -1,12 +1,13 @@
 //! Alarms a person can acknowledge, end to end as a client sees them: an alarm event raised by
 //! a zone entry becomes an open alarm of `GET /v3/alarms`, is acknowledged with a note and
 //! resolved, each change published on the bus as an event of its own, and the state survives a
-//! restart. A copy of an alarm event changes nothing, and an alarm raised while the database is
+//! restart; the changes reach MQTT brokers like every event. A copy of an alarm event changes nothing, and an alarm raised while the database is
 //! away is recorded once it is back. Bad input is refused with a message naming what is wrong,
 //! and changes nothing.
 #![allow(clippy::unwrap_used)]
 
 mod delivery;
+mod forwarding;
 mod lifecycle;
 mod refusals;
 
@@ -19,6 +20,7 @@ use zonecast_bus::Subscription;
 use zonecast_tests::{Server, both_modes, eventually, sphere};
 
 use delivery::a_copy_of_an_alarm_event_changes_nothing;
+use forwarding::alarm_changes_are_forwarded_to_mqtt_like_every_event;
 use lifecycle::{
     alarms_are_listed_newest_first_a_page_at_a_time_and_by_device_and_zone,
     an_alarm_raised_by_a_zone_entry_is_acknowledged_then_resolved_and_survives_a_restart,
@@ -92,4 +94,5 @@ both_modes!(
     bad_alarm_requests_are_refused_with_a_clear_error_and_change_nothing,
     a_second_change_that_cannot_follow_the_first_is_a_conflict_and_changes_nothing,
     a_copy_of_an_alarm_event_changes_nothing,
+    alarm_changes_are_forwarded_to_mqtt_like_every_event,
 );
