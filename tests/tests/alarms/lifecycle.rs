@@ -117,3 +117,37 @@ pub(crate) async fn alarms_are_listed_newest_first_a_page_at_a_time_and_by_devic
     assert_eq!(ids(&of_zone), [raised[2].0.clone()]);
     server.stop().await;
 }
+
+pub(crate) async fn a_device_gone_offline_raises_an_alarm_without_a_zone_that_is_resolved_at_once(mode: Mode) {
+    let server = Server::start(mode).await;
+    let setting = json!({"SettingName": "DeviceOfflineSeconds", "SettingValue": 1});
+    server.ok(Method::PUT, "/v3/modules/zones/settings", Some(setting)).await;
+    let mut events = server.events().await;
+    server.position(&mac(3), [50.0, 50.0, 0.0], chrono::Utc::now()).await;
+    let (_, offline) = next_event(&mut events, |e| e["Type"] == "DEVICE_OFFLINE" && e["Source"]["MAC"] == mac(3)).await;
+    let id = offline["EventID"].as_str().unwrap().to_owned();
+    let alarm = zonecast_tests::eventually(super::WAIT, || {
+        let (server, id) = (&server, id.clone());
+        async move {
+            let (status, alarm) = server.call(Method::GET, &path(&id), Some(READ_KEY), None).await;
+            (status == StatusCode::OK).then_some(alarm)
+        }
+    })
+    .await;
+    assert_eq!(
+        (&alarm["Type"], &alarm["State"], &alarm["Event"]),
+        (&json!("DEVICE_OFFLINE"), &json!("open"), &offline)
+    );
+    for field in ["ZoneID", "ZoneName", "CollisionID"] {
+        assert_eq!(alarm[field], Value::Null, "{field}: an offline device is in no zone");
+    }
+
+    // Open → resolved at once: nobody acknowledged it.
+    let resolved = server.ok(Method::POST, &format!("{}/resolve", path(&id)), Some(json!({"Note": "battery"}))).await;
+    assert_eq!((&resolved["State"], &resolved["ResolvedNote"]), (&json!("resolved"), &json!("battery")));
+    assert_eq!((&resolved["AcknowledgedBy"], &resolved["AcknowledgedAt"]), (&Value::Null, &Value::Null));
+    let (subject, told) = next_event(&mut events, |e| e["Type"] == "ALARM_RESOLVED").await;
+    assert_eq!(subject, format!("{}.events.alarm.resolved.{}", server.subjects.prefix(), mac(3)));
+    assert_eq!(told["Content"]["ZoneID"], Value::Null);
+    server.stop().await;
+}

@@ -22,6 +22,7 @@ use zonecast_tests::{Server, both_modes, eventually, sphere};
 use delivery::a_copy_of_an_alarm_event_changes_nothing;
 use forwarding::alarm_changes_are_forwarded_to_mqtt_like_every_event;
 use lifecycle::{
+    a_device_gone_offline_raises_an_alarm_without_a_zone_that_is_resolved_at_once,
     alarms_are_listed_newest_first_a_page_at_a_time_and_by_device_and_zone,
     an_alarm_raised_by_a_zone_entry_is_acknowledged_then_resolved_and_survives_a_restart,
 };
@@ -95,4 +96,5 @@ both_modes!(
     a_second_change_that_cannot_follow_the_first_is_a_conflict_and_changes_nothing,
     a_copy_of_an_alarm_event_changes_nothing,
     alarm_changes_are_forwarded_to_mqtt_like_every_event,
+    a_device_gone_offline_raises_an_alarm_without_a_zone_that_is_resolved_at_once,
 );
