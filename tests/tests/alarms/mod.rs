@@ -1,9 +1,10 @@
 //! Alarms a person can acknowledge, end to end as a client sees them: an alarm event raised by
 //! a zone entry becomes an open alarm of `GET /v3/alarms`, is acknowledged with a note and
 //! resolved, each change published on the bus as an event of its own, and the state survives a
-//! restart; the changes reach MQTT brokers like every event. A copy of an alarm event changes nothing, and an alarm raised while the database is
-//! away is recorded once it is back. Bad input is refused with a message naming what is wrong,
-//! and changes nothing.
+//! restart; the changes reach MQTT brokers like every event. A device gone offline raises an
+//! alarm without a zone. A copy of an alarm event changes nothing, and an alarm raised while the
+//! database is away is recorded once it is back. Bad input is refused with a message naming what
+//! is wrong, and changes nothing.
 #![allow(clippy::unwrap_used)]
 
 mod delivery;
