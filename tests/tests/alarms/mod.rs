@@ -3,14 +3,16 @@
 //! resolved, each change published on the bus as an event of its own, and the state survives a
 //! restart; the changes reach MQTT brokers like every event. A device gone offline raises an
 //! alarm without a zone. A copy of an alarm event changes nothing, and an alarm raised while the
-//! database is away is recorded once it is back. Bad input is refused with a message naming what
-//! is wrong, and changes nothing.
+//! database is away is recorded once it is back. Two API replicas record each alarm once, and of
+//! concurrent changes of one alarm through both exactly one wins. Bad input is refused with a
+//! message naming what is wrong, and changes nothing.
 #![allow(clippy::unwrap_used)]
 
 mod delivery;
 mod forwarding;
 mod lifecycle;
 mod refusals;
+mod replicas;
 
 use std::time::Duration;
 
