@@ -19,7 +19,7 @@ pub(crate) async fn a_zone_created_from_geometry_alone_takes_the_documented_defa
             "GeometryData": [[1.0, 2.0, 3.0], [2.5, 0.0, 0.0]], "AlertLevel": 0, "Active": true,
             "InclusionPolicy": "all", "DeviceList": [], "ZoneActions": [], "IsTimed": false,
             "StartTime": null, "StopTime": null, "MobileOriginSource": null,
-            "CollidingDevices": [], "IsGeometryLocked": false,
+            "CollidingDevices": [], "IsGeometryLocked": false, "MaxDwellSeconds": null,
         })
     );
     assert_eq!(announced(&mut changes).await, zones_change(&[&zone_id]));

@@ -57,14 +57,17 @@ fn encode_cursor(alarm: &AlarmRecord) -> String {
     format!("{micros:016x}{}", alarm.alarm_id.simple())
 }
 
-/// The place a cursor stands for; anything else is 400.
+/// The place a cursor stands for; anything but 48 hex digits is 400.
 fn decode_cursor(text: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
     let bad = || ApiError::Malformed("cursor: not a NextCursor of GET /v3/alarms".into());
     if text.len() != 48 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(bad());
     }
-    let micros = u64::from_str_radix(&text[..16], 16).map_err(|_| bad())? ^ CURSOR_MASK;
-    let at = DateTime::from_timestamp_micros(micros.cast_signed()).ok_or_else(bad)?;
+    let micros = (u64::from_str_radix(&text[..16], 16).map_err(|_| bad())? ^ CURSOR_MASK).cast_signed();
+    // Any 48 hex digits are a cursor: one beyond the times there can be stands for the first or
+    // the last of them.
+    let (first, last) = (DateTime::<Utc>::MIN_UTC.timestamp_micros(), DateTime::<Utc>::MAX_UTC.timestamp_micros());
+    let at = DateTime::from_timestamp_micros(micros.clamp(first, last)).ok_or_else(bad)?;
     let id = Uuid::try_parse(&text[16..]).map_err(|_| bad())?;
     Ok((at, id))
 }
@@ -221,6 +224,7 @@ mod tests {
         assert_eq!(decode_cursor(&cursor).unwrap(), (alarm.record.raised_at, alarm.record.alarm_id));
         alarm.record.raised_at = DateTime::from_timestamp_micros(-5).unwrap();
         assert_eq!(decode_cursor(&encode_cursor(&alarm.record)).unwrap().0, alarm.record.raised_at);
+        assert!(decode_cursor(&"f".repeat(48)).is_ok() && decode_cursor(&"0".repeat(48)).is_ok(), "any hex");
         for bad in ["", "00", &"g".repeat(48), &"0".repeat(47)] {
             assert!(matches!(decode_cursor(bad), Err(ApiError::Malformed(_))), "{bad}");
         }
