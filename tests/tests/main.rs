@@ -3,6 +3,7 @@
 //! surfaces (HTTP, NATS, MQTT, the browser console) against this machine's PostgreSQL, NATS and
 //! Mosquitto. `cargo test -p zonecast-tests --test blackbox -- <module>::` runs one module.
 
+mod alarms;
 mod auth;
 mod bad_input;
 mod cluster;

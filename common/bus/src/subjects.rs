@@ -1,7 +1,7 @@
 //! Every subject name and queue group of the system, built from one prefix and the typed
 //! event kinds of the model.
 
-use zonecast_model::{AlarmKind, Content, DeviceEventKind, Event, EventType, ZoneEventKind};
+use zonecast_model::{AlarmChange, AlarmKind, Content, DeviceEventKind, Event, EventType, ZoneEventKind};
 
 /// The prefix used when none is configured (`ZONECAST_SUBJECT_PREFIX`).
 pub const DEFAULT_PREFIX: &str = "zonecast";
@@ -99,6 +99,12 @@ impl Subjects {
         format!("{}.events.alarm.{kind}.{mac}", self.prefix)
     }
 
+    /// A person's change of an alarm's state:
+    /// `<prefix>.events.alarm.<acknowledged|resolved>.<mac>`.
+    pub fn alarm_change(&self, change: AlarmChange, mac: &str) -> String {
+        format!("{}.events.alarm.{}.{mac}", self.prefix, change.as_str())
+    }
+
     /// A device event: `<prefix>.events.device.<mac>.<offline|online>`.
     pub fn device_event(&self, mac: &str, kind: DeviceEventKind) -> String {
         format!("{}.events.device.{mac}.{kind}", self.prefix)
@@ -148,6 +154,11 @@ impl Subjects {
                 patterns.push(self.alarm(alarm, "*"));
             }
         }
+        for change in [AlarmChange::Acknowledge, AlarmChange::Resolve] {
+            if types.contains(&change.event_type()) {
+                patterns.push(self.alarm_change(change, "*"));
+            }
+        }
         // Device events belong to no zone: a stream of some zones has none of them.
         if zones.is_empty() {
             for (kind, token) in [
@@ -189,6 +200,8 @@ impl Subjects {
             Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),
             Content::DeviceOffline(_) => self.device_event(mac?, DeviceEventKind::Offline),
             Content::DeviceOnline(_) => self.device_event(mac?, DeviceEventKind::Online),
+            Content::AlarmAcknowledged(_) => self.alarm_change(AlarmChange::Acknowledge, mac?),
+            Content::AlarmResolved(_) => self.alarm_change(AlarmChange::Resolve, mac?),
         })
     }
 
@@ -261,7 +274,9 @@ mod tests {
             [
                 format!("p.events.zone.{zone}.>"),
                 "p.events.alarm.site.*".to_owned(),
-                "p.events.alarm.device.*".to_owned()
+                "p.events.alarm.device.*".to_owned(),
+                "p.events.alarm.acknowledged.*".to_owned(),
+                "p.events.alarm.resolved.*".to_owned()
             ]
         );
         let enter_exit = s.events_narrowed(&[EventType::ZoneEnter, EventType::ZoneExit], std::slice::from_ref(&zone));
@@ -294,6 +309,11 @@ mod tests {
         assert_eq!(s.alarm(AlarmKind::Device, MAC), "zonecast.events.alarm.device.00:AA:BB:CC:DD:EE");
         assert_eq!(s.events_all(), "zonecast.events.>");
         assert_eq!(s.device_alarm_command(MAC), "zonecast.devices.00:AA:BB:CC:DD:EE.alarm");
+        assert_eq!(
+            s.alarm_change(AlarmChange::Acknowledge, MAC),
+            "zonecast.events.alarm.acknowledged.00:AA:BB:CC:DD:EE"
+        );
+        assert_eq!(s.alarm_change(AlarmChange::Resolve, MAC), "zonecast.events.alarm.resolved.00:AA:BB:CC:DD:EE");
         assert_eq!(s.http_action("42"), "zonecast.actions.http.42");
         assert_eq!(s.actions_all(), "zonecast.actions.>");
         assert_eq!(s.config_changed(), "zonecast.config.changed");

@@ -31,7 +31,9 @@ const TOKEN_PREFIX: &str = "zc1.";
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    /// Client id, or `api-key` for keys.
+    /// Who, as changes they make are signed: the client id of a token, or for an API key
+    /// `api-key:` and 8 hex digits of the key's keyed digest (the same for a key on every
+    /// replica sharing the secret key, and telling nothing of the key).
     pub subject: String,
     /// What the caller may do.
     pub authority: Authority,
@@ -66,12 +68,13 @@ impl Auth {
         }
     }
 
-    fn api_key(&self, presented: &str) -> Option<Authority> {
+    fn api_key(&self, presented: &str) -> Option<Principal> {
         // Check every key so that timing does not tell which one matched.
         let mut found = None;
         for (tag, authority) in &self.api_keys {
             if self.keys.verify(presented.as_bytes(), tag) {
-                found = Some(*authority);
+                let digest: String = tag.iter().take(4).map(|b| format!("{b:02x}")).collect();
+                found = Some(Principal { subject: format!("api-key:{digest}"), authority: *authority });
             }
         }
         found
@@ -82,10 +85,7 @@ impl Auth {
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         if let Some(value) = headers.get("x-api-key") {
             let key = value.to_str().unwrap_or_default().trim();
-            return self
-                .api_key(key)
-                .map(|authority| Principal { subject: "api-key".into(), authority })
-                .ok_or_else(|| AuthError::Unauthorized("X-API-Key is not valid".into()));
+            return self.api_key(key).ok_or_else(|| AuthError::Unauthorized("X-API-Key is not valid".into()));
         }
         if let Some(value) = headers.get(warp::http::header::AUTHORIZATION) {
             let value = value.to_str().unwrap_or_default().trim();
@@ -96,10 +96,7 @@ impl Auth {
             if credential.starts_with(TOKEN_PREFIX) {
                 return self.verify_token(credential);
             }
-            return self
-                .api_key(credential)
-                .map(|authority| Principal { subject: "api-key".into(), authority })
-                .ok_or_else(|| AuthError::Unauthorized("bearer token is not valid".into()));
+            return self.api_key(credential).ok_or_else(|| AuthError::Unauthorized("bearer token is not valid".into()));
         }
         Err(AuthError::Unauthorized(
             "credentials required: X-API-Key or Authorization: Bearer <token> from POST /v3/auth/token".into(),

@@ -142,6 +142,10 @@ pub enum HttpError {
         /// The methods the path takes.
         allow: String,
     },
+    /// 409: the item is in a state the operation cannot start from (an alarm acknowledged
+    /// twice); nothing changed.
+    #[error("{0}")]
+    Conflict(String),
     /// 412: an `If-Match` header names another version than the zone is at now.
     #[error("{0}")]
     PreconditionFailed(String),
@@ -211,11 +215,12 @@ pub const RETRY_AFTER_SECS: &str = "1";
 
 impl HttpError {
     /// Every `error` kind of the body, in the order of [`HttpError::status_and_kind`].
-    pub const KINDS: [&'static str; 8] = [
+    pub const KINDS: [&'static str; 9] = [
         "malformed",
         "unauthorized",
         "forbidden",
         "not_found",
+        "conflict",
         "precondition_failed",
         "invalid_data",
         "unavailable",
@@ -232,6 +237,7 @@ impl HttpError {
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "not_found"),
+            Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "precondition_failed"),
             Self::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_data"),
             Self::Unavailable(_) | Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),

@@ -4,6 +4,7 @@
 
 mod action;
 mod action_request;
+mod alarm_record;
 mod certificate;
 mod collision;
 mod connection;
@@ -24,6 +25,7 @@ mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
+pub use alarm_record::{AlarmChange, AlarmNote, AlarmUpdate, MAX_ALARM_NOTE_CHARS, StoredAlarm};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::{Collision, Presence};
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
@@ -31,9 +33,9 @@ pub use device::{
     DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,
 };
 pub use event::{
-    Alarm, AlarmKind, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content, DeviceEventKind,
-    DevicePresence, DeviceTag, Event, EventCategory, EventId, EventSource, EventType, ExitReason, IdSource,
-    LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy,
+    Alarm, AlarmKind, AlarmRecord, AlarmState, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content,
+    DeviceEventKind, DevicePresence, DeviceTag, Event, EventCategory, EventId, EventSource, EventType, ExitReason,
+    IdSource, LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy,
     format_timestamp,
 };
 pub use invalid::Invalid;

@@ -1,10 +1,11 @@
 //! The Store: zonecast's persistent state (zones, collisions, settings, device radii, named
-//! devices, MQTT connections, certificate profiles, forwarder status), with a PostgreSQL
+//! devices, alarms, MQTT connections, certificate profiles, forwarder status), with a PostgreSQL
 //! implementation for the distributed services and an embedded SQLite one for the all-in-one.
 //! Each service holds only its view of it ([`ApiStore`], [`EvaluatorStore`],
 //! [`ForwarderStore`]): a union of role traits, one per concern and direction ([`ZoneReader`],
 //! [`ZoneWriter`], …). [`Store`] is the union of them all.
 
+mod alarm_rows;
 mod codec;
 mod error;
 mod migrate;
@@ -25,10 +26,10 @@ pub use error::{Result, StoreError};
 pub use occupancy::{OccupancyChange, OccupancyLimits, OccupancyState};
 pub use postgres::PgStore;
 pub use roles::{
-    CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog, ChangeReader, CollisionMarks, CollisionReader,
-    CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery, DeviceReader, DeviceWriter, Health,
-    OccupancyWriter, RadiusReader, RadiusWriter, Search, SettingReader, SettingWriter, StatusReader, StatusWriter,
-    ZoneReader, ZoneWriter, fold,
+    AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog,
+    ChangeReader, CollisionMarks, CollisionReader, CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery,
+    DeviceReader, DeviceWriter, Health, OccupancyWriter, RadiusReader, RadiusWriter, Search, SettingReader,
+    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, fold,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.
@@ -100,10 +101,10 @@ pub struct ConnectionStatus {
     pub updated_at: DateTime<Utc>,
 }
 
-/// What the config API uses: zones, settings, named devices, connections and certificate
-/// profiles to read and write, device radii to write, current collisions to show (and reset
-/// with their zone), and the forwarders' connection status to show, and the change log to
-/// append every write to. It records no collisions and reports no status.
+/// What the config API uses: zones, settings, named devices, alarms, connections and
+/// certificate profiles to read and write, device radii to write, current collisions to show
+/// (and reset with their zone), and the forwarders' connection status to show, and the change
+/// log to append every write to. It records no collisions and reports no status.
 ///
 /// ```compile_fail,E0599
 /// async fn f(store: &dyn zonecast_store::ApiStore) {
@@ -121,6 +122,8 @@ pub trait ApiStore:
     + RadiusWriter
     + DeviceReader
     + DeviceWriter
+    + AlarmReader
+    + AlarmWriter
     + ConnectionReader
     + ConnectionWriter
     + CertificateReader
@@ -140,6 +143,8 @@ impl<T> ApiStore for T where
         + RadiusWriter
         + DeviceReader
         + DeviceWriter
+        + AlarmReader
+        + AlarmWriter
         + ConnectionReader
         + ConnectionWriter
         + CertificateReader

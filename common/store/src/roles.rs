@@ -6,7 +6,9 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{CollidingDevice, ConfigChanged, Device, Mac, Presence, Setting, ZoneSpec};
+use zonecast_model::{
+    AlarmState, AlarmUpdate, CollidingDevice, ConfigChanged, Device, Mac, Presence, Setting, StoredAlarm, ZoneSpec,
+};
 
 use crate::{
     Collision, ConnectionStatus, OccupancyChange, OccupancyLimits, Result, StoredCertificate, StoredConnection,
@@ -277,6 +279,61 @@ pub trait DeviceWriter: Send + Sync + 'static {
     async fn put_devices(&self, devices: &[Device]) -> Result<()>;
     /// Deletes one device; `NotFound`.
     async fn delete_device(&self, mac: &Mac) -> Result<()>;
+}
+
+/// Which alarms a listing asks for, a page at a time: newest `RaisedAt` first, and among
+/// alarms raised at the same instant the greatest AlarmID first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AlarmQuery {
+    /// Only alarms in these states; every state when empty.
+    pub states: Vec<AlarmState>,
+    /// Only the alarms of this device.
+    pub mac: Option<Mac>,
+    /// Only the alarms of this zone.
+    pub zone: Option<Uuid>,
+    /// Only the alarms after this one in the listing's order (its `RaisedAt` and AlarmID):
+    /// where the previous page ended.
+    pub after: Option<(DateTime<Utc>, Uuid)>,
+    /// Most alarms in the answer.
+    pub limit: usize,
+}
+
+impl AlarmQuery {
+    /// Whether the listing takes alarms in `state`.
+    pub fn takes(&self, state: AlarmState) -> bool {
+        self.states.is_empty() || self.states.contains(&state)
+    }
+}
+
+/// What a change of an alarm's state came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlarmChanged {
+    /// The alarm was in a state the change may start from: it is changed, as returned.
+    Changed(StoredAlarm),
+    /// The alarm was in another state (a concurrent change came first, or it was never
+    /// there): nothing changed, and it is returned as it is.
+    Refused(StoredAlarm),
+}
+
+/// Alarms, read.
+#[async_trait::async_trait]
+pub trait AlarmReader: Send + Sync + 'static {
+    /// One alarm; `NotFound { what: "alarm" }`.
+    async fn get_alarm(&self, id: Uuid) -> Result<StoredAlarm>;
+    /// The alarms `query` selects in its order, at most `query.limit` of them.
+    async fn list_alarms(&self, query: &AlarmQuery) -> Result<Vec<StoredAlarm>>;
+}
+
+/// Alarms, written: recorded as alarm events are raised, and changed by people.
+#[async_trait::async_trait]
+pub trait AlarmWriter: Send + Sync + 'static {
+    /// Records `alarm` unless an alarm with its AlarmID exists (then nothing changes: a copy of
+    /// the event that raised it). Whether it was recorded now.
+    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<bool>;
+    /// Makes `update` on alarm `id` in one conditional statement: only if the alarm is in a
+    /// state the change may start from, so that of two concurrent changes one wins and the
+    /// other is [`AlarmChanged::Refused`]. `NotFound` for an unknown alarm.
+    async fn change_alarm(&self, id: Uuid, update: &AlarmUpdate) -> Result<AlarmChanged>;
 }
 
 /// MQTT connections, read.

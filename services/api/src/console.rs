@@ -43,6 +43,7 @@ static ASSETS: &[Asset] = &[
     asset!("index.html", HTML),
     asset!("console.css", CSS),
     asset!("favicon.svg", SVG),
+    asset!("js/alarms.js", JS),
     asset!("js/api.js", JS),
     asset!("js/connections.js", JS),
     asset!("js/device-labels.js", JS),

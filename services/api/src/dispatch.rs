@@ -4,10 +4,13 @@ use bytes::Bytes;
 use uuid::Uuid;
 use warp::http::HeaderMap;
 use warp::reply::Response;
+use zonecast_model::AlarmChange;
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::handlers::{certificates, cluster, connections, devices, history, settings, stream, system, visits, zones};
+use crate::handlers::{
+    alarms, certificates, cluster, connections, devices, history, settings, stream, system, visits, zones,
+};
 use crate::routes::{self, Op};
 use crate::{openapi, reply};
 
@@ -45,6 +48,10 @@ pub async fn dispatch(
         Op::PutDevice => devices::put(ctx, param(params), &body).await,
         Op::DeleteDevice => devices::delete(ctx, param(params)).await,
         Op::ImportDevices => devices::import::import(ctx, headers, &body).await,
+        Op::ListAlarms => alarms::list(ctx, query).await,
+        Op::GetAlarm => alarms::get(ctx, param(params)).await,
+        Op::AcknowledgeAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Acknowledge).await,
+        Op::ResolveAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Resolve).await,
         Op::ListConnections => connections::list(ctx).await,
         Op::CreateConnection => connections::create(ctx, &body).await,
         Op::GetConnection => connections::get(ctx, id("connection")?).await,

@@ -1,8 +1,10 @@
-//! zonecast config API: zones, zone settings, device radii, named devices, MQTT connections and
-//! certificate profiles, plus deletes, connection status, tokens, OpenAPI, health and metrics,
-//! over warp, and the browser console at `/`. Stateless: it writes the store and announces every
-//! change the other services apply on `<prefix>.config.changed`.
+//! zonecast config API: zones, zone settings, device radii, named devices, alarms, MQTT
+//! connections and certificate profiles, plus deletes, connection status, tokens, OpenAPI, health
+//! and metrics, over warp, and the browser console at `/`. Stateless: it writes the store and
+//! announces every change the other services apply on `<prefix>.config.changed`, and records
+//! the alarms of the events journal through its durable consumer `alarms`.
 
+pub mod alarm_recorder;
 mod applied;
 mod body;
 mod config;
@@ -116,8 +118,9 @@ pub struct Deps {
 }
 
 /// Starts the API: binds its listener and serves until `shutdown` (the console's files at `/`
-/// and `/console/`, every other path through the route table); the task ends when in-flight
-/// requests are done.
+/// and `/console/`, every other path through the route table), and records alarms from the
+/// events journal ([`alarm_recorder`]); the task ends when in-flight requests are done and the
+/// alarms being written are written or left to the journal.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Api);
     let socket = edge::bind(deps.addr).await?;
@@ -125,11 +128,17 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut context = deps.context;
     context.shutdown = shutdown.clone();
     let context = Arc::new(context);
+    alarm_recorder::prepare(context.journal.as_ref()).await;
+    let alarm_store: Arc<dyn zonecast_store::AlarmWriter> = context.store.clone();
+    let recorder = alarm_recorder::spawn(context.journal.clone(), alarm_store, shutdown.clone());
     tracing::info!(%addr, console = %format_args!("http://{addr}/"), "config API listening");
     let limits = context.http_limits;
     let task = tokio::spawn(async move {
         let routes = console::filter().or(edge::filter(context)).unify();
         zonecast_http::serve::run(socket, routes, limits, shutdown).await;
+        if let Err(e) = recorder.await {
+            tracing::error!(error = %e, "alarm recorder failed");
+        }
         tracing::info!("config API stopped");
     });
     Ok(Running::new(task).listening(addr))

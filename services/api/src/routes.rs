@@ -6,11 +6,12 @@ use zonecast_http::ops::{MetricsText, Readiness};
 use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
-    CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device, DeviceInput, Macs,
-    NewZone, RadiusMap, SettingInput, SettingView, Zone, ZoneInput,
+    AlarmNote, CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device,
+    DeviceInput, Macs, NewZone, RadiusMap, SettingInput, SettingView, StoredAlarm, Zone, ZoneInput,
 };
 use zonecast_runtime::Authority;
 
+use crate::handlers::alarms::AlarmPage;
 use crate::handlers::cluster::ClusterStatus;
 use crate::handlers::connections::ConnectionStatus;
 use crate::handlers::devices::DevicePage;
@@ -47,6 +48,10 @@ pub enum Op {
     PutDevice,
     DeleteDevice,
     ImportDevices,
+    ListAlarms,
+    GetAlarm,
+    AcknowledgeAlarm,
+    ResolveAlarm,
     ResetZone,
     LockZone,
     UnlockZone,
@@ -120,6 +125,10 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v3/devices/{MAC}" GetDevice R, "getDevice", "Retrieve a named device", None, schema_of::<Device>),
     route!(PUT "/v3/devices/{MAC}" PutDevice W, "putDevice", "Create a named device or replace its record", Some(schema_of::<DeviceInput>), schema_of::<Device>),
     route!(DELETE "/v3/devices/{MAC}" DeleteDevice W, "deleteDevice", "Delete a named device", None, schema_of::<Ack>),
+    route!(GET "/v3/alarms" ListAlarms R, "listAlarms", "List alarms newest first, a page at a time; by state, device and zone", None, schema_of::<AlarmPage>),
+    route!(GET "/v3/alarms/{AlarmID}" GetAlarm R, "getAlarm", "Retrieve an alarm", None, schema_of::<StoredAlarm>),
+    route!(POST "/v3/alarms/{AlarmID}/acknowledge" AcknowledgeAlarm W, "acknowledgeAlarm", "Acknowledge an open alarm, with an optional note", Some(schema_of::<AlarmNote>), schema_of::<StoredAlarm>),
+    route!(POST "/v3/alarms/{AlarmID}/resolve" ResolveAlarm W, "resolveAlarm", "Resolve an open or acknowledged alarm, with an optional note", Some(schema_of::<AlarmNote>), schema_of::<StoredAlarm>),
     route!(GET "/v3/modules/mqtt/connections" ListConnections R, "listConnections", "List MQTT connections", None, schema_of::<Vec<ConnectionView>>),
     route!(POST "/v3/modules/mqtt/connections" CreateConnection A, "createConnection", "Create an MQTT connection", Some(schema_of::<ConnectionInput>), schema_of::<ConnectionView>),
     route!(GET "/v3/modules/mqtt/connections/{ConnectionID}" GetConnection R, "getConnection", "Retrieve one connection, as a list", None, schema_of::<Vec<ConnectionView>>),

@@ -274,6 +274,9 @@ impl World {
                         | Content::ZoneOccupancyRestored(_) => {
                             prop_assert!(false, "the engine publishes no positions and no occupancy events")
                         }
+                        Content::AlarmAcknowledged(_) | Content::AlarmResolved(_) => {
+                            prop_assert!(false, "only people change alarms")
+                        }
                     }
                 }
                 Output::Entered(c) => {

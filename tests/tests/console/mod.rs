@@ -1,14 +1,17 @@
 //! The console at `/`: its files are served without credentials with their content types, and in
 //! a headless Chromium a user signs in, sees every zone drawn, watches a device enter a zone
 //! within a second, starts from an empty site, sees a busy one (the demo) drawn, creates a zone
-//! by typing its geometry or drawing it with the mouse, edits a zone's fields, inspects a device, reads a zone's visits and the
-//! MQTT connections' status, and finds devices by their names in the device registry. Every browser fails its test on closing when the page had an error
-//! (an uncaught exception, a failed load: see `zonecast_tests::browser`). Screenshots of each
-//! step go to `target/console-screenshots/`.
+//! by typing its geometry or drawing it with the mouse, edits a zone's fields, inspects a device,
+//! reads a zone's visits and the MQTT connections' status, finds devices by their names in the
+//! device registry, and acknowledges an alarm that another console then shows acknowledged.
+//! Every browser fails its test on closing when the page had an error (an uncaught exception, a
+//! failed load: see `zonecast_tests::browser`). Screenshots of each step go to
+//! `target/console-screenshots/`.
 //!
 //! Each module holds the tests of one part of the console.
 #![allow(clippy::unwrap_used)]
 
+mod alarms;
 mod busy_site;
 mod detail;
 mod devices;

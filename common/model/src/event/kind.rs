@@ -96,13 +96,17 @@ wire_enum! {
         DeviceOffline = "DEVICE_OFFLINE",
         /// A device reported offline has sent a position again.
         DeviceOnline = "DEVICE_ONLINE",
+        /// Someone acknowledged an alarm.
+        AlarmAcknowledged = "ALARM_ACKNOWLEDGED",
+        /// Someone resolved an alarm.
+        AlarmResolved = "ALARM_RESOLVED",
     }
 }
 
 impl EventType {
     /// The types the events journal holds, and so the event history and live streams: every
     /// type but positions and device alarm commands.
-    pub const JOURNALED: [EventType; 11] = [
+    pub const JOURNALED: &'static [EventType] = &[
         Self::ZoneEnter,
         Self::ZoneExit,
         Self::ZoneInfo,
@@ -114,7 +118,18 @@ impl EventType {
         Self::DeviceAlarm,
         Self::DeviceOffline,
         Self::DeviceOnline,
+        Self::AlarmAcknowledged,
+        Self::AlarmResolved,
     ];
+
+    /// The types that raise an alarm a person can acknowledge and resolve (`/v3/alarms`).
+    pub const ALARMS: [EventType; 4] =
+        [Self::SiteAlarm, Self::DeviceAlarm, Self::ZoneDwellExceeded, Self::DeviceOffline];
+
+    /// Whether events of this type raise an alarm ([`EventType::ALARMS`]).
+    pub fn is_alarm(self) -> bool {
+        Self::ALARMS.contains(&self)
+    }
 
     /// The category events of this type belong to.
     pub const fn category(self) -> EventCategory {
@@ -128,6 +143,7 @@ impl EventType {
             | Self::ZoneOccupancyBelow
             | Self::ZoneOccupancyRestored => EventCategory::Zone,
             Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
+            Self::AlarmAcknowledged | Self::AlarmResolved => EventCategory::Alarm,
             Self::DeviceOffline | Self::DeviceOnline => EventCategory::Device,
         }
     }

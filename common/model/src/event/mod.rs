@@ -1,6 +1,7 @@
 //! The event contract: every bus and MQTT message is an [`Event`] — Category, Type, EventID,
 //! times, source and a typed [`Content`] — and the `config.changed` announcement.
 
+mod alarm_state;
 mod content;
 mod id;
 mod kind;
@@ -11,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Mac;
 
+pub use alarm_state::{AlarmRecord, AlarmState};
 pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy};
 pub use id::{EventId, IdSource};
 pub use kind::{
@@ -77,6 +79,10 @@ pub enum Content {
     DeviceOffline(DevicePresence),
     /// `DEVICE_ONLINE`.
     DeviceOnline(DevicePresence),
+    /// `ALARM_ACKNOWLEDGED`: the alarm as it is now.
+    AlarmAcknowledged(AlarmRecord),
+    /// `ALARM_RESOLVED`: the alarm as it is now.
+    AlarmResolved(AlarmRecord),
 }
 
 impl Content {
@@ -96,6 +102,8 @@ impl Content {
             Self::DeviceAlarmCommand(_) => EventType::DeviceAlarmCommand,
             Self::DeviceOffline(_) => EventType::DeviceOffline,
             Self::DeviceOnline(_) => EventType::DeviceOnline,
+            Self::AlarmAcknowledged(_) => EventType::AlarmAcknowledged,
+            Self::AlarmResolved(_) => EventType::AlarmResolved,
         }
     }
 }
@@ -155,6 +163,7 @@ impl Serialize for Event {
                 e.serialize_field("Content", c)?
             }
             Content::DeviceOffline(c) | Content::DeviceOnline(c) => e.serialize_field("Content", c)?,
+            Content::AlarmAcknowledged(c) | Content::AlarmResolved(c) => e.serialize_field("Content", c)?,
         }
         if let Some(device) = &self.device {
             e.serialize_field("Device", device)?;
@@ -201,6 +210,8 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::DeviceAlarmCommand => Content::DeviceAlarmCommand(serde_json::from_value(c)?),
                 EventType::DeviceOffline => Content::DeviceOffline(serde_json::from_value(c)?),
                 EventType::DeviceOnline => Content::DeviceOnline(serde_json::from_value(c)?),
+                EventType::AlarmAcknowledged => Content::AlarmAcknowledged(serde_json::from_value(c)?),
+                EventType::AlarmResolved => Content::AlarmResolved(serde_json::from_value(c)?),
             })
         };
         let content = read(w.content).map_err(|e| D::Error::custom(format!("Content: {e}")))?;

@@ -2,6 +2,7 @@
 //! directory) and PostgreSQL (a fresh database per test on `ZONECAST_TEST_DATABASE_URL`).
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
+mod alarms;
 mod collisions;
 mod connections;
 mod devices;
@@ -18,6 +19,11 @@ use zonecast_store::{
     StoreError, ZoneReader, ZoneWriter, postgres,
 };
 
+use alarms::{
+    alarm_changes_go_forward_only_and_keep_who_when_and_why,
+    alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone,
+    an_alarm_is_recorded_once_and_read_back_whole, of_concurrent_changes_of_an_alarm_exactly_one_wins,
+};
 use collisions::{
     a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
     clearing_a_zone_returns_and_removes_only_its_collisions, collisions_are_upserted_and_deleted_in_one_batch,
@@ -171,6 +177,10 @@ contract!(
     the_change_log_numbers_changes_in_order_and_answers_those_after_a_revision,
     concurrent_appends_to_the_change_log_get_distinct_revisions_without_holes,
     a_reader_further_behind_than_the_log_keeps_is_told_to_read_everything,
+    an_alarm_is_recorded_once_and_read_back_whole,
+    alarm_changes_go_forward_only_and_keep_who_when_and_why,
+    of_concurrent_changes_of_an_alarm_exactly_one_wins,
+    alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // The console's wiring: sign-in, the zone list kept current, the device registry kept current
 // (device names) and the device search, the event and position streams, occupancy from
 // ZONE_ENTER/ZONE_EXIT, the detail pane (zone editor and visits, device inspector, MQTT
-// connections), drawing zones on the floor, and the test hook `window.zonecastConsole`.
+// connections), the alarm list, drawing zones on the floor, and the test hook
+// `window.zonecastConsole`.
 
 import { Api, ApiError, forgetCredential, signInWithClient, storeCredential, storedCredential } from "./api.js";
 import { openStream } from "./sse.js";
@@ -15,6 +16,7 @@ import { Inspector, pickDevices } from "./inspector.js";
 import { Connections } from "./connections.js";
 import { DeviceRegistry, REFRESH_MS } from "./devices.js";
 import { DeviceSearch } from "./search.js";
+import { AlarmList } from "./alarms.js";
 
 const $ = (id) => document.getElementById(id);
 const ZONE_REFRESH_MS = 5000;
@@ -50,10 +52,12 @@ const registry = new DeviceRegistry(api, (macs) => {
   const changed = new Set(macs);
   view.namesChanged();
   timeline.renamed(changed);
+  alarms.renamed(changed);
   visits.renamed(changed);
   inspector.registryChanged(changed);
 });
 view.setDeviceNames((mac) => registry.nameOf(mac));
+const alarms = new AlarmList(api, (mac) => registry.nameOf(mac), (mac) => inspectDevice(mac), zoneName);
 
 async function act(what, call) {
   try {
@@ -263,6 +267,7 @@ function onEvent(event) {
   }
   unshown.push(event);
   showEventsSoon();
+  alarms.event(event);
   inspector.event(event);
   visits.event(event);
 }
@@ -338,6 +343,8 @@ async function startStreams(signal) {
   } catch (e) {
     notice(`Recent events could not be read: ${e.message}`, "warn");
   }
+  // Alarms are read once the stream holds what comes meanwhile; an alarm in both is kept once.
+  await alarms.load();
   live = true;
   held.splice(0).forEach(onEvent);
 }
@@ -383,6 +390,7 @@ function signOut(message) {
   visits.reset();
   inspector.reset();
   connections.reset();
+  alarms.reset();
   $("zone-none").hidden = false;
   $("zone-detail").hidden = true;
   showEmptySite(false);
@@ -450,6 +458,8 @@ window.zonecastConsole = {
       ...view.stats(),
     };
   },
+  /** The state of every alarm the console knows, by AlarmID. */
+  alarms: () => alarms.states(),
   /** Who is in zone `id` now, as the console sees it. */
   occupants(id) {
     return [...(state.occupants.get(id) || [])];

@@ -1,6 +1,7 @@
 //! Operation handlers: parse at the edge, call the store, announce, answer. Each is called by
 //! [`crate::dispatch`].
 
+pub(crate) mod alarms;
 pub(crate) mod certificates;
 pub(crate) mod cluster;
 pub(crate) mod connections;

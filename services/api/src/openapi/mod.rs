@@ -115,7 +115,7 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     if route.op == Op::EventStream {
         out.push((400, "malformed: filter is not JSON, or Last-Event-ID is not an event's id".into()));
     }
-    if route.op == Op::ListDevices {
+    if matches!(route.op, Op::ListDevices | Op::ListAlarms) {
         out.push((400, "malformed: cursor is not a NextCursor of this route".into()));
     }
     if route.op == Op::EventHistory {
@@ -139,6 +139,7 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
         Op::PutSetting => Some("no setting has this SettingName"),
         Op::PutDevice => None,
         Op::GetDevice | Op::DeleteDevice => Some("no device has this MAC"),
+        Op::GetAlarm | Op::AcknowledgeAlarm | Op::ResolveAlarm => Some("no alarm has this AlarmID"),
         _ if has_params => Some("no item has this ID"),
         _ => None,
     };
@@ -147,6 +148,9 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
     }
     // The edge reads every request's body within the limits, whether the route takes one or not.
     out.push((408, "the body did not arrive within the body timeout".into()));
+    if matches!(route.op, Op::AcknowledgeAlarm | Op::ResolveAlarm) {
+        out.push((409, "the alarm is in a state this change cannot start from; nothing changed".into()));
+    }
     if versioned(route.op) {
         out.push((412, "If-Match names another version than the zone is at; nothing changed".into()));
     }
@@ -163,6 +167,8 @@ fn error_statuses(route: &Route) -> Vec<(u16, String)> {
                 | Op::ZoneVisits
                 | Op::ZoneOccupancy
                 | Op::ListDevices
+                | Op::ListAlarms
+                | Op::GetAlarm
         )
         || matches!(route.authority, Some(Authority::Write | Authority::Admin))
     {
@@ -180,7 +186,7 @@ fn stream_parameters() -> Vec<Value> {
     vec![
         list(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE, ALARM_ACKNOWLEDGED, ALARM_RESOLVED)",
         ),
         list("zone", "ZoneIDs, comma-separated"),
         list("mac", "MACs, comma-separated, `:` or `-` in any case"),
@@ -213,7 +219,7 @@ fn history_parameters() -> Vec<Value> {
         time_parameter("to", false, "RFC 3339: events stored before it (default: now)"),
         text(
             "type",
-            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE)",
+            "event types, comma-separated (ZONE_ENTER, ZONE_EXIT, ZONE_INFO, ZONE_DWELL_EXCEEDED, ZONE_OCCUPANCY_EXCEEDED, ZONE_OCCUPANCY_BELOW, ZONE_OCCUPANCY_RESTORED, SITE_ALARM, DEVICE_ALARM, DEVICE_OFFLINE, DEVICE_ONLINE, ALARM_ACKNOWLEDGED, ALARM_RESOLVED)",
         ),
         text("zone", "ZoneIDs, comma-separated"),
         text("mac", "MACs, comma-separated, `:` or `-` in any case"),
@@ -244,9 +250,30 @@ fn device_list_parameters() -> Vec<Value> {
     ]
 }
 
+/// The query parameters of the alarm listing.
+fn alarm_list_parameters() -> Vec<Value> {
+    use crate::handlers::alarms::{DEFAULT_LIMIT, MAX_LIMIT};
+    vec![
+        json!({"name": "state", "in": "query", "required": false, "schema": {"type": "string"},
+               "description": "states, comma-separated: open, acknowledged, resolved (default: every state)"}),
+        json!({"name": "mac", "in": "query", "required": false, "schema": {"type": "string", "pattern": zonecast_model::MAC_PATTERN},
+               "description": "only the alarms of this device (`:` or `-`, any case)"}),
+        json!({"name": "zone", "in": "query", "required": false, "schema": {"type": "string", "format": "uuid"},
+               "description": "only the alarms of this zone"}),
+        json!({"name": "limit", "in": "query", "required": false,
+               "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+               "description": "most alarms in the page"}),
+        json!({"name": "cursor", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{48}$"},
+               "description": "the NextCursor of the previous page"}),
+    ]
+}
+
 /// A path parameter of `path`: a MAC, or else a UUID.
 fn path_parameter(name: &str) -> Value {
-    if name == "MAC" {
+    if name == "AlarmID" {
+        json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"},
+               "description": "the EventID of the event that raised the alarm, any case; text that is not a UUID is 422"})
+    } else if name == "MAC" {
         json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "pattern": zonecast_model::MAC_PATTERN},
                "description": "six hex octets separated by `:` or `-`, any case (`:` may be sent as `%3A`); text that is not a MAC names no device (404; 422 for PUT)"})
     } else {
@@ -353,6 +380,7 @@ fn operation(
         Op::ZoneVisits => parameters.extend(report_parameters(false)),
         Op::ZoneOccupancy => parameters.extend(report_parameters(true)),
         Op::ListDevices => parameters.extend(device_list_parameters()),
+        Op::ListAlarms => parameters.extend(alarm_list_parameters()),
         _ => {}
     }
     if route.op == Op::PositionStream {
@@ -364,7 +392,9 @@ fn operation(
     if let Some(body) = route.body {
         let schema = body_schema(body, requests, limits);
         let content = if route.op == Op::ImportDevices { import_content(schema) } else { json_content(schema) };
-        op["requestBody"] = json!({"required": true, "content": content});
+        // A change of an alarm's state takes its note optionally, and with it the whole body.
+        let required = !matches!(route.op, Op::AcknowledgeAlarm | Op::ResolveAlarm);
+        op["requestBody"] = json!({"required": required, "content": content});
     }
     op
 }

@@ -8,6 +8,7 @@ use zonecast_model::{Connection as MqttConnection, ZoneSpec};
 use super::{Db, PgStore};
 use crate::{Collision, Health, Result, StoreError, StoredConnection, codec};
 
+mod alarms;
 mod certificates;
 mod changes;
 mod collisions;

@@ -9,6 +9,7 @@ use super::{Db, SqliteStore};
 use crate::codec::{self, from_json};
 use crate::{Collision, Health, Result, StoreError, StoredConnection};
 
+mod alarms;
 mod certificates;
 mod changes;
 mod collisions;

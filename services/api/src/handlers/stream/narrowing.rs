@@ -9,7 +9,7 @@ use zonecast_model::{EventType, Limits, Mac};
 use crate::error::ApiError;
 
 /// The event types the events journal holds (positions and device commands are not in it).
-const STREAMED: [EventType; 11] = EventType::JOURNALED;
+const STREAMED: &[EventType] = EventType::JOURNALED;
 
 /// The narrowing of one stream; an event passes when it passes every part that is set.
 #[derive(Debug, Default)]

@@ -1,0 +1,175 @@
+//! Alarms: recorded once per AlarmID whatever the copies, read back whole, listed newest first
+//! a page at a time by state, device and zone, and changed only from the states a change may
+//! start from.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+use zonecast_model::{AlarmChange, AlarmRecord, AlarmState, AlarmUpdate, EventType, Mac, StoredAlarm};
+use zonecast_store::{AlarmChanged, AlarmQuery, Store, StoreError};
+
+use crate::fixtures::at;
+
+fn mac(i: u8) -> Mac {
+    format!("00:00:00:00:00:{i:02X}").parse().unwrap()
+}
+
+/// An open alarm `id` of device `device` raised at `raised` ms, in zone 7 unless offline.
+fn alarm(id: u128, device: u8, raised: i64, kind: EventType) -> StoredAlarm {
+    let zoned = kind != EventType::DeviceOffline;
+    StoredAlarm {
+        record: AlarmRecord {
+            alarm_id: Uuid::from_u128(id),
+            kind,
+            mac: mac(device),
+            zone_id: zoned.then(|| Uuid::from_u128(7)),
+            zone_name: zoned.then(|| "dock 7".to_owned()),
+            collision_id: zoned.then(|| Uuid::from_u128(1000 + id)),
+            raised_at: at(raised),
+            state: AlarmState::Open,
+            acknowledged_by: None,
+            acknowledged_at: None,
+            acknowledged_note: None,
+            resolved_by: None,
+            resolved_at: None,
+            resolved_note: None,
+        },
+        event: json!({"Type": kind.as_str(), "EventID": Uuid::from_u128(id).to_string(), "Note": "a\u{0}b"}),
+    }
+}
+
+fn update(change: AlarmChange, by: &str, when: i64, note: Option<&str>) -> AlarmUpdate {
+    AlarmUpdate { change, by: by.to_owned(), at: at(when), note: note.map(str::to_owned) }
+}
+
+fn ids(alarms: &[StoredAlarm]) -> Vec<u128> {
+    alarms.iter().map(|a| a.record.alarm_id.as_u128()).collect()
+}
+
+fn query(states: &[AlarmState], limit: usize) -> AlarmQuery {
+    AlarmQuery { states: states.to_vec(), limit, ..AlarmQuery::default() }
+}
+
+pub(crate) async fn an_alarm_is_recorded_once_and_read_back_whole(store: Arc<dyn Store>) {
+    let first = alarm(1, 1, 0, EventType::SiteAlarm);
+    assert!(store.record_alarm(&first).await.unwrap(), "recorded");
+    assert_eq!(store.get_alarm(first.record.alarm_id).await.unwrap(), first);
+    let offline = alarm(2, 2, 5, EventType::DeviceOffline);
+    assert!(store.record_alarm(&offline).await.unwrap());
+    assert_eq!(store.get_alarm(offline.record.alarm_id).await.unwrap(), offline, "no zone, no stay");
+
+    // A copy of the event changes nothing, not even an alarm changed since.
+    store.change_alarm(first.record.alarm_id, &update(AlarmChange::Acknowledge, "ann", 10, None)).await.unwrap();
+    assert!(!store.record_alarm(&first).await.unwrap(), "a copy is not recorded");
+    assert_eq!(store.get_alarm(first.record.alarm_id).await.unwrap().record.state, AlarmState::Acknowledged);
+
+    let missing = store.get_alarm(Uuid::from_u128(0xab)).await.unwrap_err();
+    assert!(
+        matches!(&missing, StoreError::NotFound { what: "alarm", id } if id == "00000000-0000-0000-0000-0000000000AB"),
+        "{missing:?}"
+    );
+}
+
+pub(crate) async fn alarm_changes_go_forward_only_and_keep_who_when_and_why(store: Arc<dyn Store>) {
+    let (a, b) = (alarm(1, 1, 0, EventType::DeviceAlarm), alarm(2, 1, 1, EventType::ZoneDwellExceeded));
+    store.record_alarm(&a).await.unwrap();
+    store.record_alarm(&b).await.unwrap();
+    let id = a.record.alarm_id;
+
+    let AlarmChanged::Changed(acknowledged) =
+        store.change_alarm(id, &update(AlarmChange::Acknowledge, "ann", 10, Some("on my way"))).await.unwrap()
+    else {
+        panic!("an open alarm is acknowledged");
+    };
+    let r = &acknowledged.record;
+    assert_eq!(
+        (r.state, r.acknowledged_by.as_deref(), r.acknowledged_at),
+        (AlarmState::Acknowledged, Some("ann"), Some(at(10)))
+    );
+    assert_eq!((r.acknowledged_note.as_deref(), &r.resolved_by), (Some("on my way"), &None));
+    assert_eq!(acknowledged.event, a.event, "the event stays as raised");
+
+    let again = store.change_alarm(id, &update(AlarmChange::Acknowledge, "bob", 11, None)).await.unwrap();
+    assert_eq!(again, AlarmChanged::Refused(acknowledged.clone()), "acknowledged once, by the first");
+
+    let AlarmChanged::Changed(resolved) =
+        store.change_alarm(id, &update(AlarmChange::Resolve, "bob", 20, Some("moved the pallet"))).await.unwrap()
+    else {
+        panic!("an acknowledged alarm is resolved");
+    };
+    let r = &resolved.record;
+    assert_eq!((r.state, r.resolved_by.as_deref(), r.resolved_at), (AlarmState::Resolved, Some("bob"), Some(at(20))));
+    assert_eq!((r.acknowledged_by.as_deref(), r.resolved_note.as_deref()), (Some("ann"), Some("moved the pallet")));
+    for change in [AlarmChange::Acknowledge, AlarmChange::Resolve] {
+        let refused = store.change_alarm(id, &update(change, "eve", 30, None)).await.unwrap();
+        assert_eq!(refused, AlarmChanged::Refused(resolved.clone()), "{change:?} of a resolved alarm");
+    }
+    assert_eq!(store.get_alarm(id).await.unwrap(), resolved);
+
+    // Open → resolved at once.
+    let direct = store.change_alarm(b.record.alarm_id, &update(AlarmChange::Resolve, "cy", 40, None)).await.unwrap();
+    let AlarmChanged::Changed(direct) = direct else { panic!("an open alarm is resolved") };
+    assert_eq!((direct.record.state, direct.record.acknowledged_by), (AlarmState::Resolved, None));
+
+    let unknown = store.change_alarm(Uuid::from_u128(9), &update(AlarmChange::Resolve, "x", 1, None)).await;
+    assert!(matches!(unknown, Err(StoreError::NotFound { what: "alarm", .. })), "{unknown:?}");
+}
+
+pub(crate) async fn of_concurrent_changes_of_an_alarm_exactly_one_wins(store: Arc<dyn Store>) {
+    let a = alarm(1, 1, 0, EventType::SiteAlarm);
+    store.record_alarm(&a).await.unwrap();
+    let tries = (0..8).map(|i| {
+        let store = store.clone();
+        let by = format!("operator {i}");
+        tokio::spawn(async move {
+            store.change_alarm(Uuid::from_u128(1), &update(AlarmChange::Acknowledge, &by, i, None)).await.unwrap()
+        })
+    });
+    let outcomes = futures::future::join_all(tries).await;
+    let won: Vec<String> = outcomes
+        .into_iter()
+        .filter_map(|o| match o.unwrap() {
+            AlarmChanged::Changed(a) => a.record.acknowledged_by,
+            AlarmChanged::Refused(_) => None,
+        })
+        .collect();
+    assert_eq!(won.len(), 1, "{won:?}");
+    assert_eq!(store.get_alarm(Uuid::from_u128(1)).await.unwrap().record.acknowledged_by.as_ref(), won.first());
+}
+
+pub(crate) async fn alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone(store: Arc<dyn Store>) {
+    // Raised at 0, 10, 10, 20, 30 ms; 2 and 3 at the same instant (ties: greater AlarmID first).
+    let raised = [(1, 1, 0), (2, 2, 10), (3, 1, 10), (4, 2, 20), (5, 1, 30)];
+    for (id, device, when) in raised {
+        let kind = if id == 4 { EventType::DeviceOffline } else { EventType::SiteAlarm };
+        store.record_alarm(&alarm(id, device, when, kind)).await.unwrap();
+    }
+    store.change_alarm(Uuid::from_u128(3), &update(AlarmChange::Acknowledge, "a", 40, None)).await.unwrap();
+    store.change_alarm(Uuid::from_u128(5), &update(AlarmChange::Resolve, "a", 41, None)).await.unwrap();
+
+    assert_eq!(ids(&store.list_alarms(&query(&[], 10)).await.unwrap()), [5, 4, 3, 2, 1]);
+    let mut seen = Vec::new();
+    let mut after: Option<(DateTime<Utc>, Uuid)> = None;
+    loop {
+        let page = store.list_alarms(&AlarmQuery { after, ..query(&[], 2) }).await.unwrap();
+        seen.extend(ids(&page));
+        match page.last() {
+            Some(last) if page.len() == 2 => after = Some((last.record.raised_at, last.record.alarm_id)),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, [5, 4, 3, 2, 1], "pages follow each other, ties included");
+
+    assert_eq!(ids(&store.list_alarms(&query(&[AlarmState::Open], 10)).await.unwrap()), [4, 2, 1]);
+    let taken = store.list_alarms(&query(&[AlarmState::Acknowledged, AlarmState::Resolved], 10)).await.unwrap();
+    assert_eq!(ids(&taken), [5, 3]);
+    let of_device = AlarmQuery { mac: Some(mac(2)), ..query(&[], 10) };
+    assert_eq!(ids(&store.list_alarms(&of_device).await.unwrap()), [4, 2]);
+    let of_zone = AlarmQuery { zone: Some(Uuid::from_u128(7)), ..query(&[AlarmState::Open], 10) };
+    assert_eq!(ids(&store.list_alarms(&of_zone).await.unwrap()), [2, 1], "the offline alarm has no zone");
+    assert!(
+        store.list_alarms(&AlarmQuery { zone: Some(Uuid::from_u128(8)), ..query(&[], 10) }).await.unwrap().is_empty()
+    );
+}
