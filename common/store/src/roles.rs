@@ -165,14 +165,14 @@ const EPOCH: &str = "epoch:";
 #[async_trait::async_trait]
 pub trait CollisionWriter: Send + Sync + 'static {
     /// In one transaction: upserts `entered` by (zone, MAC), then deletes `exited`, upserts
-    /// `presence` by MAC (the last row for a MAC wins), and sets the `marks` given (a partition or time not given keeps its mark). When `marks.epochs`
-    /// names a partition whose stored epoch is higher (another evaluator claimed it since),
-    /// nothing is written and the answer is [`crate::StoreError::Fenced`] with those partitions;
-    /// otherwise the epochs given are stored, so that every older owner's write is refused
-    /// from then on (a write with epochs only is how a new owner fences the old). Entries for zones that
-    /// no longer exist are skipped. A pair in both lists ends up absent, so callers coalesce
-    /// the transitions of one (zone, MAC) before writing; within `entered` the last row for a
-    /// pair wins.
+    /// `presence` by MAC (the last row for a MAC wins), and sets the `marks` given (a partition
+    /// or time not given keeps its mark). When `marks.epochs` names a partition whose stored
+    /// epoch is higher (another evaluator claimed it since), nothing is written and the answer
+    /// is [`crate::StoreError::Fenced`] with those partitions; otherwise the epochs given are
+    /// stored, so that every older owner's write is refused from then on (a write with epochs
+    /// only is how a new owner fences the old). Entries for zones that no longer exist are
+    /// skipped. A pair in both lists ends up absent, so callers coalesce the transitions of one
+    /// (zone, MAC) before writing; within `entered` the last row for a pair wins.
     async fn write_collisions(
         &self,
         entered: &[Collision],

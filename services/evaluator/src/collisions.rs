@@ -1,6 +1,6 @@
-//! Writes current collisions, and when each device last reported, to the store in batches, so `CollidingDevices` is right from any
-//! API replica without a store round trip per event, and so a restarted evaluator starts from
-//! them. The changes come a turn of the evaluator's loop at a time, with the stored batches the
+//! Writes current collisions, and when each device last reported, to the store in batches, so
+//! `CollidingDevices` is right from any API replica without a store round trip per event, and so
+//! a restarted evaluator starts from them. The changes come a turn of the evaluator's loop at a time, with the stored batches the
 //! turn evaluated; a write covers whole turns and records, in the same transaction, how far
 //! they reach ([`CollisionMarks`]): the collisions in the store always match the marks written
 //! with them. Nothing is dropped: a failed write is tried again with backoff (changes coalesce

@@ -474,13 +474,6 @@ impl Engine {
         self.catalog = current;
     }
 
-    /// Puts the device registry's names and groups of the devices `changed` names in force
-    /// (`None`: no longer registered): the events from now on carry them.
-    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<crate::catalog::Registered>)>) {
-        self.catalog.set_names(changed);
-        self.forget_offline_unless_reported();
-    }
-
     /// Installs a new catalog and emits the exits the changes since the last one imply;
     /// `changes` may be a whole burst applied together (a zone both reset and deleted in it
     /// gives the Reason `deleted`).

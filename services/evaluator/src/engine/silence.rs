@@ -48,6 +48,14 @@ impl Engine {
 }
 
 impl Engine {
+    /// Puts the device registry's entries of the devices `changed` names in force (`None`: no
+    /// longer registered): the names and groups the events from now on carry, and each
+    /// device's own offline time.
+    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<crate::catalog::Registered>)>) {
+        self.catalog.set_names(changed);
+        self.forget_offline_unless_reported();
+    }
+
     /// With offline reports turned off for a device (the site's and its own), who is offline
     /// is forgotten: a device that comes back while they are off, or after they are turned on
     /// again, is not reported online.
