@@ -60,7 +60,7 @@ impl std::str::FromStr for AlarmState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlarmRecord {
     /// The alarm: the `EventID` of the event that raised it, upper case.
-    #[serde(rename = "AlarmID", with = "upper_uuid")]
+    #[serde(rename = "AlarmID", with = "super::content::upper_uuid")]
     #[schemars(with = "String", extend("format" = "uuid"))]
     pub alarm_id: Uuid,
     /// The `Type` of the event that raised it: `SITE_ALARM`, `DEVICE_ALARM`,
@@ -72,18 +72,18 @@ pub struct AlarmRecord {
     #[serde(rename = "MAC")]
     pub mac: Mac,
     /// The zone (null for `DEVICE_OFFLINE`).
-    #[serde(rename = "ZoneID", with = "upper_uuid_opt")]
+    #[serde(rename = "ZoneID", with = "super::content::upper_uuid_opt")]
     #[schemars(with = "Option<String>")]
     pub zone_id: Option<Uuid>,
     /// The zone's name when the alarm was raised (null for `DEVICE_OFFLINE`).
     #[serde(rename = "ZoneName")]
     pub zone_name: Option<String>,
     /// The stay the alarm belongs to (null when none: `DEVICE_OFFLINE`).
-    #[serde(rename = "CollisionID", with = "upper_uuid_opt")]
+    #[serde(rename = "CollisionID", with = "super::content::upper_uuid_opt")]
     #[schemars(with = "Option<String>")]
     pub collision_id: Option<Uuid>,
     /// The `Timestamp` of the event that raised it.
-    #[serde(rename = "RaisedAt", with = "millis")]
+    #[serde(rename = "RaisedAt", with = "super::content::millis")]
     #[schemars(with = "String", extend("format" = "date-time"))]
     pub raised_at: DateTime<Utc>,
     /// `open`, `acknowledged` or `resolved`.
@@ -94,7 +94,7 @@ pub struct AlarmRecord {
     #[serde(rename = "AcknowledgedBy")]
     pub acknowledged_by: Option<String>,
     /// When it was acknowledged.
-    #[serde(rename = "AcknowledgedAt", with = "millis_opt")]
+    #[serde(rename = "AcknowledgedAt", with = "super::content::millis_opt")]
     #[schemars(with = "Option<String>")]
     pub acknowledged_at: Option<DateTime<Utc>>,
     /// The note given with the acknowledgement.
@@ -104,72 +104,10 @@ pub struct AlarmRecord {
     #[serde(rename = "ResolvedBy")]
     pub resolved_by: Option<String>,
     /// When it was resolved.
-    #[serde(rename = "ResolvedAt", with = "millis_opt")]
+    #[serde(rename = "ResolvedAt", with = "super::content::millis_opt")]
     #[schemars(with = "Option<String>")]
     pub resolved_at: Option<DateTime<Utc>>,
     /// The note given with the resolution.
     #[serde(rename = "ResolvedNote")]
     pub resolved_note: Option<String>,
-}
-
-/// Upper-case UUIDs out, any case in.
-mod upper_uuid {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use uuid::Uuid;
-
-    pub fn serialize<S: Serializer>(id: &Uuid, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::format_id(id))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
-        Uuid::deserialize(d)
-    }
-}
-
-/// [`upper_uuid`], or null.
-mod upper_uuid_opt {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use uuid::Uuid;
-
-    pub fn serialize<S: Serializer>(id: &Option<Uuid>, s: S) -> Result<S::Ok, S::Error> {
-        match id {
-            Some(id) => s.serialize_str(&crate::format_id(id)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Uuid>, D::Error> {
-        Option::<Uuid>::deserialize(d)
-    }
-}
-
-/// ISO 8601 UTC with milliseconds out; any RFC 3339 time in.
-mod millis {
-    use chrono::{DateTime, Utc};
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::format_timestamp(t))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
-        DateTime::<Utc>::deserialize(d)
-    }
-}
-
-/// [`millis`], or null.
-mod millis_opt {
-    use chrono::{DateTime, Utc};
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
-        match t {
-            Some(t) => s.serialize_str(&crate::format_timestamp(t)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
-        Option::<DateTime<Utc>>::deserialize(d)
-    }
 }

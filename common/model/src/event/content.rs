@@ -176,3 +176,37 @@ pub(crate) mod millis {
         DateTime::<Utc>::deserialize(d)
     }
 }
+
+/// [`upper_uuid`], or null.
+pub(crate) mod upper_uuid_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use uuid::Uuid;
+
+    pub fn serialize<S: Serializer>(id: &Option<Uuid>, s: S) -> Result<S::Ok, S::Error> {
+        match id {
+            Some(id) => super::upper_uuid::serialize(id, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Uuid>, D::Error> {
+        Option::<Uuid>::deserialize(d)
+    }
+}
+
+/// [`millis`], or null.
+pub(crate) mod millis_opt {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => super::millis::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        Option::<DateTime<Utc>>::deserialize(d)
+    }
+}
