@@ -100,7 +100,8 @@ impl Subjects {
     }
 
     /// A person's change of an alarm's state:
-    /// `<prefix>.events.alarm.<acknowledged|resolved>.<mac>`.
+    /// `<prefix>.events.alarm.<acknowledged|resolved>.<mac>` (the ZoneID for an alarm about a zone
+    /// alone).
     pub fn alarm_change(&self, change: AlarmChange, mac: &str) -> String {
         format!("{}.events.alarm.{}.{mac}", self.prefix, change.as_str())
     }
@@ -200,8 +201,8 @@ impl Subjects {
             Content::DeviceAlarmCommand(_) => self.device_alarm_command(mac?),
             Content::DeviceOffline(_) => self.device_event(mac?, DeviceEventKind::Offline),
             Content::DeviceOnline(_) => self.device_event(mac?, DeviceEventKind::Online),
-            Content::AlarmAcknowledged(_) => self.alarm_change(AlarmChange::Acknowledge, mac?),
-            Content::AlarmResolved(_) => self.alarm_change(AlarmChange::Resolve, mac?),
+            Content::AlarmAcknowledged(r) => self.alarm_change(AlarmChange::Acknowledge, &alarm_token(r)?),
+            Content::AlarmResolved(r) => self.alarm_change(AlarmChange::Resolve, &alarm_token(r)?),
         })
     }
 
@@ -248,6 +249,16 @@ impl Subjects {
     /// Every republished source position: `<prefix>.config.source.*`.
     pub fn source_positions(&self) -> String {
         format!("{}.config.source.*", self.prefix)
+    }
+}
+
+/// The last token of an alarm change's subject: the alarm's device, or the zone of an alarm
+/// about a zone alone (occupancy).
+fn alarm_token(record: &zonecast_model::AlarmRecord) -> Option<String> {
+    match (&record.mac, &record.zone_id) {
+        (Some(mac), _) => Some(mac.as_str().to_owned()),
+        (None, Some(zone)) => Some(zonecast_model::format_id(zone)),
+        (None, None) => None,
     }
 }
 

@@ -88,15 +88,18 @@ pub struct StoredAlarm {
 
 impl StoredAlarm {
     /// The open alarm `event` raises, with `json` (the event as published) kept beside it;
-    /// `None` for an event that is no alarm ([`EventType::ALARMS`]) or that names no device.
+    /// `None` for an event that is no alarm ([`EventType::ALARMS`]).
     pub fn raised(event: &Event, json: Value) -> Option<Self> {
-        let mac = event.source.mac.clone()?;
+        let mac = event.source.mac.clone();
         let (zone_id, zone_name, collision_id) = match &event.content {
             Content::SiteAlarm(a) | Content::DeviceAlarm(a) => {
                 (Some(a.zone_id), Some(a.zone_name.clone()), Some(a.collision_id))
             }
             Content::ZoneDwellExceeded(d) => {
                 (Some(d.enter.zone_id), Some(d.enter.zone_name.clone()), Some(d.enter.collision_id))
+            }
+            Content::ZoneOccupancyExceeded(o) | Content::ZoneOccupancyBelow(o) => {
+                (Some(o.zone_id), Some(o.zone_name.clone()), None)
             }
             Content::DeviceOffline(_) => (None, None, None),
             _ => return None,

@@ -15,7 +15,7 @@ pub(crate) const COLUMNS: &str = "alarm_id, type, mac, zone_id, zone_name, colli
 pub(crate) struct AlarmRow {
     pub id: Uuid,
     pub kind: String,
-    pub mac: String,
+    pub mac: Option<String>,
     pub zone_id: Option<Uuid>,
     pub zone_name: Option<String>,
     pub collision_id: Option<Uuid>,
@@ -39,7 +39,7 @@ impl AlarmRow {
             record: AlarmRecord {
                 alarm_id: self.id,
                 kind: self.kind.parse().map_err(|e: zonecast_model::UnknownName| bad("type", e.to_string()))?,
-                mac: codec::mac(&self.mac)?,
+                mac: self.mac.as_deref().map(codec::mac).transpose()?,
                 zone_id: self.zone_id,
                 zone_name: self.zone_name,
                 collision_id: self.collision_id,

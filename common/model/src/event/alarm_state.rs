@@ -68,9 +68,9 @@ pub struct AlarmRecord {
     #[serde(rename = "Type")]
     #[schemars(with = "String")]
     pub kind: EventType,
-    /// The device, upper case with `:`.
+    /// The device, upper case with `:` (null for an occupancy alarm, which is about a zone).
     #[serde(rename = "MAC")]
-    pub mac: Mac,
+    pub mac: Option<Mac>,
     /// The zone (null for `DEVICE_OFFLINE`).
     #[serde(rename = "ZoneID", with = "super::content::upper_uuid_opt")]
     #[schemars(with = "Option<String>")]

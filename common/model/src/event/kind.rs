@@ -123,8 +123,14 @@ impl EventType {
     ];
 
     /// The types that raise an alarm a person can acknowledge and resolve (`/v3/alarms`).
-    pub const ALARMS: [EventType; 4] =
-        [Self::SiteAlarm, Self::DeviceAlarm, Self::ZoneDwellExceeded, Self::DeviceOffline];
+    pub const ALARMS: [EventType; 6] = [
+        Self::SiteAlarm,
+        Self::DeviceAlarm,
+        Self::ZoneDwellExceeded,
+        Self::ZoneOccupancyExceeded,
+        Self::ZoneOccupancyBelow,
+        Self::DeviceOffline,
+    ];
 
     /// Whether events of this type raise an alarm ([`EventType::ALARMS`]).
     pub fn is_alarm(self) -> bool {

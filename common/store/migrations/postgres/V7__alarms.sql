@@ -6,7 +6,7 @@
 CREATE TABLE alarms (
     alarm_id          UUID PRIMARY KEY,
     type              TEXT NOT NULL,
-    mac               TEXT NOT NULL,
+    mac               TEXT,
     zone_id           UUID,
     zone_name         TEXT,
     collision_id      UUID,

@@ -6,7 +6,7 @@
 CREATE TABLE alarms (
     alarm_id          TEXT PRIMARY KEY,
     type              TEXT NOT NULL,
-    mac               TEXT NOT NULL,
+    mac               TEXT,
     zone_id           TEXT,
     zone_name         TEXT,
     collision_id      TEXT,

@@ -23,7 +23,7 @@ fn alarm(id: u128, device: u8, raised: i64, kind: EventType) -> StoredAlarm {
         record: AlarmRecord {
             alarm_id: Uuid::from_u128(id),
             kind,
-            mac: mac(device),
+            mac: Some(mac(device)),
             zone_id: zoned.then(|| Uuid::from_u128(7)),
             zone_name: zoned.then(|| "dock 7".to_owned()),
             collision_id: zoned.then(|| Uuid::from_u128(1000 + id)),

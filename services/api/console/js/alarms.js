@@ -11,11 +11,12 @@ import { describe, element, time } from "./panels.js";
 const $ = (id) => document.getElementById(id);
 
 /** The event types that raise an alarm. */
-export const ALARM_TYPES = new Set(["SITE_ALARM", "DEVICE_ALARM", "ZONE_DWELL_EXCEEDED", "DEVICE_OFFLINE"]);
+export const ALARM_TYPES = new Set(["SITE_ALARM", "DEVICE_ALARM", "ZONE_DWELL_EXCEEDED", "ZONE_OCCUPANCY_EXCEEDED", "ZONE_OCCUPANCY_BELOW", "DEVICE_OFFLINE"]);
 const CHANGES = new Set(["ALARM_ACKNOWLEDGED", "ALARM_RESOLVED"]);
 const ORDER = { open: 0, acknowledged: 1, resolved: 2 };
-const KIND = { SITE_ALARM: "site", DEVICE_ALARM: "device", ZONE_DWELL_EXCEEDED: "dwell", DEVICE_OFFLINE: "offline" };
-const LABEL = { SITE_ALARM: "site alarm", DEVICE_ALARM: "device alarm", ZONE_DWELL_EXCEEDED: "stayed too long", DEVICE_OFFLINE: "offline" };
+// Occupancy alarms are drawn as site alarms: a zone over its limit or under its head count.
+const KIND = { SITE_ALARM: "site", DEVICE_ALARM: "device", ZONE_DWELL_EXCEEDED: "dwell", ZONE_OCCUPANCY_EXCEEDED: "site", ZONE_OCCUPANCY_BELOW: "site", DEVICE_OFFLINE: "offline" };
+const LABEL = { SITE_ALARM: "site alarm", DEVICE_ALARM: "device alarm", ZONE_DWELL_EXCEEDED: "stayed too long", ZONE_OCCUPANCY_EXCEEDED: "over its limit", ZONE_OCCUPANCY_BELOW: "under its head count", DEVICE_OFFLINE: "offline" };
 // Resolved alarms stay in view for a while (those resolved here or since sign-in), no more.
 const RESOLVED_SHOWN = 20;
 // Open and acknowledged alarms shown at most; the count says how many there are.
@@ -179,13 +180,14 @@ export class AlarmList {
         class: `alarm kind-${kind} state-${alarm.State}`,
         "data-state": alarm.State,
         "data-type": alarm.Type,
-        "data-mac": alarm.MAC,
+        "data-mac": alarm.MAC || "",
       },
       element(
         "div",
         { class: "alarm-head" },
         element("span", { class: `tag alarm-${kind}` }, LABEL[alarm.Type] || alarm.Type),
-        element("button", { type: "button", class: "event-mac link", title: name ? `${alarm.MAC}: inspect this device` : "inspect this device", onclick: () => this.onMac(alarm.MAC) }, name || alarm.MAC),
+        // An occupancy alarm is about a zone: no device to name.
+        alarm.MAC ? element("button", { type: "button", class: "event-mac link", title: name ? `${alarm.MAC}: inspect this device` : "inspect this device", onclick: () => this.onMac(alarm.MAC) }, name || alarm.MAC) : null,
         zone ? element("span", { class: "alarm-zone" }, zone) : null,
         element("time", { datetime: alarm.RaisedAt }, time(alarm.RaisedAt)),
       ),

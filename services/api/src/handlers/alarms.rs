@@ -173,7 +173,7 @@ fn change_event(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: Da
         event_id: EventId::generate(at),
         timestamp: at,
         local_timestamp: Utc::now(),
-        source: EventSource { mac: Some(record.mac.clone()), gateway_uri: None, site_id: ctx.site_id },
+        source: EventSource { mac: record.mac.clone(), gateway_uri: None, site_id: ctx.site_id },
         content,
         device: None,
     }

@@ -89,7 +89,7 @@ impl AlarmWriter for PgStore {
                 &[
                     &a.alarm_id,
                     &a.kind.as_str(),
-                    &a.mac.as_str(),
+                    &a.mac.as_ref().map(|m| m.as_str()),
                     &a.zone_id,
                     &a.zone_name,
                     &a.collision_id,

@@ -14,7 +14,7 @@ use crate::{AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, Result};
 type Row = (
     String,
     String,
-    String,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -136,7 +136,7 @@ impl AlarmWriter for SqliteStore {
                 .execute(params![
                     text_id(&a.alarm_id),
                     a.kind.as_str(),
-                    a.mac.as_str(),
+                    a.mac.as_ref().map(|m| m.as_str()),
                     a.zone_id.as_ref().map(text_id),
                     a.zone_name,
                     a.collision_id.as_ref().map(text_id),
