@@ -180,11 +180,13 @@ fn change_event(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: Da
 }
 
 /// Appends the event of `change` to the events journal, trying again with backoff for
-/// [`PUBLISH_FOR`]. The change is stored already and stands whatever happens here: a failure
-/// is logged, and the event is then missing from the streams and the history.
+/// [`PUBLISH_FOR`]. The change is stored already and stands whatever happens here: an event
+/// that cannot be appended is missing from the streams and the history, and counted in
+/// `zonecast_api_alarm_change_events_lost_total`.
 async fn publish(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: DateTime<Utc>) {
     let event = change_event(ctx, change, record, at);
     let (Some(subject), Ok(payload)) = (ctx.subjects.of_event(&event), serde_json::to_vec(&event)) else {
+        metrics::counter!("zonecast_api_alarm_change_events_lost_total").increment(1);
         tracing::error!(alarm = %zonecast_model::format_id(&record.alarm_id), "alarm change event could not be written");
         return;
     };
@@ -195,6 +197,7 @@ async fn publish(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: D
         match ctx.journal.append(vec![record.clone()]).await {
             Ok(()) => return,
             Err(e) if tokio::time::Instant::now() >= deadline => {
+                metrics::counter!("zonecast_api_alarm_change_events_lost_total").increment(1);
                 tracing::warn!(error = %e, subject = %record.subject, "alarm change stored but its event not published");
                 return;
             }
