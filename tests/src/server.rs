@@ -140,7 +140,7 @@ impl Server {
     }
 
     /// Publishes a normalised position of `mac`, as the ingestor would: over NATS stored in
-    /// its partition's stream, in one process on its subject.
+    /// the position stream, in one process on its partition's subject.
     pub async fn position(&self, mac: &str, position: [f64; 3], timestamp: chrono::DateTime<chrono::Utc>) {
         let update = zonecast_model::PositionUpdate {
             mac: mac.parse().unwrap(),
@@ -180,9 +180,13 @@ impl Server {
         self.positions.clone()
     }
 
-    /// The subject `mac`'s positions are published on: its partition's batches.
+    /// The subject `mac`'s positions are published on: its partition's batches in one
+    /// process, the batches of every partition together over NATS.
     pub fn position_subject(&self, mac: &zonecast_model::Mac) -> String {
-        self.subjects.position_batch(mac.partition(self.config.bus.partitions))
+        match self.mode {
+            Mode::AllInOne => self.subjects.position_batch(mac.partition(self.config.bus.partitions)),
+            Mode::Distributed => self.subjects.position_rounds(),
+        }
     }
 
     /// Subscribes to every normalised position as ingest publishes them (see

@@ -331,7 +331,7 @@ async fn per_position_subjects_are_published_only_when_asked_for(mode: Mode) {
             post(&server, Some(WRITE_KEY), br#"{"MAC": "00:00:00:00:0E:11", "Position": [1, 2, 3]}"#.to_vec()).await;
         assert_eq!(status, StatusCode::OK);
         let (batch_subject, stored) = batches.next(WAIT).await;
-        assert_eq!(batch_subject, server.subjects.position_batch(mac.partition(server.config.bus.partitions)));
+        assert_eq!(batch_subject, server.position_subject(&mac));
         if tap {
             let msg = tokio::time::timeout(WAIT, single.next()).await.expect("the tapped position").unwrap();
             assert_eq!(msg.subject, subject);
@@ -393,30 +393,24 @@ async fn the_http_input_answers_503_while_nats_is_down_and_accepts_again_after()
     shutdown.cancel();
 }
 
-/// The partitions' position streams exist once the ingestor has started, before any position
-/// comes: the first positions wait for their store only, not for the streams to be made.
+/// The position stream exists once the ingestor has started, before any position comes: the
+/// first positions wait for their store only, not for the stream to be made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ingestor_makes_every_partition_stream_at_start() {
+async fn the_ingestor_makes_the_position_stream_at_start() {
     let nats = zonecast_tests::nats::NatsServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path()).ingestor();
     config.bus.nats_url = Some(zonecast_runtime::Secret::new(nats.url()));
-    let (prefix, partitions) = (config.bus.subject_prefix.clone(), config.bus.partitions);
+    let prefix = config.bus.subject_prefix.clone();
     let shutdown = zonecast_runtime::Shutdown::new();
     let _running = zonecast_ingestor::launch(config, shutdown.clone()).await.unwrap();
     // Names as the services derive them; JetStream's own client reads the streams without
     // making them.
     let jetstream = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
-    for partition in 0..partitions {
-        let name = zonecast_bus::positions::stream_name(&prefix, partition);
-        let mut stream = jetstream.get_stream(&name).await.unwrap_or_else(|e| panic!("{name}: {e}"));
-        let info = stream.info().await.unwrap();
-        assert_eq!(
-            info.config.subjects,
-            [zonecast_bus::Subjects::new(prefix.clone()).position_batch(partition)],
-            "{name}"
-        );
-        assert_eq!(info.state.messages, 0, "{name}: made before any position came");
-    }
+    let name = zonecast_bus::positions::stream_name(&prefix);
+    let mut stream = jetstream.get_stream(&name).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.config.subjects, [zonecast_bus::Subjects::new(prefix.clone()).position_rounds()], "{name}");
+    assert_eq!(info.state.messages, 0, "{name}: made before any position came");
     shutdown.cancel();
 }

@@ -73,6 +73,13 @@ impl Subjects {
         format!("{}.batches.{partition}", self.prefix)
     }
 
+    /// The batches of several partitions' positions, stored together over NATS:
+    /// `<prefix>.batches.all`, one event per line, each partition's lines together and named by
+    /// the message's `Zonecast-Sections` header.
+    pub fn position_rounds(&self) -> String {
+        format!("{}.batches.all", self.prefix)
+    }
+
     /// Pattern for the batches of every partition: `<prefix>.batches.*`.
     pub fn position_batches(&self) -> String {
         format!("{}.batches.*", self.prefix)

@@ -1,7 +1,8 @@
 //! One contract for both position logs, opened as the services open them
 //! (`zonecast_bus::open`): what ingest publishes reaches the follower of its partition in order
-//! and every tap that wants it; over NATS it is kept until acknowledged, in one process it is
-//! handed over as the publisher held it.
+//! and every tap that wants it; over NATS it is kept, stored together with other partitions'
+//! positions, and each follower takes its own; in one process it is handed over as the
+//! publisher held it.
 //!
 //! The NATS half needs a server at `ZONECAST_TEST_NATS_URL` (default `nats://127.0.0.1:4222`)
 //! and fails, never skips, when there is none.
@@ -92,9 +93,9 @@ async fn published_batches_reach_their_follower_in_order_and_every_tap(nats: boo
     assert_eq!(log.partitions(), 2);
     assert_eq!(log.keeps(), nats, "JetStream keeps batches, one process does not");
     log.prepare().await.unwrap();
-    let mut follower = log.follow(1, 10, None, None).await.unwrap();
+    let mut follower = log.follow(1, 10, None).await.unwrap();
     let mut every = log.tap(None, None).await.unwrap();
-    let mut first = log.tap(Some(0), None).await.unwrap();
+    let mut first = log.tap(Some(&[0]), None).await.unwrap();
 
     log.publish(vec![(1, batch(&["a1", "a2"])), (0, batch(&["b1"]))]).await.unwrap().confirmed().await.unwrap();
     log.publish(vec![(1, batch(&["c1"]))]).await.unwrap().confirmed().await.unwrap();
@@ -109,28 +110,39 @@ async fn published_batches_reach_their_follower_in_order_and_every_tap(nats: boo
         true => assert!(a.sequence.is_some_and(|a| c.sequence.is_some_and(|c| c > a)), "kept in order"),
         false => assert_eq!((a.sequence, c.sequence), (None, None), "nothing kept, no place in a stream"),
     }
-    let mut tapped = Vec::new();
-    for _ in 0..3 {
-        tapped.push(of_message(&next(&mut every).await));
+    match nats {
+        true => {
+            // Stored together: one message per publication, each partition's lines together.
+            let together = of_message(&next(&mut every).await);
+            assert_eq!(together, ["b1", "a1", "a2"], "the first publication is one message");
+            assert_eq!(of_message(&next(&mut every).await), ["c1"]);
+            assert_eq!(of_message(&next(&mut first).await), together, "a tap of partition 0 takes what holds it");
+        }
+        false => {
+            let mut tapped = Vec::new();
+            for _ in 0..3 {
+                tapped.push(of_message(&next(&mut every).await));
+            }
+            tapped.sort();
+            assert_eq!(tapped, [vec!["a1", "a2"], vec!["b1"], vec!["c1"]], "the tap of every partition sees all three");
+            assert_eq!(of_message(&next(&mut first).await), ["b1"], "the tap of partition 0 sees its batch only");
+        }
     }
-    tapped.sort();
-    assert_eq!(tapped, [vec!["a1", "a2"], vec!["b1"], vec!["c1"]], "the tap of every partition sees all three");
-    assert_eq!(of_message(&next(&mut first).await), ["b1"], "the tap of partition 0 sees its batch only");
 
     match nats {
         true => {
-            assert!(log.backlog(1).await.unwrap() >= Some(1), "not acknowledged yet");
+            assert!(log.backlog().await.unwrap() >= Some(1), "not acknowledged yet");
             c.ack.ack();
-            let mut backlog = log.backlog(1).await.unwrap();
+            let mut backlog = log.backlog().await.unwrap();
             let deadline = tokio::time::Instant::now() + ARRIVES;
             while backlog != Some(0) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling
-                backlog = log.backlog(1).await.unwrap();
+                backlog = log.backlog().await.unwrap();
             }
             assert_eq!(backlog, Some(0), "acknowledging the newest batch acknowledges the earlier one too");
             log.remove_all().await.unwrap();
         }
-        false => assert_eq!(log.backlog(1).await.unwrap(), None, "nothing is kept in one process"),
+        false => assert_eq!(log.backlog().await.unwrap(), None, "nothing is kept in one process"),
     }
 }
 
@@ -153,44 +165,82 @@ async fn nats_a_follower_reopened_after_what_it_had_gets_only_what_came_after() 
     for line in ["one", "two", "three"] {
         log.publish(vec![(0, batch(&[line]))]).await.unwrap().confirmed().await.unwrap();
     }
-    let mut follower = log.follow(0, 10, None, None).await.unwrap();
+    let mut follower = log.follow(0, 10, None).await.unwrap();
     let one = next(&mut follower).await;
     assert_eq!(of_batch(&one), ["one"]);
     drop(follower);
-    let mut reopened = log.follow(0, 10, one.sequence, None).await.unwrap();
+    let mut reopened = log.follow(0, 10, one.sequence).await.unwrap();
     assert_eq!(of_batch(&next(&mut reopened).await), ["two"]);
     assert_eq!(of_batch(&next(&mut reopened).await), ["three"]);
     log.remove_all().await.unwrap();
 }
 
-/// Batches missing from the middle of a delivery (lost on their way in a JetStream leader
-/// change; here, taken out of the stream while the follower holds the batch before them) end
-/// the opening before the batch after them, which is thus neither passed on nor acknowledged.
-/// Opened again after the last batch taken, the follower gets what the stream still holds, in
-/// order, and counts what it no longer holds as skipped.
+/// A message missing from the middle of the stream (lost on its way in a JetStream leader
+/// change, or here taken out of the stream) is looked for once more, by reading again after the
+/// last message taken; still missing, it is gone, and the follower counts it as skipped.
 #[tokio::test]
-async fn nats_batches_missing_in_the_middle_of_a_delivery_end_the_opening_before_the_next() {
+async fn nats_messages_missing_in_the_middle_of_the_stream_are_counted_as_skipped() {
     let prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
     let channels = open_site(true, &prefix).await;
     let log = &channels.positions;
+    let mut sequences = Vec::new();
     for line in ["one", "two", "three"] {
         log.publish(vec![(0, batch(&[line]))]).await.unwrap().confirmed().await.unwrap();
     }
-    // One batch in hand at a time: "two" is not delivered before "one" is acknowledged.
-    let mut follower = log.follow(0, 1, None, None).await.unwrap();
-    let one = next(&mut follower).await;
-    assert_eq!((of_batch(&one), one.skipped), (vec!["one".to_owned()], 0));
-    let two = one.sequence.unwrap() + 1;
     let js = async_nats::jetstream::new(async_nats::connect(nats_url()).await.unwrap());
-    let mut stream = js.get_stream(positions::stream_name(&prefix, 0)).await.unwrap();
-    assert!(stream.delete_message(two).await.unwrap());
-    one.ack.ack();
-    let ended = timeout(ARRIVES, follower.next()).await.expect("in time");
-    assert!(ended.is_none(), "the opening ends at the gap instead of passing on {:?}", ended.map(|b| of_batch(&b)));
-
-    let mut reopened = log.follow(0, 1, one.sequence, None).await.unwrap();
-    let three = next(&mut reopened).await;
-    assert_eq!((of_batch(&three), three.skipped), (vec!["three".to_owned()], 1), "the missing batch counted once");
+    let mut stream = js.get_stream(positions::stream_name(&prefix)).await.unwrap();
+    let first = stream.info().await.unwrap().state.first_sequence;
+    assert!(stream.delete_message(first + 1).await.unwrap());
+    let mut follower = log.follow(0, 10, None).await.unwrap();
+    for _ in 0..2 {
+        let batch = next(&mut follower).await;
+        sequences.push((of_batch(&batch), batch.skipped));
+    }
+    assert_eq!(
+        sequences,
+        [(vec!["one".to_owned()], 0), (vec!["three".to_owned()], 1)],
+        "the missing message counted once"
+    );
     assert_eq!(stream.info().await.unwrap().state.messages, 2, "nothing else taken out");
+    log.remove_all().await.unwrap();
+}
+
+/// Every partition followed in one process takes its own lines from the shared messages, in
+/// order and once: a partition followed from an earlier point makes the reading start there,
+/// and the others are not handed again what they had. A partition without positions is handed
+/// an empty batch at a newer message now and then, so that its mark keeps up.
+#[tokio::test]
+async fn nats_partitions_followed_together_take_their_own_lines_once_each() {
+    let channels = open(true).await;
+    let log = &channels.positions;
+    log.publish(vec![(0, batch(&["p0-a"])), (1, batch(&["p1-a"]))]).await.unwrap().confirmed().await.unwrap();
+    log.publish(vec![(0, batch(&["p0-b"])), (1, batch(&["p1-b"]))]).await.unwrap().confirmed().await.unwrap();
+    let mut zero = log.follow(0, 1000, None).await.unwrap();
+    let a = next(&mut zero).await;
+    let b = next(&mut zero).await;
+    assert_eq!((of_batch(&a), of_batch(&b)), (vec!["p0-a".to_owned()], vec!["p0-b".to_owned()]));
+    // Partition 1 followed from its first message, which the reading has passed already.
+    let mut one = log.follow(1, 1000, None).await.unwrap();
+    assert_eq!(of_batch(&next(&mut one).await), ["p1-a"]);
+    assert_eq!(of_batch(&next(&mut one).await), ["p1-b"]);
+    log.publish(vec![(0, batch(&["p0-c"]))]).await.unwrap().confirmed().await.unwrap();
+    let c = next(&mut zero).await;
+    assert_eq!(of_batch(&c), ["p0-c"], "partition 0 is not handed again what it had");
+    assert!(c.sequence > b.sequence);
+
+    // Only partition 0 gets positions from now on: partition 1 is handed an empty batch at one
+    // of the newer messages within a few of them.
+    let (mut quiet, mut read) = (None, Vec::new());
+    for round in 0..100 {
+        log.publish(vec![(0, batch(&[&format!("p0-{round}")]))]).await.unwrap().confirmed().await.unwrap();
+        read.push(next(&mut zero).await.sequence);
+        if let Ok(Some(batch)) = timeout(Duration::from_millis(50), one.next()).await {
+            quiet = Some(batch);
+            break;
+        }
+    }
+    let empty = quiet.expect("an empty batch for the quiet partition");
+    assert_eq!((empty.partition, of_batch(&empty), empty.skipped), (1, Vec::<String>::new(), 0));
+    assert!(read.contains(&empty.sequence) && empty.sequence > c.sequence, "at one of the newer messages");
     log.remove_all().await.unwrap();
 }

@@ -316,7 +316,7 @@ mod tests {
             positions: bus.position_log("pub", 1, PositionSettings::default()),
             bus,
         };
-        let evaluator = channels.positions.tap(Some(0), None).await.unwrap();
+        let evaluator = channels.positions.tap(Some(&[0]), None).await.unwrap();
         (channels, evaluator)
     }
 

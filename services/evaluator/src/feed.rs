@@ -11,8 +11,8 @@
 //! EventIDs (the journal stores them once). While the
 //! store is away nothing is acknowledged: the evaluator reports itself as far behind as its oldest
 //! batch has waited, so ingest pushes back once that passes its bound; each partition takes up
-//! to [`IN_HAND`] batches, then JetStream holds back the rest and the positions wait in their
-//! streams. Alarms come late, never wrong.
+//! to [`IN_HAND`] batches, then the log holds back the rest and the positions wait in the
+//! stream. Alarms come late, never wrong.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -39,11 +39,11 @@ const WAITING: usize = 64;
 pub struct Taken {
     /// The partition.
     pub partition: u32,
-    /// Its place in the partition's stream, where the log keeps batches.
+    /// Its place in the position stream, where the log keeps batches.
     pub sequence: Option<u64>,
     /// Its positions, or why a line could not be read.
     pub fixes: Vec<Result<PositionFix, String>>,
-    /// Batches of the partition skipped just before it (they left the stream unseen).
+    /// Stored messages skipped just before it (they left the stream unseen).
     pub skipped: u64,
     /// Acknowledges it and the partition's earlier ones.
     pub ack: Ack,
@@ -67,11 +67,10 @@ impl Feed {
         Self { log, tx, batches, following: HashMap::new(), shutdown }
     }
 
-    /// Follows `partition`, after `mark` (the last batch the stored collisions reflect), at
-    /// ownership `epoch` (none for an evaluator given its partitions), and opens it again after
-    /// its connection is lost. A log that keeps nothing hands over only what is published once
+    /// Follows `partition`, after `mark` (the last batch the stored collisions reflect), and
+    /// opens it again after its connection is lost. A log that keeps nothing hands over only what is published once
     /// the follower is there: it is followed before this returns.
-    pub async fn start(&mut self, partition: u32, mark: Option<u64>, epoch: Option<u64>) {
+    pub async fn start(&mut self, partition: u32, mark: Option<u64>) {
         let stop = self.shutdown.child_token();
         if let Some(earlier) = self.following.insert(partition, stop.clone()) {
             earlier.cancel();
@@ -79,7 +78,7 @@ impl Feed {
         let (log, tx) = (self.log.clone(), self.tx.clone());
         let mut opened: Option<Batches> = match log.keeps() {
             true => None,
-            false => log.follow(partition, IN_HAND, mark, epoch).await.ok(),
+            false => log.follow(partition, IN_HAND, mark).await.ok(),
         };
         // The last batch taken, or reflected in the collisions: an opening goes on after it.
         let mut had = mark;
@@ -89,7 +88,7 @@ impl Feed {
             while !stop.is_cancelled() {
                 let batches = match opened.take() {
                     Some(batches) => Ok(batches),
-                    None => log.follow(partition, IN_HAND, had, epoch).await,
+                    None => log.follow(partition, IN_HAND, had).await,
                 };
                 match batches {
                     Ok(mut batches) => {

@@ -11,7 +11,7 @@ use zonecast_model::{Mac, PositionUpdate};
 /// How positions are sent.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Input {
-    /// Normalised positions stored in the partitions' streams as an ingestor stores them
+    /// Normalised positions stored in the position stream as an ingestor stores them
     /// (bypasses the ingestor).
     Positions,
     /// Compact positions on `<prefix>.ingest` (through the ingestor), in arrays of `--batch`.

@@ -236,15 +236,8 @@ impl Site {
     /// caused is stored, and so published.
     pub(crate) async fn positions_done(&self) {
         let log = &self.channels.positions;
-        zonecast_tests::eventually(WAIT, || async move {
-            for partition in 0..PARTITIONS {
-                if log.backlog(partition).await.ok().flatten()? > 0 {
-                    return None;
-                }
-            }
-            Some(())
-        })
-        .await;
+        zonecast_tests::eventually(WAIT, || async move { (log.backlog().await.ok().flatten()? == 0).then_some(()) })
+            .await;
     }
 
     /// The zone events each of `macs` has had, in order, each once (a copy, with the same

@@ -42,13 +42,7 @@ impl PositionLog for InProcessPositions {
         Ok(Stored::done())
     }
 
-    async fn follow(
-        &self,
-        partition: u32,
-        _in_hand: usize,
-        _had: Option<u64>,
-        _epoch: Option<u64>,
-    ) -> Result<Batches, BusError> {
+    async fn follow(&self, partition: u32, _in_hand: usize, _had: Option<u64>) -> Result<Batches, BusError> {
         let messages = self.bus.subscribe_decoded(&super::subject(&self.prefix, Some(partition))).await?;
         Ok(Box::pin(messages.map(move |message| Batch {
             partition,
@@ -60,11 +54,11 @@ impl PositionLog for InProcessPositions {
         })))
     }
 
-    async fn tap(&self, partition: Option<u32>, group: Option<&str>) -> Result<Subscription, BusError> {
-        super::tap(self.bus.as_ref(), &self.prefix, partition, group).await
+    async fn tap(&self, partitions: Option<&[u32]>, group: Option<&str>) -> Result<Subscription, BusError> {
+        super::tap(self.bus.as_ref(), &self.prefix, partitions, group).await
     }
 
-    async fn backlog(&self, _partition: u32) -> Result<Option<u64>, BusError> {
+    async fn backlog(&self) -> Result<Option<u64>, BusError> {
         Ok(None)
     }
 }

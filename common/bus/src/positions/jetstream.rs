@@ -1,63 +1,42 @@
-//! Position batches in JetStream: a stream per partition, a durable consumer per owner's
-//! epoch, and the task that gathers concurrent payloads into one batch per partition.
+//! Position batches in JetStream: one stream for every partition, whose messages each carry
+//! the positions of several partitions (see [`super::rounds`]), read once per process and
+//! handed to each partition's follower (see [`super::demux`]); and the task that gathers
+//! concurrent payloads into as few messages as fit.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer, stream};
+use async_nats::jetstream::{self, stream};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use tokio::sync::{OnceCell, Semaphore, mpsc, oneshot};
 
-use super::{Batch, Batches, MAX_BATCH_BYTES, PositionLog, PositionSettings, Stored};
-use crate::journal::Ack;
+use super::demux::{self, Command};
+use super::{Batches, MAX_BATCH_BYTES, PositionLog, PositionSettings, Stored, rounds};
 use crate::{Bus, BusError, Decoded, Subscription};
 
-/// The consumer an evaluator owning a partition follows: `evaluator` for one given its
-/// partitions, `evaluator-<epoch>` for one that claimed it at that epoch.
-const CONSUMER: &str = "evaluator";
-
-fn consumer_name(epoch: Option<u64>) -> String {
-    epoch.map_or_else(|| CONSUMER.to_owned(), |epoch| format!("{CONSUMER}-{epoch}"))
-}
-
-/// The epoch of an evaluator consumer's name (0 for `evaluator`); `None` for another consumer.
-fn consumer_epoch(name: &str) -> Option<u64> {
-    match name.strip_prefix(CONSUMER)? {
-        "" => Some(0),
-        rest => rest.strip_prefix('-')?.parse().ok(),
-    }
-}
-
-/// How long a batch handed to the evaluator may stay unacknowledged before JetStream hands it
-/// out again. The evaluator acknowledges once the batch's events are stored and the collisions
-/// they changed are written, which while the store is away may take a while.
-const ACK_WAIT: Duration = Duration::from_secs(60);
-
-/// How often an idle pull is confirmed alive by the server.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-
-/// The position streams of a prefix on JetStream.
+/// The position stream of a prefix on JetStream.
 pub struct JetStreamPositions {
     streams: Arc<Streams>,
-    /// The bus the streams' subjects are tapped on.
+    /// The bus the stream's subjects are tapped on.
     bus: Arc<dyn Bus>,
     /// The task gathering published payloads into rounds, started on first use.
     coalescer: OnceLock<mpsc::Sender<Pending>>,
+    /// The task reading the stream for the partitions followed, started on first use.
+    reader: OnceLock<mpsc::UnboundedSender<Command>>,
 }
 
-/// The streams themselves, shared with the gathering task.
+/// The stream itself, shared with the gathering task.
 struct Streams {
     context: jetstream::Context,
     prefix: String,
     partitions: u32,
     settings: PositionSettings,
-    /// Per partition: its stream is made (or its bounds brought in line with the settings).
-    ready: Vec<OnceCell<()>>,
+    /// The stream is made (or its bounds brought in line with the settings).
+    ready: OnceCell<()>,
 }
 
 impl JetStreamPositions {
-    /// The position streams of `partitions` partitions under `prefix` on the connection of
+    /// The position stream of `partitions` partitions under `prefix` on the connection of
     /// `client`, whose core subjects `bus` taps.
     pub fn new(
         client: async_nats::Client,
@@ -71,92 +50,67 @@ impl JetStreamPositions {
             prefix: prefix.to_owned(),
             partitions,
             settings,
-            ready: (0..partitions).map(|_| OnceCell::new()).collect(),
+            ready: OnceCell::new(),
         };
-        Self { streams: Arc::new(streams), bus, coalescer: OnceLock::new() }
+        Self { streams: Arc::new(streams), bus, coalescer: OnceLock::new(), reader: OnceLock::new() }
     }
 }
 
 impl Streams {
-    /// The stream of `partition`.
-    fn stream_name(&self, partition: u32) -> String {
-        stream_name(&self.prefix, partition)
+    /// The subject the messages are stored and published on: `<prefix>.batches.all`.
+    fn subject(&self) -> String {
+        crate::Subjects::new(self.prefix.clone()).position_rounds()
     }
 
-    /// The subject batches of `partition` are stored and published on:
-    /// `<prefix>.batches.<partition>`.
-    fn subject(&self, partition: u32) -> String {
-        super::subject(&self.prefix, Some(partition))
+    async fn ready(&self) -> Result<(), BusError> {
+        self.ready
+            .get_or_try_init(|| async {
+                let config = stream::Config {
+                    name: stream_name(&self.prefix),
+                    subjects: vec![self.subject()],
+                    max_age: self.settings.max_age,
+                    max_bytes: i64::try_from(self.settings.max_bytes).unwrap_or(i64::MAX),
+                    storage: stream::StorageType::File,
+                    discard: stream::DiscardPolicy::Old,
+                    retention: stream::RetentionPolicy::Limits,
+                    num_replicas: self.settings.replicas,
+                    ..stream::Config::default()
+                };
+                crate::journal::replicas::create_or_update(&self.context, config).await
+            })
+            .await
+            .copied()
     }
 
-    async fn ready(&self, partition: u32) -> Result<(), BusError> {
-        let cell = self
-            .ready
-            .get(partition as usize)
-            .ok_or_else(|| BusError::Journal(format!("no partition {partition} of {}", self.partitions)))?;
-        cell.get_or_try_init(|| async {
-            let name = self.stream_name(partition);
-            let share = (self.settings.max_bytes / u64::from(self.partitions.max(1))).max(1 << 20);
-            let config = stream::Config {
-                name: name.clone(),
-                subjects: vec![self.subject(partition)],
-                max_age: self.settings.max_age,
-                max_bytes: i64::try_from(share).unwrap_or(i64::MAX),
-                storage: stream::StorageType::File,
-                discard: stream::DiscardPolicy::Old,
-                retention: stream::RetentionPolicy::Limits,
-                num_replicas: self.settings.replicas,
-                ..stream::Config::default()
-            };
-            crate::journal::replicas::create_or_update(&self.context, config).await
-        })
-        .await
-        .copied()
-    }
-
-    /// Sends the batches (partition, position events one per line) to their streams, cutting
-    /// any longer than [`MAX_BATCH_BYTES`] between lines, and returns what confirms that they
-    /// are stored: the batches of one call are stored in the order given, and after those of
-    /// earlier calls on the same connection.
+    /// Sends the batches (partition, position events one per line) to the stream in as few
+    /// messages as fit in [`MAX_BATCH_BYTES`] each, and returns what confirms that they are
+    /// stored: the messages of one call are stored in order, and after those of earlier calls
+    /// on the same connection.
     async fn send(&self, batches: Vec<(u32, Bytes)>) -> Result<Vec<jetstream::context::PublishAckFuture>, BusError> {
-        let mut acks = Vec::with_capacity(batches.len());
-        for (partition, payload) in batches {
-            self.ready(partition).await?;
-            for chunk in super::cut(payload, MAX_BATCH_BYTES) {
-                let ack = self
-                    .context
-                    .publish(self.subject(partition), chunk)
-                    .await
-                    .map_err(|e| BusError::Journal(format!("positions not stored: {e}")))?;
-                acks.push(ack);
-            }
+        self.ready().await?;
+        let messages = rounds::messages(batches);
+        let mut acks = Vec::with_capacity(messages.len());
+        for message in messages {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(rounds::SECTIONS, message.sections.as_str());
+            let ack = self
+                .context
+                .publish_with_headers(self.subject(), headers, message.body)
+                .await
+                .map_err(|e| BusError::Journal(format!("positions not stored: {e}")))?;
+            acks.push(ack);
         }
         Ok(acks)
     }
 
-    /// The stream of `partition`, made if needed, with its name.
-    async fn stream(&self, partition: u32) -> Result<(String, stream::Stream), BusError> {
-        self.ready(partition).await?;
-        let name = self.stream_name(partition);
+    /// The stream, made if needed, with its name.
+    async fn stream(&self) -> Result<(String, stream::Stream), BusError> {
+        self.ready().await?;
+        let name = stream_name(&self.prefix);
         match self.context.get_stream(&name).await {
             Ok(stream) => Ok((name, stream)),
             Err(e) => Err(BusError::Journal(format!("stream {name}: {e}"))),
         }
-    }
-
-    /// The evaluator consumers of a partition's stream with their epochs (0: given, not
-    /// claimed).
-    async fn consumers(&self, stream: &stream::Stream) -> Result<Vec<(String, u64)>, BusError> {
-        let mut names = stream.consumer_names();
-        let mut found = Vec::new();
-        while let Some(name) = names.next().await {
-            let name =
-                name.map_err(|e| BusError::Journal(format!("consumers of {}: {e}", stream.cached_info().config.name)))?;
-            if let Some(epoch) = consumer_epoch(&name) {
-                found.push((name, epoch));
-            }
-        }
-        Ok(found)
     }
 }
 
@@ -171,9 +125,7 @@ impl PositionLog for JetStreamPositions {
     }
 
     async fn prepare(&self) -> Result<(), BusError> {
-        futures::future::try_join_all((0..self.streams.partitions).map(|partition| self.streams.ready(partition)))
-            .await
-            .map(|_| ())
+        self.streams.ready().await
     }
 
     async fn publish(&self, batches: Vec<(u32, Decoded)>) -> Result<Stored, BusError> {
@@ -188,163 +140,78 @@ impl PositionLog for JetStreamPositions {
         Ok(Stored(Some(stored)))
     }
 
-    async fn follow(
-        &self,
-        partition: u32,
-        in_hand: usize,
-        had: Option<u64>,
-        epoch: Option<u64>,
-    ) -> Result<Batches, BusError> {
-        let (name, mut stream) = self.streams.stream(partition).await?;
-        // A stream made anew (its server's storage lost or wiped) numbers its batches from 1
-        // again: a point past its last batch belongs to the stream before it.
-        let last =
-            stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.last_sequence;
+    async fn follow(&self, partition: u32, in_hand: usize, had: Option<u64>) -> Result<Batches, BusError> {
+        if partition >= self.streams.partitions {
+            return Err(BusError::Journal(format!("no partition {partition} of {}", self.streams.partitions)));
+        }
+        let (name, mut stream) = self.streams.stream().await?;
+        let state = stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?.state.clone();
+        // A stream made anew (its server's storage lost or wiped) numbers its messages from 1
+        // again: a point past its last message belongs to the stream before it.
         let had = match had {
-            Some(had) if had > last => {
-                tracing::warn!(stream = %name, had, last, "the partition's stream is newer than the point to resume at; following it from its start");
+            Some(had) if had > state.last_sequence => {
+                tracing::warn!(stream = %name, had, last = state.last_sequence, "the position stream is newer than the point to resume at; following it from its start");
                 None
             }
             had => had,
         };
-        // JetStream hands the batches an earlier opening had and did not acknowledge out again
-        // only once their ack wait is over: the consumer is made anew from the acknowledgement
-        // floor instead, so that they come first.
-        let mine = consumer_name(epoch);
-        let mut floor = None;
-        for (other, other_epoch) in self.streams.consumers(&stream).await? {
-            if other_epoch > epoch.unwrap_or(0) {
-                return Err(BusError::Journal(format!(
-                    "partition {partition} is followed at a newer epoch ({other}); this evaluator no longer owns it"
-                )));
-            }
-            let mut existing = stream
-                .get_consumer::<consumer::pull::Config>(&other)
-                .await
-                .map_err(|e| BusError::Journal(format!("consumer {other} of {name}: {e}")))?;
-            let info = existing.info().await.map_err(|e| BusError::Journal(format!("consumer of {name}: {e}")))?;
-            floor = floor.max(Some(info.ack_floor.stream_sequence));
-            stream
-                .delete_consumer(&other)
-                .await
-                .map_err(|e| BusError::Journal(format!("cannot renew the consumer of {name}: {e}")))?;
-        }
-        let from = floor.max(had);
-        let config = consumer::pull::Config {
-            durable_name: Some(mine),
-            deliver_policy: match from {
-                Some(last) => consumer::DeliverPolicy::ByStartSequence { start_sequence: last + 1 },
-                None => consumer::DeliverPolicy::All,
-            },
-            ack_policy: consumer::AckPolicy::All,
-            ack_wait: ACK_WAIT,
-            max_ack_pending: i64::try_from(in_hand.max(1)).unwrap_or(i64::MAX),
-            ..consumer::pull::Config::default()
-        };
-        let consumer: consumer::PullConsumer = stream
-            .create_consumer(config)
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot make the consumer of {name}: {e}")))?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(in_hand.clamp(1, 256))
-            .heartbeat(HEARTBEAT)
-            .messages()
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot pull from consumer of {name}: {e}")))?;
-        let (acks, mut to_send) = mpsc::unbounded_channel::<jetstream::message::Acker>();
-        tokio::spawn(async move {
-            while let Some(acker) = to_send.recv().await {
-                if let Err(e) = acker.ack().await {
-                    tracing::debug!(error = %e, "acknowledgement not sent; the batches will be delivered again");
-                }
-            }
-        });
-        // The scan keeps the last batch passed on and whether none has been yet. A consumer made
-        // for the first time starts at the stream's oldest batch: what left before it existed
-        // was never its to skip.
-        //
-        // Batches come in stream order. Missing ones before the first of an opening left the
-        // stream unseen (its retention): they are counted as skipped. Missing ones further on
-        // were lost on their way (a JetStream leader change while they were delivered) and are
-        // still stored: the opening ends without passing on the batch after the gap, and is
-        // made anew after the last batch taken (the feed's `had`), so that they come in order.
-        // Passed on, that batch would have been acknowledged, and with it the lost ones.
-        let batches = messages.scan((from, true), move |(last, opening), message| {
-            let step = match message {
-                Ok(message) => match message.info().map(|info| info.stream_sequence) {
-                    Ok(sequence) if last.is_some_and(|last| sequence <= last) => Some(None),
-                    Ok(sequence) => {
-                        let skipped = last.map_or(0, |last| sequence - last - 1);
-                        if skipped > 0 && !*opening {
-                            tracing::warn!(stream = %name, missing = skipped, "batches delivered out of order; following the partition again after the last batch taken");
-                            return std::future::ready(None);
-                        }
-                        *opening = false;
-                        *last = Some(sequence);
-                        let (message, acker) = message.split();
-                        let acks = acks.clone();
-                        Some(Some(Batch {
-                            partition,
-                            sequence: Some(sequence),
-                            payload: message.payload,
-                            decoded: None,
-                            skipped,
-                            ack: Ack::new(move || {
-                                let _ = acks.send(acker);
-                            }),
-                        }))
-                    }
-                    Err(e) => {
-                        tracing::warn!(stream = %name, error = %e, "JetStream message without delivery information skipped");
-                        Some(None)
-                    }
-                },
-                Err(e) => {
-                    tracing::debug!(stream = %name, error = %e, "JetStream pull interrupted; it goes on");
-                    Some(None)
-                }
-            };
-            std::future::ready(step)
-        });
-        Ok(Box::pin(batches.filter_map(std::future::ready)))
+        let from = had.map_or(state.first_sequence.max(1), |had| had + 1);
+        let (tx, rx) = mpsc::channel(FOLLOWER_QUEUE);
+        let reader = self.reader.get_or_init(|| demux::spawn(self.streams.context.clone(), name));
+        reader
+            .send(Command::Follow { partition, from, fresh: had.is_none(), in_hand, tx })
+            .map_err(|_| BusError::Journal("the position stream's reader stopped".into()))?;
+        Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|batch| (batch, rx)) })))
     }
 
-    async fn tap(&self, partition: Option<u32>, group: Option<&str>) -> Result<Subscription, BusError> {
-        super::tap(self.bus.as_ref(), &self.streams.prefix, partition, group).await
+    async fn tap(&self, partitions: Option<&[u32]>, group: Option<&str>) -> Result<Subscription, BusError> {
+        // Every message holds positions of any partition: a tap of some takes them all.
+        let _ = partitions;
+        super::tap(self.bus.as_ref(), &self.streams.prefix, None, group).await
     }
 
-    async fn backlog(&self, partition: u32) -> Result<Option<u64>, BusError> {
-        let (name, mut stream) = self.streams.stream(partition).await?;
-        let newest = self.streams.consumers(&stream).await?.into_iter().max_by_key(|(_, epoch)| *epoch);
-        match newest {
-            Some((consumer, _)) => match stream.consumer_info(&consumer).await {
-                Ok(info) => Ok(Some(info.num_pending + info.num_ack_pending as u64)),
-                Err(e) => Err(BusError::Journal(format!("consumer of {name}: {e}"))),
-            },
-            None => {
-                let info = stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
-                Ok(Some(info.state.messages))
+    async fn backlog(&self) -> Result<Option<u64>, BusError> {
+        let (name, mut stream) = self.streams.stream().await?;
+        let mut names = stream.consumer_names();
+        let mut readings = Vec::new();
+        while let Some(consumer) = names.next().await {
+            let consumer = consumer.map_err(|e| BusError::Journal(format!("consumers of {name}: {e}")))?;
+            if consumer.starts_with(demux::CONSUMER) {
+                readings.push(consumer);
             }
         }
+        if readings.is_empty() {
+            let info = stream.info().await.map_err(|e| BusError::Journal(format!("stream {name}: {e}")))?;
+            return Ok(Some(info.state.messages));
+        }
+        let mut most = 0;
+        for consumer in readings {
+            match stream.consumer_info(&consumer).await {
+                Ok(info) => most = most.max(info.num_pending + info.num_ack_pending as u64),
+                // Removed meanwhile: its reading ended.
+                Err(e) if e.to_string().contains("not found") => {}
+                Err(e) => return Err(BusError::Journal(format!("consumer of {name}: {e}"))),
+            }
+        }
+        Ok(Some(most))
     }
 
     async fn remove_all(&self) -> Result<(), BusError> {
-        for partition in 0..self.streams.partitions {
-            let name = self.streams.stream_name(partition);
-            match self.streams.context.delete_stream(&name).await {
-                Ok(_) => {}
-                Err(e) if e.to_string().contains("not found") => {}
-                Err(e) => return Err(BusError::Journal(format!("cannot remove stream {name}: {e}"))),
-            }
+        let name = stream_name(&self.streams.prefix);
+        match self.streams.context.delete_stream(&name).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().contains("not found") => Ok(()),
+            Err(e) => Err(BusError::Journal(format!("cannot remove stream {name}: {e}"))),
         }
-        Ok(())
     }
 }
 
-/// The stream of `partition` under `prefix`: `<PREFIX>_POSITIONS_<P>`.
-pub fn stream_name(prefix: &str, partition: u32) -> String {
-    format!("{prefix}_POSITIONS_{partition}")
+/// Batches handed to a partition's follower and not yet taken, at most.
+const FOLLOWER_QUEUE: usize = 8;
+
+/// The position stream under `prefix`: `<PREFIX>_POSITIONS`.
+pub fn stream_name(prefix: &str) -> String {
+    format!("{prefix}_POSITIONS")
 }
 
 /// One payload's positions waiting to be stored, per partition.
@@ -366,15 +233,16 @@ const ROUNDS_IN_FLIGHT: usize = 4;
 const ROUND_BYTES: usize = 4 * MAX_BATCH_BYTES;
 
 /// Starts the task that stores the payloads sent to it: the payloads waiting when a round
-/// starts become one batch per partition, in the order they came, and each is told when its
-/// round is stored. A round starts once fewer than [`ROUNDS_IN_FLIGHT`] await confirmation, so
+/// starts become one batch per partition, in the order they came, stored together in as few
+/// messages as fit, and each is told when its round is stored. A round starts once fewer than
+/// [`ROUNDS_IN_FLIGHT`] await confirmation, so
 /// the batches grow with the load, and a lone payload waits for nothing but its store.
 fn spawn_coalescer(streams: Arc<Streams>) -> mpsc::Sender<Pending> {
     let (tx, mut rx) = mpsc::channel::<Pending>(WAITING);
     tokio::spawn(async move {
-        let rounds = Arc::new(Semaphore::new(ROUNDS_IN_FLIGHT));
+        let in_flight = Arc::new(Semaphore::new(ROUNDS_IN_FLIGHT));
         while let Some(first) = rx.recv().await {
-            let Ok(permit) = rounds.clone().acquire_owned().await else { break };
+            let Ok(permit) = in_flight.clone().acquire_owned().await else { break };
             let mut bytes = first.bytes;
             let mut round = vec![first];
             while bytes < ROUND_BYTES

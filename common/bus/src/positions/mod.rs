@@ -1,28 +1,34 @@
-//! The position log: where ingest publishes the normalised positions, in batches per partition
-//! (`<prefix>.batches.<P>`), and where the evaluator owning a partition follows them.
+//! The position log: where ingest publishes the normalised positions, in batches per partition,
+//! and where the evaluator owning a partition follows them.
 //! Services use the [`PositionLog`] interface only; a bus opened for a site
 //! ([`crate::open`]) brings the implementation that goes with it.
 //!
-//! Over NATS ([`JetStreamPositions`]) every partition has a JetStream stream,
-//! `<PREFIX>_POSITIONS_<P>` on `<prefix>.batches.<P>`, whose messages are batches: the
-//! normalised position events of that partition that one ingest replica took together, one JSON
-//! document per line. Each stream keeps its batches for a window (age and size; by default 60 s
-//! and 1 GiB over all partitions), and has one durable consumer that the evaluator owning the
-//! partition follows and acknowledges: `evaluator-<epoch>` for one that claimed it, `evaluator`
-//! for one given it ([`PositionLog::follow`]). Batches that left a stream before the evaluator
-//! took them are skipped, and each [`Batch`] says how many were skipped just before it. An
-//! evaluator that restarts, or takes a partition over, resumes where its predecessor stopped.
+//! Over NATS ([`JetStreamPositions`]) one JetStream stream, `<PREFIX>_POSITIONS` on
+//! `<prefix>.batches.all`, keeps every partition's positions: each of its messages holds what
+//! one ingest replica took together, one JSON document per line, each partition's lines
+//! together and named by the header `Zonecast-Sections` ([`rounds`]). Storing one message
+//! for many partitions, rather than one per partition, is what lets NATS keep up with the
+//! evaluators. The stream keeps its messages for a window (age and size; by default 60 s and
+//! 1 GiB). Each evaluator process reads the stream once and hands every partition it follows
+//! that partition's lines, as its batches ([`PositionLog::follow`]); the place of a batch is
+//! its message's sequence. Batches that left the stream before the evaluator took them are
+//! skipped, and each [`Batch`] says how many messages were skipped just before it. An evaluator
+//! that restarts, or takes a partition over, resumes after the mark its predecessor's
+//! collisions were written with.
 //!
-//! In one process ([`InProcessPositions`]) the same batches go from ingest to the evaluators
-//! through the bus's queues, decoded (a `Vec<PositionFix>`, its lines written only for a reader
-//! of bytes), and are not kept: an evaluator there cannot restart without its ingest.
+//! In one process ([`InProcessPositions`]) a batch per partition goes from ingest to the
+//! evaluators on `<prefix>.batches.<P>` through the bus's queues, decoded (a
+//! `Vec<PositionFix>`, its lines written only for a reader of bytes), and is not kept: an
+//! evaluator there cannot restart without its ingest.
 //!
-//! Either way, core subscribers of `<prefix>.batches.<P>` see every batch too
+//! Either way, core subscribers of `<prefix>.batches.*` see every batch too
 //! ([`PositionLog::tap`]: the API's position streams, the forwarder's position topics, the
 //! evaluators following mobile-zone sources).
 
+mod demux;
 mod in_process;
 mod jetstream;
+mod rounds;
 
 use std::time::Duration;
 
@@ -35,13 +41,13 @@ pub use jetstream::{JetStreamPositions, stream_name};
 use crate::journal::Ack;
 use crate::{BusError, Decoded, Subscription};
 
-/// What the position streams keep: a batch leaves once it is older than `max_age` or once its
-/// partition's stream holds more than its share of `max_bytes` (oldest first).
+/// What the position stream keeps: a message leaves once it is older than `max_age` or once the
+/// stream holds more than `max_bytes` (oldest first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PositionSettings {
     /// `ZONECAST_POSITION_RETENTION_SECS`, default 60 s.
     pub max_age: Duration,
-    /// `ZONECAST_POSITION_RETENTION_BYTES`, default 1 GiB, shared equally by the partitions.
+    /// `ZONECAST_POSITION_RETENTION_BYTES`, default 1 GiB over all partitions.
     pub max_bytes: u64,
     /// `ZONECAST_POSITION_SUBJECTS`: ingest publishes every position on its own subject,
     /// `<prefix>.positions.<P>.<MAC>`, as well, for subscribers that tap single devices.
@@ -53,7 +59,7 @@ pub struct PositionSettings {
     /// behind, taking it the moment it has caught up, before it answers 503 (zero: at once).
     pub hold: Duration,
     /// `ZONECAST_NATS_REPLICAS`, default 1: on how many NATS servers of a cluster JetStream keeps
-    /// each partition's stream.
+    /// the position stream.
     pub replicas: usize,
 }
 
@@ -78,7 +84,7 @@ impl Default for PositionSettings {
     }
 }
 
-/// The largest message a batch is sent in; longer batches are cut between lines (NATS servers
+/// The largest message positions are stored in; more are cut between lines (NATS servers
 /// refuse messages above 1 MiB by default).
 pub const MAX_BATCH_BYTES: usize = 512 * 1024;
 
@@ -89,14 +95,14 @@ pub trait PositionLog: Send + Sync + 'static {
     /// How many partitions there are.
     fn partitions(&self) -> u32;
 
-    /// Whether batches are kept until the partition's owner acknowledges them (JetStream): an
-    /// evaluator that restarts resumes after the mark its collisions were written with. When
-    /// not (in one process), the collisions catch up with the events journaled instead.
+    /// Whether batches are kept for a window (JetStream): an evaluator that restarts resumes
+    /// after the mark its collisions were written with. When not (in one process), the
+    /// collisions catch up with the events journaled instead.
     fn keeps(&self) -> bool;
 
-    /// Makes what the partitions need before the first positions come (JetStream: every
-    /// partition's stream, or its bounds brought in line with the settings), so that the first
-    /// positions wait for their store only.
+    /// Makes what the partitions need before the first positions come (JetStream: the
+    /// stream, or its bounds brought in line with the settings), so that the first positions
+    /// wait for their store only.
     async fn prepare(&self) -> Result<(), BusError> {
         Ok(())
     }
@@ -107,41 +113,31 @@ pub trait PositionLog: Send + Sync + 'static {
     /// way; [`Stored::confirmed`] waits until they are stored.
     async fn publish(&self, batches: Vec<(u32, Decoded)>) -> Result<Stored, BusError>;
 
-    /// Follows `partition` for its owner at `epoch` (`None`: an evaluator given its
-    /// partitions, which needs no fencing), with at most `in_hand` batches delivered and not
-    /// acknowledged, after `had` (the last batch the follower already has, from an earlier
-    /// opening or reflected in the state it restored) where the log keeps that far.
+    /// Follows `partition`, with at most `in_hand` batches delivered and not acknowledged,
+    /// after `had` (the last batch the follower already has, from an earlier opening or
+    /// reflected in the state it restored) where the log keeps that far.
     ///
-    /// JetStream: it starts at the first batch not acknowledged by an earlier owner (at the
-    /// oldest the stream holds when there was none), or past `had` when that is further,
-    /// ignoring a `had` beyond the stream's last batch. Batches delivered to an owner that
-    /// stopped before acknowledging them come again at once, in order. Each epoch has a consumer
-    /// of its own, `evaluator-<epoch>`, and opening one removes those of older epochs: an owner
-    /// that lost the partition and still acknowledges, acknowledges on a consumer that is gone.
-    /// A consumer of a newer epoch refuses the opening. The batches come in stream order; those
-    /// that left the stream before the first of an opening are counted in its `skipped`, and
-    /// when some go missing further on (lost on their way in a leader change), the opening
-    /// ends before the batch after them: open it again after the last batch taken to have them.
+    /// JetStream: it starts past `had` (at the oldest message the stream holds when there is
+    /// none, or when `had` is beyond the stream's last message: a stream made anew). The batches
+    /// come in stream order, each once; a partition with no positions in a while gets an empty
+    /// batch now and then, so that its mark keeps up. Messages that left the stream before
+    /// they were read are counted in the next batch's `skipped`. Ownership is not checked here:
+    /// the store refuses the collisions of an evaluator that lost the partition.
     /// In one process: the batches published from now on, their acknowledgements doing nothing.
-    async fn follow(
-        &self,
-        partition: u32,
-        in_hand: usize,
-        had: Option<u64>,
-        epoch: Option<u64>,
-    ) -> Result<Batches, BusError>;
+    async fn follow(&self, partition: u32, in_hand: usize, had: Option<u64>) -> Result<Batches, BusError>;
 
-    /// Every batch of `partition` (`None`: of every partition) published from now on, as a
-    /// message of `<prefix>.batches.<P>` that acknowledges nothing, decoded where it was
-    /// published in this process ([`crate::Message::decoded`]); with a `group`, each batch
-    /// goes to one member of the group.
-    async fn tap(&self, partition: Option<u32>, group: Option<&str>) -> Result<Subscription, BusError>;
+    /// Every batch holding positions of `partitions` (`None`: of every partition) published
+    /// from now on, as a message of `<prefix>.batches.*` that acknowledges nothing, decoded
+    /// where it was published in this process ([`crate::Message::decoded`]); with a `group`,
+    /// each batch goes to one member of the group. Over NATS a batch holds positions of many
+    /// partitions: the tap gets every batch, and picks the devices it wants by their lines.
+    async fn tap(&self, partitions: Option<&[u32]>, group: Option<&str>) -> Result<Subscription, BusError>;
 
-    /// Batches of `partition` kept and not yet acknowledged by its evaluator (the consumer of
-    /// the newest epoch); `None` where nothing is kept.
-    async fn backlog(&self, partition: u32) -> Result<Option<u64>, BusError>;
+    /// Messages kept and not yet acknowledged by the evaluators reading them (the most any
+    /// one of them has); `None` where nothing is kept.
+    async fn backlog(&self) -> Result<Option<u64>, BusError>;
 
-    /// Removes every partition's stored batches (a site taken down; a test's own prefix).
+    /// Removes the stored positions (a site taken down; a test's own prefix).
     async fn remove_all(&self) -> Result<(), BusError> {
         Ok(())
     }
@@ -151,15 +147,15 @@ pub trait PositionLog: Send + Sync + 'static {
 pub struct Batch {
     /// The partition.
     pub partition: u32,
-    /// Its place in the partition's stream, where the log keeps batches.
+    /// Its place in the stream (its message's sequence), where the log keeps batches.
     pub sequence: Option<u64>,
     /// The position events, one per line (empty for a batch that comes decoded and was not
     /// encoded for anyone).
     pub payload: Bytes,
     /// The batch as its publisher held it, when it was published in this process.
     pub decoded: Option<Decoded>,
-    /// Batches of the partition that left the stream (older than the window, or beyond its
-    /// size) before the follower had them, just before this one.
+    /// Messages that left the stream (older than the window, or beyond its size) before the
+    /// follower had them, just before this one.
     pub skipped: u64,
     /// Acknowledges this batch and every earlier one of the partition.
     pub ack: Ack,
@@ -178,8 +174,8 @@ impl Batch {
 }
 
 /// The batches of one partition, oldest first; every batch is delivered once per opening (a
-/// redelivery of one already delivered is left out). It ends when the connection is gone for
-/// good; open it again to go on.
+/// redelivery of one already delivered is left out). It ends when the log can no longer
+/// deliver; open it again to go on.
 pub type Batches = std::pin::Pin<Box<dyn futures::Stream<Item = Batch> + Send>>;
 
 /// What confirms that the batches of one [`PositionLog::publish`] are stored.
@@ -256,19 +252,29 @@ fn subject(prefix: &str, partition: Option<u32>) -> String {
     partition.map_or_else(|| subjects.position_batches(), |p| subjects.position_batch(p))
 }
 
-/// [`PositionLog::tap`] on `bus`: a subscriber that reads decoded batches where there are any,
-/// or a member of `group`.
+/// [`PositionLog::tap`] on `bus`: subscribers that read decoded batches where there are any,
+/// or members of `group`, of the batches of `partitions` (`None`: of every partition).
 async fn tap(
     bus: &dyn crate::Bus,
     prefix: &str,
-    partition: Option<u32>,
+    partitions: Option<&[u32]>,
     group: Option<&str>,
 ) -> Result<Subscription, BusError> {
-    let subject = subject(prefix, partition);
-    match group {
-        Some(group) => bus.queue_subscribe(&subject, group).await,
-        None => bus.subscribe_decoded(&subject).await,
+    let subjects: Vec<String> = match partitions {
+        Some(partitions) => partitions.iter().map(|p| subject(prefix, Some(*p))).collect(),
+        None => vec![subject(prefix, None)],
+    };
+    let mut taps = Vec::with_capacity(subjects.len());
+    for subject in &subjects {
+        taps.push(match group {
+            Some(group) => bus.queue_subscribe(subject, group).await?,
+            None => bus.subscribe_decoded(subject).await?,
+        });
     }
+    Ok(match taps.len() {
+        1 => taps.remove(0),
+        _ => Box::pin(futures::stream::select_all(taps)),
+    })
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ pub static CATALOG: &[Metric] = &[
         "events produced"),
     m("zonecast_evaluator_bad_messages_total", Counter, &[Evaluator], "", "malformed position messages skipped").loss(),
     m("zonecast_evaluator_position_batches_skipped_total", Counter, &[Evaluator], "",
-        "over NATS, stored batches of positions that left their partition's stream (older than ZONECAST_POSITION_RETENTION_SECS, or beyond its size) before the evaluator took them: lost, each skip logged with its partition").loss(),
+        "over NATS, stored messages of positions that left the position stream (older than ZONECAST_POSITION_RETENTION_SECS, or beyond its size) before the evaluator took them, counted by each partition that needed them: lost, each skip logged with its partition").loss(),
     m("zonecast_evaluator_positions_out_of_order_total", Counter, &[Evaluator], "",
         "positions older than the last one applied for their device, skipped").loss(),
     m("zonecast_evaluator_devices", Gauge, &[Evaluator], "`partitions` (`lo-hi`, or `claimed`)",

@@ -124,7 +124,7 @@ impl Handover {
         let partitions: Vec<u32> = taken.iter().map(|(p, _)| *p).collect();
         engine.take_over(&partitions, rows, presence, Utc::now(), out);
         for (p, epoch) in taken {
-            feed.start(p, marks.partition(p), Some(epoch)).await;
+            feed.start(p, marks.partition(p)).await;
             self.epochs.insert(p, epoch);
         }
         tracing::info!(partitions = ?partitions, owned = %engine.ownership().label(), "partitions taken over");

@@ -66,8 +66,9 @@ impl Sources {
         let mut subscriptions = SelectAll::new();
         let partitions: std::collections::BTreeSet<u32> =
             macs.iter().map(|mac| mac.partition(engine.ownership().count())).collect();
-        for partition in partitions {
-            subscriptions.push(deps.positions.tap(Some(partition), None).await?);
+        if !partitions.is_empty() {
+            let partitions: Vec<u32> = partitions.into_iter().collect();
+            subscriptions.push(deps.positions.tap(Some(&partitions), None).await?);
         }
         let written = macs.iter().map(|mac| mac.as_str().to_owned()).collect();
         Ok(Self { subscriptions, macs, written })
@@ -113,7 +114,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     caught_up.retain(|change| engine.owns(change.mac()));
     let mut feed = feed::Feed::new(deps.positions.clone(), shutdown.clone());
     for p in engine.ownership().partitions() {
-        feed.start(p, marks.partition(p), None).await;
+        feed.start(p, marks.partition(p)).await;
     }
     let mut sources = Sources::of(&deps, &engine).await.map_err(bus_err)?;
     let time_mark = leases.is_none().then(|| engine.ownership().partitions().next().unwrap_or(0));
@@ -340,14 +341,14 @@ async fn follow_sources(deps: &Deps, engine: &Engine, sources: &mut Sources) {
     }
 }
 
-/// Counts and logs the batches that left a partition's stream before this evaluator had them.
+/// Counts and logs the messages that left the position stream before this evaluator had them.
 fn skipped(batch: &feed::Taken) {
     if batch.skipped > 0 {
         metrics::counter!("zonecast_evaluator_position_batches_skipped_total").increment(batch.skipped);
         tracing::warn!(
             partition = batch.partition,
             batches = batch.skipped,
-            "stored positions skipped: they left the partition's stream (older than its window, or beyond its size) before this evaluator took them"
+            "stored positions skipped: they left the position stream (older than its window, or beyond its size) before this evaluator took them"
         );
     }
 }
