@@ -55,6 +55,9 @@ const QUIET: Duration = Duration::from_secs(1);
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_LAST: Duration = Duration::from_secs(2);
 
+/// How long a reading must have lasted for its interruption to count as a first failure.
+const SETTLED: Duration = Duration::from_secs(10);
+
 /// What the reading task is told.
 pub(super) enum Command {
     /// Hand `partition`'s batches from message `from` on to `tx`. `fresh`: the follower had
@@ -102,6 +105,9 @@ struct Reader {
 enum End {
     /// Start again at the earliest message a follower needs.
     Again,
+    /// The delivery was interrupted (NATS away, the consumer removed): start again after a
+    /// pause.
+    Interrupted,
     /// Nobody sends commands any more.
     Done,
 }
@@ -128,9 +134,17 @@ impl Reader {
                 }
             }
             let start = self.followers.values().map(|f| f.last + 1).min().unwrap_or(1);
+            let began = Instant::now();
             match self.read(start).await {
                 Ok(End::Done) => return,
                 Ok(End::Again) => delay = RETRY_FIRST,
+                Ok(End::Interrupted) => {
+                    if began.elapsed() > SETTLED {
+                        delay = RETRY_FIRST;
+                    }
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RETRY_LAST);
+                }
                 Err(e) => {
                     tracing::warn!(stream = %self.stream, error = %e, "cannot read the position stream; trying again");
                     tokio::time::sleep(delay).await;
@@ -220,9 +234,9 @@ impl Reader {
                     }
                     Some(Err(e)) => {
                         tracing::debug!(stream = %self.stream, error = %e, "position stream pull interrupted; reading again");
-                        break End::Again;
+                        break End::Interrupted;
                     }
-                    None => break End::Again,
+                    None => break End::Interrupted,
                 },
             }
         };
