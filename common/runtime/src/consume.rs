@@ -73,12 +73,14 @@ impl HeldAck {
     }
 }
 
-/// Consumes `kind`'s consumer `name` into `taker`, at most `in_hand` deliveries held, until
-/// `stop`.
+/// Consumes `kind`'s consumer `name` (narrowed to the records on subjects matching `filter`,
+/// where the journal narrows: [`Journal::consume_narrowed`]) into `taker`, at most `in_hand`
+/// deliveries held, until `stop`.
 pub async fn run<T: Take>(
     journal: &dyn Journal,
     kind: Kind,
     name: &str,
+    filter: Option<&str>,
     in_hand: usize,
     stop: &Shutdown,
     taker: &mut T,
@@ -94,7 +96,12 @@ pub async fn run<T: Take>(
         let opened = tokio::select! {
             biased;
             () = stop.cancelled() => break,
-            opened = journal.consume(kind, name, in_hand) => opened,
+            opened = async {
+                match filter {
+                    Some(filter) => journal.consume_narrowed(kind, name, filter, in_hand).await,
+                    None => journal.consume(kind, name, in_hand).await,
+                }
+            } => opened,
         };
         let mut deliveries = match opened {
             Ok(deliveries) => {

@@ -5,10 +5,13 @@
 //! journal keeps the events not yet acknowledged, and what is in hand when the API stops is
 //! delivered again. Other events are acknowledged at once.
 //!
-//! Every API replica takes from the same durable consumer, so the journal hands each event to
+//! Every API replica takes from the same durable consumers, so the journal hands each event to
 //! one of them at a time; a copy (a redelivery, or the event appended twice) changes nothing,
-//! the row being keyed by the event's `EventID`. The loop is the one every journal consumer
-//! runs ([`zonecast_runtime::consume`]).
+//! the row being keyed by the event's `EventID`. Over NATS there is one consumer per subject
+//! pattern of the alarm events, `alarms-<pattern>` (`alarms-zone-dwell`, `alarms-alarm-site`,
+//! …), so that JetStream hands the API alarm events only rather than every enter and exit; in
+//! one process a single consumer, `alarms`, takes every event and passes over the others. The
+//! loop is the one every journal consumer runs ([`zonecast_runtime::consume`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -16,8 +19,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
-use zonecast_bus::Journal;
 use zonecast_bus::journal::{Ack, Delivery, Kind};
+use zonecast_bus::{Journal, Subjects};
 use zonecast_model::{Event, EventType, StoredAlarm};
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
@@ -26,11 +29,30 @@ use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::AlarmWriter;
 
 /// The durable consumer of the events journal that the alarms are recorded from, shared by
-/// every API replica.
+/// every API replica; over NATS, the beginning of the name of each narrowed one.
 pub const ALARMS_CONSUMER: &str = "alarms";
 
-/// Alarm events held at once, being written; the rest wait in the journal.
+/// Alarm events held at once by each consumer, being written; the rest wait in the journal.
 pub const ALARMS_IN_HAND: usize = 256;
+
+/// The consumers the alarms are recorded from, each with the subject pattern it is narrowed
+/// to: where the journal narrows, one per pattern of the alarm events; elsewhere one of every
+/// event.
+fn consumers(journal: &dyn Journal, subjects: &Subjects) -> Vec<(String, Option<String>)> {
+    if !journal.narrows() {
+        return vec![(ALARMS_CONSUMER.to_owned(), None)];
+    }
+    let events = format!("{}.events.", subjects.prefix());
+    subjects
+        .events_narrowed(&EventType::ALARMS, &[])
+        .into_iter()
+        .map(|pattern| {
+            let tokens = pattern.strip_prefix(&events).unwrap_or(&pattern).split('.');
+            let named: Vec<&str> = tokens.filter(|t| *t != "*" && *t != ">").collect();
+            (format!("{ALARMS_CONSUMER}-{}", named.join("-")), Some(pattern))
+        })
+        .collect()
+}
 
 /// An alarm event in hand: the acknowledgement of its newest delivery and the consumer's permit.
 struct Held {
@@ -47,12 +69,24 @@ impl Holding for Held {
 /// How long the API's start waits for the consumer to be made.
 const PREPARE_FOR: Duration = Duration::from_secs(2);
 
-/// Makes the consumer, so that alarms raised from now on wait for it even before the loop has
-/// opened it; a journal away at start (or slower than [`PREPARE_FOR`]) is logged, and the loop
-/// makes it once the journal answers.
-pub async fn prepare(journal: &dyn Journal) {
-    let made =
-        tokio::time::timeout(PREPARE_FOR, journal.create_consumer(Kind::Events, ALARMS_CONSUMER, ALARMS_IN_HAND)).await;
+/// Makes the consumers, so that alarms raised from now on wait for them even before the loops
+/// have opened them; a journal away at start (or slower than [`PREPARE_FOR`]) is logged, and
+/// the loops make them once the journal answers. Where the journal narrows, the single
+/// consumer of every event that earlier releases read is removed.
+pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
+    let made = tokio::time::timeout(PREPARE_FOR, async {
+        for (name, filter) in consumers(journal, subjects) {
+            match filter {
+                Some(filter) => journal.create_narrowed(Kind::Events, &name, &filter, ALARMS_IN_HAND).await?,
+                None => journal.create_consumer(Kind::Events, &name, ALARMS_IN_HAND).await?,
+            }
+        }
+        if journal.narrows() {
+            journal.remove_consumer(Kind::Events, ALARMS_CONSUMER).await?;
+        }
+        Ok::<_, zonecast_bus::BusError>(())
+    })
+    .await;
     match made {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -62,23 +96,27 @@ pub async fn prepare(journal: &dyn Journal) {
     }
 }
 
-/// Starts recording: the task ends after `shutdown`, once every row being written is written
-/// or left to the journal.
+/// Starts recording, a loop per consumer: the task ends after `shutdown`, once every row being
+/// written is written or left to the journal.
 pub fn spawn(
     journal: Arc<dyn Journal>,
+    subjects: &Subjects,
     store: Arc<dyn AlarmWriter>,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut recorder = Recorder {
-            running: JoinSet::new(),
-            store,
-            shutdown: shutdown.clone(),
-            log: Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30)))),
-        };
-        consume::run(journal.as_ref(), Kind::Events, ALARMS_CONSUMER, ALARMS_IN_HAND, &shutdown, &mut recorder).await;
-        while recorder.running.join_next().await.is_some() {}
-    })
+    let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
+    let mut loops = JoinSet::new();
+    for (name, filter) in consumers(journal.as_ref(), subjects) {
+        let (journal, shutdown) = (journal.clone(), shutdown.clone());
+        let mut recorder =
+            Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
+        loops.spawn(async move {
+            let filter = filter.as_deref();
+            consume::run(journal.as_ref(), Kind::Events, &name, filter, ALARMS_IN_HAND, &shutdown, &mut recorder).await;
+            while recorder.running.join_next().await.is_some() {}
+        });
+    }
+    tokio::spawn(async move { while loops.join_next().await.is_some() {} })
 }
 
 /// Writes each alarm taken from the journal on a task of its own.

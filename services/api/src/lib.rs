@@ -128,9 +128,9 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut context = deps.context;
     context.shutdown = shutdown.clone();
     let context = Arc::new(context);
-    alarm_recorder::prepare(context.journal.as_ref()).await;
+    alarm_recorder::prepare(context.journal.as_ref(), &context.subjects).await;
     let alarm_store: Arc<dyn zonecast_store::AlarmWriter> = context.store.clone();
-    let recorder = alarm_recorder::spawn(context.journal.clone(), alarm_store, shutdown.clone());
+    let recorder = alarm_recorder::spawn(context.journal.clone(), &context.subjects, alarm_store, shutdown.clone());
     tracing::info!(%addr, console = %format_args!("http://{addr}/"), "config API listening");
     let limits = context.http_limits;
     let task = tokio::spawn(async move {

@@ -51,7 +51,7 @@ impl Consumer {
                 counters: Counters::new("zonecast_forwarder_events_total"),
                 unreadable_log: RateLimited::new(Duration::from_secs(10)),
             };
-            consume::run(journal.as_ref(), Kind::Events, &consumer_name(id), in_hand, &stop, &mut router).await;
+            consume::run(journal.as_ref(), Kind::Events, &consumer_name(id), None, in_hand, &stop, &mut router).await;
         })
     }
 }

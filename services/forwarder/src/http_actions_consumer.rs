@@ -54,7 +54,8 @@ pub fn spawn(journal: Arc<dyn Journal>, delivery: Delivery, shutdown: Shutdown) 
             shutdown: shutdown.clone(),
             log: Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(10)))),
         };
-        consume::run(journal.as_ref(), Kind::Actions, ACTIONS_CONSUMER, ACTIONS_IN_HAND, &shutdown, &mut senders).await;
+        consume::run(journal.as_ref(), Kind::Actions, ACTIONS_CONSUMER, None, ACTIONS_IN_HAND, &shutdown, &mut senders)
+            .await;
         // Requests trying finish their try; those waiting for their next one are left to the
         // journal.
         while senders.running.join_next().await.is_some() {}

@@ -137,11 +137,18 @@ impl JetStreamJournal {
         self.context.get_stream(&name).await.map_err(|e| BusError::Journal(format!("JetStream stream {name}: {e}")))
     }
 
-    /// The durable consumer `name` of `kind`, made or brought to the bound `in_hand`; an
-    /// existing one as it is when the server refuses the change.
-    async fn consumer(&self, kind: Kind, name: &str, in_hand: usize) -> Result<consumer::PullConsumer, BusError> {
+    /// The durable consumer `name` of `kind` (of the records on subjects matching `filter`,
+    /// when given), made or brought to the bound `in_hand`; an existing one as it is when the
+    /// server refuses the change.
+    async fn consumer(
+        &self,
+        kind: Kind,
+        name: &str,
+        filter: Option<&str>,
+        in_hand: usize,
+    ) -> Result<consumer::PullConsumer, BusError> {
         let stream = self.stream(kind).await?;
-        match stream.create_consumer(self.consumer_config(kind, name, in_hand)).await {
+        match stream.create_consumer(self.consumer_config(kind, name, filter, in_hand)).await {
             Ok(consumer) => Ok(consumer),
             Err(e) => {
                 tracing::debug!(consumer = name, error = %e, "consumer not made or updated; taking it as it is");
@@ -172,10 +179,10 @@ impl JetStreamJournal {
         Ok(first)
     }
 
-    fn consumer_config(&self, kind: Kind, name: &str, in_hand: usize) -> consumer::pull::Config {
+    fn consumer_config(&self, kind: Kind, name: &str, filter: Option<&str>, in_hand: usize) -> consumer::pull::Config {
         consumer::pull::Config {
             durable_name: Some(name.to_owned()),
-            filter_subject: kind.pattern(&self.subjects),
+            filter_subject: filter.map_or_else(|| kind.pattern(&self.subjects), str::to_owned),
             deliver_policy: consumer::DeliverPolicy::New,
             ack_policy: consumer::AckPolicy::Explicit,
             ack_wait: ACK_WAIT,
@@ -214,56 +221,29 @@ impl Journal for JetStreamJournal {
     }
 
     async fn create_consumer(&self, kind: Kind, name: &str, in_hand: usize) -> Result<(), BusError> {
-        self.consumer(kind, name, in_hand).await.map(|_| ())
+        self.consumer(kind, name, None, in_hand).await.map(|_| ())
     }
 
     async fn consume(&self, kind: Kind, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
-        let consumer = self.consumer(kind, name, in_hand).await?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(in_hand.clamp(1, 1000))
-            .heartbeat(HEARTBEAT)
-            .messages()
-            .await
-            .map_err(|e| BusError::Journal(format!("cannot pull from consumer {name}: {e}")))?;
-        // Acknowledgements are sent by a task of their own, so that acknowledging never waits.
-        let (acks, mut to_send): (Acks, _) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while let Some((acker, kind)) = to_send.recv().await {
-                if let Err(e) = acker.ack_with(kind).await {
-                    tracing::debug!(error = %e, "acknowledgement not sent; the record will be delivered again");
-                }
-            }
-        });
-        let name = name.to_owned();
-        Ok(Box::pin(messages.filter_map(move |message| {
-            let delivery = match message {
-                Ok(message) => match message.info().map(|info| info.stream_sequence) {
-                    Ok(sequence) => {
-                        let (message, acker) = message.split();
-                        let acker = Arc::new(acker);
-                        let (done, progress) = (acks.clone(), acks.clone());
-                        let in_progress = acker.clone();
-                        let ack = Ack::new(move || {
-                            let _ = done.send((acker, jetstream::AckKind::Ack));
-                        })
-                        .with_progress(move || {
-                            let _ = progress.send((in_progress.clone(), jetstream::AckKind::Progress));
-                        });
-                        Some(Delivery { subject: message.subject.to_string(), payload: message.payload, sequence, ack })
-                    }
-                    Err(e) => {
-                        tracing::warn!(consumer = %name, error = %e, "JetStream message without delivery information skipped");
-                        None
-                    }
-                },
-                Err(e) => {
-                    tracing::debug!(consumer = %name, error = %e, "JetStream pull interrupted; it goes on");
-                    None
-                }
-            };
-            std::future::ready(delivery)
-        })))
+        deliveries(self.consumer(kind, name, None, in_hand).await?, name, in_hand).await
+    }
+
+    fn narrows(&self) -> bool {
+        true
+    }
+
+    async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, in_hand: usize) -> Result<(), BusError> {
+        self.consumer(kind, name, Some(filter), in_hand).await.map(|_| ())
+    }
+
+    async fn consume_narrowed(
+        &self,
+        kind: Kind,
+        name: &str,
+        filter: &str,
+        in_hand: usize,
+    ) -> Result<Deliveries, BusError> {
+        deliveries(self.consumer(kind, name, Some(filter), in_hand).await?, name, in_hand).await
     }
 
     /// An ephemeral ordered consumer from the sequence asked for (for `None`, the one after
@@ -428,4 +408,53 @@ impl Journal for JetStreamJournal {
         }
         Ok(())
     }
+}
+
+/// The deliveries of `consumer` (named `name`), pulled up to `in_hand` at a time.
+async fn deliveries(consumer: consumer::PullConsumer, name: &str, in_hand: usize) -> Result<Deliveries, BusError> {
+    let messages = consumer
+        .stream()
+        .max_messages_per_batch(in_hand.clamp(1, 1000))
+        .heartbeat(HEARTBEAT)
+        .messages()
+        .await
+        .map_err(|e| BusError::Journal(format!("cannot pull from consumer {name}: {e}")))?;
+    // Acknowledgements are sent by a task of their own, so that acknowledging never waits.
+    let (acks, mut to_send): (Acks, _) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some((acker, kind)) = to_send.recv().await {
+            if let Err(e) = acker.ack_with(kind).await {
+                tracing::debug!(error = %e, "acknowledgement not sent; the record will be delivered again");
+            }
+        }
+    });
+    let name = name.to_owned();
+    Ok(Box::pin(messages.filter_map(move |message| {
+        let delivery = match message {
+            Ok(message) => match message.info().map(|info| info.stream_sequence) {
+                Ok(sequence) => {
+                    let (message, acker) = message.split();
+                    let acker = Arc::new(acker);
+                    let (done, progress) = (acks.clone(), acks.clone());
+                    let in_progress = acker.clone();
+                    let ack = Ack::new(move || {
+                        let _ = done.send((acker, jetstream::AckKind::Ack));
+                    })
+                    .with_progress(move || {
+                        let _ = progress.send((in_progress.clone(), jetstream::AckKind::Progress));
+                    });
+                    Some(Delivery { subject: message.subject.to_string(), payload: message.payload, sequence, ack })
+                }
+                Err(e) => {
+                    tracing::warn!(consumer = %name, error = %e, "JetStream message without delivery information skipped");
+                    None
+                }
+            },
+            Err(e) => {
+                tracing::debug!(consumer = %name, error = %e, "JetStream pull interrupted; it goes on");
+                None
+            }
+        };
+        std::future::ready(delivery)
+    })))
 }

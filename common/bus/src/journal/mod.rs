@@ -211,6 +211,34 @@ pub trait Journal: Send + Sync + 'static {
     /// appended.
     async fn consume(&self, kind: Kind, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
 
+    /// Whether a consumer can be narrowed to the records on some subjects
+    /// ([`Journal::consume_narrowed`]): over JetStream it can, and the server then delivers
+    /// (and has acknowledged) only those; in one process every consumer gets every record of
+    /// its kind.
+    fn narrows(&self) -> bool {
+        false
+    }
+
+    /// [`Journal::create_consumer`] of a consumer that gets only the records on subjects
+    /// matching the pattern `filter` where the journal [narrows](Journal::narrows), every
+    /// record of `kind` elsewhere. An existing consumer keeps the filter it was made with.
+    async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, in_hand: usize) -> Result<(), BusError> {
+        let _ = filter;
+        self.create_consumer(kind, name, in_hand).await
+    }
+
+    /// [`Journal::consume`] of a consumer narrowed as [`Journal::create_narrowed`] makes it.
+    async fn consume_narrowed(
+        &self,
+        kind: Kind,
+        name: &str,
+        filter: &str,
+        in_hand: usize,
+    ) -> Result<Deliveries, BusError> {
+        let _ = filter;
+        self.consume(kind, name, in_hand).await
+    }
+
     /// Where consumer `name` of `kind` stands; `None` when it does not exist.
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError>;
 

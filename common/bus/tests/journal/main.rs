@@ -337,3 +337,50 @@ async fn a_persistent_journal_lets_history_go_at_the_retention() {
     eventually(|| count() == Some(0)).await;
     assert!(page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 10, 10)).await.records.is_empty());
 }
+
+/// A consumer narrowed to some subjects gets only their records where the journal narrows
+/// (JetStream, whose server then hands the others to no one), and every record in one process,
+/// where it passes over the others itself.
+async fn a_narrowed_consumer_gets_only_the_records_of_its_subjects_where_the_journal_narrows(nats: bool) {
+    let s = Setup::new(nats, Kind::Events, small()).await;
+    assert_eq!(s.journal.narrows(), nats);
+    let subjects = zonecast_bus::Subjects::new(s.prefix.clone());
+    let dwell = subjects.zone_event("z", zonecast_model::ZoneEventKind::Dwell);
+    let filter = subjects.zone_event("*", zonecast_model::ZoneEventKind::Dwell);
+    s.journal.create_narrowed(Kind::Events, "dwell", &filter, 10).await.expect("create");
+    let record = |subject: &str, n: u32| Record {
+        subject: subject.to_owned(),
+        payload: format!("event {n}").into(),
+        id: format!("id-{n}"),
+    };
+    let enter = subject_of(Kind::Events, &s.prefix);
+    s.journal
+        .append(vec![record(&enter, 1), record(&dwell, 2), record(&enter, 3), record(&dwell, 4)])
+        .await
+        .expect("append");
+    let mut deliveries = s.journal.consume_narrowed(Kind::Events, "dwell", &filter, 10).await.expect("consume");
+    let mut got = Vec::new();
+    for _ in 0..if nats { 2 } else { 4 } {
+        let delivery = next(&mut deliveries).await;
+        got.push((delivery.subject.clone(), text(&delivery)));
+        delivery.ack.ack();
+    }
+    let expected: Vec<(String, String)> = match nats {
+        true => vec![(dwell.clone(), "event 2".into()), (dwell.clone(), "event 4".into())],
+        false => {
+            [(&enter, 1), (&dwell, 2), (&enter, 3), (&dwell, 4)].map(|(s, n)| (s.clone(), format!("event {n}"))).into()
+        }
+    };
+    assert_eq!(got, expected);
+    s.done().await;
+}
+
+#[tokio::test]
+async fn nats_a_narrowed_consumer_gets_only_the_records_of_its_subjects() {
+    a_narrowed_consumer_gets_only_the_records_of_its_subjects_where_the_journal_narrows(true).await;
+}
+
+#[tokio::test]
+async fn in_process_a_narrowed_consumer_gets_every_record_of_its_kind() {
+    a_narrowed_consumer_gets_only_the_records_of_its_subjects_where_the_journal_narrows(false).await;
+}
