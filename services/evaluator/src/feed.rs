@@ -68,8 +68,8 @@ impl Feed {
     }
 
     /// Follows `partition`, after `mark` (the last batch the stored collisions reflect), and
-    /// opens it again after its connection is lost. A log that keeps nothing hands over only what is published once
-    /// the follower is there: it is followed before this returns.
+    /// opens it again after its connection is lost. A log that keeps nothing hands over only
+    /// what is published once the follower is there: it is followed before this returns.
     pub async fn start(&mut self, partition: u32, mark: Option<u64>) {
         let stop = self.shutdown.child_token();
         if let Some(earlier) = self.following.insert(partition, stop.clone()) {
