@@ -73,6 +73,27 @@ impl HeldAck {
     }
 }
 
+/// A delivery in hand that needs nothing kept but its acknowledgement, holding the consumer's
+/// permit until it is dropped (a taker that writes or sends each delivery on a task of its own).
+pub struct Held {
+    /// The acknowledgement of its newest delivery.
+    pub ack: HeldAck,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Held {
+    /// `ack` held, with the consumer's `permit`.
+    pub fn new(ack: Ack, permit: OwnedSemaphorePermit) -> Self {
+        Self { ack: HeldAck::new(ack), _permit: permit }
+    }
+}
+
+impl Holding for Held {
+    fn progress(&self) {
+        self.ack.progress();
+    }
+}
+
 /// Consumes `kind`'s consumer `name` (narrowed to the records on subjects matching `filter`,
 /// where the journal narrows: [`Journal::consume_narrowed`]) into `taker`, at most `in_hand`
 /// deliveries held, until `stop`.

@@ -24,7 +24,7 @@ use zonecast_bus::{Journal, Subjects};
 use zonecast_model::{Event, EventType, StoredAlarm};
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
-use zonecast_runtime::consume::{self, HeldAck, Holding, Take};
+use zonecast_runtime::consume::{self, Held, Take};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::AlarmWriter;
 
@@ -52,18 +52,6 @@ fn consumers(journal: &dyn Journal, subjects: &Subjects) -> Vec<(String, Option<
             (format!("{ALARMS_CONSUMER}-{}", named.join("-")), Some(pattern))
         })
         .collect()
-}
-
-/// An alarm event in hand: the acknowledgement of its newest delivery and the consumer's permit.
-struct Held {
-    ack: HeldAck,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Holding for Held {
-    fn progress(&self) {
-        self.ack.progress();
-    }
 }
 
 /// How long the API's start waits for the consumer to be made.
@@ -167,7 +155,7 @@ impl Take for Recorder {
                 return None;
             }
         };
-        let holding = Arc::new(Held { ack: HeldAck::new(delivery.ack), _permit: permit });
+        let holding = Arc::new(Held::new(delivery.ack, permit));
         let (held, store, shutdown, log) =
             (holding.clone(), self.store.clone(), self.shutdown.clone(), self.log.clone());
         self.running.spawn(async move {

@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use zonecast_bus::Journal;
 use zonecast_bus::journal::{ACTIONS_CONSUMER, ACTIONS_IN_HAND, Ack, Delivery as Record, Kind};
 use zonecast_runtime::Shutdown;
-use zonecast_runtime::consume::{self, HeldAck, Holding, Take};
+use zonecast_runtime::consume::{self, Held, Take};
 use zonecast_runtime::ratelog::RateLimited;
 
 use zonecast_model::ActionRequest;
@@ -30,18 +30,6 @@ use crate::http_actions::{self, Delivery, Outcome};
 /// How often the consumer looks for requests that left the journal before they were
 /// delivered.
 const LOSS_EVERY: Duration = Duration::from_secs(10);
-
-/// A request in hand: the acknowledgement of its newest delivery and the consumer's permit.
-struct Held {
-    ack: HeldAck,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Holding for Held {
-    fn progress(&self) {
-        self.ack.progress();
-    }
-}
 
 /// Starts consuming: the task ends after `shutdown`, once every request in hand has its
 /// outcome or is left to the journal.
@@ -87,7 +75,7 @@ impl Take for Senders {
                 return None;
             }
         };
-        let holding = Arc::new(Held { ack: HeldAck::new(record.ack), _permit: permit });
+        let holding = Arc::new(Held::new(record.ack, permit));
         let (held, delivery, shutdown, log) =
             (holding.clone(), self.delivery.clone(), self.shutdown.clone(), self.log.clone());
         self.running.spawn(async move {
