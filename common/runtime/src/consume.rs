@@ -189,3 +189,75 @@ pub async fn run<T: Take>(
 fn in_progress<H: Holding>(held: &HashMap<u64, Weak<H>>) {
     held.values().filter_map(Weak::upgrade).for_each(|holding| holding.progress());
 }
+
+/// How often [`look_for_losses`] looks.
+pub const LOSS_EVERY: Duration = Duration::from_secs(10);
+
+/// Looks, every [`LOSS_EVERY`] until `stop`, for records of `kind` that left the journal (its
+/// retention) before consumer `name` had them, and hands the number found since the last look
+/// to `lost` (counted from this process's start).
+pub async fn look_for_losses(journal: Arc<dyn Journal>, kind: Kind, name: String, stop: Shutdown, lost: impl Fn(u64)) {
+    let mut losses = Losses::default();
+    let mut look = tokio::time::interval(LOSS_EVERY);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            _ = look.tick() => match losses.look(journal.as_ref(), kind, &name).await {
+                0 => {}
+                new => lost(new),
+            },
+        }
+    }
+}
+
+/// The records a consumer lost, as counted so far.
+#[derive(Default)]
+struct Losses {
+    seen: u64,
+}
+
+impl Losses {
+    /// How many records consumer `name` of `kind` lost since the last look (none when the
+    /// journal does not answer).
+    async fn look(&mut self, journal: &dyn Journal, kind: Kind, name: &str) -> u64 {
+        let Ok(Some(state)) = journal.state(kind, name).await else { return 0 };
+        let new = state.lost.saturating_sub(self.seen);
+        self.seen = self.seen.max(state.lost);
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use zonecast_bus::journal::Record;
+    use zonecast_bus::{Bus, InProcessBus, JournalSettings};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn each_record_lost_is_counted_once() {
+        // Records of about 7 bytes, kept within 2,000 bytes: most of 400 leave.
+        let settings = JournalSettings { max_bytes: 2_000, ..JournalSettings::default() };
+        let journal = InProcessBus::new().journal("loss", settings);
+        journal.create_consumer(Kind::Events, "slow", 100).await.unwrap();
+        let mut losses = Losses::default();
+        assert_eq!(losses.look(journal.as_ref(), Kind::Events, "slow").await, 0);
+        let records = (0..400)
+            .map(|n| Record {
+                subject: "loss.events.zone.z.enter".into(),
+                payload: format!("event {n}").into(),
+                id: n.to_string(),
+            })
+            .collect();
+        journal.append(records).await.unwrap();
+        let lost = journal.state(Kind::Events, "slow").await.unwrap().unwrap().lost;
+        assert!(lost > 0);
+        assert_eq!(losses.look(journal.as_ref(), Kind::Events, "slow").await, lost);
+        assert_eq!(losses.look(journal.as_ref(), Kind::Events, "slow").await, 0, "counted once");
+        assert_eq!(losses.look(journal.as_ref(), Kind::Events, "none").await, 0, "no such consumer");
+    }
+}

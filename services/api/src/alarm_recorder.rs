@@ -84,7 +84,9 @@ pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
     }
 }
 
-/// Starts recording, a loop per consumer: the task ends after `shutdown`, once every row being
+/// Starts recording, a loop per consumer, each with a look every [`consume::LOSS_EVERY`] for
+/// alarm events that left the journal unrecorded (counted in
+/// `zonecast_api_alarm_events_lost_total`): the task ends after `shutdown`, once every row being
 /// written is written or left to the journal.
 pub fn spawn(
     journal: Arc<dyn Journal>,
@@ -95,6 +97,13 @@ pub fn spawn(
     let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
     let mut loops = JoinSet::new();
     for (name, filter) in consumers(journal.as_ref(), subjects) {
+        loops.spawn(consume::look_for_losses(journal.clone(), Kind::Events, name.clone(), shutdown.clone(), |lost| {
+            metrics::counter!("zonecast_api_alarm_events_lost_total").increment(lost);
+            tracing::warn!(
+                events = lost,
+                "alarm events lost: they left the event journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before any API recorded them"
+            );
+        }));
         let (journal, shutdown) = (journal.clone(), shutdown.clone());
         let mut recorder =
             Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };

@@ -27,15 +27,23 @@ use zonecast_model::ActionRequest;
 
 use crate::http_actions::{self, Delivery, Outcome};
 
-/// How often the consumer looks for requests that left the journal before they were
-/// delivered.
-const LOSS_EVERY: Duration = Duration::from_secs(10);
-
 /// Starts consuming: the task ends after `shutdown`, once every request in hand has its
 /// outcome or is left to the journal.
 pub fn spawn(journal: Arc<dyn Journal>, delivery: Delivery, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let losses = tokio::spawn(look_for_losses(journal.clone(), shutdown.clone()));
+        let losses = tokio::spawn(consume::look_for_losses(
+            journal.clone(),
+            Kind::Actions,
+            ACTIONS_CONSUMER.to_owned(),
+            shutdown.clone(),
+            |lost| {
+                metrics::counter!("zonecast_forwarder_http_actions_total", "outcome" => "lost").increment(lost);
+                tracing::warn!(
+                    requests = lost,
+                    "http-request actions lost: they left the journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before they were delivered"
+                );
+            },
+        ));
         let mut senders = Senders {
             running: JoinSet::new(),
             delivery: Arc::new(delivery),
@@ -94,42 +102,5 @@ impl Take for Senders {
     /// The request still trying takes the newest acknowledgement instead of being sent twice.
     fn again(&mut self, held: &Held, ack: Ack) {
         held.ack.renew(ack);
-    }
-}
-
-/// Counts and logs, every [`LOSS_EVERY`] until `shutdown`, the requests that left the journal
-/// before they were delivered.
-async fn look_for_losses(journal: Arc<dyn Journal>, shutdown: Shutdown) {
-    let mut losses = Losses::default();
-    let mut look = tokio::time::interval(LOSS_EVERY);
-    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            biased;
-            () = shutdown.cancelled() => return,
-            _ = look.tick() => losses.look(journal.as_ref()).await,
-        }
-    }
-}
-
-/// Requests that left the journal before they were delivered, as counted so far.
-#[derive(Default)]
-struct Losses {
-    seen: u64,
-}
-
-impl Losses {
-    /// Counts and logs what the journal lost since the last look.
-    async fn look(&mut self, journal: &dyn Journal) {
-        let Ok(Some(state)) = journal.state(Kind::Actions, ACTIONS_CONSUMER).await else { return };
-        if state.lost > self.seen {
-            let lost = state.lost - self.seen;
-            metrics::counter!("zonecast_forwarder_http_actions_total", "outcome" => "lost").increment(lost);
-            tracing::warn!(
-                requests = lost,
-                "http-request actions lost: they left the journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before they were delivered"
-            );
-        }
-        self.seen = self.seen.max(state.lost);
     }
 }

@@ -138,6 +138,8 @@ pub static CATALOG: &[Metric] = &[
         "committed writes that could not be logged in the change log or announced on config.changed").loss(),
     m("zonecast_api_alarm_change_events_lost_total", Counter, &[Api], "",
         "alarm acknowledgements and resolutions stored but whose event could not be stored in the event journal within 5 s (missing from the streams, the history and MQTT)").loss(),
+    m("zonecast_api_alarm_events_lost_total", Counter, &[Api], "",
+        "alarm events that left the event journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before any API recorded them: no alarm row, counted by every API replica that looks").loss(),
     m("zonecast_api_apply_wait_timeouts_total", Counter, &[Api], "",
         "writes answered before every live evaluator and forwarder had them in force (ZONECAST_APPLY_WAIT_MS ran out)"),
     m("zonecast_api_streams_open", Gauge, &[Api], "", "live event and position streams open on this replica"),
