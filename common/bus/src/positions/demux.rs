@@ -218,7 +218,13 @@ impl Reader {
             tokio::select! {
                 command = self.commands.recv() => match command {
                     Some(command) => {
-                        if self.command(command, Some(reading.next)) {
+                        // Commands already waiting are taken too: partitions followed together
+                        // (a start, a takeover) make one new reading, not one each.
+                        let mut again = self.command(command, Some(reading.next));
+                        while let Ok(more) = self.commands.try_recv() {
+                            again |= self.command(more, Some(reading.next));
+                        }
+                        if again {
                             break End::Again;
                         }
                         self.settle(&mut reading);
