@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -22,6 +21,7 @@ pub use crate::engine::{Engine, Output};
 
 mod applied;
 mod handover;
+mod lag;
 mod outputs;
 
 use applied::{Applied, apply};
@@ -38,8 +38,15 @@ use crate::{Deps, catch_up, collisions, feed};
 const TICK: Duration = Duration::from_millis(100);
 
 /// Positions evaluated in one turn of the loop once the first is in, before the events they
-/// caused are published.
+/// caused are stored and the collisions they changed are handed to their writer, in one
+/// process (the journal a local file, the collisions beside it).
 const DRAIN: usize = 256;
+
+/// [`DRAIN`] when positions come stored over NATS: there a turn ends with a round trip to
+/// JetStream for its events and a PostgreSQL transaction for its collisions, and while the
+/// evaluator is behind, more positions per turn spread that cost, so that it catches up sooner.
+/// Turns stay small while it keeps up: a turn takes only the batches already read.
+const DRAIN_STORED: usize = 4096;
 
 /// Logs the zones a catalog had to leave out.
 fn log_skipped(catalog: &Catalog) {
@@ -103,6 +110,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let marks = deps.store.collision_marks().await.map_err(store_err)?;
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
     let presence = deps.store.all_presence().await.map_err(store_err)?;
+    let drain = match deps.positions.keeps() {
+        true => DRAIN_STORED,
+        false => DRAIN,
+    };
     // Where positions are not kept, they are not evaluated again after a crash: the collisions
     // catch up with the events the journal stored instead.
     let mut caught_up = match deps.positions.keeps() {
@@ -147,16 +158,15 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut steps = config_changes::spawn(deps.store.clone(), announcements, follower, shutdown.clone());
     let mut applied =
         Applied { reporter: Reporter::new(deps.bus.clone(), &deps.subjects, "evaluator"), revision, held: None };
-    // The largest age of the positions evaluated since the last lag report.
-    let lag_ms = Arc::new(AtomicU64::new(0));
+    let lag = Arc::new(lag::Lag::default());
     let lag_reports = {
-        let lag_ms = lag_ms.clone();
+        let lag = lag.clone();
         zonecast_runtime::lag::spawn_reports(
             deps.bus.clone(),
             &deps.subjects,
             Stage::Evaluator,
             Some(partitions),
-            move || lag_ms.swap(0, Ordering::Relaxed),
+            move || lag.report(),
             shutdown.clone(),
         )
     };
@@ -177,7 +187,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         out_of_order_log: RateLimited::new(Duration::from_secs(10)),
         lag: metrics::histogram!("zonecast_evaluator_lag_seconds"),
         batch_lag: None,
-        accepted_lag_ms: lag_ms,
+        accepted_lag: lag,
         batch_accepted_ms: None,
         shutdown: shutdown.clone(),
         abandoned: false,
@@ -218,7 +228,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     applied.settle(&mut engine, false).await;
                 }
                 Some(batch) = feed.batches.recv() => {
-                    // Batches already read are taken in the same turn, up to about DRAIN
+                    // Batches already read are taken in the same turn, up to about `drain`
                     // positions. Those of a partition no longer owned are passed over: its
                     // new owner takes them from the collisions written.
                     let mut next = Some(batch);
@@ -240,7 +250,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                             shell.position(&mut engine, fix, &mut unreadable_log, &mut out);
                         }
                         evaluated.push(batch);
-                        if taken < DRAIN {
+                        if taken < drain {
                             next = feed.batches.try_recv().ok();
                         }
                     }
@@ -306,9 +316,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                 h.settle(written);
             }
             if let Some(waited) = acks.oldest() {
-                shell
-                    .accepted_lag_ms
-                    .fetch_max(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+                shell.accepted_lag.waited(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX));
             }
         }
         applied.reporter.leave(applied.revision).await;

@@ -3,7 +3,6 @@
 //! writer, lag recorded, and the lines an operator reads.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -45,9 +44,8 @@ pub(super) struct Shell {
     pub(super) lag: metrics::Histogram,
     /// The largest lag among the positions taken from the bus together, not yet recorded.
     pub(super) batch_lag: Option<f64>,
-    /// The largest time since acceptance among the positions evaluated since the last lag
-    /// report.
-    pub(super) accepted_lag_ms: Arc<AtomicU64>,
+    /// How long the positions evaluated have waited since acceptance, for the lag reports.
+    pub(super) accepted_lag: Arc<super::lag::Lag>,
     /// When the oldest of the positions taken together was accepted (Unix ms), not yet
     /// recorded.
     pub(super) batch_accepted_ms: Option<u64>,
@@ -97,7 +95,7 @@ impl Shell {
         }
     }
 
-    /// Records the lag of the positions taken together (up to [`DRAIN`]) as one sample, their
+    /// Records the lag of the positions taken together (a turn's) as one sample, their
     /// largest, and their age since acceptance for the lag reports: once per batch instead of
     /// per position.
     pub(super) fn record_lag(&mut self) {
@@ -105,8 +103,7 @@ impl Shell {
             self.lag.record(lag.max(0.0));
         }
         if let Some(accepted) = self.batch_accepted_ms.take() {
-            let age = zonecast_model::lag::now_ms().saturating_sub(accepted);
-            self.accepted_lag_ms.fetch_max(age, Ordering::Relaxed);
+            self.accepted_lag.evaluated(accepted);
         }
     }
 
@@ -159,6 +156,8 @@ impl Shell {
     /// [`MARK_EVERY`], so that its time mark stays recent. Returns the turn's number, which the
     /// writer counts once written.
     pub(super) fn end_turn(&mut self, batches: Vec<(u32, u64)>, epochs: impl FnOnce() -> Vec<(u32, u64)>) -> u64 {
+        // Its events are stored: nothing of it waits any more.
+        self.accepted_lag.turn_ended();
         let idle = self.changes.is_empty() && self.recounts.is_empty() && batches.is_empty();
         if idle && self.last_turn.elapsed() < MARK_EVERY {
             return self.turns;
@@ -232,7 +231,7 @@ impl Shell {
             };
             metrics::counter!("zonecast_evaluator_publish_failures_total").increment(1);
             let waited = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
-            self.accepted_lag_ms.fetch_max(waited, Ordering::Relaxed);
+            self.accepted_lag.waited(waited);
             if let Some(held_back) = self.publish_log.allow() {
                 tracing::warn!(error = %e, events = count, waited_ms = waited, held_back, "events not stored yet; trying again");
             }
