@@ -11,8 +11,8 @@ use zonecast_model::lag::now_ms;
 /// and the oldest position of the turn still under way (evaluated, its events not yet stored).
 /// The second keeps a long turn from reading as no lag: while the loop waits for its events to
 /// be stored, what came after them waits too, at least as long, and a report of 0 would let
-/// ingest take more in. Between turns, with nothing taken, there is nothing waiting: batches
-/// are taken in the order they arrive, as soon as the loop is free.
+/// ingest take more in. Between turns the loop takes the next batch read as soon as it is
+/// free, so what waits then waits briefly.
 #[derive(Debug, Default)]
 pub(super) struct Lag {
     /// The largest age (ms) among the positions evaluated since the last report.

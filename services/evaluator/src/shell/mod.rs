@@ -110,13 +110,11 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let marks = deps.store.collision_marks().await.map_err(store_err)?;
     let rows = deps.store.all_collisions().await.map_err(store_err)?;
     let presence = deps.store.all_presence().await.map_err(store_err)?;
-    let drain = match deps.positions.keeps() {
-        true => DRAIN_STORED,
-        false => DRAIN,
-    };
+    let kept = deps.positions.keeps();
+    let drain = if kept { DRAIN_STORED } else { DRAIN };
     // Where positions are not kept, they are not evaluated again after a crash: the collisions
     // catch up with the events the journal stored instead.
-    let mut caught_up = match deps.positions.keeps() {
+    let mut caught_up = match kept {
         true => Vec::new(),
         false => catch_up::from_journal(deps.journal.as_ref(), &deps.subjects, &rows, marks.through_all())
             .await
