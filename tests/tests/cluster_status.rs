@@ -111,15 +111,15 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let ids: BTreeSet<String> = alive(&before).iter().map(|e| e["EvaluatorID"].as_str().unwrap().to_owned()).collect();
     // Every process a live replica of its service, by service; those that hold work say how
     // far behind they are (from their first lag report on).
+    // (A heartbeat late on a busy machine shows a replica dead for a moment: asked again.)
     let reports_lag = |r: &Value| r["Service"] == "evaluator" || r["Service"] == "forwarder";
+    let expected = ["api", "evaluator", "evaluator", "forwarder", "ingestor"].map(|s| (s.to_owned(), true));
     let listed = eventually(WAIT, || async {
         let s = status(&http, &api_url).await;
         let reported = s["Replicas"].as_array()?.iter().all(|r| !reports_lag(r) || r["LagMs"].is_u64());
-        (replicas(&s).len() == 5 && reported).then_some(s)
+        (replicas(&s) == expected && reported).then_some(s)
     })
     .await;
-    let expected = ["api", "evaluator", "evaluator", "forwarder", "ingestor"].map(|s| (s.to_owned(), true));
-    assert_eq!(replicas(&listed), expected, "{listed}");
     for r in listed["Replicas"].as_array().unwrap() {
         assert_eq!(r["ReplicaID"].as_str().unwrap().len(), 8, "{r}");
         assert!(r["HeartbeatAgeMs"].as_u64().unwrap() <= 3000, "{r}");

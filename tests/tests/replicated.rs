@@ -53,18 +53,19 @@ async fn post_round(http: &reqwest::Client, ingestor: &str, macs: &[String], ins
     post_positions(http, ingestor, KEY, macs, if inside { 1.0 } else { 500.0 }).await;
 }
 
-/// The stream names and information of every stream under `prefix`.
+/// The stream names and information of every stream under `prefix`; `None` while the cluster
+/// cannot answer (a stream's group still forming, a node just killed or restarted).
 async fn streams(
     js: &async_nats::jetstream::Context,
     prefix: &str,
-) -> BTreeMap<String, async_nats::jetstream::stream::Info> {
-    let names: Vec<String> = js.stream_names().try_collect().await.unwrap();
+) -> Option<BTreeMap<String, async_nats::jetstream::stream::Info>> {
+    let names: Vec<String> = js.stream_names().try_collect().await.ok()?;
     let mut infos = BTreeMap::new();
     for name in names.into_iter().filter(|n| n.starts_with(&format!("{prefix}_"))) {
-        let info = js.get_stream(&name).await.unwrap().info().await.unwrap().clone();
+        let info = js.get_stream(&name).await.ok()?.info().await.ok()?.clone();
         infos.insert(name, info);
     }
-    infos
+    Some(infos)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,7 +120,7 @@ async fn three_replicas_on_a_three_node_nats_cluster_lose_no_event_when_a_node_i
     let expected: BTreeSet<String> =
         ["EVENTS", "ACTIONS", "COMMANDS", "POSITIONS"].map(|s| format!("{prefix}_{s}")).into();
     let infos = eventually(WAIT, || async {
-        let infos = streams(&js, &prefix).await;
+        let infos = streams(&js, &prefix).await?;
         let complete = infos.keys().cloned().collect::<BTreeSet<_>>() == expected
             && infos.values().all(|i| i.cluster.as_ref().is_some_and(|c| c.leader.is_some() && c.replicas.len() == 2));
         complete.then_some(infos)
@@ -190,7 +191,7 @@ async fn three_replicas_on_a_three_node_nats_cluster_lose_no_event_when_a_node_i
     // The node comes back with what it stored and catches up: three current copies again.
     cluster.start_node(victim).await;
     eventually(WAIT, || async {
-        let infos = streams(&js, &prefix).await;
+        let infos = streams(&js, &prefix).await?;
         infos
             .values()
             .all(|i| {
