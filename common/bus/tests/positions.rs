@@ -244,3 +244,89 @@ async fn nats_partitions_followed_together_take_their_own_lines_once_each() {
     assert!(read.contains(&empty.sequence) && empty.sequence > c.sequence, "at one of the newer messages");
     log.remove_all().await.unwrap();
 }
+
+/// A nats-server of the test's own, on a free port, that queues at most `max_pending` for one
+/// client before cutting it off as a slow consumer, and logs to a file; killed on drop.
+struct OwnServer {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl OwnServer {
+    async fn start(max_pending: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("nats.conf");
+        let store = dir.path().join("jetstream");
+        std::fs::write(
+            &config,
+            format!("listen: 127.0.0.1:{port}\nmax_pending: {max_pending}\njetstream {{ store_dir: {store:?} }}\n"),
+        )
+        .unwrap();
+        let child = std::process::Command::new("/usr/sbin/nats-server")
+            .arg("-c")
+            .arg(&config)
+            .arg("-l")
+            .arg(dir.path().join("nats.log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("nats-server does not run ({e}); install it with: apt-get install nats-server"));
+        let deadline = tokio::time::Instant::now() + ARRIVES;
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(tokio::time::Instant::now() < deadline, "nats-server on port {port} did not come up");
+            tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling
+        }
+        Self { child, port, dir }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("nats.log")).unwrap()
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A backlog several times what the server queues for one client is read in order and in full
+/// without the server cutting the follower off as a slow consumer (which would make it connect
+/// again and be sent the backlog again): a follower asks for a bounded number of bytes at a
+/// time, not a number of messages of up to half a megabyte each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_a_backlog_beyond_what_the_server_queues_for_a_client_is_read_without_a_cut_off() {
+    const MESSAGES: usize = 96;
+    const LINES: usize = 480;
+    let server = OwnServer::start("16MB").await;
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let prefix = format!("zt{}", uuid::Uuid::new_v4().simple());
+    let site = Site {
+        prefix: &prefix,
+        partitions: 2,
+        journal: Default::default(),
+        positions: Default::default(),
+        journal_file: None,
+    };
+    let channels = zonecast_bus::open(Some(&url), "positions-contract", site).await.unwrap();
+    let log = &channels.positions;
+    log.prepare().await.unwrap();
+    // 96 messages of about 480 KB: 46 MB, nearly three times the server's 16 MB.
+    let line = "x".repeat(1000);
+    let lines = vec![line.as_str(); LINES];
+    for _ in 0..MESSAGES {
+        log.publish(vec![(0, batch(&lines))]).await.unwrap().confirmed().await.unwrap();
+    }
+    let mut follower = log.follow(0, 10, None).await.unwrap();
+    let mut last = None;
+    for n in 0..MESSAGES {
+        let batch = next(&mut follower).await;
+        assert_eq!((of_batch(&batch).len(), batch.skipped), (LINES, 0), "batch {n}");
+        assert!(batch.sequence > last, "batch {n} after the one before");
+        last = batch.sequence;
+        batch.ack.ack();
+    }
+    let text = server.log();
+    assert!(!text.contains("Slow Consumer"), "the server cut a client off:\n{text}");
+}

@@ -44,6 +44,16 @@ const ACK_WAIT: Duration = Duration::from_secs(60);
 const PULL_EXPIRES: Duration = Duration::from_secs(4);
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
+/// The most a pull asks for, in messages and in bytes. The bytes bound the server's queue for
+/// this connection: a pull of 256 messages of up to half a megabyte each (128 MiB) outgrows
+/// what a NATS server queues for one client (64 MiB by default) whenever the process falls
+/// behind reading its socket, and the server then cuts the connection off as a slow consumer,
+/// to be sent it all again after reconnecting. The client asks again once half a pull is in.
+const PULL_MESSAGES: usize = 256;
+const PULL_BYTES: usize = 4 * 1024 * 1024;
+// A message larger than a pull's bytes would never be sent.
+const _: () = assert!(PULL_BYTES >= 2 * super::MAX_BATCH_BYTES);
+
 /// How long after its last pull a reading's consumer is removed by the server: that of a
 /// process gone, or of one that waits for its partitions to acknowledge (it reads again anew).
 const INACTIVE: Duration = Duration::from_secs(5);
@@ -198,7 +208,8 @@ impl Reader {
         let consumer: consumer::PullConsumer = stream.create_consumer(config).await.map_err(|e| e.to_string())?;
         let mut messages = consumer
             .stream()
-            .max_messages_per_batch(256)
+            .max_messages_per_batch(PULL_MESSAGES)
+            .max_bytes_per_batch(PULL_BYTES)
             .expires(PULL_EXPIRES)
             .heartbeat(HEARTBEAT)
             .messages()
