@@ -110,8 +110,8 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     }
     let ids: BTreeSet<String> = alive(&before).iter().map(|e| e["EvaluatorID"].as_str().unwrap().to_owned()).collect();
     // Every process a live replica of its service, by service; those that hold work say how
-    // far behind they are (from their first lag report on).
-    // (A heartbeat late on a busy machine shows a replica dead for a moment: asked again.)
+    // far behind they are (from their first lag report on). Asked until so: on a busy machine a
+    // late heartbeat shows a replica dead for a moment.
     let reports_lag = |r: &Value| r["Service"] == "evaluator" || r["Service"] == "forwarder";
     let expected = ["api", "evaluator", "evaluator", "forwarder", "ingestor"].map(|s| (s.to_owned(), true));
     let listed = eventually(WAIT, || async {
