@@ -207,7 +207,9 @@ impl Disk {
                     .execute(params![row.sequence as i64, row.at_ms as i64, row.subject, &row.payload[..], row.id])
                     .map_err(error)?;
             }
-            tx.execute(&format!("UPDATE {next_table} SET next = ?1"), [*next as i64]).map_err(error)?;
+            tx.prepare_cached(&format!("UPDATE {next_table} SET next = ?1"))
+                .and_then(|mut update| update.execute([*next as i64]))
+                .map_err(error)?;
         }
         tx.commit().map_err(error)
     }

@@ -230,7 +230,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                     // positions. Those of a partition no longer owned are passed over: its
                     // new owner takes them from the collisions written.
                     let mut next = Some(batch);
-                    let mut taken = 0;
+                    let (mut taken, mut yielded) = (0, false);
                     while let Some(mut batch) = next.take() {
                         if !engine.ownership().holds(batch.partition) {
                             next = feed.batches.try_recv().ok();
@@ -250,6 +250,15 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
                         evaluated.push(batch);
                         if taken < drain {
                             next = feed.batches.try_recv().ok();
+                            // Once per turn, the partitions' followers that the same payload
+                            // woke get to hand over their batches before the turn ends: a
+                            // payload then makes a turn or two here, each ending with a journal
+                            // transaction and a collisions write, instead of one per partition.
+                            if next.is_none() && !yielded {
+                                yielded = true;
+                                tokio::task::yield_now().await;
+                                next = feed.batches.try_recv().ok();
+                            }
                         }
                     }
                     shell.record_lag();
