@@ -45,7 +45,8 @@ const DRAIN: usize = 256;
 /// [`DRAIN`] when positions come stored over NATS: there a turn ends with a round trip to
 /// JetStream for its events and a PostgreSQL transaction for its collisions, and while the
 /// evaluator is behind, more positions per turn spread that cost, so that it catches up sooner.
-/// Turns stay small while it keeps up: a turn takes only the batches already read.
+/// Turns stay small while it keeps up: a turn takes only the batches already read, and those
+/// the partitions' followers hand over when let run once.
 const DRAIN_STORED: usize = 4096;
 
 /// Logs the zones a catalog had to leave out.
