@@ -63,6 +63,21 @@ fn tables(kind: Kind) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// The statements an append runs for one kind: insert a record, set the next sequence. Written
+/// out rather than formatted, since every append looks its cached statements up by them.
+fn append_statements(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Events => (
+            "INSERT OR REPLACE INTO journal_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "UPDATE journal_next SET next = ?1",
+        ),
+        Kind::Actions => (
+            "INSERT OR REPLACE INTO journal_actions_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "UPDATE journal_actions_next SET next = ?1",
+        ),
+    }
+}
+
 fn error(e: rusqlite::Error) -> BusError {
     BusError::Journal(format!("journal file: {e}"))
 }
@@ -192,13 +207,8 @@ impl Disk {
             if rows.is_empty() {
                 continue;
             }
-            let (records, _, next_table) = tables(*kind);
-            let mut insert = tx
-                .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO {records} (sequence, at_ms, subject, payload, id)
-                     VALUES (?1, ?2, ?3, ?4, ?5)"
-                ))
-                .map_err(error)?;
+            let (insert, update) = append_statements(*kind);
+            let mut insert = tx.prepare_cached(insert).map_err(error)?;
             for row in *rows {
                 if *kind == Kind::Events {
                     self.event_bytes += row.payload.len() as u64;
@@ -207,9 +217,7 @@ impl Disk {
                     .execute(params![row.sequence as i64, row.at_ms as i64, row.subject, &row.payload[..], row.id])
                     .map_err(error)?;
             }
-            tx.prepare_cached(&format!("UPDATE {next_table} SET next = ?1"))
-                .and_then(|mut update| update.execute([*next as i64]))
-                .map_err(error)?;
+            tx.prepare_cached(update).and_then(|mut update| update.execute([*next as i64])).map_err(error)?;
         }
         tx.commit().map_err(error)
     }
