@@ -9,13 +9,19 @@
 //! same id). Action requests every consumer is done with are deleted in the same flush; events
 //! stay for the journal's whole retention, oldest deleted first, since they are the event
 //! history ([`history`]), read on a connection of its own so that it holds up no append.
+//!
+//! Checkpoints (copying the write-ahead log into the file, with its two fsyncs) run on a
+//! thread and a connection of their own ([`checkpoint_apart`]): SQLite's own would run inside
+//! the append that fills the log, and hold up every evaluator's next events by milliseconds.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use rusqlite::{Connection, params};
+use rusqlite::hooks::Wal;
+use rusqlite::wal::CheckpointMode;
+use rusqlite::{Connection, MAIN_DB, params};
 
 use super::history::{Pager, from_ms, to_ms};
 use super::{HistoryPage, HistoryQuery, HistoryRecord, HistoryStart, JournalSettings, Kind};
@@ -97,8 +103,9 @@ impl Disk {
         tail: usize,
         tail_bytes: u64,
     ) -> Result<(Self, HashMap<Kind, Loaded>), BusError> {
-        let connection = Connection::open(path).map_err(error)?;
+        let mut connection = Connection::open(path).map_err(error)?;
         connection.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").map_err(error)?;
+        checkpoint_apart(&mut connection, path)?;
         let mut loaded = HashMap::new();
         for kind in Kind::ALL {
             let (records, consumers, next) = tables(kind);
@@ -299,6 +306,46 @@ impl Disk {
         }
         Ok(())
     }
+}
+
+/// Pages in the write-ahead log from which it is checkpointed: SQLite's own default.
+const CHECKPOINT_PAGES: i32 = 1000;
+
+/// Turns off SQLite's checkpoints on `connection`, the appending one, and has a thread with a
+/// connection of its own to the file at `path` checkpoint it instead whenever a commit leaves
+/// [`CHECKPOINT_PAGES`] or more in the log. The checkpoint is passive: it copies what no reader
+/// still needs, concurrently with the appends, and the next append after a complete one starts
+/// the log over. The thread ends once `connection` is closed.
+fn checkpoint_apart(connection: &mut Connection, path: &Path) -> Result<(), BusError> {
+    let checkpointer = Connection::open(path).map_err(error)?;
+    // A connection reads the file, and learns that it has a log to checkpoint, at its first
+    // statement.
+    checkpointer.execute_batch("PRAGMA journal_mode = WAL;").map_err(error)?;
+    // At most one request waits: one checkpoint copies everything committed before it began.
+    let (due, requests) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new()
+        .name("journal-checkpoint".into())
+        .spawn(move || {
+            while requests.recv().is_ok() {
+                // A log of -1 frames: the connection found no log to checkpoint.
+                match checkpointer.wal_checkpoint_v2(Some(MAIN_DB), CheckpointMode::PASSIVE) {
+                    Ok((frames, _)) if frames >= 0 => {}
+                    Ok(_) => tracing::warn!("journal file not checkpointed: it has no write-ahead log"),
+                    Err(e) => tracing::warn!(error = %e, "journal file not checkpointed; will retry after the next append"),
+                }
+            }
+        })
+        .map_err(|e| BusError::Journal(format!("journal file: checkpoint thread: {e}")))?;
+    // Set before the hook: the pragma replaces the hook with SQLite's own.
+    connection.pragma_update(None, "wal_autocheckpoint", 0).map_err(error)?;
+    connection
+        .wal_hook(Some(move |_: &mut Wal, pages: std::ffi::c_int| {
+            if pages >= CHECKPOINT_PAGES {
+                let _ = due.try_send(());
+            }
+            Ok(())
+        }))
+        .map_err(error)
 }
 
 /// One page of the event history in the file at `path`, read on a connection of its own.

@@ -318,6 +318,33 @@ async fn a_persistent_journal_keeps_the_event_history_across_a_restart() {
     assert_eq!((history_text(&got), got.next), (vec![format!("a enter {total}")], None));
 }
 
+/// What is appended reaches the journal file itself, not only its write-ahead log, and the log
+/// starts over instead of growing with every append: checkpoints run beside the appends.
+#[tokio::test]
+async fn a_persistent_journal_checkpoints_its_file_beside_the_appends() {
+    use zonecast_bus::journal::MemoryJournal;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.sqlite");
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+    let journal = MemoryJournal::persistent(bus, "p", JournalSettings::default(), &path).expect("open");
+    let size = |name: &str| std::fs::metadata(dir.path().join(name)).map_or(0, |m| m.len());
+    let before = size("journal.sqlite");
+    // 16 MiB of events, four times what the log holds before it is checkpointed.
+    let filler = "x".repeat(1024);
+    for round in 0..64u32 {
+        let records = (0..256u32)
+            .map(|n| Record {
+                subject: "p.events.zone.z.enter".to_owned(),
+                payload: Bytes::from(format!("{filler} {round} {n}")),
+                id: format!("id-{round}-{n}"),
+            })
+            .collect();
+        journal.append(records).await.expect("append");
+    }
+    eventually(|| size("journal.sqlite") > before + (8 << 20)).await;
+    assert!(size("journal.sqlite-wal") < 16 << 20, "the log started over: {} bytes", size("journal.sqlite-wal"));
+}
+
 /// Events leave the file at the end of the retention, consumers or not.
 #[tokio::test]
 async fn a_persistent_journal_lets_history_go_at_the_retention() {
