@@ -331,7 +331,9 @@ fn checkpoint_apart(connection: &mut Connection, path: &Path) -> Result<(), BusE
                 match checkpointer.wal_checkpoint_v2(Some(MAIN_DB), CheckpointMode::PASSIVE) {
                     Ok((frames, _)) if frames >= 0 => {}
                     Ok(_) => tracing::warn!("journal file not checkpointed: it has no write-ahead log"),
-                    Err(e) => tracing::warn!(error = %e, "journal file not checkpointed; will retry after the next append"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "journal file not checkpointed; will retry after the next append")
+                    }
                 }
             }
         })
