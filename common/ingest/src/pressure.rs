@@ -1,5 +1,6 @@
 //! Back-pressure on queueing delay: ingest follows the lag every evaluator and forwarder
-//! replica reports on `<prefix>.pipeline.lag` (every 5 ms) and, while one of them is further
+//! replica reports on `<prefix>.pipeline.lag` (measured every 5 ms, said when it changed and
+//! at least every 100 ms) and, while one of them is further
 //! behind than the bound (`ZONECAST_INGEST_MAX_LAG_MS`, 15 ms by default), takes
 //! nothing more: the NATS and MQTT inputs wait, and the HTTP input holds each request until the
 //! pipeline has caught up, answering 503 with `Retry-After` only when it stays behind for
@@ -21,7 +22,8 @@ use uuid::Uuid;
 use zonecast_bus::{Bus, BusError, Subjects};
 use zonecast_model::lag::{LagReport, Stage};
 
-/// How long a replica's report counts: one that stopped reporting (it left) no longer does.
+/// How long a replica's report counts: one that stopped reporting (it left) no longer does. A
+/// replica says an unchanged lag again every 100 ms.
 const FRESH: Duration = Duration::from_secs(1);
 
 /// How often a held input looks again: a small share of the bound, so that an input is let in
