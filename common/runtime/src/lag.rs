@@ -12,10 +12,9 @@ use zonecast_model::lag::{LagReport, Stage};
 
 use crate::Shutdown;
 
-/// How often a replica reports its lag: a third of the default bound
-/// (`ZONECAST_INGEST_MAX_LAG_MS`, 15 ms), so that held requests are let in soon after the
-/// pipeline has caught up instead of in bursts that fill it past the bound; 200 small messages
-/// a second per replica.
+/// How often a replica measures its lag, and reports it if it changed: a third of the default
+/// bound (`ZONECAST_INGEST_MAX_LAG_MS`, 15 ms), so that held requests are let in soon after the
+/// pipeline has caught up instead of in bursts that fill it past the bound.
 pub const LAG_EVERY: Duration = Duration::from_millis(5);
 
 /// How often an unchanged lag is said again: well within the second after which ingest no
