@@ -17,8 +17,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pages in the write-ahead log from which a commit checkpoints it (SQLite's default is 1,000).
 /// The collision writes rewrite the same few hundred pages commit after commit, and a checkpoint
 /// copies each page once however often the log holds it: at 1,000 pages a checkpoint copied
-/// some 600, at 16,384 one copies about as many for sixteen times the commits. The log takes up
-/// to 64 MiB on disk.
+/// some 600, at 16,384 one copies about as many for sixteen times the commits. The log takes about
+/// 64 MiB on disk.
 const CHECKPOINT_PAGES: i64 = 16_384;
 
 /// The page cache, in KiB (SQLite's default is 2,000): the collisions, devices and zones of a
