@@ -2,19 +2,17 @@
 //! service keys) and TLS (the certificate profile's CA as the only trust root, its client
 //! certificate as identity, the connection's host as the server name).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rumqttc::{MqttOptions, TlsConfiguration, Transport};
 use uuid::Uuid;
 use zonecast_runtime::Keys;
 use zonecast_store::{StoredCertificate, StoredConnection};
 use zonecast_tls::SealedProfile;
 
-use crate::Settings;
+use crate::mqtt;
 
-/// Largest event forwarded; larger ones are dropped and counted rather than sent, because the
-/// client would fail the whole connection on them.
+/// Largest event forwarded; larger ones are dropped and counted rather than sent: a broker
+/// would close the whole connection on them.
 pub const MAX_PAYLOAD: usize = 1024 * 1024;
 
 /// Keep-alive the client asks the broker for.
@@ -66,15 +64,10 @@ pub fn options(
     certificate: Option<&StoredCertificate>,
     keys: &Keys,
     client_id: String,
-    settings: &Settings,
-) -> Result<MqttOptions, String> {
+) -> Result<mqtt::Options, String> {
     let c = &stored.connection;
-    let mut options = MqttOptions::new(client_id, c.host.clone(), c.port);
-    options
-        .set_keep_alive(KEEP_ALIVE)
-        .set_clean_session(true)
-        .set_inflight(settings.window)
-        .set_max_packet_size(64 * 1024, MAX_PAYLOAD + 128 * 1024);
+    let mut options =
+        mqtt::Options { client_id, host: c.host.clone(), port: c.port, keep_alive: KEEP_ALIVE, login: None, tls: None };
     if let Some(username) = &c.username {
         let password = match &stored.password_sealed {
             None => String::new(),
@@ -84,7 +77,7 @@ pub fn options(
                 .and_then(|plain| String::from_utf8(plain).ok())
                 .ok_or("the stored password cannot be unsealed (is ZONECAST_SECRET_KEY the one the API uses?)")?,
         };
-        options.set_credentials(username.clone(), password);
+        options.login = Some((username.clone(), password));
     }
     if c.tls {
         let profile = c.certificate_profile_id.ok_or("TLS is on but no certificate profile is set")?;
@@ -96,7 +89,7 @@ pub fn options(
             .and_then(|p| p.open())
             .and_then(zonecast_tls::client_config)
             .map_err(|e| format!("certificate profile {profile} cannot be used: {e}"))?;
-        options.set_transport(Transport::tls_with_config(TlsConfiguration::Rustls(Arc::clone(&config))));
+        options.tls = Some(config);
     }
     Ok(options)
 }
@@ -139,23 +132,23 @@ mod tests {
     fn the_password_is_unsealed_into_the_credentials() {
         let keys = keys();
         let s = stored(&keys, false, Some("hunter2"));
-        let options = options(&s, None, &keys, "c".into(), &Settings::default()).unwrap();
-        let login = options.credentials().unwrap();
-        assert_eq!((login.username.as_str(), login.password.as_str()), ("zonecast", "hunter2"));
-        assert_eq!(options.broker_address(), ("broker.example".to_owned(), 1883));
+        let options = options(&s, None, &keys, "c".into()).unwrap();
+        assert_eq!(options.login, Some(("zonecast".to_owned(), "hunter2".to_owned())));
+        assert_eq!((options.host.as_str(), options.port), ("broker.example", 1883));
+        assert!(!format!("{options:?}").contains("hunter2"), "the password is never shown");
     }
 
     #[test]
     fn problems_are_reported_without_secrets() {
         let keys = keys();
         let s = stored(&keys, false, Some("hunter2"));
-        let error = options(&s, None, &self::keys(), "c".into(), &Settings::default()).unwrap_err();
+        let error = options(&s, None, &self::keys(), "c".into()).unwrap_err();
         assert!(error.contains("cannot be unsealed") && !error.contains("hunter2"), "{error}");
         let s = stored(&keys, true, None);
-        let error = options(&s, None, &keys, "c".into(), &Settings::default()).unwrap_err();
+        let error = options(&s, None, &keys, "c".into()).unwrap_err();
         assert!(error.contains("does not exist"), "{error}");
         let junk = StoredCertificate { id: Uuid::new_v4(), name: "x".into(), sealed: keys.seal(b"{}").unwrap() };
-        let error = options(&s, Some(&junk), &keys, "c".into(), &Settings::default()).unwrap_err();
+        let error = options(&s, Some(&junk), &keys, "c".into()).unwrap_err();
         assert!(error.contains("cannot be used"), "{error}");
     }
 

@@ -187,7 +187,7 @@ impl Fleet {
             };
             let certificate = certificate_of(s);
             let client_id = endpoint::client_id(&self.replica, id);
-            let link = match endpoint::options(s, certificate, &self.keys, client_id, &self.settings) {
+            let link = match endpoint::options(s, certificate, &self.keys, client_id) {
                 Ok(options) => {
                     let name = format!("{} ({}:{})", format_id(&id), s.connection.host, s.connection.port);
                     Some(Link::spawn(shared.clone(), options, &self.settings, &self.shutdown, name))

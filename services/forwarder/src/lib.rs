@@ -19,6 +19,7 @@ mod forward;
 mod http_actions;
 mod http_actions_consumer;
 mod link;
+mod mqtt;
 pub mod outbox;
 pub mod router;
 mod status;

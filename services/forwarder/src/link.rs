@@ -1,17 +1,15 @@
 //! One connection's MQTT client: its outbox shared with the bus consumer, and the task that
-//! polls the client's event loop, reconnects with backoff and tells the outbox what the
-//! broker acknowledged.
+//! runs the connection's sessions: it connects, reconnects with backoff, writes what the outbox
+//! hands out and tells it what the broker acknowledged.
 //!
 //! The bus consumer never waits here: [`LinkState::push`] takes a short lock, queues the message
-//! and, while connected and the in-flight window has room, hands it to the client with a
-//! non-blocking `try_publish` (the client's request channel is larger than the window, so it
-//! cannot be full). A dead, slow or refusing broker only fills this connection's outbox.
+//! and wakes the connection's task. The task takes every message the in-flight window lets out
+//! at once and writes them together ([`crate::mqtt`]). A dead, slow or refusing broker only
+//! fills this connection's outbox.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +17,7 @@ use zonecast_bus::journal::Ack;
 use zonecast_runtime::ratelog::RateLimited;
 
 use crate::Settings;
+use crate::mqtt::{self, Connection};
 use crate::outbox::{Message, Outbox};
 use crate::router::Route;
 use crate::task::Stoppable;
@@ -53,11 +52,9 @@ pub struct Snapshot {
     pub positions_queued: u64,
 }
 
-/// What one lock guards: the outbox, the client of the running generation, and the last error.
+/// What one lock guards: the outbox, the client generation and the last error.
 struct Session {
     outbox: Outbox,
-    /// The client of the running generation, while it is connected.
-    client: Option<AsyncClient>,
     /// Bumped whenever the client is replaced, so a stopping task cannot touch its successor's
     /// state.
     generation: u64,
@@ -79,6 +76,8 @@ pub struct LinkState {
     /// Poked when a message is queued while disconnected: a client waiting out a long
     /// reconnect delay tries again sooner.
     waiting: Notify,
+    /// Poked when a message is queued: a connected client sends it.
+    ready: Notify,
     /// Acknowledgements of events the broker has every copy of, held until a status row
     /// counting them is written ([`LinkState::take_settling`]).
     settling: Arc<Mutex<Vec<Ack>>>,
@@ -92,14 +91,14 @@ impl LinkState {
     pub fn new(settings: &Settings, status: Arc<Wake>) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Session {
-                outbox: Outbox::new(settings.queue, usize::from(settings.window)),
-                client: None,
+                outbox: Outbox::new(settings.queue, usize::from(settings.window).min(MAX_IN_FLIGHT)),
                 generation: 0,
                 last_error: None,
             }),
             routes: Mutex::new(Arc::from(Vec::new())),
             status,
             waiting: Notify::new(),
+            ready: Notify::new(),
             settling: Arc::new(Mutex::new(Vec::new())),
             settle_at: (settings.queue / 4).max(1),
         })
@@ -111,12 +110,16 @@ impl LinkState {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `message` and, if the client can take it now, hands it over. Never waits.
+    /// Queues `message` and wakes the client. Never waits.
     pub fn push(&self, message: Message) {
-        let mut inner = self.lock();
-        inner.outbox.push(message);
-        inner.pump();
-        if !inner.outbox.is_connected() {
+        let connected = {
+            let mut inner = self.lock();
+            inner.outbox.push(message);
+            inner.outbox.is_connected()
+        };
+        if connected {
+            self.ready.notify_one();
+        } else {
             self.waiting.notify_one();
         }
     }
@@ -209,7 +212,6 @@ impl LinkState {
         let mut inner = self.lock();
         inner.generation += 1;
         inner.outbox.on_disconnected();
-        inner.client = None;
         inner.generation
     }
 
@@ -227,18 +229,13 @@ impl LinkState {
         }
     }
 
-    fn connected(&self, generation: u64, client: &AsyncClient) {
-        self.current(generation, |inner| {
-            inner.client = Some(client.clone());
-            inner.outbox.on_connected();
-            inner.pump();
-        });
+    fn connected(&self, generation: u64) {
+        self.current(generation, |inner| inner.outbox.on_connected());
         self.status.status.notify_one();
     }
 
     fn disconnected(&self, generation: u64, error: Option<String>) {
         self.current(generation, |inner| {
-            inner.client = None;
             inner.outbox.on_disconnected();
             if error.is_some() {
                 inner.last_error = error;
@@ -247,14 +244,23 @@ impl LinkState {
         self.status.status.notify_one();
     }
 
-    fn written(&self, generation: u64, pkid: u16) {
-        self.current(generation, |inner| inner.outbox.on_written(pkid));
+    /// Encodes the messages the outbox hands out, while the writer has room.
+    fn take(&self, generation: u64, writer: &mut mqtt::Writer) {
+        self.current(generation, |inner| {
+            while writer.has_room()
+                && let Some(message) = inner.outbox.next_to_send()
+            {
+                let pkid = writer.publish(&message.topic, &message.payload);
+                inner.outbox.on_written(pkid);
+            }
+        });
     }
 
-    fn acked(&self, generation: u64, pkid: u16) {
+    fn acked(&self, generation: u64, pkids: &[u16]) {
         self.current(generation, |inner| {
-            inner.outbox.on_acked(pkid);
-            inner.pump();
+            for pkid in pkids {
+                inner.outbox.on_acked(*pkid);
+            }
         });
     }
 
@@ -264,22 +270,9 @@ impl LinkState {
     }
 }
 
-impl Session {
-    /// Hands messages to the client while the outbox allows.
-    fn pump(&mut self) {
-        let Some(client) = &self.client else { return };
-        while let Some(message) = self.outbox.next_to_send() {
-            // `publish_bytes` shares the payload instead of copying it; the request channel is
-            // larger than the window, so the send completes on its first poll. If it does not
-            // (the event loop is gone), the message waits for the next pump.
-            let sent = client.publish_bytes(&*message.topic, QoS::AtLeastOnce, false, message.payload).now_or_never();
-            if !matches!(sent, Some(Ok(()))) {
-                self.outbox.give_back();
-                break;
-            }
-        }
-    }
-}
+/// Most messages in flight on a connection: one fewer than there are MQTT packet ids, so an
+/// id handed out in turn is never one still in flight ([`mqtt::Writer::publish`]).
+const MAX_IN_FLIGHT: usize = u16::MAX as usize - 1;
 
 /// The running client of one connection: stop it to replace or remove it.
 pub struct Link;
@@ -289,7 +282,7 @@ impl Link {
     /// once; `shutdown` (the service's) first gives it `settings.drain` to deliver what it holds.
     pub fn spawn(
         shared: Arc<LinkState>,
-        options: MqttOptions,
+        options: mqtt::Options,
         settings: &Settings,
         shutdown: &CancellationToken,
         log_name: String,
@@ -312,66 +305,112 @@ struct Stops {
 async fn run(
     shared: Arc<LinkState>,
     generation: u64,
-    options: MqttOptions,
+    options: mqtt::Options,
     settings: Settings,
     stops: Stops,
     name: String,
 ) {
-    let (mut client, mut eventloop) = open(&options, &settings);
     let mut backoff = Backoff::new(settings.backoff_min, settings.backoff_max);
-    let mut connected_at: Option<Instant> = None;
     let mut fail_log = RateLimited::new(Duration::from_secs(30));
     loop {
-        let polled = tokio::select! {
+        let attempt = tokio::select! {
             biased;
             () = stops.stop.cancelled() => break,
-            polled = eventloop.poll() => polled,
+            attempt = mqtt::connect(&options) => attempt,
         };
-        match polled {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => {
+        let error = match attempt {
+            Ok(mut connection) => {
                 tracing::info!(connection = %name, "MQTT broker connected");
-                connected_at = Some(Instant::now());
-                shared.connected(generation, &client);
+                let connected_at = Instant::now();
+                shared.connected(generation);
+                match session(&shared, generation, &mut connection, options.keep_alive, &settings, &stops).await {
+                    Ok(()) => {
+                        // Sends DISCONNECT so the broker drops the session at once; bounded,
+                        // as the broker may be the reason we are stopping.
+                        let _ = tokio::time::timeout(Duration::from_millis(500), connection.writer.disconnect()).await;
+                        break;
+                    }
+                    Err(error) => {
+                        if connected_at.elapsed() >= STABLE {
+                            backoff.reset();
+                        }
+                        error
+                    }
+                }
             }
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.written(generation, pkid),
-            Ok(Event::Incoming(Packet::PubAck(ack))) => shared.acked(generation, ack.pkid),
-            Ok(_) => {}
-            Err(error) => {
-                if connected_at.take().is_some_and(|at| at.elapsed() >= STABLE) {
-                    backoff.reset();
+            Err(error) => error,
+        };
+        let text = error.to_string();
+        if let Some(held_back) = fail_log.allow() {
+            tracing::warn!(connection = %name, error = %text, held_back, "MQTT connection failed; will retry");
+        }
+        // The outbox puts every unacknowledged message back in its queue; the next session
+        // sends them again.
+        shared.disconnected(generation, Some(text));
+        if !pause(&shared, backoff.next_delay(), settings.backoff_waiting, &stops.stop).await {
+            break;
+        }
+    }
+    shared.disconnected(generation, None);
+    tracing::debug!(connection = %name, "MQTT client stopped");
+}
+
+/// One connected session: writes what the outbox hands out, tells it what the broker
+/// acknowledged, and pings the broker every `keep_alive`. Ends with the error that ended the
+/// connection, or with `Ok` once the client is stopped; when the whole service stops, only
+/// after the outbox is empty or `settings.drain` passed.
+async fn session(
+    shared: &LinkState,
+    generation: u64,
+    connection: &mut Connection,
+    keep_alive: Duration,
+    settings: &Settings,
+    stops: &Stops,
+) -> Result<(), mqtt::Error> {
+    let Connection { reader, writer } = connection;
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut awaiting_pong = false;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    loop {
+        shared.take(generation, writer);
+        if drain_until.is_some() && shared.is_empty(generation) {
+            return Ok(());
+        }
+        let pending = writer.is_pending();
+        tokio::select! {
+            biased;
+            () = stops.stop.cancelled(), if drain_until.is_none() => {
+                if !stops.shutdown.is_cancelled() {
+                    return Ok(());
                 }
-                let text = describe(&error);
-                if let Some(held_back) = fail_log.allow() {
-                    tracing::warn!(connection = %name, error = %text, held_back, "MQTT connection failed; will retry");
+                drain_until = Some(tokio::time::Instant::now() + settings.drain);
+            }
+            () = sleep_until(drain_until) => return Ok(()),
+            received = reader.read() => {
+                let received = received?;
+                awaiting_pong &= !received.pong;
+                shared.acked(generation, &received.acked);
+            }
+            written = writer.write(), if pending => written?,
+            () = shared.ready.notified() => {}
+            _ = ping.tick() => {
+                if awaiting_pong {
+                    return Err(mqtt::Error::Timeout);
                 }
-                shared.disconnected(generation, Some(text));
-                // A new client for the next attempt: it must not resend anything on its own
-                // (the outbox has put every unacknowledged message back in its queue), nor
-                // report events of the old session.
-                (client, eventloop) = open(&options, &settings);
-                if !pause(&shared, backoff.next_delay(), settings.backoff_waiting, &stops.stop).await {
-                    break;
-                }
+                writer.ping();
+                awaiting_pong = true;
             }
         }
     }
-    if stops.shutdown.is_cancelled() && connected_at.is_some() {
-        deliver_rest(&shared, generation, &mut eventloop, settings.drain).await;
+}
+
+/// Waits until `until`, or forever without one.
+async fn sleep_until(until: Option<tokio::time::Instant>) {
+    match until {
+        Some(until) => tokio::time::sleep_until(until).await,
+        None => std::future::pending().await,
     }
-    shared.disconnected(generation, None);
-    if connected_at.is_some() && client.try_disconnect().is_ok() {
-        // Sends DISCONNECT so the broker drops the session at once; bounded, as the broker may
-        // be the reason we are stopping.
-        let _ = tokio::time::timeout(Duration::from_millis(500), async {
-            while let Ok(event) = eventloop.poll().await {
-                if event == Event::Outgoing(Outgoing::Disconnect) {
-                    break;
-                }
-            }
-        })
-        .await;
-    }
-    tracing::debug!(connection = %name, "MQTT client stopped");
 }
 
 /// Waits before the next connection attempt: `delay`, but at most `waiting` while messages
@@ -390,43 +429,11 @@ async fn pause(shared: &LinkState, delay: Duration, waiting: Duration, stop: &Ca
     }
 }
 
-/// A client and its event loop for one connection attempt, with nothing in flight.
-fn open(options: &MqttOptions, settings: &Settings) -> (AsyncClient, EventLoop) {
-    let (client, mut eventloop) = AsyncClient::new(options.clone(), usize::from(settings.window) + 16);
-    // Events are small and latency matters: no Nagle delay (it adds ~40 ms with delayed ACKs).
-    let mut network = eventloop.network_options();
-    network.set_tcp_nodelay(true);
-    eventloop.set_network_options(network);
-    (client, eventloop)
-}
-
-/// On service shutdown: keep the connection going until the outbox is empty or `limit` passed.
-async fn deliver_rest(shared: &LinkState, generation: u64, eventloop: &mut EventLoop, limit: Duration) {
-    let _ = tokio::time::timeout(limit, async {
-        while !shared.is_empty(generation) {
-            match eventloop.poll().await {
-                Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.written(generation, pkid),
-                Ok(Event::Incoming(Packet::PubAck(ack))) => shared.acked(generation, ack.pkid),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    })
-    .await;
-}
-
-/// The error as shown in status and logs: what failed, never a secret (none of these carry one).
-fn describe(error: &ConnectionError) -> String {
-    match error {
-        ConnectionError::ConnectionRefused(code) => format!("broker refused the connection: {code:?}"),
-        ConnectionError::NetworkTimeout => "no answer from the broker in time".to_owned(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::FutureExt;
 
     use super::*;
 

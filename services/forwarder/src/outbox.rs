@@ -144,7 +144,7 @@ impl Outbox {
     }
 
     /// The next message to hand to the client: while connected and the window has room. It
-    /// counts as in flight from now on; call [`Outbox::give_back`] if the client refused it.
+    /// counts as in flight from now on; the client writes it and tells [`Outbox::on_written`].
     pub fn next_to_send(&mut self) -> Option<Message> {
         if !self.connected || self.in_flight.len() >= self.window {
             return None;
@@ -152,16 +152,6 @@ impl Outbox {
         let message = self.queue.pop_front()?;
         self.in_flight.push_back(InFlight { pkid: None, message: message.clone() });
         Some(message)
-    }
-
-    /// The client did not take the last message from [`Outbox::next_to_send`]: it waits again,
-    /// first in line.
-    pub fn give_back(&mut self) {
-        if self.in_flight.len() > self.written
-            && let Some(entry) = self.in_flight.pop_back()
-        {
-            self.queue.push_front(entry.message);
-        }
     }
 
     /// The client wrote the oldest unwritten in-flight message with packet id `pkid` (clients
@@ -354,16 +344,6 @@ mod tests {
         (1..=3).for_each(|p| assert!(o.on_acked(p)));
         assert_eq!(drain(&mut o, &mut pkid), vec![5, 6]);
         assert_eq!(o.forwarded(), 4);
-    }
-
-    #[test]
-    fn a_message_the_client_refused_is_first_in_line_again() {
-        let mut o = Outbox::new(10, 5);
-        (1..=2).for_each(|n| o.push(msg(n)));
-        o.on_connected();
-        assert_eq!(num(&o.next_to_send().unwrap()), 1);
-        o.give_back();
-        assert_eq!(drain(&mut o, &mut 0), vec![1, 2]);
     }
 
     #[test]
