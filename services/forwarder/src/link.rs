@@ -387,13 +387,7 @@ async fn session(
                 drain_until = Some(tokio::time::Instant::now() + settings.drain);
             }
             () = sleep_until(drain_until) => return Ok(()),
-            received = reader.read() => {
-                let received = received?;
-                awaiting_pong &= !received.pong;
-                shared.acked(generation, &received.acked);
-            }
-            written = writer.write(), if pending => written?,
-            () = shared.ready.notified() => {}
+            // Ready once a keep-alive, so first: a busy connection still pings.
             _ = ping.tick() => {
                 if awaiting_pong {
                     return Err(mqtt::Error::Timeout);
@@ -401,6 +395,13 @@ async fn session(
                 writer.ping();
                 awaiting_pong = true;
             }
+            written = writer.write(), if pending => written?,
+            received = reader.read() => {
+                let received = received?;
+                awaiting_pong &= !received.pong;
+                shared.acked(generation, &received.acked);
+            }
+            () = shared.ready.notified() => {}
         }
     }
 }
