@@ -5,8 +5,10 @@
 //! on its own, one system call per event, and at full speed that was a twentieth of the
 //! server's CPU.
 //!
-//! What to send, and what to send again after a reconnect, is the outbox's business
-//! ([`crate::outbox`]); [`crate::link`] runs a connection's sessions.
+//! CONNECT goes out, and what the broker sends is read, through rumqttc's MQTT 3.1.1 codec;
+//! PUBLISH is encoded here, straight into the output. What to send, and what to send again after
+//! a reconnect, is the outbox's business ([`crate::outbox`]); [`crate::link`] runs a
+//! connection's sessions.
 
 use std::io;
 use std::sync::Arc;
