@@ -494,4 +494,56 @@ mod tests {
         stop.cancel();
         assert!(!pause(&idle, LONG, WAITING, &stop).await, "a stopped client does not wait");
     }
+
+    /// A broker that accepts the connection, then goes silent: the client pings it within
+    /// the keep-alive, leaves it when the ping stays unanswered, says why, and tries again.
+    #[tokio::test]
+    async fn a_broker_that_leaves_a_ping_unanswered_is_left_and_tried_again() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Each connection reports everything it read after the CONNACK once the client closes it.
+        let (connections, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+        let (reads, mut read) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                connections.send(()).unwrap();
+                let reads = reads.clone();
+                tokio::spawn(async move {
+                    let mut connect = [0u8; 256];
+                    assert!(socket.read(&mut connect).await.unwrap() > 0, "a CONNECT");
+                    socket.write_all(&[0x20, 0x02, 0x00, 0x00]).await.unwrap();
+                    let mut after = Vec::new();
+                    let _ = socket.read_to_end(&mut after).await;
+                    let _ = reads.send(after);
+                });
+            }
+        });
+        let settings = Settings {
+            backoff_min: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(10),
+            ..Settings::default()
+        };
+        let shared = LinkState::new(&settings, Arc::default());
+        let options = mqtt::Options {
+            client_id: "silent".into(),
+            host: "127.0.0.1".into(),
+            port,
+            keep_alive: Duration::from_secs(1),
+            login: None,
+            tls: None,
+        };
+        let shutdown = CancellationToken::new();
+        let _link = Link::spawn(shared.clone(), options, &settings, &shutdown, "silent".into());
+        async fn within<T>(what: impl Future<Output = T>) -> T {
+            tokio::time::timeout(Duration::from_secs(10), what).await.expect("within 10 s of a keep-alive of 1 s")
+        }
+        within(accepted.recv()).await.unwrap();
+        let first = within(read.recv()).await.unwrap();
+        assert_eq!(first, [0xC0, 0x00], "one ping, unanswered, then the client closed the connection");
+        within(accepted.recv()).await.unwrap();
+        assert_eq!(shared.snapshot().last_error.as_deref(), Some("no answer from the broker in time"));
+        shutdown.cancel();
+    }
 }
