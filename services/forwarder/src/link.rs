@@ -248,11 +248,8 @@ impl LinkState {
     fn take(&self, generation: u64, writer: &mut mqtt::Writer) {
         self.current(generation, |inner| {
             while writer.has_room()
-                && let Some(message) = inner.outbox.next_to_send()
-            {
-                let pkid = writer.publish(&message.topic, &message.payload);
-                inner.outbox.on_written(pkid);
-            }
+                && inner.outbox.send_next(|message| writer.publish(&message.topic, &message.payload))
+            {}
         });
     }
 

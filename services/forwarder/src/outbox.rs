@@ -81,10 +81,10 @@ impl Holding for Receipt {
     }
 }
 
-/// A message handed to the client; `pkid` once the client has written it.
+/// A message the client has written, with its packet id.
 #[derive(Debug)]
 struct InFlight {
-    pkid: Option<u16>,
+    pkid: u16,
     message: Message,
 }
 
@@ -95,9 +95,8 @@ pub struct Outbox {
     window: usize,
     connected: bool,
     queue: VecDeque<Message>,
-    /// Oldest first; the first `written` entries have packet ids.
+    /// Oldest first.
     in_flight: VecDeque<InFlight>,
-    written: usize,
     /// Held messages with a receipt (the rest are positions).
     journalled: usize,
     forwarded: u64,
@@ -117,7 +116,6 @@ impl Outbox {
             connected: false,
             queue: VecDeque::new(),
             in_flight: VecDeque::new(),
-            written: 0,
             journalled: 0,
             forwarded: 0,
             dropped: 0,
@@ -143,30 +141,23 @@ impl Outbox {
         self.queue.push_back(message);
     }
 
-    /// The next message to hand to the client: while connected and the window has room. It
-    /// counts as in flight from now on; the client writes it and tells [`Outbox::on_written`].
-    pub fn next_to_send(&mut self) -> Option<Message> {
+    /// Hands the next message to `write`, which writes it and answers its packet id, while
+    /// connected and the window has room; the message is in flight from then on. False when
+    /// there was nothing to hand out.
+    pub fn send_next(&mut self, write: impl FnOnce(&Message) -> u16) -> bool {
         if !self.connected || self.in_flight.len() >= self.window {
-            return None;
+            return false;
         }
-        let message = self.queue.pop_front()?;
-        self.in_flight.push_back(InFlight { pkid: None, message: message.clone() });
-        Some(message)
-    }
-
-    /// The client wrote the oldest unwritten in-flight message with packet id `pkid` (clients
-    /// write in the order they were handed messages).
-    pub fn on_written(&mut self, pkid: u16) {
-        if let Some(entry) = self.in_flight.get_mut(self.written) {
-            entry.pkid = Some(pkid);
-            self.written += 1;
-        }
+        let Some(message) = self.queue.pop_front() else { return false };
+        let pkid = write(&message);
+        self.in_flight.push_back(InFlight { pkid, message });
+        true
     }
 
     /// The broker acknowledged `pkid`: that message is delivered. Returns false for an
     /// unknown packet id.
     pub fn on_acked(&mut self, pkid: u16) -> bool {
-        let Some(index) = self.in_flight.iter().take(self.written).position(|e| e.pkid == Some(pkid)) else {
+        let Some(index) = self.in_flight.iter().position(|e| e.pkid == pkid) else {
             return false;
         };
         if let Some(entry) = self.in_flight.remove(index)
@@ -175,7 +166,6 @@ impl Outbox {
             self.journalled -= 1;
             receipt.delivered();
         }
-        self.written -= 1;
         self.forwarded += 1;
         self.progress = Some(std::time::Instant::now());
         true
@@ -194,7 +184,6 @@ impl Outbox {
         while let Some(entry) = self.in_flight.pop_back() {
             self.queue.push_front(entry.message);
         }
-        self.written = 0;
     }
 
     /// Whether messages may be handed out.
@@ -259,11 +248,11 @@ mod tests {
 
     fn drain(outbox: &mut Outbox, pkid: &mut u16) -> Vec<u32> {
         let mut sent = Vec::new();
-        while let Some(m) = outbox.next_to_send() {
+        while outbox.send_next(|m| {
             *pkid += 1;
-            outbox.on_written(*pkid);
-            sent.push(num(&m));
-        }
+            sent.push(num(m));
+            *pkid
+        }) {}
         sent
     }
 
@@ -271,7 +260,7 @@ mod tests {
     fn nothing_is_handed_out_until_connected_and_then_only_a_window_at_a_time() {
         let mut o = Outbox::new(10, 2);
         (1..=4).for_each(|n| o.push(msg(n)));
-        assert_eq!(o.next_to_send(), None);
+        assert!(!o.send_next(|_| unreachable!("nothing is handed out")));
         o.on_connected();
         let mut pkid = 0;
         assert_eq!(drain(&mut o, &mut pkid), vec![1, 2]);
@@ -337,7 +326,7 @@ mod tests {
         assert!(o.on_acked(1));
         o.on_disconnected();
         o.push(msg(6));
-        assert_eq!(o.next_to_send(), None);
+        assert!(!o.send_next(|_| unreachable!("nothing is handed out")));
         o.on_connected();
         let mut pkid = 0;
         assert_eq!(drain(&mut o, &mut pkid), vec![2, 3, 4]);
@@ -396,11 +385,11 @@ mod tests {
                     Step::Push => { pushed += 1; o.push(msg(pushed)); }
                     Step::Connect => o.on_connected(),
                     Step::Disconnect => { o.on_disconnected(); written.clear(); }
-                    Step::Send => if let Some(m) = o.next_to_send() {
+                    Step::Send => _ = o.send_next(|m| {
                         pkid = pkid.wrapping_add(1);
-                        o.on_written(pkid);
-                        written.push_back((pkid, num(&m)));
-                    },
+                        written.push_back((pkid, num(m)));
+                        pkid
+                    }),
                     Step::AckOldest => if let Some((p, n)) = written.pop_front() {
                         prop_assert!(o.on_acked(p));
                         acked.push(n);
