@@ -29,12 +29,12 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// answers only; anything larger is not an MQTT broker talking.
 const MAX_INCOMING: usize = 64 * 1024;
 
-/// How much encoded output is gathered before it is written: enough for a few hundred events
-/// per system call, little enough that a slow broker holds no more than this in memory.
+/// How much encoded output is gathered before it is written (an event that crosses it still
+/// goes in): enough for a few hundred events per system call, little enough that a slow broker
+/// holds no more than this and one event in memory.
 pub const OUTPUT_HIGH: usize = 256 * 1024;
 
 /// What a connection needs.
-#[derive(Clone)]
 pub struct Options {
     /// The MQTT client id.
     pub client_id: String,
