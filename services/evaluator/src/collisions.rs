@@ -62,6 +62,13 @@ pub struct Turn {
 /// Most collision changes written in one transaction.
 const BATCH: usize = 5_000;
 
+/// The least time from the start of one write to the start of the next. A change made after a
+/// quiet spell is written at once; under a steady flow of changes, those of this long go in one
+/// transaction, where writing each turn's (a few dozen) on its own rewrote the same index pages
+/// and committed hundreds of times a second. The batches a write acknowledges wait for it this
+/// much longer by design, which is why the evaluator's lag leaves it out.
+pub const SPACING: Duration = Duration::from_millis(100);
+
 /// The writer's inputs and outputs.
 pub struct Writer {
     /// Turns to write, in order.
@@ -146,11 +153,27 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
     let task = tokio::spawn(async move {
         let mut pending = Pending::default();
         let failures = metrics::counter!("zonecast_evaluator_collision_write_failures_total");
+        let mut next_write = tokio::time::Instant::now();
+        let mut open = true;
         loop {
             if pending.is_empty() {
                 match rx.recv().await {
                     Some(turn) => pending.absorb(turn),
                     None => break,
+                }
+            }
+            // Turns coming until the next write is due join it; once every sender is gone what
+            // is pending is written at once.
+            let due = tokio::time::sleep_until(next_write);
+            tokio::pin!(due);
+            while open && pending.changes.len() + pending.presence.len() < BATCH {
+                tokio::select! {
+                    biased;
+                    turn = rx.recv() => match turn {
+                        Some(turn) => pending.absorb(turn),
+                        None => open = false,
+                    },
+                    () = &mut due => break,
                 }
             }
             while pending.changes.len() + pending.presence.len() < BATCH {
@@ -159,6 +182,7 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
                     Err(_) => break,
                 }
             }
+            next_write = tokio::time::Instant::now() + SPACING;
             let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
             loop {
                 let entered: Vec<Collision> = pending.changes.values().flatten().cloned().collect();
@@ -206,4 +230,59 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
         }
     });
     Writer { turns: tx, written, fenced, task }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::time::Instant;
+    use zonecast_bus::{Bus, InProcessBus, JournalSettings, Subjects};
+    use zonecast_store::{CollisionReader, SqliteStore};
+
+    use super::*;
+
+    /// A turn that saw device `n`.
+    fn seen(n: u8) -> Turn {
+        let mac: Mac = format!("00:00:00:00:00:{n:02X}").parse().unwrap();
+        let presence = Presence { mac, last_seen: Utc::now(), offline: false };
+        Turn {
+            changes: vec![Change::Presence(presence)],
+            batches: vec![],
+            at: Utc::now(),
+            epochs: vec![],
+            recounts: vec![],
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_after_a_quiet_spell_is_written_at_once_and_a_steady_flow_once_per_spacing() {
+        let dir = std::env::temp_dir().join(format!("zonecast-collisions-{}", Uuid::new_v4()));
+        let store = Arc::new(SqliteStore::open(&dir.join("store.sqlite")).unwrap());
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+        let occupancy = Occupancy::new(bus.journal("t", JournalSettings::default()), Subjects::new("t"), 501);
+        let Writer { turns, mut written, task, .. } = spawn(store.clone(), 1, None, occupancy);
+        let start = Instant::now();
+
+        turns.send(seen(1)).unwrap();
+        written.wait_for(|n| *n == 1).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::ZERO, "nothing was written before: no wait");
+
+        turns.send(seen(2)).unwrap();
+        turns.send(seen(3)).unwrap();
+        written.changed().await.unwrap();
+        assert_eq!(*written.borrow(), 3, "the turns that came within the spacing are written together");
+        assert_eq!(start.elapsed(), SPACING, "the second write starts a spacing after the first");
+
+        // Once the evaluator is gone, what is pending is written without waiting.
+        turns.send(seen(4)).unwrap();
+        drop(turns);
+        task.await.unwrap();
+        assert_eq!(start.elapsed(), SPACING);
+        let mut macs: Vec<String> =
+            store.all_presence().await.unwrap().into_iter().map(|p| p.mac.to_string()).collect();
+        macs.sort();
+        assert_eq!(macs, ["00:00:00:00:00:01", "00:00:00:00:00:02", "00:00:00:00:00:03", "00:00:00:00:00:04"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
