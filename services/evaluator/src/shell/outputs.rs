@@ -2,6 +2,7 @@
 //! anything acts on them, http-request actions after their events, collision changes to their
 //! writer, lag recorded, and the lines an operator reads.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 use zonecast_bus::journal::Record;
 use zonecast_bus::{Bus, Journal, Subjects};
-use zonecast_model::{ActionRequest, Content, PositionFix};
+use zonecast_model::{ActionRequest, Content, EventType, PositionFix};
 use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::ratelog::RateLimited;
 
@@ -38,6 +39,8 @@ pub(super) struct Shell {
     pub(super) last_turn: tokio::time::Instant,
     pub(super) publish_log: RateLimited,
     pub(super) positions_total: metrics::Counter,
+    /// `zonecast_evaluator_events_total` of each type, looked up once.
+    pub(super) events_total: HashMap<EventType, metrics::Counter>,
     /// Positions older than the last one applied for their device, not applied.
     pub(super) out_of_order_total: metrics::Counter,
     pub(super) out_of_order_log: RateLimited,
@@ -110,10 +113,10 @@ impl Shell {
     /// Stores the events among `out` in the journal first, with the requests of http-request
     /// actions after them (sent from the journal by the actions' consumer), then acts on the
     /// rest (collision records, source hints): nothing acts on an event before it is stored.
+    /// `out` is empty afterwards.
     pub(super) async fn emit(&mut self, out: &mut Vec<Output>) {
-        let (stored, acts): (Vec<Output>, Vec<Output>) =
-            out.drain(..).partition(|o| matches!(o, Output::Publish(_) | Output::Http { .. }));
-        for output in stored {
+        // Taken out where they lie: the rest stays in `out`, in order, with nothing copied.
+        for output in out.extract_if(.., |o| matches!(o, Output::Publish(_) | Output::Http { .. })) {
             match output {
                 Output::Publish(event) => self.record(&event),
                 Output::Http { zone, action, uri, method, headers, event, secret } => {
@@ -123,9 +126,10 @@ impl Shell {
             }
         }
         if !self.store_events().await {
+            out.clear();
             return;
         }
-        for output in acts {
+        for output in out.drain(..) {
             match output {
                 // Stored above.
                 Output::Publish(_) | Output::Http { .. } => {}
@@ -179,16 +183,20 @@ impl Shell {
     /// Counts and logs an event and adds it to the records to store.
     pub(super) fn record(&mut self, event: &zonecast_model::Event) {
         let kind = event.kind();
-        metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()).increment(1);
+        self.events_total
+            .entry(kind)
+            .or_insert_with(|| metrics::counter!("zonecast_evaluator_events_total", "type" => kind.as_str()))
+            .increment(1);
         log_event(event);
         let Some(subject) = self.subjects.of_event(event) else {
             tracing::error!(r#type = kind.as_str(), "event without a subject not published");
             return;
         };
-        match serde_json::to_vec(event) {
-            // Shrunk to its length: the journal holds it until every consumer has it, and the
-            // buffer's doubling would leave a third of it unused.
-            Ok(payload) => self.records.push(Record {
+        // Room for a zone event at once, rather than grown from a few bytes by doubling.
+        let mut payload = Vec::with_capacity(ENCODED);
+        match serde_json::to_writer(&mut payload, event) {
+            // Shrunk to its length: the journal holds it until every consumer has it.
+            Ok(()) => self.records.push(Record {
                 subject,
                 payload: payload.into_boxed_slice().into(),
                 id: event.event_id.to_string(),
@@ -246,6 +254,9 @@ impl Shell {
         }
     }
 }
+
+/// The room an event's JSON is written into: a zone entry or exit takes 400–500 bytes.
+const ENCODED: usize = 512;
 
 /// How often an idle evaluator renews its time mark in the store.
 const MARK_EVERY: Duration = Duration::from_secs(10);
