@@ -7,11 +7,13 @@
 //! meanwhile, so the pending set stays as large as the collisions it touches), and what is
 //! pending is written on shutdown.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+// foldhash: every change of a turn is keyed by its zone and device.
+use foldhash::HashMap;
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac, Presence};

@@ -1,7 +1,8 @@
 //! Where devices are: a hash grid over XY of the last position of each device, so that a mobile
 //! zone that moves finds the devices it may now hold without scanning all of them.
 
-use std::collections::{HashMap, HashSet};
+// foldhash: a device's cell is looked up whenever it moves into another one.
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use zonecast_geometry::{Aabb, Vec3};
 use zonecast_model::Mac;

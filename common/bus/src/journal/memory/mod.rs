@@ -2,7 +2,10 @@
 //! still needs them, within the journal's age and size bounds, and in a file too when it is
 //! persistent.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+// foldhash: every append looks each record's id up, every acknowledgement its consumer's name.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

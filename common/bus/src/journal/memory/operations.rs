@@ -1,10 +1,12 @@
 //! The [`Journal`] operations of a [`MemoryJournal`]: appending, consuming, reading and paging
 //! through the history.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
+
+use foldhash::{HashSet, HashSetExt};
 
 use super::{Log, MemoryJournal, Next, READ_AT_ONCE, Stored};
 use crate::BusError;
