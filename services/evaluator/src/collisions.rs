@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 // foldhash: every change of a turn is keyed by its zone and device.
 use foldhash::HashMap;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use uuid::Uuid;
 use zonecast_model::{Collision, Mac, Presence};
 use zonecast_runtime::backoff::Backoff;
@@ -68,7 +68,8 @@ const BATCH: usize = 5_000;
 /// quiet spell is written at once; under a steady flow of changes, those of this long go in one
 /// transaction, where writing each turn's (a few dozen) on its own rewrote the same index pages
 /// and committed hundreds of times a second. The batches a write acknowledges wait for it this
-/// much longer by design, which is why the evaluator's lag leaves it out.
+/// much longer by design, which is why the evaluator's lag leaves it out; what is pending when
+/// partitions are given back is written at once ([`Writer::flush`]).
 pub const SPACING: Duration = Duration::from_millis(100);
 
 /// The writer's inputs and outputs.
@@ -79,6 +80,9 @@ pub struct Writer {
     pub written: watch::Receiver<u64>,
     /// Partitions the store said another evaluator owns now: their changes were dropped.
     pub fenced: mpsc::UnboundedReceiver<Vec<u32>>,
+    /// Has the turns sent so far written without waiting for the spacing: another evaluator
+    /// waits for them.
+    pub flush: Arc<Notify>,
     /// Ends when every sender is dropped and the last turn is written.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -152,6 +156,8 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
     let (tx, mut rx) = mpsc::unbounded_channel::<Turn>();
     let (written_tx, written) = watch::channel(0u64);
     let (fenced_tx, fenced) = mpsc::unbounded_channel();
+    let flush = Arc::new(Notify::new());
+    let flushed = flush.clone();
     let task = tokio::spawn(async move {
         let mut pending = Pending::default();
         let failures = metrics::counter!("zonecast_evaluator_collision_write_failures_total");
@@ -164,8 +170,8 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
                     None => break,
                 }
             }
-            // Turns coming until the next write is due join it; once every sender is gone what
-            // is pending is written at once.
+            // Turns coming until the next write is due join it; once every sender is gone, or a
+            // flush is asked for, what is pending is written at once.
             let due = tokio::time::sleep_until(next_write);
             tokio::pin!(due);
             while open && pending.changes.len() + pending.presence.len() < BATCH {
@@ -175,6 +181,7 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
                         Some(turn) => pending.absorb(turn),
                         None => open = false,
                     },
+                    () = flushed.notified() => break,
                     () = &mut due => break,
                 }
             }
@@ -231,7 +238,7 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
             }
         }
     });
-    Writer { turns: tx, written, fenced, task }
+    Writer { turns: tx, written, fenced, flush, task }
 }
 
 #[cfg(test)]
@@ -263,7 +270,7 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.join("store.sqlite")).unwrap());
         let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
         let occupancy = Occupancy::new(bus.journal("t", JournalSettings::default()), Subjects::new("t"), 501);
-        let Writer { turns, mut written, task, .. } = spawn(store.clone(), 1, None, occupancy);
+        let Writer { turns, mut written, task, flush, .. } = spawn(store.clone(), 1, None, occupancy);
         let start = Instant::now();
 
         turns.send(seen(1)).unwrap();
@@ -276,15 +283,22 @@ mod tests {
         assert_eq!(*written.borrow(), 3, "the turns that came within the spacing are written together");
         assert_eq!(start.elapsed(), SPACING, "the second write starts a spacing after the first");
 
-        // Once the evaluator is gone, what is pending is written without waiting.
+        // Partitions given back: what is pending is written without waiting.
         turns.send(seen(4)).unwrap();
+        flush.notify_one();
+        written.wait_for(|n| *n == 4).await.unwrap();
+        assert_eq!(start.elapsed(), SPACING, "a flush does not wait for the spacing");
+
+        // Once the evaluator is gone, what is pending is written without waiting.
+        turns.send(seen(5)).unwrap();
         drop(turns);
         task.await.unwrap();
         assert_eq!(start.elapsed(), SPACING);
         let mut macs: Vec<String> =
             store.all_presence().await.unwrap().into_iter().map(|p| p.mac.to_string()).collect();
         macs.sort();
-        assert_eq!(macs, ["00:00:00:00:00:01", "00:00:00:00:00:02", "00:00:00:00:00:03", "00:00:00:00:00:04"]);
+        let every: Vec<String> = (1..=5).map(|n| format!("00:00:00:00:00:{n:02X}")).collect();
+        assert_eq!(macs, every);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use tokio::sync::Notify;
 use zonecast_store::{CollisionMarks, EvaluatorStore, StoreError};
 
 use super::{Engine, Output};
@@ -20,11 +21,13 @@ pub(super) struct Handover {
     epochs: BTreeMap<u32, u64>,
     /// Partitions being given back, once the turn counted is written.
     releasing: Vec<(Vec<u32>, u64)>,
+    /// Has the collision writer write at once.
+    flush: Arc<Notify>,
 }
 
 impl Handover {
-    pub(super) fn new(claims: Claims, store: Arc<dyn EvaluatorStore>) -> Self {
-        Self { claims, store, epochs: BTreeMap::new(), releasing: Vec::new() }
+    pub(super) fn new(claims: Claims, store: Arc<dyn EvaluatorStore>, flush: Arc<Notify>) -> Self {
+        Self { claims, store, epochs: BTreeMap::new(), releasing: Vec::new(), flush }
     }
 
     /// The partitions held with their epochs, for the collision writer.
@@ -47,9 +50,11 @@ impl Handover {
             Order::Take(taken) => self.take(taken, engine, feed, out).await,
             Order::GiveBack(partitions) => {
                 // Every change of theirs is in a turn sent by now; the evaluator's later
-                // turns have none. They are given back once those turns are written.
+                // turns have none. They are given back once those turns are written, which
+                // the writer does at once: the evaluator taking them waits.
                 self.drop(&partitions, engine, feed);
                 self.releasing.push((partitions, turns));
+                self.flush.notify_one();
                 true
             }
             Order::Lost(partitions) => {

@@ -137,7 +137,8 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut handover = match leases {
         Some(leases) => {
             let about = serde_json::json!({ "Partitions": count });
-            Some(Handover::new(Claims::join(leases, count, about).await.map_err(bus_err)?, deps.store.clone()))
+            let claims = Claims::join(leases, count, about).await.map_err(bus_err)?;
+            Some(Handover::new(claims, deps.store.clone(), collisions.flush.clone()))
         }
         None => None,
     };

@@ -3,15 +3,14 @@
 //! persistent.
 
 use std::collections::{BTreeSet, VecDeque};
-
-// foldhash: every append looks each record's id up, every acknowledgement its consumer's name.
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use bytes::Bytes;
+// foldhash: every append looks each record's id up, every acknowledgement its consumer's name.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use tokio::sync::Notify;
 
 use super::disk::Disk;
