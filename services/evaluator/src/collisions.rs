@@ -131,6 +131,11 @@ impl Pending {
         self.epochs.retain(|p, _| !lost.contains(p));
     }
 
+    /// As many changes as one transaction writes.
+    fn full(&self) -> bool {
+        self.changes.len() + self.presence.len() >= BATCH
+    }
+
     fn is_empty(&self) -> bool {
         self.changes.is_empty()
             && self.presence.is_empty()
@@ -170,11 +175,12 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
                     None => break,
                 }
             }
-            // Turns coming until the next write is due join it; once every sender is gone, or a
-            // flush is asked for, what is pending is written at once.
+            // Turns coming until the next write is due join it (those already sent first, the
+            // select being biased); once every sender is gone, or a flush is asked for, what is
+            // pending is written at once.
             let due = tokio::time::sleep_until(next_write);
             tokio::pin!(due);
-            while open && pending.changes.len() + pending.presence.len() < BATCH {
+            while open && !pending.full() {
                 tokio::select! {
                     biased;
                     turn = rx.recv() => match turn {
@@ -183,12 +189,6 @@ pub fn spawn(store: Arc<dyn EvaluatorStore>, count: u32, time_mark: Option<u32>,
                     },
                     () = flushed.notified() => break,
                     () = &mut due => break,
-                }
-            }
-            while pending.changes.len() + pending.presence.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(turn) => pending.absorb(turn),
-                    Err(_) => break,
                 }
             }
             next_write = tokio::time::Instant::now() + SPACING;
