@@ -16,7 +16,7 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::pattern::{Pattern, validate_queue_group, validate_subject};
+use crate::pattern::{Pattern, validate_queue_group, validate_subject, with_tokens};
 use crate::{Bus, BusError, Decoded, Message, Subscription};
 
 /// Messages a subscription buffers before publishers wait for it to read.
@@ -108,25 +108,6 @@ impl Group {
         self.next = self.next.wrapping_add(1);
         self.members.iter().filter(|m| m.wants(tokens)).nth(chosen).map(Member::target)
     }
-}
-
-/// Most tokens a subject is split into on the stack; longer subjects (far longer than any
-/// zonecast uses) are split into a `Vec`.
-const TOKENS: usize = 32;
-
-/// Calls `f` with the tokens of `subject` (split at its dots), without allocating for subjects
-/// of up to [`TOKENS`] tokens.
-fn with_tokens<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
-    let mut buffer = [""; TOKENS];
-    let mut n = 0;
-    for token in subject.split('.') {
-        if n == TOKENS {
-            return f(&subject.split('.').collect::<Vec<_>>());
-        }
-        buffer[n] = token;
-        n += 1;
-    }
-    f(&buffer[..n])
 }
 
 /// A subscriber a message is to be sent to.

@@ -65,6 +65,25 @@ fn invalid(subject: &str, rule: &str) -> BusError {
     BusError::InvalidSubject(format!("{subject:?}: {rule}"))
 }
 
+/// Most tokens a subject is split into on the stack; longer subjects (far longer than any
+/// zonecast uses) are split into a `Vec`.
+const TOKENS: usize = 32;
+
+/// Calls `f` with the tokens of `subject` (split at its dots), without allocating for subjects
+/// of up to [`TOKENS`] tokens.
+pub(crate) fn with_tokens<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
+    let mut buffer = [""; TOKENS];
+    let mut n = 0;
+    for token in subject.split('.') {
+        if n == TOKENS {
+            return f(&subject.split('.').collect::<Vec<_>>());
+        }
+        buffer[n] = token;
+        n += 1;
+    }
+    f(&buffer[..n])
+}
+
 /// One token of a compiled pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Token {

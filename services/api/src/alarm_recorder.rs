@@ -1,18 +1,20 @@
-//! The journal consumer `alarms`: it records an open alarm in the store for every alarm event
-//! of the events journal (`SITE_ALARM`, `DEVICE_ALARM`, `ZONE_DWELL_EXCEEDED`,
-//! `DEVICE_OFFLINE`; [`EventType::ALARMS`]) and acknowledges the event once its row is written,
+//! The journal consumers `alarms-<pattern>`: they record an open alarm in the store for every
+//! alarm event of the events journal (`SITE_ALARM`, `DEVICE_ALARM`, `ZONE_DWELL_EXCEEDED`,
+//! `DEVICE_OFFLINE`; [`EventType::ALARMS`]) and acknowledge the event once its row is written,
 //! so none is lost: while the store is away the row is tried again with backoff and the
 //! journal keeps the events not yet acknowledged, and what is in hand when the API stops is
-//! delivered again. Other events are acknowledged at once.
+//! delivered again. An event of another type delivered to them is acknowledged at once.
 //!
 //! Every API replica takes from the same durable consumers, so the journal hands each event to
 //! one of them at a time; a copy (a redelivery, or the event appended twice) changes nothing,
-//! the row being keyed by the event's `EventID`. Over NATS there is one consumer per subject
-//! pattern of the alarm events, `alarms-<pattern>` (`alarms-zone-dwell`, `alarms-alarm-site`,
-//! …), so that JetStream hands the API alarm events only rather than every enter and exit; in
-//! one process a single consumer, `alarms`, takes every event and passes over the others. The
-//! loop is the one every journal consumer runs ([`zonecast_runtime::consume`]).
+//! the row being keyed by the event's `EventID`. There is one consumer per subject pattern of
+//! the alarm events (`alarms-zone-dwell`, `alarms-alarm-site`, …), narrowed to it, so that the
+//! journal (JetStream, or the in-process one) hands the API alarm events only rather than every
+//! enter and exit. The consumer `alarms` of every event that earlier releases recorded from is
+//! read up to the moment the narrowed ones exist, then removed ([`retire`]). The loop is the
+//! one every journal consumer runs ([`zonecast_runtime::consume`]).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,8 +30,9 @@ use zonecast_runtime::consume::{self, Held, Take};
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::AlarmWriter;
 
-/// The durable consumer of the events journal that the alarms are recorded from, shared by
-/// every API replica; over NATS, the beginning of the name of each narrowed one.
+/// The beginning of the name of each durable consumer of the events journal that the alarms
+/// are recorded from, shared by every API replica; where the journal does not narrow, and in
+/// releases before the narrowed ones, the name of the one consumer of every event.
 pub const ALARMS_CONSUMER: &str = "alarms";
 
 /// Alarm events held at once by each consumer, being written; the rest wait in the journal.
@@ -54,27 +57,25 @@ fn consumers(journal: &dyn Journal, subjects: &Subjects) -> Vec<(String, Option<
         .collect()
 }
 
+/// Makes `consumers` (those that exist are left as they are).
+async fn create(journal: &dyn Journal, consumers: &[(String, Option<String>)]) -> Result<(), zonecast_bus::BusError> {
+    for (name, filter) in consumers {
+        match filter {
+            Some(filter) => journal.create_narrowed(Kind::Events, name, filter, ALARMS_IN_HAND).await?,
+            None => journal.create_consumer(Kind::Events, name, ALARMS_IN_HAND).await?,
+        }
+    }
+    Ok(())
+}
+
 /// How long the API's start waits for the consumer to be made.
 const PREPARE_FOR: Duration = Duration::from_secs(2);
 
 /// Makes the consumers, so that alarms raised from now on wait for them even before the loops
 /// have opened them; a journal away at start (or slower than [`PREPARE_FOR`]) is logged, and
-/// the loops make them once the journal answers. Where the journal narrows, the single
-/// consumer of every event that earlier releases read is removed.
+/// the loops make them once the journal answers.
 pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
-    let made = tokio::time::timeout(PREPARE_FOR, async {
-        for (name, filter) in consumers(journal, subjects) {
-            match filter {
-                Some(filter) => journal.create_narrowed(Kind::Events, &name, &filter, ALARMS_IN_HAND).await?,
-                None => journal.create_consumer(Kind::Events, &name, ALARMS_IN_HAND).await?,
-            }
-        }
-        if journal.narrows() {
-            journal.remove_consumer(Kind::Events, ALARMS_CONSUMER).await?;
-        }
-        Ok::<_, zonecast_bus::BusError>(())
-    })
-    .await;
+    let made = tokio::time::timeout(PREPARE_FOR, create(journal, &consumers(journal, subjects))).await;
     match made {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -95,8 +96,13 @@ pub fn spawn(
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
     let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
+    let recorder = || Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
+    let consumers = consumers(journal.as_ref(), subjects);
     let mut loops = JoinSet::new();
-    for (name, filter) in consumers(journal.as_ref(), subjects) {
+    if consumers.iter().any(|(_, filter)| filter.is_some()) {
+        loops.spawn(retire(journal.clone(), consumers.clone(), recorder(), shutdown.clone()));
+    }
+    for (name, filter) in consumers {
         loops.spawn(consume::look_for_losses(journal.clone(), Kind::Events, name.clone(), shutdown.clone(), |lost| {
             metrics::counter!("zonecast_api_alarm_events_lost_total").increment(lost);
             tracing::warn!(
@@ -104,9 +110,7 @@ pub fn spawn(
                 "alarm events lost: they left the event journal (older than ZONECAST_EVENT_RETENTION_SECS, or beyond its size) before any API recorded them"
             );
         }));
-        let (journal, shutdown) = (journal.clone(), shutdown.clone());
-        let mut recorder =
-            Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
+        let (journal, shutdown, mut recorder) = (journal.clone(), shutdown.clone(), recorder());
         loops.spawn(async move {
             let filter = filter.as_deref();
             consume::run(journal.as_ref(), Kind::Events, &name, filter, ALARMS_IN_HAND, &shutdown, &mut recorder).await;
@@ -114,6 +118,99 @@ pub fn spawn(
         });
     }
     tokio::spawn(async move { while loops.join_next().await.is_some() {} })
+}
+
+/// Removes the consumer [`ALARMS_CONSUMER`] of every event that earlier releases recorded from,
+/// once the alarms it holds are recorded. The `narrowed` consumers are made first, so that
+/// they hold every event appended from then on; the old consumer is then read up to that point
+/// (each alarm recorded, each other event acknowledged) and removed. Nothing it held is lost:
+/// an API that stops before the end leaves it to the next start, which reads it again (a
+/// copy changes nothing). The journal away is tried again with backoff.
+async fn retire(
+    journal: Arc<dyn Journal>,
+    narrowed: Vec<(String, Option<String>)>,
+    mut recorder: Recorder,
+    shutdown: Shutdown,
+) {
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+    let until = loop {
+        let until = async {
+            if journal.state(Kind::Events, ALARMS_CONSUMER).await?.is_none() {
+                return Ok(None);
+            }
+            create(journal.as_ref(), &narrowed).await?;
+            // The next record to be appended: the narrowed consumers hold it and what follows.
+            let until = journal.read(Kind::Events, None).await?.0;
+            // At least the records before it that the old consumer holds.
+            let left = journal.state(Kind::Events, ALARMS_CONSUMER).await?.map_or(0, |s| s.backlog);
+            Ok::<_, zonecast_bus::BusError>(Some((until, left)))
+        };
+        match until.await {
+            Ok(None) => return,
+            Ok(Some(until)) => break until,
+            Err(e) => {
+                tracing::warn!(error = %e, "consumer `alarms` of earlier releases not looked at yet; will retry");
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(backoff.next_delay()) => {}
+                }
+            }
+        }
+    };
+    let (until, left) = until;
+    if left > 0 {
+        let read = shutdown.child_token();
+        let mut retiring = Retiring { recorder: &mut recorder, until, left, taken: HashSet::new(), read: read.clone() };
+        consume::run(journal.as_ref(), Kind::Events, ALARMS_CONSUMER, None, ALARMS_IN_HAND, &read, &mut retiring).await;
+        while recorder.running.join_next().await.is_some() {}
+    }
+    while !shutdown.is_cancelled() {
+        match journal.remove_consumer(Kind::Events, ALARMS_CONSUMER).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "consumer `alarms` of earlier releases not removed yet; will retry");
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(backoff.next_delay()) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Records the alarms of the old consumer [`ALARMS_CONSUMER`] before record `until`, and ends
+/// the reading (`read`) once it has taken the `left` records the consumer held (counted when
+/// `until` was read, so perhaps a few after it as well), or at the first record from `until`
+/// on: the narrowed consumers hold those.
+struct Retiring<'a> {
+    recorder: &'a mut Recorder,
+    until: u64,
+    left: u64,
+    /// The records before `until` taken (a record handed out again counts once).
+    taken: HashSet<u64>,
+    read: Shutdown,
+}
+
+impl Take for Retiring<'_> {
+    type Held = Held;
+
+    fn take(&mut self, delivery: Delivery, permit: OwnedSemaphorePermit) -> Option<Arc<Held>> {
+        if delivery.sequence >= self.until {
+            self.read.cancel();
+            return None;
+        }
+        self.taken.insert(delivery.sequence);
+        if self.taken.len() as u64 >= self.left {
+            self.read.cancel();
+        }
+        self.recorder.take(delivery, permit)
+    }
+
+    fn again(&mut self, held: &Held, ack: Ack) {
+        self.recorder.again(held, ack);
+    }
 }
 
 /// Writes each alarm taken from the journal on a task of its own.
@@ -216,5 +313,65 @@ mod tests {
         let enter = br#"{"Category":"ZONE","Type":"ZONE_ENTER","Content":{}}"#;
         assert!(alarm_of(enter).unwrap().is_none(), "read no further than the type");
         assert!(alarm_of(b"not json").is_err());
+    }
+
+    /// An event as the evaluator appends it: a site alarm (or an enter, `alarm` false) of
+    /// device `n`, with an `EventID` of its own.
+    fn event(subjects: &Subjects, n: u8, alarm: bool) -> zonecast_bus::journal::Record {
+        use zonecast_model::{AlarmKind, ZoneEventKind};
+        let (mac, id) = (format!("00:AA:BB:CC:DD:{n:02X}"), format!("01900000-0000-7000-8000-0000000000{n:02x}"));
+        let (category, kind, subject) = match alarm {
+            true => ("ALARM", "SITE_ALARM", subjects.alarm(AlarmKind::Site, &mac)),
+            false => ("ZONE", "ZONE_ENTER", subjects.zone_event("00000000-0000-0000-0000-0000000000ab", ZoneEventKind::Enter)),
+        };
+        let payload = serde_json::json!({"Category": category, "Type": kind, "EventID": id,
+            "Timestamp": "2026-11-21T10:00:00.100Z", "LocalTimestamp": "2026-11-21T10:00:00.104Z",
+            "Source": {"MAC": mac, "GatewayURI": null, "SiteID": 1},
+            "Content": {"ZoneID": "00000000-0000-0000-0000-0000000000ab", "ZoneName": "z", "AlertLevel": 9,
+                        "CollisionID": "00000000-0000-0000-0000-0000000000cd"}});
+        zonecast_bus::journal::Record { subject, payload: serde_json::to_vec(&payload).unwrap().into(), id }
+    }
+
+    /// An API started where earlier releases recorded from the one consumer `alarms` records
+    /// the alarms that consumer still held, then removes it; later alarms come through the
+    /// narrowed consumers, which hold no enter.
+    #[tokio::test]
+    async fn the_consumer_of_earlier_releases_is_read_to_its_end_then_removed() {
+        use zonecast_bus::{Bus, InProcessBus, JournalSettings};
+        use zonecast_store::{AlarmReader, SqliteStore};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("zonecast.sqlite")).unwrap());
+        let subjects = Subjects::new("t");
+        let journal = InProcessBus::new().journal("t", JournalSettings::default());
+        journal.create_consumer(Kind::Events, ALARMS_CONSUMER, 10).await.unwrap();
+        journal.append(vec![event(&subjects, 1, true), event(&subjects, 2, false), event(&subjects, 3, true)]).await.unwrap();
+
+        prepare(journal.as_ref(), &subjects).await;
+        let shutdown = Shutdown::new();
+        let recording = spawn(journal.clone(), &subjects, store.clone(), shutdown.clone());
+        journal.append(vec![event(&subjects, 4, false), event(&subjects, 5, true)]).await.unwrap();
+
+        let recorded = || async {
+            let all = store.list_alarms(&zonecast_store::AlarmQuery { limit: 10, ..Default::default() }).await.unwrap();
+            let mut macs: Vec<String> = all.iter().map(|a| a.event["Source"]["MAC"].as_str().unwrap().to_owned()).collect();
+            macs.sort();
+            macs
+        };
+        let gone = || async { journal.state(Kind::Events, ALARMS_CONSUMER).await.unwrap().is_none() };
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while recorded().await.len() < 3 || !gone().await {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the old consumer's alarms are recorded and it is removed");
+        assert_eq!(recorded().await, ["00:AA:BB:CC:DD:01", "00:AA:BB:CC:DD:03", "00:AA:BB:CC:DD:05"]);
+        for (name, _) in consumers(journal.as_ref(), &subjects) {
+            assert!(name.starts_with("alarms-"), "{name}");
+            let state = journal.state(Kind::Events, &name).await.unwrap().unwrap();
+            assert_eq!((state.backlog, state.lost), (0, 0), "{name} holds nothing");
+        }
+        shutdown.cancel();
+        recording.await.unwrap();
     }
 }

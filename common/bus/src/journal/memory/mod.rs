@@ -16,7 +16,8 @@ use tokio::sync::Notify;
 use super::disk::Disk;
 use super::history::from_ms;
 use super::{Ack, Delivery, HistoryRecord, JournalSettings, Kind, Read};
-use crate::{Bus, Subjects};
+use crate::pattern::{Pattern, with_tokens};
+use crate::{Bus, BusError, Subjects};
 
 mod open;
 mod operations;
@@ -98,10 +99,15 @@ struct Stored {
 
 #[derive(Default)]
 struct Consumer {
-    /// Every record before it is acknowledged or lost.
+    /// Every record before it is acknowledged, lost or passed over.
     floor: u64,
-    /// Acknowledged records at or after `floor`.
+    /// Acknowledged (or passed over) records at or after `floor`.
     acked: BTreeSet<u64>,
+    /// The subjects it is narrowed to ([`Journal::create_narrowed`](super::Journal::create_narrowed)):
+    /// a record on any other subject is passed over as it is appended, as though delivered and
+    /// acknowledged at once. The file does not keep it: a consumer loaded at start takes it
+    /// again when it is first narrowed.
+    filter: Option<Pattern>,
     /// The next record the open delivery stream looks at.
     cursor: u64,
     /// Bumped on every opening: an older stream ends.
@@ -178,23 +184,18 @@ impl Log {
 
     fn ack(&self, name: &str, sequence: u64) {
         let mut state = self.lock();
-        if let Some(consumer) = state.consumers.get_mut(name)
-            && sequence >= consumer.floor
-        {
-            consumer.acked.insert(sequence);
-            while consumer.acked.remove(&consumer.floor) {
-                consumer.floor += 1;
-            }
+        if let Some(consumer) = state.consumers.get_mut(name) {
+            consumer.settle(sequence);
         }
         state.trim(&self.settings, self.tail);
         self.dirty.store(true, Ordering::Release);
     }
 
     /// The next record for the stream of `opening`, or why there is none.
-    fn next_for(self: &Arc<Self>, name: &str, opening: u64) -> Next {
+    fn next_for(self: &Arc<Self>, name: &Arc<str>, opening: u64) -> Next {
         let mut state = self.lock();
         let first = state.records.front().map_or(state.next, |r| r.sequence);
-        let Some(consumer) = state.consumers.get_mut(name) else { return Next::End };
+        let Some(consumer) = state.consumers.get_mut(&**name) else { return Next::End };
         if consumer.opening != opening {
             return Next::End;
         }
@@ -204,7 +205,7 @@ impl Log {
         }
         let index = (cursor - first) as usize;
         let Some(record) = state.records.get(index) else {
-            if let Some(consumer) = state.consumers.get_mut(name) {
+            if let Some(consumer) = state.consumers.get_mut(&**name) {
                 consumer.cursor = cursor;
             }
             return Next::Wait;
@@ -215,7 +216,7 @@ impl Log {
             sequence: record.sequence,
             ack: {
                 let inner = Arc::downgrade(self);
-                let (name, sequence) = (name.to_owned(), record.sequence);
+                let (name, sequence) = (name.clone(), record.sequence);
                 Ack::new(move || {
                     if let Some(inner) = inner.upgrade() {
                         inner.ack(&name, sequence);
@@ -223,7 +224,7 @@ impl Log {
                 })
             },
         };
-        if let Some(consumer) = state.consumers.get_mut(name) {
+        if let Some(consumer) = state.consumers.get_mut(&**name) {
             consumer.cursor = cursor + 1;
         }
         Next::Record(delivery)
@@ -316,12 +317,65 @@ impl State {
     }
 
     fn create(&mut self, name: &str) -> &mut Consumer {
-        let next = self.next;
-        self.consumers.entry(name.to_owned()).or_insert_with(|| Consumer {
-            floor: next,
-            cursor: next,
-            ..Consumer::default()
-        })
+        created(&mut self.consumers, self.next, name)
+    }
+
+    /// Creates consumer `name` narrowed to `filter` unless it is narrowed already, passing over
+    /// the records it holds on other subjects.
+    fn narrow(&mut self, name: &str, filter: &str) -> Result<(), BusError> {
+        let pattern = Pattern::parse(filter)?;
+        let Self { records, consumers, next, .. } = self;
+        let consumer = created(consumers, *next, name);
+        if consumer.filter.is_some() {
+            return Ok(());
+        }
+        let first = records.front().map_or(*next, |r| r.sequence);
+        let from = usize::try_from(consumer.floor.saturating_sub(first)).unwrap_or(usize::MAX);
+        for record in records.iter().skip(from) {
+            if !with_tokens(&record.subject, |tokens| pattern.matches(tokens)) {
+                consumer.settle(record.sequence);
+            }
+        }
+        consumer.filter = Some(pattern);
+        Ok(())
+    }
+
+    /// Passes record `sequence` on `subject` over for every consumer narrowed to other
+    /// subjects.
+    fn pass_over(&mut self, sequence: u64, subject: &str) {
+        let mut narrowed = self.consumers.values_mut().filter(|c| c.filter.is_some()).peekable();
+        if narrowed.peek().is_none() {
+            return;
+        }
+        with_tokens(subject, |tokens| {
+            for consumer in narrowed {
+                if consumer.filter.as_ref().is_some_and(|f| !f.matches(tokens)) {
+                    consumer.settle(sequence);
+                }
+            }
+        });
+    }
+}
+
+/// Consumer `name` of `consumers`, made (from record `next` on) if it is not there.
+fn created<'a>(consumers: &'a mut HashMap<String, Consumer>, next: u64, name: &str) -> &'a mut Consumer {
+    consumers.entry(name.to_owned()).or_insert_with(|| Consumer { floor: next, cursor: next, ..Consumer::default() })
+}
+
+impl Consumer {
+    /// Record `sequence` is done with: acknowledged or passed over.
+    fn settle(&mut self, sequence: u64) {
+        if sequence < self.floor {
+            return;
+        }
+        if sequence == self.floor {
+            self.floor += 1;
+        } else {
+            self.acked.insert(sequence);
+        }
+        while self.acked.remove(&self.floor) {
+            self.floor += 1;
+        }
     }
 }
 

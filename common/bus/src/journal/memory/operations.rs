@@ -94,6 +94,7 @@ impl Journal for MemoryJournal {
                 for record in batch.stored {
                     state.bytes += record.payload.len() as u64;
                     state.ids.insert(record.id.clone());
+                    state.pass_over(record.sequence, &record.subject);
                     state.records.push_back(record);
                 }
                 state.trim(&inner.settings, inner.tail);
@@ -129,7 +130,7 @@ impl Journal for MemoryJournal {
         };
         // The previous stream of this consumer, if any, ends at its next look.
         inner.appended.notify_waiters();
-        let name = name.to_owned();
+        let name: Arc<str> = Arc::from(name);
         Ok(Box::pin(futures::stream::unfold((inner, name), move |(inner, name)| async move {
             loop {
                 let next = {
@@ -150,6 +151,31 @@ impl Journal for MemoryJournal {
                 };
             }
         })))
+    }
+
+    /// Records on other subjects are passed over as they are appended: the consumer's stream
+    /// never holds them, and they count as acknowledged.
+    fn narrows(&self) -> bool {
+        true
+    }
+
+    async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, _in_hand: usize) -> Result<(), BusError> {
+        let inner = self.logs.of(kind);
+        inner.lock().narrow(name, filter)?;
+        inner.dirty.store(true, Ordering::Release);
+        inner.flush();
+        Ok(())
+    }
+
+    async fn consume_narrowed(
+        &self,
+        kind: Kind,
+        name: &str,
+        filter: &str,
+        in_hand: usize,
+    ) -> Result<Deliveries, BusError> {
+        self.create_narrowed(kind, name, filter, in_hand).await?;
+        self.consume(kind, name, in_hand).await
     }
 
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError> {
