@@ -96,7 +96,8 @@ pub fn spawn(
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
     let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
-    let recorder = || Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
+    let recorder =
+        || Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
     let consumers = consumers(journal.as_ref(), subjects);
     let mut loops = JoinSet::new();
     if consumers.iter().any(|(_, filter)| filter.is_some()) {
@@ -322,7 +323,11 @@ mod tests {
         let (mac, id) = (format!("00:AA:BB:CC:DD:{n:02X}"), format!("01900000-0000-7000-8000-0000000000{n:02x}"));
         let (category, kind, subject) = match alarm {
             true => ("ALARM", "SITE_ALARM", subjects.alarm(AlarmKind::Site, &mac)),
-            false => ("ZONE", "ZONE_ENTER", subjects.zone_event("00000000-0000-0000-0000-0000000000ab", ZoneEventKind::Enter)),
+            false => (
+                "ZONE",
+                "ZONE_ENTER",
+                subjects.zone_event("00000000-0000-0000-0000-0000000000ab", ZoneEventKind::Enter),
+            ),
         };
         let payload = serde_json::json!({"Category": category, "Type": kind, "EventID": id,
             "Timestamp": "2026-11-21T10:00:00.100Z", "LocalTimestamp": "2026-11-21T10:00:00.104Z",
@@ -344,7 +349,10 @@ mod tests {
         let subjects = Subjects::new("t");
         let journal = InProcessBus::new().journal("t", JournalSettings::default());
         journal.create_consumer(Kind::Events, ALARMS_CONSUMER, 10).await.unwrap();
-        journal.append(vec![event(&subjects, 1, true), event(&subjects, 2, false), event(&subjects, 3, true)]).await.unwrap();
+        journal
+            .append(vec![event(&subjects, 1, true), event(&subjects, 2, false), event(&subjects, 3, true)])
+            .await
+            .unwrap();
 
         prepare(journal.as_ref(), &subjects).await;
         let shutdown = Shutdown::new();
@@ -353,7 +361,8 @@ mod tests {
 
         let recorded = || async {
             let all = store.list_alarms(&zonecast_store::AlarmQuery { limit: 10, ..Default::default() }).await.unwrap();
-            let mut macs: Vec<String> = all.iter().map(|a| a.event["Source"]["MAC"].as_str().unwrap().to_owned()).collect();
+            let mut macs: Vec<String> =
+                all.iter().map(|a| a.event["Source"]["MAC"].as_str().unwrap().to_owned()).collect();
             macs.sort();
             macs
         };

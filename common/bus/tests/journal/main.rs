@@ -405,10 +405,11 @@ async fn a_narrowed_consumer_gets_only_the_records_of_its_subjects(nats: bool) {
     s.done().await;
 }
 
-/// In one process the narrowing holds across a restart of a persistent journal: what the
-/// consumer had not taken before is delivered, records on other subjects are not.
+/// A persistent in-process journal does not keep a consumer's narrowing in its file: loaded at
+/// start, the consumer holds every record it had not taken, until it is narrowed again; then it
+/// gets only those on its subjects, the ones it held before the restart included.
 #[tokio::test]
-async fn in_process_a_narrowed_consumer_stays_narrowed_after_a_restart() {
+async fn in_process_a_narrowed_consumer_is_narrowed_again_after_a_restart() {
     use zonecast_bus::journal::MemoryJournal;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("journal.sqlite");
