@@ -133,52 +133,52 @@ async fn retire(
     mut recorder: Recorder,
     shutdown: Shutdown,
 ) {
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
-    let until = loop {
-        let until = async {
-            if journal.state(Kind::Events, ALARMS_CONSUMER).await?.is_none() {
-                return Ok(None);
-            }
-            create(journal.as_ref(), &narrowed).await?;
-            // The next record to be appended: the narrowed consumers hold it and what follows.
-            let until = journal.read(Kind::Events, None).await?.0;
-            // At least the records before it that the old consumer holds.
-            let left = journal.state(Kind::Events, ALARMS_CONSUMER).await?.map_or(0, |s| s.backlog);
-            Ok::<_, zonecast_bus::BusError>(Some((until, left)))
-        };
-        match until.await {
-            Ok(None) => return,
-            Ok(Some(until)) => break until,
-            Err(e) => {
-                tracing::warn!(error = %e, "consumer `alarms` of earlier releases not looked at yet; will retry");
-                tokio::select! {
-                    biased;
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(backoff.next_delay()) => {}
-                }
-            }
+    let looked = until_done(&shutdown, "consumer `alarms` of earlier releases not looked at yet", || async {
+        if journal.state(Kind::Events, ALARMS_CONSUMER).await?.is_none() {
+            return Ok(None);
         }
-    };
-    let (until, left) = until;
+        create(journal.as_ref(), &narrowed).await?;
+        // The next record to be appended: the narrowed consumers hold it and what follows.
+        let until = journal.read(Kind::Events, None).await?.0;
+        // At least the records before it that the old consumer holds.
+        let left = journal.state(Kind::Events, ALARMS_CONSUMER).await?.map_or(0, |s| s.backlog);
+        Ok(Some((until, left)))
+    })
+    .await;
+    let Some(Some((until, left))) = looked else { return };
     if left > 0 {
         let read = shutdown.child_token();
         let mut retiring = Retiring { recorder: &mut recorder, until, left, taken: HashSet::new(), read: read.clone() };
         consume::run(journal.as_ref(), Kind::Events, ALARMS_CONSUMER, None, ALARMS_IN_HAND, &read, &mut retiring).await;
         while recorder.running.join_next().await.is_some() {}
     }
+    until_done(&shutdown, "consumer `alarms` of earlier releases not removed yet", || {
+        journal.remove_consumer(Kind::Events, ALARMS_CONSUMER)
+    })
+    .await;
+}
+
+/// Runs `attempt` until it succeeds, logging each failure (`what`) and waiting with backoff
+/// (100 ms doubling to 10 s) before the next; `None` once `shutdown` comes first.
+async fn until_done<T, F>(shutdown: &Shutdown, what: &str, mut attempt: impl FnMut() -> F) -> Option<T>
+where
+    F: Future<Output = Result<T, zonecast_bus::BusError>>,
+{
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
     while !shutdown.is_cancelled() {
-        match journal.remove_consumer(Kind::Events, ALARMS_CONSUMER).await {
-            Ok(()) => return,
+        match attempt().await {
+            Ok(done) => return Some(done),
             Err(e) => {
-                tracing::warn!(error = %e, "consumer `alarms` of earlier releases not removed yet; will retry");
+                tracing::warn!(error = %e, "{what}; will retry");
                 tokio::select! {
                     biased;
-                    () = shutdown.cancelled() => return,
+                    () = shutdown.cancelled() => return None,
                     () = tokio::time::sleep(backoff.next_delay()) => {}
                 }
             }
         }
     }
+    None
 }
 
 /// Records the alarms of the old consumer [`ALARMS_CONSUMER`] before record `until`, and ends
@@ -339,15 +339,27 @@ mod tests {
 
     /// An API started where earlier releases recorded from the one consumer `alarms` records
     /// the alarms that consumer still held, then removes it; later alarms come through the
-    /// narrowed consumers, which hold no enter.
-    #[tokio::test]
-    async fn the_consumer_of_earlier_releases_is_read_to_its_end_then_removed() {
-        use zonecast_bus::{Bus, InProcessBus, JournalSettings};
+    /// narrowed consumers, which hold no enter. Over NATS or in one process.
+    async fn the_consumer_of_earlier_releases_is_read_to_its_end_then_removed(nats: bool) {
+        use zonecast_bus::{Bus, InProcessBus, JournalSettings, NatsBus};
         use zonecast_store::{AlarmReader, SqliteStore};
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("zonecast.sqlite")).unwrap());
-        let subjects = Subjects::new("t");
-        let journal = InProcessBus::new().journal("t", JournalSettings::default());
+        let bus: Arc<dyn Bus> = match nats {
+            true => match NatsBus::connect("nats://127.0.0.1:4222", "zonecast-alarm-recorder-test").await {
+                Ok(bus) => Arc::new(bus),
+                Err(e) => panic!(
+                    "this test needs NATS with JetStream on 127.0.0.1:4222 ({e}); start it with: \
+                     start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+                     -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log"
+                ),
+            },
+            false => Arc::new(InProcessBus::new()),
+        };
+        // jt + 32 hex digits: a prefix that CI removes from NATS should the test not end.
+        let prefix = format!("jt{}", uuid::Uuid::new_v4().simple());
+        let subjects = Subjects::new(prefix.clone());
+        let journal = bus.journal(&prefix, JournalSettings { max_bytes: 64 << 20, ..JournalSettings::default() });
         journal.create_consumer(Kind::Events, ALARMS_CONSUMER, 10).await.unwrap();
         journal
             .append(vec![event(&subjects, 1, true), event(&subjects, 2, false), event(&subjects, 3, true)])
@@ -382,5 +394,16 @@ mod tests {
         }
         shutdown.cancel();
         recording.await.unwrap();
+        journal.remove_all().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn in_process_the_consumer_of_earlier_releases_is_read_to_its_end_then_removed() {
+        the_consumer_of_earlier_releases_is_read_to_its_end_then_removed(false).await;
+    }
+
+    #[tokio::test]
+    async fn nats_the_consumer_of_earlier_releases_is_read_to_its_end_then_removed() {
+        the_consumer_of_earlier_releases_is_read_to_its_end_then_removed(true).await;
     }
 }
