@@ -94,9 +94,9 @@ impl Holding for Held {
     }
 }
 
-/// Consumes `kind`'s consumer `name` (narrowed to the records on subjects matching `filter`,
-/// where the journal narrows: [`Journal::consume_narrowed`]) into `taker`, at most `in_hand`
-/// deliveries held, until `stop`.
+/// Consumes `kind`'s consumer `name` (narrowed to the records on subjects matching `filter`:
+/// [`Journal::consume_narrowed`]) into `taker`, at most `in_hand` deliveries held, until
+/// `stop`.
 pub async fn run<T: Take>(
     journal: &dyn Journal,
     kind: Kind,

@@ -31,20 +31,16 @@ use zonecast_runtime::ratelog::RateLimited;
 use zonecast_store::AlarmWriter;
 
 /// The beginning of the name of each durable consumer of the events journal that the alarms
-/// are recorded from, shared by every API replica; where the journal does not narrow, and in
-/// releases before the narrowed ones, the name of the one consumer of every event.
+/// are recorded from, shared by every API replica; in releases before the narrowed ones, the
+/// name of the one consumer of every event.
 pub const ALARMS_CONSUMER: &str = "alarms";
 
 /// Alarm events held at once by each consumer, being written; the rest wait in the journal.
 pub const ALARMS_IN_HAND: usize = 256;
 
-/// The consumers the alarms are recorded from, each with the subject pattern it is narrowed
-/// to: where the journal narrows, one per pattern of the alarm events; elsewhere one of every
-/// event.
-fn consumers(journal: &dyn Journal, subjects: &Subjects) -> Vec<(String, Option<String>)> {
-    if !journal.narrows() {
-        return vec![(ALARMS_CONSUMER.to_owned(), None)];
-    }
+/// The consumers the alarms are recorded from, one per subject pattern of the alarm events,
+/// each with the pattern it is narrowed to.
+fn consumers(subjects: &Subjects) -> Vec<(String, String)> {
     let events = format!("{}.events.", subjects.prefix());
     subjects
         .events_narrowed(&EventType::ALARMS, &[])
@@ -52,18 +48,15 @@ fn consumers(journal: &dyn Journal, subjects: &Subjects) -> Vec<(String, Option<
         .map(|pattern| {
             let tokens = pattern.strip_prefix(&events).unwrap_or(&pattern).split('.');
             let named: Vec<&str> = tokens.filter(|t| *t != "*" && *t != ">").collect();
-            (format!("{ALARMS_CONSUMER}-{}", named.join("-")), Some(pattern))
+            (format!("{ALARMS_CONSUMER}-{}", named.join("-")), pattern)
         })
         .collect()
 }
 
 /// Makes `consumers` (those that exist are left as they are).
-async fn create(journal: &dyn Journal, consumers: &[(String, Option<String>)]) -> Result<(), zonecast_bus::BusError> {
+async fn create(journal: &dyn Journal, consumers: &[(String, String)]) -> Result<(), zonecast_bus::BusError> {
     for (name, filter) in consumers {
-        match filter {
-            Some(filter) => journal.create_narrowed(Kind::Events, name, filter, ALARMS_IN_HAND).await?,
-            None => journal.create_consumer(Kind::Events, name, ALARMS_IN_HAND).await?,
-        }
+        journal.create_narrowed(Kind::Events, name, filter, ALARMS_IN_HAND).await?;
     }
     Ok(())
 }
@@ -75,7 +68,7 @@ const PREPARE_FOR: Duration = Duration::from_secs(2);
 /// have opened them; a journal away at start (or slower than [`PREPARE_FOR`]) is logged, and
 /// the loops make them once the journal answers.
 pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
-    let made = tokio::time::timeout(PREPARE_FOR, create(journal, &consumers(journal, subjects))).await;
+    let made = tokio::time::timeout(PREPARE_FOR, create(journal, &consumers(subjects))).await;
     match made {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -98,11 +91,9 @@ pub fn spawn(
     let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
     let recorder =
         || Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
-    let consumers = consumers(journal.as_ref(), subjects);
+    let consumers = consumers(subjects);
     let mut loops = JoinSet::new();
-    if consumers.iter().any(|(_, filter)| filter.is_some()) {
-        loops.spawn(retire(journal.clone(), consumers.clone(), recorder(), shutdown.clone()));
-    }
+    loops.spawn(retire(journal.clone(), consumers.clone(), recorder(), shutdown.clone()));
     for (name, filter) in consumers {
         loops.spawn(consume::look_for_losses(journal.clone(), Kind::Events, name.clone(), shutdown.clone(), |lost| {
             metrics::counter!("zonecast_api_alarm_events_lost_total").increment(lost);
@@ -113,8 +104,16 @@ pub fn spawn(
         }));
         let (journal, shutdown, mut recorder) = (journal.clone(), shutdown.clone(), recorder());
         loops.spawn(async move {
-            let filter = filter.as_deref();
-            consume::run(journal.as_ref(), Kind::Events, &name, filter, ALARMS_IN_HAND, &shutdown, &mut recorder).await;
+            consume::run(
+                journal.as_ref(),
+                Kind::Events,
+                &name,
+                Some(&filter),
+                ALARMS_IN_HAND,
+                &shutdown,
+                &mut recorder,
+            )
+            .await;
             while recorder.running.join_next().await.is_some() {}
         });
     }
@@ -129,7 +128,7 @@ pub fn spawn(
 /// copy changes nothing). The journal away is tried again with backoff.
 async fn retire(
     journal: Arc<dyn Journal>,
-    narrowed: Vec<(String, Option<String>)>,
+    narrowed: Vec<(String, String)>,
     mut recorder: Recorder,
     shutdown: Shutdown,
 ) {
@@ -387,7 +386,7 @@ mod tests {
         .await
         .expect("the old consumer's alarms are recorded and it is removed");
         assert_eq!(recorded().await, ["00:AA:BB:CC:DD:01", "00:AA:BB:CC:DD:03", "00:AA:BB:CC:DD:05"]);
-        for (name, _) in consumers(journal.as_ref(), &subjects) {
+        for (name, _) in consumers(&subjects) {
             assert!(name.starts_with("alarms-"), "{name}");
             let state = journal.state(Kind::Events, &name).await.unwrap().unwrap();
             assert_eq!((state.backlog, state.lost), (0, 0), "{name} holds nothing");

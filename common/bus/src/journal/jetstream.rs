@@ -228,10 +228,6 @@ impl Journal for JetStreamJournal {
         deliveries(self.consumer(kind, name, None, in_hand).await?, name, in_hand).await
     }
 
-    fn narrows(&self) -> bool {
-        true
-    }
-
     async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, in_hand: usize) -> Result<(), BusError> {
         self.consumer(kind, name, Some(filter), in_hand).await.map(|_| ())
     }

@@ -211,23 +211,14 @@ pub trait Journal: Send + Sync + 'static {
     /// appended.
     async fn consume(&self, kind: Kind, name: &str, in_hand: usize) -> Result<Deliveries, BusError>;
 
-    /// Whether a consumer can be narrowed to the records on some subjects
-    /// ([`Journal::consume_narrowed`]): both journals can. Over JetStream the server then
-    /// delivers (and has acknowledged) only those; in one process the journal passes the other
-    /// records over as it appends them, as though delivered and acknowledged at once.
-    fn narrows(&self) -> bool {
-        false
-    }
-
     /// [`Journal::create_consumer`] of a consumer that gets only the records on subjects
-    /// matching the pattern `filter` where the journal [narrows](Journal::narrows), every
-    /// record of `kind` elsewhere. An existing consumer keeps the filter it was made with; the
-    /// in-process journal, whose file does not keep filters, takes it again at the first
-    /// narrowing after a start (until then the consumer gets every record).
-    async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, in_hand: usize) -> Result<(), BusError> {
-        let _ = filter;
-        self.create_consumer(kind, name, in_hand).await
-    }
+    /// matching the pattern `filter`. Over JetStream the server delivers (and has acknowledged)
+    /// only those; in one process the journal passes the other records over as it appends
+    /// them, as though delivered and acknowledged at once. An existing consumer keeps the
+    /// filter it was made with; the in-process journal, whose file does not keep filters, takes
+    /// it again at the first narrowing after a start (until then the consumer gets every
+    /// record).
+    async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, in_hand: usize) -> Result<(), BusError>;
 
     /// [`Journal::consume`] of a consumer narrowed as [`Journal::create_narrowed`] makes it.
     async fn consume_narrowed(
@@ -236,10 +227,7 @@ pub trait Journal: Send + Sync + 'static {
         name: &str,
         filter: &str,
         in_hand: usize,
-    ) -> Result<Deliveries, BusError> {
-        let _ = filter;
-        self.consume(kind, name, in_hand).await
-    }
+    ) -> Result<Deliveries, BusError>;
 
     /// Where consumer `name` of `kind` stands; `None` when it does not exist.
     async fn state(&self, kind: Kind, name: &str) -> Result<Option<ConsumerState>, BusError>;

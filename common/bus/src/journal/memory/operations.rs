@@ -155,10 +155,6 @@ impl Journal for MemoryJournal {
 
     /// Records on other subjects are passed over as they are appended: the consumer's stream
     /// never holds them, and they count as acknowledged.
-    fn narrows(&self) -> bool {
-        true
-    }
-
     async fn create_narrowed(&self, kind: Kind, name: &str, filter: &str, _in_hand: usize) -> Result<(), BusError> {
         let inner = self.logs.of(kind);
         inner.lock().narrow(name, filter)?;
