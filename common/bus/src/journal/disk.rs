@@ -3,7 +3,13 @@
 //! tables), the records, each consumer's floor (every record before it is acknowledged or
 //! counted lost) and the next sequence.
 //!
-//! Records are written when they are appended, before the append returns. Floors are written
+//! Records are written when they are appended, before the append returns: an append writes its
+//! records and nothing else. The next sequence is the one after the newest record, and is
+//! written down only when records are deleted, in the same transaction, in case the newest go
+//! too. The times records are stored at never go back (an append is stamped no earlier than the
+//! one before it), so the records are in order of time as well as sequence, and a time is found
+//! by halving the sequence range ([`first_at`]) rather than through an index of its own that
+//! every append would have to write. Floors are written
 //! in the background (every [`FLUSH_EVERY`]): a crash can lose the last acknowledgements, and
 //! those records are delivered again after the restart (at least once; the copies carry the
 //! same id). Action requests every consumer is done with are deleted in the same flush; events
@@ -69,19 +75,71 @@ fn tables(kind: Kind) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-/// The statements an append runs for one kind: insert a record, set the next sequence. Written
-/// out rather than formatted, since every append looks its cached statements up by them.
-fn append_statements(kind: Kind) -> (&'static str, &'static str) {
+/// The statement an append runs for each record of one kind. Written out rather than
+/// formatted, since every append looks its cached statement up by it.
+fn insert_statement(kind: Kind) -> &'static str {
     match kind {
-        Kind::Events => (
-            "INSERT OR REPLACE INTO journal_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)",
-            "UPDATE journal_next SET next = ?1",
-        ),
-        Kind::Actions => (
-            "INSERT OR REPLACE INTO journal_actions_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)",
-            "UPDATE journal_actions_next SET next = ?1",
-        ),
+        Kind::Events => {
+            "INSERT OR REPLACE INTO journal_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)"
+        }
+        Kind::Actions => {
+            "INSERT OR REPLACE INTO journal_actions_records (sequence, at_ms, subject, payload, id) VALUES (?1, ?2, ?3, ?4, ?5)"
+        }
     }
+}
+
+/// Writes down the next sequence of `kind` (the one after its newest record) before records
+/// are deleted: once the newest are gone, the file no longer shows it.
+fn keep_next(tx: &rusqlite::Transaction<'_>, kind: Kind) -> Result<(), BusError> {
+    let (records, _, next) = tables(kind);
+    tx.execute(
+        &format!("UPDATE {next} SET next = MAX(next, (SELECT COALESCE(MAX(sequence) + 1, 1) FROM {records}))"),
+        [],
+    )
+    .map(drop)
+    .map_err(error)
+}
+
+/// The sequence of the first event stored at `at_ms` or later, `None` when every event is
+/// older: the range of sequences halved, each look one step down the records' own tree. Stored
+/// times never go back, so the records older than `at_ms` are the ones before it.
+fn first_at(connection: &Connection, at_ms: u64) -> Result<Option<i64>, BusError> {
+    let at_ms = i64::try_from(at_ms).unwrap_or(i64::MAX);
+    let (first, last): (Option<i64>, Option<i64>) = connection
+        // Two subqueries: SQLite reads one end of the tree for a lone MIN or MAX, but the
+        // whole table for both in one.
+        .query_row(
+            "SELECT (SELECT MIN(sequence) FROM journal_records), (SELECT MAX(sequence) FROM journal_records)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(error)?;
+    let (Some(mut low), Some(last)) = (first, last) else { return Ok(None) };
+    let mut at = connection
+        .prepare_cached("SELECT sequence, at_ms FROM journal_records WHERE sequence >= ?1 ORDER BY sequence LIMIT 1")
+        .map_err(error)?;
+    // Every record before `low` is older than `at_ms`; every record from `high` on is not.
+    let mut high = last + 1;
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let found: Option<(i64, i64)> = at
+            .query_row([middle], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map(Some)
+            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })
+            .map_err(error)?;
+        match found {
+            Some((sequence, stored)) if sequence < high => {
+                if stored < at_ms {
+                    low = sequence + 1;
+                } else {
+                    high = sequence;
+                }
+            }
+            // No record from `middle` up to `high`.
+            _ => high = middle,
+        }
+    }
+    Ok((low <= last).then_some(low))
 }
 
 fn error(e: rusqlite::Error) -> BusError {
@@ -122,10 +180,9 @@ impl Disk {
                 ))
                 .map_err(error)?;
         }
-        // History reads events by the time they were stored.
-        connection
-            .execute_batch("CREATE INDEX IF NOT EXISTS journal_records_at ON journal_records (at_ms, sequence);")
-            .map_err(error)?;
+        // Events are found by time through their sequence ([`first_at`]); files of earlier
+        // releases kept an index of the times, which every append had to write.
+        connection.execute_batch("DROP INDEX IF EXISTS journal_records_at;").map_err(error)?;
         let event_bytes: i64 = connection
             .query_row("SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM journal_records", [], |r| r.get(0))
             .map_err(error)?;
@@ -207,15 +264,14 @@ impl Disk {
         Ok(Loaded { next: next as u64, consumers, rows })
     }
 
-    /// Stores appended records and the next sequence of each kind, in one transaction.
-    pub(crate) fn append(&mut self, batches: &[(Kind, &[Row], u64)]) -> Result<(), BusError> {
+    /// Stores appended records of each kind, in one transaction.
+    pub(crate) fn append(&mut self, batches: &[(Kind, &[Row])]) -> Result<(), BusError> {
         let tx = self.connection.transaction().map_err(error)?;
-        for (kind, rows, next) in batches {
+        for (kind, rows) in batches {
             if rows.is_empty() {
                 continue;
             }
-            let (insert, update) = append_statements(*kind);
-            let mut insert = tx.prepare_cached(insert).map_err(error)?;
+            let mut insert = tx.prepare_cached(insert_statement(*kind)).map_err(error)?;
             for row in *rows {
                 if *kind == Kind::Events {
                     self.event_bytes += row.payload.len() as u64;
@@ -224,7 +280,6 @@ impl Disk {
                     .execute(params![row.sequence as i64, row.at_ms as i64, row.subject, &row.payload[..], row.id])
                     .map_err(error)?;
             }
-            tx.prepare_cached(update).and_then(|mut update| update.execute([*next as i64])).map_err(error)?;
         }
         tx.commit().map_err(error)
     }
@@ -245,6 +300,7 @@ impl Disk {
             }
         }
         if kind == Kind::Actions {
+            keep_next(&tx, kind)?;
             tx.execute(&format!("DELETE FROM {records} WHERE sequence < ?1"), [first as i64]).map_err(error)?;
         }
         tx.commit().map_err(error)
@@ -256,12 +312,15 @@ impl Disk {
         let max_age = u64::try_from(self.settings.max_age.as_millis()).unwrap_or(u64::MAX);
         let cutoff = now_ms().saturating_sub(max_age);
         let tx = self.connection.transaction().map_err(error)?;
+        keep_next(&tx, Kind::Events)?;
+        // The events before the first one stored since the cutoff: every one when none was.
+        let kept = first_at(&tx, cutoff)?.unwrap_or(i64::MAX);
         let aged: i64 = {
             let mut delete = tx
-                .prepare_cached("DELETE FROM journal_records WHERE at_ms < ?1 RETURNING LENGTH(payload)")
+                .prepare_cached("DELETE FROM journal_records WHERE sequence < ?1 RETURNING LENGTH(payload)")
                 .map_err(error)?;
             delete
-                .query_map([cutoff as i64], |r| r.get::<_, i64>(0))
+                .query_map([kept], |r| r.get::<_, i64>(0))
                 .map_err(error)?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(error)?
@@ -300,7 +359,10 @@ impl Disk {
     /// Deletes every record of `kind` (the journal removed).
     pub(crate) fn clear(&mut self, kind: Kind) -> Result<(), BusError> {
         let (records, _, _) = tables(kind);
-        self.connection.execute(&format!("DELETE FROM {records}"), []).map_err(error)?;
+        let tx = self.connection.transaction().map_err(error)?;
+        keep_next(&tx, kind)?;
+        tx.execute(&format!("DELETE FROM {records}"), []).map_err(error)?;
+        tx.commit().map_err(error)?;
         if kind == Kind::Events {
             self.event_bytes = 0;
         }
@@ -361,18 +423,10 @@ pub(crate) fn history(path: &Path, query: &HistoryQuery) -> Result<HistoryPage, 
     let mut cursor: i64 = match query.start {
         HistoryStart::Oldest => 0,
         HistoryStart::Sequence(sequence) => i64::try_from(sequence).unwrap_or(i64::MAX),
-        HistoryStart::At(at) => {
-            let first = tx.query_row(
-                "SELECT sequence FROM journal_records WHERE at_ms >= ?1 ORDER BY at_ms, sequence LIMIT 1",
-                [to_ms(at) as i64],
-                |r| r.get::<_, i64>(0),
-            );
-            match first {
-                Ok(sequence) => sequence,
-                Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(pager.finish()),
-                Err(e) => return Err(error(e)),
-            }
-        }
+        HistoryStart::At(at) => match first_at(&tx, to_ms(at))? {
+            Some(sequence) => sequence,
+            None => return Ok(pager.finish()),
+        },
     };
     let mut select = tx
         .prepare("SELECT sequence, at_ms, subject, payload FROM journal_records WHERE sequence >= ?1 ORDER BY sequence LIMIT ?2")

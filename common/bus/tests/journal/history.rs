@@ -43,7 +43,7 @@ pub(crate) fn history_text(page: &HistoryPage) -> Vec<String> {
 
 /// Lets the clock pass the current millisecond, so that what is appended next is stored later
 /// than what was appended before.
-async fn clock_moves_on() -> SystemTime {
+pub(crate) async fn clock_moves_on() -> SystemTime {
     let start = SystemTime::now();
     while SystemTime::now() < start + Duration::from_millis(3) {
         tokio::task::yield_now().await;

@@ -29,8 +29,9 @@ use consumers::{
     records_past_the_bounds_are_counted_as_lost_for_consumers_that_lacked_them,
 };
 use history::{
-    eventually, history_narrows_by_subject_payload_and_time, history_pages_through_every_event_once_in_order,
-    history_text, page, rusqlite_events_floor, rusqlite_floor, zone_record,
+    clock_moves_on, eventually, history_narrows_by_subject_payload_and_time,
+    history_pages_through_every_event_once_in_order, history_text, page, rusqlite_events_floor, rusqlite_floor,
+    zone_record,
 };
 use readers::{
     a_reader_reads_from_a_sequence_then_new_records_and_affects_no_consumer,
@@ -362,6 +363,40 @@ async fn a_persistent_journal_lets_history_go_at_the_retention() {
     };
     eventually(|| count() == Some(0)).await;
     assert!(page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 10, 10)).await.records.is_empty());
+}
+
+/// The file finds events by the time they were stored, from any moment, and keeps counting
+/// sequences after every record was deleted: a record appended after a restart never takes
+/// the sequence of one a consumer may have seen.
+#[tokio::test]
+async fn a_persistent_journal_finds_events_by_time_and_never_reuses_a_sequence() {
+    use zonecast_bus::journal::MemoryJournal;
+    use zonecast_model::ZoneEventKind::Enter;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.sqlite");
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new());
+    let open = || MemoryJournal::persistent(bus.clone(), "p", JournalSettings::default(), &path).expect("open");
+    let journal = open();
+    let mut before = Vec::new();
+    for n in 1..=9 {
+        before.push(clock_moves_on().await);
+        journal.append(vec![zone_record("p", "a", Enter, n)]).await.expect("append");
+    }
+    let after = clock_moves_on().await;
+    for (first, at) in (1u32..).zip(&before) {
+        let got = page(&journal, &HistoryQuery::new(HistoryStart::At(*at), 100, 1000)).await;
+        let expected: Vec<String> = (first..=9).map(|n| format!("a enter {n}")).collect();
+        assert_eq!(history_text(&got), expected, "from just before event {first}");
+    }
+    let got = page(&journal, &HistoryQuery::new(HistoryStart::At(after), 100, 1000)).await;
+    assert!(got.records.is_empty() && got.next.is_none(), "nothing stored since: {got:?}");
+    journal.remove_all().await.expect("remove");
+    drop(journal);
+    let journal = open();
+    journal.append(vec![zone_record("p", "a", Enter, 10)]).await.expect("append");
+    let got = page(&journal, &HistoryQuery::new(HistoryStart::Oldest, 100, 1000)).await;
+    assert_eq!(history_text(&got), ["a enter 10"]);
+    assert_eq!(got.records[0].sequence, 10, "the sequence after the nine deleted");
 }
 
 /// A consumer narrowed to some subjects gets only their records, in both journals: the others

@@ -120,6 +120,9 @@ struct State {
     bytes: u64,
     /// The sequence the next record gets (sequences start at 1).
     next: u64,
+    /// When the newest record was stored, in milliseconds since the Unix epoch: the next is
+    /// stamped no earlier, so that records are in order of time too, the clock set back or not.
+    last_at_ms: u64,
     ids: HashSet<String>,
     consumers: HashMap<String, Consumer>,
 }
@@ -134,6 +137,7 @@ impl Log {
                 records: VecDeque::new(),
                 bytes: 0,
                 next: 1,
+                last_at_ms: 0,
                 ids: HashSet::new(),
                 consumers: HashMap::new(),
             }),

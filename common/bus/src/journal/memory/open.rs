@@ -34,6 +34,7 @@ impl MemoryJournal {
             let mut inner = Log::new(kind, prefix, settings);
             let state = inner.state.get_mut().unwrap_or_else(PoisonError::into_inner);
             state.next = loaded.next.max(loaded.rows.last().map_or(1, |r| r.sequence + 1));
+            state.last_at_ms = loaded.rows.iter().map(|r| r.at_ms).max().unwrap_or(0);
             for row in loaded.rows.into_iter().filter(|r| r.subject.starts_with(&inner.kept)) {
                 let age = Duration::from_millis(now_ms.saturating_sub(row.at_ms));
                 state.bytes += row.payload.len() as u64;

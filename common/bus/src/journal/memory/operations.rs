@@ -50,7 +50,7 @@ impl Journal for MemoryJournal {
             // records of one append reach the file in one transaction.
             let mut events = self.logs.events.lock();
             let mut actions = self.logs.actions.lock();
-            let (at, at_ms) = (Instant::now(), disk::now_ms());
+            let (at, at_ms) = (Instant::now(), disk::now_ms().max(events.last_at_ms).max(actions.last_at_ms));
             let mut batches =
                 [Batch { next: events.next, ..Batch::default() }, Batch { next: actions.next, ..Batch::default() }];
             let mut batch_ids = HashSet::new();
@@ -83,14 +83,14 @@ impl Journal for MemoryJournal {
                 && batches.iter().any(|b| !b.stored.is_empty())
             {
                 let [e, a] = &batches;
-                disk.lock().unwrap_or_else(PoisonError::into_inner).append(&[
-                    (Kind::Events, e.rows().as_slice(), e.next),
-                    (Kind::Actions, a.rows().as_slice(), a.next),
-                ])?;
+                disk.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .append(&[(Kind::Events, e.rows().as_slice()), (Kind::Actions, a.rows().as_slice())])?;
             }
             let [e, a] = batches;
             for (state, batch, inner) in [(&mut events, e, &self.logs.events), (&mut actions, a, &self.logs.actions)] {
                 state.next = batch.next;
+                state.last_at_ms = at_ms;
                 for record in batch.stored {
                     state.bytes += record.payload.len() as u64;
                     state.ids.insert(record.id.clone());
