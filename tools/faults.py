@@ -6,7 +6,9 @@ imply.
 Workload: DEVICES devices walk along x, 1 m per step, through ZONES spheres of radius 3 m
 centred every 10 m; every device reports once per step, in one POST per step (1 s apart in
 position time, sent as fast as they are accepted), each POST tried again until it is accepted.
-At the end every device is parked outside every zone, so every ENTER must be closed by an EXIT.
+At the end every device is parked outside every zone, so every ENTER must be closed by an EXIT
+(in the all-in-one the parked step is sent once more after the faults: a crash loses the positions
+accepted and not yet evaluated, the parked ones too when the last kill comes after them).
 
 Each run starts its own Mosquitto (persistent sessions, so the oracle's subscription survives a
 broker restart) and, in distributed mode, its own NATS server, PostgreSQL database, API,
@@ -267,16 +269,28 @@ def run(fault, steps, devices):
             site.post(body)
             progress["step"] = step
 
-    loader = threading.Thread(target=load)
-    loader.start()
-    inject(fault, site, progress, steps)
-    loader.join()
-    # Drained: every zone empty, nothing waiting for the broker, and nothing new for 3 s.
-    site.until(lambda: all(not call(site.api, "GET", f"/v3/modules/zones/{z}")["CollidingDevices"] for z in site.zone_ids),
-               "every zone empty")
-    site.until(lambda: site.status()["queued"] == 0, "the connection's queue empty")
-    quiet(os.path.join(work, "events.jsonl"))
-    site.close()
+    # Whatever ends the run, its processes go with it: one left running (the oracle's
+    # subscriber holds this script's standard error) would keep the caller waiting.
+    try:
+        loader = threading.Thread(target=load, daemon=True)
+        loader.start()
+        inject(fault, site, progress, steps)
+        loader.join()
+        if mode == "aio":
+            # A crash of the all-in-one loses the positions it accepted and had not evaluated
+            # yet, and the last kill can come after the parked step was accepted: the devices
+            # report it once more, as a gateway's next report would (the same position again,
+            # no transition of its own).
+            site.post([{"MAC": mac(d), "Position": [5.0, 0, 0], "Timestamp": iso(t0 + steps * 1000)}
+                       for d in range(devices)])
+            sent.extend((d, steps, 5.0) for d in range(devices))
+        # Drained: every zone empty, nothing waiting for the broker, and nothing new for 3 s.
+        site.until(lambda: all(not call(site.api, "GET", f"/v3/modules/zones/{z}")["CollidingDevices"]
+                               for z in site.zone_ids), "every zone empty")
+        site.until(lambda: site.status()["queued"] == 0, "the connection's queue empty")
+        quiet(os.path.join(work, "events.jsonl"))
+    finally:
+        site.close()
     row = judge(os.path.join(work, "events.jsonl"), sent, t0, devices)
     if not os.environ.get("KEEP"):
         shutil.rmtree(work, ignore_errors=True)
