@@ -258,15 +258,18 @@ def run(fault, steps, devices):
     sent = []
     progress = {"step": 0}
 
+    def post_step(step):
+        """Every device's position at `step` (the last parks them outside every zone)."""
+        body = []
+        for d in range(devices):
+            x = 5.0 if step == steps else x_of(d, step)
+            body.append({"MAC": mac(d), "Position": [x, 0, 0], "Timestamp": iso(t0 + step * 1000)})
+            sent.append((d, step, x))
+        site.post(body)
+
     def load():
         for step in range(steps + 1):
-            parked = step == steps
-            body = []
-            for d in range(devices):
-                x = 5.0 if parked else x_of(d, step)
-                body.append({"MAC": mac(d), "Position": [x, 0, 0], "Timestamp": iso(t0 + step * 1000)})
-                sent.append((d, step, x))
-            site.post(body)
+            post_step(step)
             progress["step"] = step
 
     # Whatever ends the run, its processes go with it: one left running (the oracle's
@@ -281,9 +284,7 @@ def run(fault, steps, devices):
             # yet, and the last kill can come after the parked step was accepted: the devices
             # report it once more, as a gateway's next report would (the same position again,
             # no transition of its own).
-            site.post([{"MAC": mac(d), "Position": [5.0, 0, 0], "Timestamp": iso(t0 + steps * 1000)}
-                       for d in range(devices)])
-            sent.extend((d, steps, 5.0) for d in range(devices))
+            post_step(steps)
         # Drained: every zone empty, nothing waiting for the broker, and nothing new for 3 s.
         site.until(lambda: all(not call(site.api, "GET", f"/v3/modules/zones/{z}")["CollidingDevices"]
                                for z in site.zone_ids), "every zone empty")
