@@ -24,6 +24,22 @@ pub mod sse;
 
 pub use server::Server;
 
+/// Has the warnings and errors that services started in the test process log written to the
+/// output of the test that started them: the test harness shows it when that test fails, and
+/// a service that was retrying something says what.
+pub fn log_warnings() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_ansi(false)
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .finish();
+        // A subscriber set by someone else first is kept.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}
+
 /// PostgreSQL server whose `postgres` role may create databases.
 pub fn database_admin_url() -> String {
     std::env::var("ZONECAST_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())

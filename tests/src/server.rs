@@ -69,6 +69,7 @@ impl Server {
         // The metrics recorder before any service registers a counter, as every binary's
         // start-up installs it: counters registered before it would count nothing.
         zonecast_runtime::metrics::handle();
+        crate::log_warnings();
         let subjects = Subjects::new(config.bus.subject_prefix.clone());
         let shutdown = Shutdown::new();
         let mut forwarder = None;
