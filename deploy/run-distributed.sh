@@ -109,11 +109,12 @@ start() { # name address binary [VAR=value ...]: starts a service and waits unti
 
 # The API first: it creates the tables the others read.
 start api "$api_addr" zonecast-api ZONECAST_HTTP_ADDR="$api_addr"
-start ingestor "$ingest_addr" zonecast-ingestor ZONECAST_INGEST_HTTP_ADDR="$ingest_addr"
 # The evaluators divide the partitions among themselves as they come up.
 for i in "${!evaluator_addrs[@]}"; do
   start "evaluator-$((i + 1))" "${evaluator_addrs[i]}" zonecast-evaluator ZONECAST_HTTP_ADDR="${evaluator_addrs[i]}"
 done
+# The ingestor is ready once the evaluators follow every partition.
+start ingestor "$ingest_addr" zonecast-ingestor ZONECAST_INGEST_HTTP_ADDR="$ingest_addr"
 start forwarder "$forwarder_addr" zonecast-forwarder ZONECAST_HTTP_ADDR="$forwarder_addr"
 
 echo "zonecast is running (logs and keys in $state):"

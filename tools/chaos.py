@@ -16,6 +16,7 @@ Per run it prints:
   orphan     EXITs without their ENTER (must be 0)
   p50/p99    position accepted -> event at the broker, ms, over the whole run
   max        the longest any event waited, ms: how long the fault held the devices it touched
+  over_1s    events that waited more than a second
 
 Usage: tools/chaos.py [--steps N] [--devices N] [--rate N] [--times N] [scenario ...]
        (build first: cargo build --release --workspace; BIN= picks other binaries)
@@ -80,13 +81,15 @@ class Cluster:
             port = free_port()
             self.service(f"api-{i}", "zonecast-api", {"ZONECAST_HTTP_ADDR": f"127.0.0.1:{port}"}, port)
             self.apis.append(port)
+        # The evaluators before the ingestors: an ingestor is ready once every partition is
+        # followed.
+        for _ in range(evaluators):
+            self.add_evaluator()
         for i in (1, 2):
             port = free_port()
             self.service(f"ingestor-{i}", "zonecast-ingestor", {"ZONECAST_INGEST_HTTP_ADDR": f"127.0.0.1:{port}",
                                                                 "ZONECAST_HTTP_ADDR": f"127.0.0.1:{free_port()}"}, port)
             self.ingestors.append(port)
-        for _ in range(evaluators):
-            self.add_evaluator()
         for i in (1, 2):
             port = free_port()
             self.service(f"forwarder-{i}", "zonecast-forwarder", {"ZONECAST_HTTP_ADDR": f"127.0.0.1:{port}"}, port)
@@ -311,7 +314,8 @@ def judge(path, sent, t0):
             "lost": sum(max(0, n - got.get(k, 0)) for k, n in expected.items()),
             "extra": sum(max(0, n - expected.get(k, 0)) for k, n in got.items()),
             "copies": copies, "open": len(enters - exits), "orphan": len(exits - enters),
-            "p50": pct(0.5), "p99": pct(0.99), "max": round(waits[-1]) if waits else 0}
+            "p50": pct(0.5), "p99": pct(0.99), "max": round(waits[-1]) if waits else 0,
+            "over_1s": sum(1 for w in waits if w > 1000)}
 
 
 def main():
@@ -323,7 +327,7 @@ def main():
     ap.add_argument("scenarios", nargs="*", default=["baseline", "evaluator-kill", "forwarder-kill", "ingestor-kill",
                                                      "api-kill", "nats-kill", "rolling", "scale"])
     args = ap.parse_args()
-    cols = ["expected", "lost", "extra", "copies", "open", "orphan", "p50", "p99", "max"]
+    cols = ["expected", "lost", "extra", "copies", "open", "orphan", "p50", "p99", "max", "over_1s"]
     print("| scenario | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     failed = False

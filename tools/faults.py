@@ -163,12 +163,13 @@ class Site:
                         "ZONECAST_PARTITIONS": "8"}
             self.http, self.ingest = free_port(), free_port()
             self.service("api", "zonecast-api", {"ZONECAST_HTTP_ADDR": f"127.0.0.1:{self.http}"}, self.http, base_env)
-            self.service("ingestor", "zonecast-ingestor", {"ZONECAST_INGEST_HTTP_ADDR": f"127.0.0.1:{self.ingest}",
-                                                           "ZONECAST_HTTP_ADDR": f"127.0.0.1:{free_port()}"}, self.ingest, base_env)
+            # The evaluators before the ingestor: it is ready once every partition is followed.
             for name, parts in (("evaluator-1", "0-3"), ("evaluator-2", "4-7")):
                 port = free_port()
                 self.service(name, "zonecast-evaluator", {"ZONECAST_HTTP_ADDR": f"127.0.0.1:{port}",
                                                           "ZONECAST_EVALUATOR_PARTITIONS": parts}, port, base_env)
+            self.service("ingestor", "zonecast-ingestor", {"ZONECAST_INGEST_HTTP_ADDR": f"127.0.0.1:{self.ingest}",
+                                                           "ZONECAST_HTTP_ADDR": f"127.0.0.1:{free_port()}"}, self.ingest, base_env)
             port = free_port()
             self.service("forwarder", "zonecast-forwarder", {"ZONECAST_HTTP_ADDR": f"127.0.0.1:{port}"}, port, base_env)
         self.api = f"http://127.0.0.1:{self.http}"

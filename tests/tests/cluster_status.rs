@@ -83,7 +83,6 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let mut ingestor = Service::start("zonecast-ingestor", ingest_env, ingest_port);
     let forwarder_port = free_port();
     let mut forwarder = Service::start("zonecast-forwarder", env(forwarder_port), forwarder_port);
-    ingestor.healthy(&http, WAIT).await;
     forwarder.healthy(&http, WAIT).await;
     let mut evaluators = Vec::new();
     for _ in 0..2 {
@@ -92,6 +91,8 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
         evaluator.healthy(&http, WAIT).await;
         evaluators.push(evaluator);
     }
+    // The ingestor is ready once the evaluators follow every partition.
+    ingestor.healthy(&http, WAIT).await;
 
     // Two alive, each with its share, together every partition exactly once.
     let before = eventually(WAIT, || async {
@@ -106,12 +107,13 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let (before, owned) = before;
     assert_eq!(before["Mode"], "claimed", "{before}");
     assert_eq!(before["Partitions"], PARTITIONS, "{before}");
-    assert_eq!(before["LeaseMs"], 3000, "{before}");
+    assert_eq!(before["LeaseMs"], 1000, "{before}");
     let distinct: BTreeSet<u32> = owned.iter().copied().collect();
     assert_eq!(owned.len(), distinct.len(), "partitions owned twice: {before}");
     assert_eq!(distinct, (0..PARTITIONS).collect(), "{before}");
     for e in alive(&before) {
-        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() <= 3000, "{e}");
+        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() <= 1000, "{e}");
+        assert_eq!(e["About"]["LeaseMs"], 1000, "{e}");
         let p = partitions(e);
         assert!(p.windows(2).all(|w| w[0] < w[1]), "partitions sorted: {e}");
     }
@@ -149,7 +151,7 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let killed: Vec<&String> = ids.iter().filter(|id| **id != survivor).collect();
     for e in after["Evaluators"].as_array().unwrap().iter().filter(|e| e["EvaluatorID"] == *killed[0].as_str()) {
         assert_eq!(e["Alive"], false, "{after}");
-        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() > 3000, "{after}");
+        assert!(e["HeartbeatAgeMs"].as_u64().unwrap() > 1000, "{after}");
     }
 
     // Its replica dead within the lease, kept in the list for a while.

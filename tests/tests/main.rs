@@ -32,6 +32,7 @@ mod mqtt;
 mod nats_input;
 mod openapi;
 mod order;
+mod pinned;
 mod position_stream;
 mod read_your_writes;
 mod replicated;

@@ -1,9 +1,11 @@
 //! Who owns which position partition: the evaluators of a site announce themselves and claim
 //! partitions in a JetStream key-value bucket, `<prefix>_EVALUATORS`.
 //!
-//! - `members.<id>`: one key per evaluator, written again every heartbeat. A member whose key
-//!   has not been written for the lease ([`Leases::LEASE`]), by the server's clock, is dead;
-//!   a member leaving cleanly deletes its key.
+//! - `members.<id>`: one key per evaluator, written again every heartbeat, with what the member
+//!   says of itself (JSON): its lease (`LeaseMs`, [`Leases::LEASE`] when it names none) and the
+//!   range it is pinned to, if any (`Pinned`, `[lo, hi]`). A member whose key has not been
+//!   written for its lease, by the server's clock, is dead; a member leaving cleanly deletes
+//!   its key.
 //! - `partitions.<P>`: the evaluator that owns partition `P`, claimed and given back by
 //!   compare-and-set on the key's revision, so that two evaluators never both succeed. The
 //!   revision of a successful claim is the owner's **epoch** for the partition: it only grows,
@@ -31,6 +33,27 @@ pub struct Member {
     pub heartbeat_ns: i128,
     /// The revision of that write.
     pub revision: u64,
+    /// How long it may go without a heartbeat before it counts as dead (its `LeaseMs`).
+    pub lease: Duration,
+    /// The inclusive partition range it is pinned to (its `Pinned`): it owns those and no
+    /// others.
+    pub pinned: Option<(u32, u32)>,
+}
+
+impl Member {
+    /// Whether this member is alive at `now_ns`, by the server's clock (Unix ns): its last
+    /// heartbeat within its lease.
+    pub fn alive(&self, now_ns: i128) -> bool {
+        now_ns - self.heartbeat_ns <= i128::try_from(self.lease.as_nanos()).unwrap_or(i128::MAX)
+    }
+}
+
+/// What a member says of itself in its key, besides anything else it adds.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct About {
+    lease_ms: Option<u64>,
+    pinned: Option<(u32, u32)>,
 }
 
 /// A partition's owner as the bucket knows it.
@@ -60,17 +83,11 @@ pub struct Leases {
 }
 
 impl Leases {
-    /// How often a member writes its heartbeat.
-    pub const HEARTBEAT: Duration = Duration::from_millis(500);
+    /// How often a member writes its heartbeat unless it is told otherwise.
+    pub const HEARTBEAT: Duration = Duration::from_millis(200);
     /// How long a member may go without a heartbeat before it counts as dead and its
-    /// partitions are taken over.
-    pub const LEASE: Duration = Duration::from_secs(3);
-
-    /// Whether a member whose last heartbeat was written at `heartbeat_ns` is alive at `now_ns`
-    /// (both by the server's clock, Unix ns): within [`Leases::LEASE`].
-    pub fn alive(heartbeat_ns: i128, now_ns: i128) -> bool {
-        now_ns - heartbeat_ns <= i128::try_from(Self::LEASE.as_nanos()).unwrap_or(i128::MAX)
-    }
+    /// partitions are taken over, unless it names its own lease.
+    pub const LEASE: Duration = Duration::from_millis(1000);
 
     /// Opens (making it if needed) the bucket of the evaluators under `prefix`, its stream kept
     /// on `replicas` servers.
@@ -165,20 +182,29 @@ impl Leases {
     }
 }
 
+/// The partitions of `0..count` that no member alive at `now_ns` (by the server's clock, Unix
+/// ns) owns, ascending: none while every partition is followed.
+pub fn unowned(count: u32, members: &[Member], owners: &BTreeMap<u32, Owner>, now_ns: i128) -> Vec<u32> {
+    let alive = |id: &str| members.iter().any(|m| m.id == id && m.alive(now_ns));
+    (0..count).filter(|p| !owners.get(p).and_then(|o| o.member.as_deref()).is_some_and(alive)).collect()
+}
+
 /// What an entry of the bucket says.
 fn change(entry: &kv::Entry) -> Option<Change> {
     let deleted = matches!(entry.operation, kv::Operation::Delete | kv::Operation::Purge);
     if let Some(id) = entry.key.strip_prefix("members.") {
-        return Some(if deleted {
-            Change::Left(id.to_owned())
-        } else {
-            Change::Member(Member {
-                id: id.to_owned(),
-                about: entry.value.clone(),
-                heartbeat_ns: entry.created.unix_timestamp_nanos(),
-                revision: entry.revision,
-            })
-        });
+        if deleted {
+            return Some(Change::Left(id.to_owned()));
+        }
+        let about: About = serde_json::from_slice(&entry.value).unwrap_or_default();
+        return Some(Change::Member(Member {
+            id: id.to_owned(),
+            about: entry.value.clone(),
+            heartbeat_ns: entry.created.unix_timestamp_nanos(),
+            revision: entry.revision,
+            lease: about.lease_ms.map_or(Leases::LEASE, Duration::from_millis),
+            pinned: about.pinned,
+        }));
     }
     let partition = entry.key.strip_prefix("partitions.")?.parse().ok()?;
     let member = (!deleted && !entry.value.is_empty()).then(|| String::from_utf8_lossy(&entry.value).into_owned());

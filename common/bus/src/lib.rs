@@ -7,6 +7,7 @@
 //! wildcards, queue groups, ordering, unsubscribe on drop). The bus carries bytes; payload types
 //! live in the model crate.
 
+pub mod coverage;
 mod error;
 mod in_process;
 pub mod journal;

@@ -1,7 +1,7 @@
 //! Which service replicas of a site run: every distributed service process writes a heartbeat
 //! to a JetStream key-value bucket, `<prefix>_REPLICAS`, under `<service>.<id>`, with what it
-//! says of itself (JSON: how far behind it is). A replica whose key has not been written for
-//! [`crate::Leases::LEASE`] is dead; a key not written for [`Presence::FORGET`] leaves the
+//! says of itself (JSON: how far behind it is), every [`Presence::HEARTBEAT`]. A replica whose
+//! key has not been written for [`Presence::LEASE`] is dead; a key not written for [`Presence::FORGET`] leaves the
 //! bucket on its own (the bucket's age limit), and a replica stopping cleanly deletes its key.
 
 use std::time::Duration;
@@ -24,6 +24,14 @@ pub struct Replica {
     pub heartbeat_ns: i128,
 }
 
+impl Replica {
+    /// Whether this replica is alive at `now_ns`, by the server's clock (Unix ns): its last
+    /// heartbeat within [`Presence::LEASE`].
+    pub fn alive(&self, now_ns: i128) -> bool {
+        now_ns - self.heartbeat_ns <= i128::try_from(Presence::LEASE.as_nanos()).unwrap_or(i128::MAX)
+    }
+}
+
 /// The replica bucket of a site.
 #[derive(Clone)]
 pub struct Presence {
@@ -31,6 +39,11 @@ pub struct Presence {
 }
 
 impl Presence {
+    /// How often a replica writes its heartbeat.
+    pub const HEARTBEAT: Duration = Duration::from_millis(500);
+    /// How long a replica may go without a heartbeat before it is listed as dead.
+    pub const LEASE: Duration = Duration::from_secs(3);
+
     /// How long a replica's key stays after its last heartbeat: a dead replica is listed (as
     /// dead) that long.
     pub const FORGET: Duration = Duration::from_secs(30);

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use schemars::JsonSchema;
@@ -15,6 +16,7 @@ use serde::Serialize;
 use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 use zonecast_bus::Bus;
+use zonecast_bus::coverage::{Coverage, Unowned};
 use zonecast_store::Health as StoreHealth;
 
 use zonecast_runtime::service::{self, Needs, Opened};
@@ -24,19 +26,33 @@ use crate::edge::Listener;
 use crate::http::{HttpError, json_response};
 use crate::routes::{Route, schema_of};
 
-/// What a service's readiness depends on: its bus, and its store if it has one.
+/// What a service's readiness depends on: its bus, its store if it has one, and for an
+/// ingestor over NATS the evaluators following every partition.
 #[derive(Clone)]
 pub struct Health {
     store: Option<Arc<dyn StoreHealth>>,
     bus: Arc<dyn Bus>,
     /// Set once the service has started, when readiness waits for it.
     started: Option<Arc<AtomicBool>>,
+    /// The partitions no evaluator follows, when readiness waits for them to be followed.
+    coverage: Option<Coverage>,
 }
+
+/// How long partitions may go unfollowed, once every partition has been followed, before an
+/// ingestor stops being ready: an evaluator's failover or hand-over takes less, and must not
+/// take every ingestor out of rotation at once.
+pub const UNOWNED_GRACE: Duration = Duration::from_secs(3);
 
 impl Health {
     /// Readiness of a service on `bus` and, if it has one, `store`.
     pub fn new(store: Option<Arc<dyn StoreHealth>>, bus: Arc<dyn Bus>) -> Self {
-        Self { store, bus, started: None }
+        Self { store, bus, started: None, coverage: None }
+    }
+
+    /// The same readiness, also waiting for every partition to be followed: not ready until
+    /// every partition has been, and not once some have not been for [`UNOWNED_GRACE`].
+    pub fn with_coverage(self, coverage: Coverage) -> Self {
+        Self { coverage: Some(coverage), ..self }
     }
 
     /// The same readiness, reported `starting` (503) until the returned flag is set: for an
@@ -50,7 +66,7 @@ impl Health {
     /// `GET /livez`: 200 whenever the process serves HTTP; it looks at no dependency, so a
     /// database or bus outage never gets healthy replicas restarted.
     pub fn live() -> Response {
-        json_response(StatusCode::OK, &Readiness { status: Status::Ok, store: None, bus: None })
+        json_response(StatusCode::OK, &Readiness { status: Status::Ok, store: None, bus: None, partitions: None })
     }
 
     /// `GET /readyz` (and `/healthz`): 200 when the store answers and the bus is connected,
@@ -58,15 +74,22 @@ impl Health {
     /// dependency; a service without a store reports its bus alone.
     pub async fn ready(&self) -> Response {
         if self.started.as_ref().is_some_and(|s| !s.load(Ordering::Acquire)) {
-            let body = Readiness { status: Status::Starting, store: None, bus: None };
+            let body = Readiness { status: Status::Starting, store: None, bus: None, partitions: None };
             return json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
         }
         let bus_ok = self.bus.is_connected();
         let bus_status = if bus_ok { DependencyStatus::Ok } else { DependencyStatus::Disconnected };
+        let partitions = self.coverage.as_ref().map(|c| Partitions::of(&c.unowned()));
+        let partitions_ok = partitions.as_ref().is_none_or(|p| matches!(p.status, PartitionStatus::Ok));
         let Some(store) = &self.store else {
-            let status = if bus_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-            let body =
-                Readiness { status: Status::of(bus_ok), store: None, bus: Some(BusReadiness::Alone(bus_status)) };
+            let healthy = bus_ok && partitions_ok;
+            let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            let body = Readiness {
+                status: Status::of(healthy),
+                store: None,
+                bus: Some(BusReadiness::Alone(bus_status)),
+                partitions,
+            };
             return json_response(status, &body);
         };
         let store_ok = match store.ping().await {
@@ -76,7 +99,7 @@ impl Health {
                 false
             }
         };
-        let healthy = store_ok && bus_ok;
+        let healthy = store_ok && bus_ok && partitions_ok;
         let store_status = if store_ok { DependencyStatus::Ok } else { DependencyStatus::Unavailable };
         json_response(
             if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE },
@@ -84,6 +107,7 @@ impl Health {
                 status: Status::of(healthy),
                 store: Some(Dependency { kind: store.kind(), status: store_status }),
                 bus: Some(BusReadiness::Named(Dependency { kind: self.bus.kind(), status: bus_status })),
+                partitions,
             },
         )
     }
@@ -108,6 +132,42 @@ pub struct Readiness {
     /// The bus (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bus: Option<BusReadiness>,
+    /// Whether the evaluators follow every position partition (readiness of an ingestor over
+    /// NATS only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<Partitions>,
+}
+
+/// Whether the evaluators follow every position partition.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Partitions {
+    /// `ok`, or `unowned` when partitions have not been followed since the start, or for
+    /// longer than the grace of a failover.
+    pub status: PartitionStatus,
+    /// The partitions no live evaluator follows now, ascending.
+    pub unowned: Vec<u32>,
+}
+
+/// Whether the partitions count as followed.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionStatus {
+    /// Every partition is followed, or some have not been for less than the grace.
+    Ok,
+    /// Partitions no evaluator follows: their positions wait in the stream.
+    Unowned,
+}
+
+impl Partitions {
+    fn of(unowned: &Unowned) -> Self {
+        let waited = unowned.since.is_some_and(|since| since.elapsed() >= UNOWNED_GRACE);
+        let ok = unowned.partitions.is_empty() || (unowned.ever_covered && !waited);
+        Self {
+            status: if ok { PartitionStatus::Ok } else { PartitionStatus::Unowned },
+            unowned: unowned.partitions.clone(),
+        }
+    }
 }
 
 /// Overall state.

@@ -1,13 +1,13 @@
 //! Each distributed service process says it runs: it writes a heartbeat, with how far behind it
 //! is, to the site's replica bucket (`zonecast_bus::Presence`) every
-//! [`zonecast_bus::Leases::HEARTBEAT`], and removes it when it stops. `GET /v3/system/cluster`
+//! [`zonecast_bus::Presence::HEARTBEAT`], and removes it when it stops. `GET /v3/system/cluster`
 //! lists what the bucket holds.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use zonecast_bus::{Bus, Leases};
+use zonecast_bus::{Bus, Presence};
 
 use crate::Shutdown;
 use crate::backoff::Backoff;
@@ -49,7 +49,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let id = replica_id();
         let mut errors = RateLimited::new(Duration::from_secs(10));
-        let mut backoff = Backoff::new(Leases::HEARTBEAT, Duration::from_secs(5));
+        let mut backoff = Backoff::new(Presence::HEARTBEAT, Duration::from_secs(5));
         let presence = loop {
             match bus.presence(&prefix, replicas).await {
                 Ok(Some(presence)) => break presence,
@@ -65,7 +65,7 @@ pub fn spawn(
                 () = tokio::time::sleep(backoff.next_delay()) => {}
             }
         };
-        let mut tick = tokio::time::interval(Leases::HEARTBEAT);
+        let mut tick = tokio::time::interval(Presence::HEARTBEAT);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

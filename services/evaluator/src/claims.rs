@@ -1,19 +1,21 @@
 //! Partitions claimed, not given: the evaluators of a site split the position partitions among
 //! themselves through the lease bucket ([`Leases`]), and hand them over as evaluators come and go.
 //!
-//! Every evaluator writes a heartbeat every [`Leases::HEARTBEAT`] and watches the bucket. From
-//! the live members (a heartbeat within [`Leases::LEASE`], by the server's clock) and the
-//! current owners, each computes the same balanced assignment ([`assign`]): every member gets
-//! its share, within one partition, and keeps what it holds up to its share, so that a change
-//! of members moves as few partitions as it can. A member then
+//! Every evaluator writes a heartbeat every [`Timing::heartbeat`] and watches the bucket. From
+//! the live members (a heartbeat within the lease each announces, by the server's clock) and
+//! the current owners, each computes the same balanced assignment ([`assign`]): a member pinned
+//! to a range gets that range, every other member its share of the rest, within one partition,
+//! and keeps what it holds up to its share, so that a change of members moves as few
+//! partitions as it can. A member then
 //!
 //! - **claims** a partition assigned to it that is free (never owned, given back, or owned by
 //!   a dead member), by compare-and-set on the partition's key: the new revision is its epoch;
 //! - **gives back** a partition it holds beyond its share, once the partition's collisions and
 //!   acknowledgements are written ([`Order::GiveBack`], answered by [`Claims::given_back`]);
 //! - **loses** a partition another member claimed (it was taken for dead), and every
-//!   partition at once when its own heartbeat has not been written for [`SELF_LEASE`]: it
-//!   then stops writing, acknowledging and publishing for them before anyone may take them.
+//!   partition at once when its own heartbeat has not been written for two thirds of its
+//!   lease ([`Timing::self_lease`]): it then stops writing, acknowledging and publishing for
+//!   them before anyone may take them.
 //!
 //! A member that stops cleanly gives everything back and removes its key, so that the others
 //! take over at once instead of after the lease.
@@ -27,21 +29,46 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zonecast_bus::Leases;
-use zonecast_bus::leases::{Change, Owner};
+use zonecast_bus::leases::{Change, Member, Owner};
 use zonecast_runtime::ratelog::RateLimited;
 
 mod assign;
 
 pub use assign::assign;
 
-/// How long after its last heartbeat written a member still acts for its partitions: the
-/// others wait [`Leases::LEASE`] after the heartbeat they saw last, so a member stops a second
-/// before anyone may take over.
-pub const SELF_LEASE: Duration = Duration::from_secs(2);
+/// How often a member writes its heartbeat and how long the others wait after the last one
+/// they saw before they take its partitions over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// How often this member writes its heartbeat.
+    pub heartbeat: Duration,
+    /// How long the others wait for its next heartbeat before they take it for dead.
+    pub lease: Duration,
+}
 
-/// How long the watch of the bucket may bring nothing (not even this member's own heartbeats)
-/// before it is taken for stalled and made anew.
-const WATCH_SILENCE: Duration = Duration::from_secs(2);
+impl Default for Timing {
+    fn default() -> Self {
+        Self { heartbeat: Leases::HEARTBEAT, lease: Leases::LEASE }
+    }
+}
+
+impl Timing {
+    /// How long after its last heartbeat written a member still acts for its partitions: two
+    /// thirds of its lease, so that it stops a third of the lease before anyone may take over.
+    pub fn self_lease(&self) -> Duration {
+        self.lease * 2 / 3
+    }
+
+    /// How long the watch of the bucket may bring nothing (not even this member's own
+    /// heartbeats) before it is taken for stalled and made anew.
+    fn watch_silence(&self) -> Duration {
+        (self.heartbeat * 4).max(self.self_lease())
+    }
+}
+
+/// How long a dead member is kept in the bucket (and listed as dead by the cluster status)
+/// before the first live member removes its key: at least ten of its leases.
+const FORGET: Duration = Duration::from_secs(30);
 
 /// What the evaluator's loop is told to do.
 #[derive(Debug, PartialEq, Eq)]
@@ -63,11 +90,13 @@ pub struct LeaseClock {
     /// The lease ran out since the evaluator's loop last looked, though it may be renewed
     /// by now (the process was frozen, or NATS away).
     lapsed: AtomicBool,
+    /// How long after the last heartbeat it holds.
+    self_lease: Duration,
 }
 
 impl LeaseClock {
-    fn new() -> Self {
-        Self { start: Instant::now(), last_ms: AtomicU64::new(0), lapsed: AtomicBool::new(false) }
+    fn new(self_lease: Duration) -> Self {
+        Self { start: Instant::now(), last_ms: AtomicU64::new(0), lapsed: AtomicBool::new(false), self_lease }
     }
 
     fn renewed(&self, sent: Instant) {
@@ -78,7 +107,7 @@ impl LeaseClock {
     /// Whether this member may act for its partitions now.
     fn valid(&self) -> bool {
         let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-        last.elapsed() < SELF_LEASE
+        last.elapsed() < self.self_lease
     }
 
     /// Whether this member may still act for the partitions it held when the evaluator's loop
@@ -110,11 +139,24 @@ enum Done {
 }
 
 impl Claims {
-    /// Joins the members of `leases` for `count` partitions; `about` is what this member says
-    /// of itself (JSON).
-    pub async fn join(leases: Leases, count: u32, about: serde_json::Value) -> Result<Self, zonecast_bus::BusError> {
+    /// Joins the members of `leases` for `count` partitions with `timing`, pinned to an
+    /// inclusive range or sharing the partitions with the others; `about` is what this member
+    /// says of itself (a JSON object, to which its lease and pinned range are added).
+    pub async fn join(
+        leases: Leases,
+        count: u32,
+        timing: Timing,
+        pinned: Option<(u32, u32)>,
+        mut about: serde_json::Value,
+    ) -> Result<Self, zonecast_bus::BusError> {
         let member = uuid::Uuid::new_v4().simple().to_string();
-        let lease = Arc::new(LeaseClock::new());
+        if let Some(fields) = about.as_object_mut() {
+            fields.insert("LeaseMs".into(), u64::try_from(timing.lease.as_millis()).unwrap_or(u64::MAX).into());
+            if let Some((lo, hi)) = pinned {
+                fields.insert("Pinned".into(), serde_json::json!([lo, hi]));
+            }
+        }
+        let lease = Arc::new(LeaseClock::new(timing.self_lease()));
         let sent = Instant::now();
         leases.heartbeat(&member, about.to_string().into()).await?;
         lease.renewed(sent);
@@ -125,6 +167,8 @@ impl Claims {
             leases,
             member: member.clone(),
             count,
+            timing,
+            pinned,
             about: about.to_string(),
             lease: lease.clone(),
             members: HashMap::new(),
@@ -157,10 +201,13 @@ struct Coordinator {
     leases: Leases,
     member: String,
     count: u32,
+    timing: Timing,
+    /// The range this member is pinned to.
+    pinned: Option<(u32, u32)>,
     about: String,
     lease: Arc<LeaseClock>,
-    /// Members and their last heartbeat (server clock, Unix ns).
-    members: HashMap<String, i128>,
+    /// Members as last seen: their last heartbeat (server clock), lease and pinned range.
+    members: HashMap<String, Member>,
     /// The newest heartbeat seen: the server's clock, as of the last change.
     server_now: i128,
     owners: BTreeMap<u32, Owner>,
@@ -183,17 +230,17 @@ impl Coordinator {
         mut changes: std::pin::Pin<Box<dyn futures::Stream<Item = Change> + Send>>,
         mut done: mpsc::UnboundedReceiver<Done>,
     ) {
-        let mut heartbeat = tokio::time::interval(Leases::HEARTBEAT);
+        let mut heartbeat = tokio::time::interval(self.timing.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (mut last_change, mut ended) = (Instant::now(), false);
         loop {
             tokio::select! {
                 _ = heartbeat.tick() => {
                     self.heartbeat().await;
-                    // This member's own heartbeat comes back on a working watch twice a
-                    // second: a watch silent for longer has stalled or ended, and is made
-                    // anew (what it held is read again from the bucket).
-                    if last_change.elapsed() > WATCH_SILENCE {
+                    // This member's own heartbeat comes back on a working watch with every
+                    // beat: a watch silent for longer has stalled or ended, and is made anew
+                    // (what it held is read again from the bucket).
+                    if last_change.elapsed() > self.timing.watch_silence() {
                         match self.leases.watch().await {
                             Ok(watch) => {
                                 changes = Box::pin(watch);
@@ -263,7 +310,7 @@ impl Coordinator {
                 if member.id == self.member && self.current_at.is_some_and(|at| member.revision >= at) {
                     self.current = true;
                 }
-                self.members.insert(member.id, member.heartbeat_ns);
+                self.members.insert(member.id.clone(), member);
             }
             Change::Left(id) => {
                 self.members.remove(&id);
@@ -277,16 +324,17 @@ impl Coordinator {
         }
     }
 
-    /// Members whose heartbeat is within the lease, sorted; this one while its lease holds.
-    fn live(&self) -> Vec<String> {
-        let mut live: Vec<String> = self
+    /// Members whose heartbeat is within their lease, sorted, with their pinned ranges; this
+    /// one while its lease holds.
+    fn live(&self) -> Vec<(String, Option<(u32, u32)>)> {
+        let mut live: Vec<(String, Option<(u32, u32)>)> = self
             .members
-            .iter()
-            .filter(|(id, beat)| **id != self.member && Leases::alive(**beat, self.server_now))
-            .map(|(id, _)| id.clone())
+            .values()
+            .filter(|m| m.id != self.member && m.alive(self.server_now))
+            .map(|m| (m.id.clone(), m.pinned))
             .collect();
         if self.lease.valid() {
-            live.push(self.member.clone());
+            live.push((self.member.clone(), self.pinned));
         }
         live.sort_unstable();
         live
@@ -309,7 +357,7 @@ impl Coordinator {
         if !self.current || !self.lease.valid() {
             return;
         }
-        let live = self.live();
+        let (live, pins): (Vec<String>, Vec<Option<(u32, u32)>>) = self.live().into_iter().unzip();
         self.forget_dead(&live).await;
         let owners: Vec<Option<String>> = (0..self.count)
             .map(|p| {
@@ -319,7 +367,7 @@ impl Coordinator {
                     .filter(|m| live.binary_search_by(|l| l.as_str().cmp(m)).is_ok())
             })
             .collect();
-        let target = assign(self.count, &live, &owners.iter().map(Option::as_deref).collect::<Vec<_>>());
+        let target = assign(self.count, &live, &pins, &owners.iter().map(Option::as_deref).collect::<Vec<_>>());
         let mut taken = Vec::new();
         let mut give = Vec::new();
         for p in 0..self.count {
@@ -363,9 +411,15 @@ impl Coordinator {
         if live.first() != Some(&self.member) {
             return;
         }
-        let long = i128::try_from((Leases::LEASE * 10).as_nanos()).unwrap_or(i128::MAX);
-        let dead: Vec<String> =
-            self.members.iter().filter(|(_, beat)| self.server_now - **beat > long).map(|(id, _)| id.clone()).collect();
+        let long = i128::try_from(FORGET.as_nanos()).unwrap_or(i128::MAX);
+        let dead: Vec<String> = self
+            .members
+            .values()
+            .filter(|m| {
+                self.server_now - m.heartbeat_ns > long.max(10 * i128::try_from(m.lease.as_nanos()).unwrap_or(0))
+            })
+            .map(|m| m.id.clone())
+            .collect();
         for id in dead {
             if self.leases.remove(&id).await.is_ok() {
                 self.members.remove(&id);

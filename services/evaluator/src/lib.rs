@@ -21,6 +21,7 @@ use zonecast_runtime::service::{self, Needs};
 use zonecast_runtime::{Running, Shutdown, StartError};
 use zonecast_store::EvaluatorStore;
 
+pub use crate::claims::Timing;
 pub use crate::config::{EvaluatorAddr, EvaluatorArgs, EvaluatorCli, EvaluatorConfig, EvaluatorSettings};
 pub use crate::engine::{Engine, Output, Ownership, SourceHint};
 pub use crate::shell::start;
@@ -36,11 +37,15 @@ pub struct Deps {
     pub subjects: Subjects,
     /// SiteID of events.
     pub site_id: i64,
-    /// Partitions this replica owns when it is given them (`claims` false, or in one process);
-    /// their count in any case.
+    /// Partitions this replica owns when it is given them (`claims` false, or a bus without a
+    /// lease bucket); their count in any case.
     pub ownership: Ownership,
     /// Whether it claims its partitions with the other evaluators instead (over NATS).
     pub claims: bool,
+    /// The range it claims alone, if it is pinned to one; the others share the rest.
+    pub pinned: Option<(u32, u32)>,
+    /// Its heartbeat and lease.
+    pub timing: Timing,
     /// The positions of the owned partitions, and of mobile-zone sources of others.
     pub positions: Arc<dyn PositionLog>,
     /// On how many NATS servers the lease bucket is kept.
@@ -50,8 +55,8 @@ pub struct Deps {
 }
 
 /// Starts the distributed `zonecast-evaluator` on the service skeleton: PostgreSQL and NATS; the
-/// evaluators claim the partitions among themselves, unless `ZONECAST_EVALUATOR_PARTITIONS`
-/// pins a range; `/livez`, `/readyz` and `/metrics` are served on `ZONECAST_HTTP_ADDR`.
+/// evaluators claim the partitions among themselves (one pinned by
+/// `ZONECAST_EVALUATOR_PARTITIONS` claims that range, the others share the rest); `/livez`, `/readyz` and `/metrics` are served on `ZONECAST_HTTP_ADDR`.
 pub async fn launch(config: EvaluatorConfig, shutdown: Shutdown) -> Result<Running, StartError> {
     let needs = Needs { name: "zonecast-evaluator", bus: &config.bus, store: Some(&config.store), secret_key: None };
     let config = &config;
@@ -79,7 +84,9 @@ impl Deps {
             subjects: Subjects::new(config.bus.subject_prefix.clone()),
             site_id: config.site_id,
             ownership: Ownership::range(count, lo, hi),
-            claims: pinned.is_none(),
+            claims: true,
+            pinned,
+            timing: config.evaluator.timing,
             journal: channels.journal.clone(),
             positions: channels.positions.clone(),
             replicas: config.bus.positions.replicas,

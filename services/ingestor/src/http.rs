@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use warp::http::HeaderMap;
 use warp::reply::Response;
-use zonecast_bus::Bus;
 use zonecast_http::Auth;
 use zonecast_http::edge::{self, Listener};
 use zonecast_http::http::{HttpError, json_response};
@@ -34,7 +33,7 @@ use zonecast_http::route;
 static ROUTES: &[Route<Op>] = &[
     route!(POST "/v3/positions" Positions Some(Authority::Write), "postPositions", "Position input: an event, an array, a batch or compact objects", Some(schema_of::<PositionInput>), schema_of::<PositionAnswer>),
     route!(GET "/livez" Live None, "liveness", "Liveness: 200 whenever the process serves HTTP", None, schema_of::<Readiness>),
-    route!(GET "/readyz" Ready None, "readiness", "Readiness: 200 when the bus is connected, else 503", None, schema_of::<Readiness>),
+    route!(GET "/readyz" Ready None, "readiness", "Readiness: 200 when the bus is connected and the evaluators follow every partition, else 503", None, schema_of::<Readiness>),
     route!(GET "/healthz" Ready None, "health", "Readiness under its former name", None, schema_of::<Readiness>),
     route!(GET "/metrics" Metrics None, "metrics", "Prometheus metrics (text exposition format)", None, schema_of::<MetricsText>),
 ];
@@ -86,13 +85,12 @@ impl Listener for Positions {
 pub(crate) async fn serve(
     input: HttpInput,
     publisher: Publisher,
-    bus: Arc<dyn Bus>,
+    health: Health,
     shutdown: Shutdown,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), StartError> {
     let socket = edge::bind(input.config.addr).await?;
     let bound = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", input.config.addr)))?;
-    let listener =
-        Positions { auth: input.auth, publisher, health: Health::new(None, bus), limits: input.config.limits };
+    let listener = Positions { auth: input.auth, publisher, health, limits: input.config.limits };
     let task = tokio::spawn(edge::serve(socket, Arc::new(listener), shutdown));
     tracing::info!(addr = %bound, "ingestor HTTP listening");
     Ok((bound, task))

@@ -11,8 +11,10 @@ mod nats;
 use std::sync::Arc;
 use std::time::Duration;
 
+use zonecast_bus::coverage::Coverage;
 use zonecast_bus::{Bus, Channels, Subjects};
 use zonecast_http::Auth;
+use zonecast_http::ops::{Health, UNOWNED_GRACE};
 use zonecast_ingest::Publisher;
 use zonecast_runtime::ratelog::RateLimited;
 use zonecast_runtime::service::{self, Needs};
@@ -74,6 +76,13 @@ pub struct Deps {
     pub mqtt: Option<MqttInput>,
     /// Bytes of payloads the NATS input holds while it is behind its publishers.
     pub nats_buffer_bytes: usize,
+    /// How many position partitions there are.
+    pub partitions: u32,
+    /// On how many NATS servers the evaluators' lease bucket is kept.
+    pub replicas: usize,
+    /// Whether the evaluators claim their partitions in the lease bucket, which readiness then
+    /// watches (over NATS, unless the evaluators are the all-in-one's own).
+    pub claimed: bool,
 }
 
 impl Deps {
@@ -100,7 +109,17 @@ impl Deps {
         };
         let mqtt =
             config.mqtt.as_ref().map(MqttInput::from_config).transpose().map_err(|e| StartError::new("config", e))?;
-        Ok(Self { bus, subjects, publisher, http, mqtt, nats_buffer_bytes: config.bus.ingest_buffer_bytes })
+        Ok(Self {
+            bus,
+            subjects,
+            publisher,
+            http,
+            mqtt,
+            nats_buffer_bytes: config.bus.ingest_buffer_bytes,
+            partitions: config.bus.partitions,
+            replicas: config.bus.positions.replicas,
+            claimed: true,
+        })
     }
 }
 
@@ -137,6 +156,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         zonecast_runtime::metrics::register_series("zonecast_ingest_mqtt_connected", &[]);
     }
     register_inputs(&inputs);
+    zonecast_runtime::metrics::register_series("zonecast_ingest_partitions_unowned", &[]);
     deps.publisher.follow_pressure().await.map_err(|e| StartError::new("bus", e))?;
     // Streams not made now (JetStream not ready yet) are made with their first batch; streams
     // JetStream cannot keep on the servers ZONECAST_NATS_REPLICAS asks for stop the start.
@@ -149,8 +169,19 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     }
     let mut tasks = Vec::new();
     let mut addr = None;
+    let mut health = Health::new(None, deps.bus.clone());
+    // Over NATS the ingestor is ready only while the evaluators follow every partition.
+    let leases = match deps.claimed {
+        true => deps.bus.leases(deps.subjects.prefix(), deps.replicas).await.map_err(|e| StartError::new("bus", e))?,
+        false => None,
+    };
+    if let Some(leases) = leases {
+        let coverage = Coverage::spawn(leases, deps.partitions);
+        tasks.push(tokio::spawn(count_unowned(coverage.clone(), shutdown.clone())));
+        health = health.with_coverage(coverage);
+    }
     if let Some(input) = deps.http {
-        let (bound, task) = http::serve(input, deps.publisher.clone(), deps.bus.clone(), shutdown.clone()).await?;
+        let (bound, task) = http::serve(input, deps.publisher.clone(), health, shutdown.clone()).await?;
         addr = Some(bound);
         tasks.push(task);
     }
@@ -196,6 +227,35 @@ pub async fn launch(config: IngestorConfig, shutdown: Shutdown) -> Result<Runnin
 /// Runs `zonecast-ingestor` until `shutdown`, then drains.
 pub async fn run(config: IngestorConfig, shutdown: Shutdown) -> Result<(), StartError> {
     launch(config, shutdown).await?.stopped().await
+}
+
+/// Keeps `zonecast_ingest_partitions_unowned` at the count of partitions no evaluator follows,
+/// and warns when some have gone unfollowed for [`UNOWNED_GRACE`] (and says when every one is
+/// followed again).
+async fn count_unowned(mut coverage: Coverage, shutdown: Shutdown) {
+    let gauge = metrics::gauge!("zonecast_ingest_partitions_unowned");
+    let mut look = tokio::time::interval(Duration::from_secs(1));
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            more = coverage.changed() => if !more { return },
+            _ = look.tick() => {}
+        }
+        let unowned = coverage.unowned();
+        gauge.set(unowned.partitions.len() as f64);
+        let long = unowned.since.is_some_and(|since| since.elapsed() >= UNOWNED_GRACE);
+        if long && !warned {
+            tracing::warn!(
+                partitions = ?unowned.partitions,
+                "position partitions followed by no evaluator: their positions wait in the stream until an evaluator claims them; this ingestor is not ready meanwhile"
+            );
+            warned = true;
+        } else if unowned.partitions.is_empty() && warned {
+            tracing::warn!("every position partition is followed by an evaluator again");
+            warned = false;
+        }
+    }
 }
 
 /// How often a stream input logs rejected positions at most.

@@ -67,13 +67,10 @@ fn admin_key(data_dir: &Path) -> Result<(PathBuf, Secret), StartError> {
     }
 }
 
-/// The partition ranges of the all-in-one's evaluators: the configured one, else the
-/// partitions split evenly over the available cores.
+/// The partition ranges of the all-in-one's evaluators: the partitions split evenly over the
+/// available cores.
 fn evaluator_ranges(config: &Config) -> Vec<zonecast_evaluator::Ownership> {
     let count = config.bus.partitions;
-    if let Some((lo, hi)) = config.evaluator.partitions {
-        return vec![zonecast_evaluator::Ownership::range(count, lo, hi)];
-    }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, count as usize) as u32;
     (0..workers)
         .map(|w| zonecast_evaluator::Ownership::range(count, w * count / workers, (w + 1) * count / workers - 1))
@@ -111,16 +108,17 @@ pub async fn start(mut config: Config, shutdown: Shutdown) -> Result<AllInOne, S
     };
     let ranges = evaluator_ranges(&config);
     // The ingestor's NATS and MQTT inputs; its HTTP input is the API listener's positions route.
-    let ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), &channels, None)?;
+    let mut ingestor = zonecast_ingestor::Deps::from_config(&config.ingestor(), &channels, None)?;
+    // Its evaluators are given their partitions: there are no claims to watch.
+    ingestor.claimed = false;
     let demo_positions = ingestor.publisher.clone();
     // Before the evaluators and the forwarder start, so that it hears their first reports: a
     // write is answered once all of them (one forwarder, one evaluator per range) have it.
     let context = Context::new(&config.api(), store.clone(), &channels, keys.clone(), Some(ranges.len() + 1))
         .await?
         .with_positions(ingestor.publisher.clone());
-    // One evaluator per core, each given a partition range: evaluation then uses every core
-    // (an explicit ZONECAST_EVALUATOR_PARTITIONS keeps one). They claim nothing, over NATS
-    // too: one process holds them all, and fails as one.
+    // One evaluator per core, each given a partition range: evaluation then uses every core.
+    // They claim nothing, over NATS too: one process holds them all, and fails as one.
     let context = context.with_evaluators(ranges.iter().map(|o| o.partitions().collect()).collect());
     let mut evaluators = Vec::new();
     for ownership in ranges {

@@ -160,6 +160,8 @@ pub static CATALOG: &[Metric] = &[
         "payloads on the NATS ingest subject dropped unread because the input was behind its publishers: its buffer (ZONECAST_INGEST_NATS_BUFFER_BYTES) was full, or before it the NATS client's queue for the subscription (65,536 messages); core NATS cannot slow a publisher down").loss(),
     m("zonecast_ingest_holds_total", Counter, &[Ingestor], "`input` (`http`, `nats`, `mqtt` when configured)",
         "times an input waited for the pipeline to catch up before taking its next payload (HTTP: held a request)"),
+    m("zonecast_ingest_partitions_unowned", Gauge, &[Ingestor], "",
+        "position partitions no live evaluator follows, as this ingestor sees the evaluators' lease bucket: their positions wait in the stream until an evaluator claims them; always 0 in the all-in-one"),
     m("zonecast_ingest_mqtt_connected", Gauge, &[Ingestor], "", "MQTT position input connected (1) or not (0)")
         .from(MqttInput),
     m("zonecast_pipeline_lag_seconds", Gauge, &[Evaluator, Forwarder],

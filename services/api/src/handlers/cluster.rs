@@ -36,7 +36,8 @@ pub struct ClusterStatus {
     /// How many position partitions there are (`ZONECAST_PARTITIONS`).
     partitions: u32,
     /// How long an evaluator may go without a heartbeat before it counts as dead and its
-    /// partitions are taken over, in milliseconds.
+    /// partitions are taken over, in milliseconds: the lease the live evaluators announce (the
+    /// longest, should they differ), else the default lease.
     lease_ms: u64,
     /// Every evaluator known: the live ones, and dead ones until the others forget them (a
     /// while after their lease ran out; one stopped cleanly leaves at once). By ID.
@@ -127,8 +128,8 @@ pub async fn status(ctx: &Context) -> Result<Response, ApiError> {
     Ok(reply::ok(&answer))
 }
 
-fn lease_ms() -> u64 {
-    u64::try_from(Leases::LEASE.as_millis()).unwrap_or(u64::MAX)
+fn millis(lease: std::time::Duration) -> u64 {
+    u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The status from the lease bucket's `members` and `owners` and the replica bucket's
@@ -151,7 +152,7 @@ fn claimed(
         .iter()
         .map(|m| EvaluatorStatus {
             evaluator_id: m.id.clone(),
-            alive: Leases::alive(m.heartbeat_ns, newest),
+            alive: m.alive(newest),
             heartbeat_age_ms: Some(age_ms(m.heartbeat_ns)),
             partitions: owners
                 .iter()
@@ -162,13 +163,13 @@ fn claimed(
         })
         .collect();
     evaluators.sort_by(|a, b| a.evaluator_id.cmp(&b.evaluator_id));
-    let owned: BTreeSet<u32> = evaluators.iter().filter(|e| e.alive).flat_map(|e| e.partitions.clone()).collect();
+    let lease = members.iter().filter(|m| m.alive(newest)).map(|m| m.lease).max().unwrap_or(Leases::LEASE);
     let mut replicas: Vec<ReplicaStatus> = replicas
         .iter()
         .map(|r| ReplicaStatus {
             service: r.service.clone(),
             replica_id: r.id.clone(),
-            alive: Leases::alive(r.heartbeat_ns, newest),
+            alive: r.alive(newest),
             heartbeat_age_ms: Some(age_ms(r.heartbeat_ns)),
             lag_ms: serde_json::from_slice::<serde_json::Value>(&r.about).ok().and_then(|a| a["LagMs"].as_u64()),
         })
@@ -177,9 +178,9 @@ fn claimed(
     ClusterStatus {
         mode: Mode::Claimed,
         partitions: count,
-        lease_ms: lease_ms(),
+        lease_ms: millis(lease),
         evaluators,
-        unowned: (0..count).filter(|p| !owned.contains(p)).collect(),
+        unowned: zonecast_bus::leases::unowned(count, members, owners, newest),
         replicas,
     }
 }
@@ -190,7 +191,7 @@ fn given(count: u32, evaluators: &[Vec<u32>]) -> ClusterStatus {
     ClusterStatus {
         mode: Mode::AllInOne,
         partitions: count,
-        lease_ms: lease_ms(),
+        lease_ms: millis(Leases::LEASE),
         evaluators: evaluators
             .iter()
             .enumerate()
@@ -220,7 +221,15 @@ mod tests {
     const SECOND: i128 = 1_000_000_000;
 
     fn member(id: &str, heartbeat_ns: i128) -> Member {
-        Member { id: id.into(), about: br#"{"Partitions":4}"#.to_vec().into(), heartbeat_ns, revision: 1 }
+        let about = br#"{"Partitions":4,"LeaseMs":3000}"#.to_vec().into();
+        Member {
+            id: id.into(),
+            about,
+            heartbeat_ns,
+            revision: 1,
+            lease: std::time::Duration::from_secs(3),
+            pinned: None,
+        }
     }
 
     fn owner(id: Option<&str>) -> Owner {
@@ -253,7 +262,7 @@ mod tests {
         assert_eq!((a.alive, a.heartbeat_age_ms, a.partitions.clone()), (false, Some(4000), vec![0]));
         let b = &status.evaluators[1];
         assert_eq!((b.alive, b.heartbeat_age_ms, b.partitions.clone()), (true, Some(0), vec![1]));
-        assert_eq!(b.about, Some(serde_json::json!({"Partitions": 4})));
+        assert_eq!(b.about, Some(serde_json::json!({"Partitions": 4, "LeaseMs": 3000})));
         assert_eq!(status.unowned, [0, 2, 3]);
         assert_eq!((status.mode, status.partitions, status.lease_ms), (Mode::Claimed, 4, 3000));
         let replicas: Vec<_> = status
@@ -269,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_member_is_alive_exactly_while_its_age_is_at_most_the_lease() {
-        let lease = i128::try_from(Leases::LEASE.as_nanos()).unwrap();
+        let lease = 3 * SECOND;
         for (silent, alive, age) in [
             (lease, true, 3000),
             (lease + 1, false, 3001),
@@ -309,7 +318,7 @@ mod tests {
         let process = serde_json::json!({"Service": "zonecast", "ReplicaID": zonecast_runtime::presence::replica_id(), "Alive": true, "HeartbeatAgeMs": null, "LagMs": null});
         assert_eq!(
             answer,
-            serde_json::json!({"Mode": "all-in-one", "Partitions": 2, "LeaseMs": 3000, "Evaluators": [evaluator], "Unowned": [1], "Replicas": [process]})
+            serde_json::json!({"Mode": "all-in-one", "Partitions": 2, "LeaseMs": 1000, "Evaluators": [evaluator], "Unowned": [1], "Replicas": [process]})
         );
     }
 }

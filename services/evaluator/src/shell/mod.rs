@@ -96,7 +96,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         true => deps.bus.leases(deps.subjects.prefix(), deps.replicas).await.map_err(bus_err)?,
         false => None,
     };
-    let label = if leases.is_some() { "claimed".to_owned() } else { deps.ownership.label() };
+    let label = match (&leases, deps.pinned) {
+        (Some(_), None) => "claimed".to_owned(),
+        _ => deps.ownership.label(),
+    };
     let (partitions, devices, owned) = crate::register_metrics(&label);
     let announcements = deps.bus.subscribe(&deps.subjects.config_changed()).await.map_err(bus_err)?;
     let mut hints = deps.bus.subscribe(&deps.subjects.source_positions()).await.map_err(bus_err)?;
@@ -137,7 +140,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut handover = match leases {
         Some(leases) => {
             let about = serde_json::json!({ "Partitions": count });
-            let claims = Claims::join(leases, count, about).await.map_err(bus_err)?;
+            let claims = Claims::join(leases, count, deps.timing, deps.pinned, about).await.map_err(bus_err)?;
             Some(Handover::new(claims, deps.store.clone(), collisions.flush.clone()))
         }
         None => None,

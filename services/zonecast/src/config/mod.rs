@@ -202,6 +202,13 @@ impl AllInOneCli {
     fn check(&self, c: &mut Check<'_>) -> (Config, bool) {
         let bus = self.bus.check(c, PARTITIONS);
         let evaluator = self.evaluator.check(c, bus.partitions);
+        if evaluator.partitions.is_some() {
+            // One range would leave every other partition unevaluated.
+            c.bad(
+                "evaluator_partitions",
+                "the all-in-one evaluates every partition itself, one evaluator per core; pinning a range is for zonecast-evaluator",
+            );
+        }
         let config = Config {
             http: HttpConfig { addr: self.http_addr.check(c), limits: self.limits.check(c) },
             ops_addr: self.ops_addr.check(c),

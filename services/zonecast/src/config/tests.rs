@@ -338,7 +338,7 @@ fn a_flag_wins_over_its_variable_which_wins_over_the_file() {
         &env(&[
             ("ZONECAST_CONFIG", path.to_str().unwrap()),
             ("ZONECAST_SITE_ID", "501"),
-            ("ZONECAST_EVALUATOR_PARTITIONS", "0-3"),
+            ("ZONECAST_EVALUATOR_LEASE_MS", "1500"),
             ("ZONECAST_HTTP_ADDR", "127.0.0.1:2"),
         ]),
     )
@@ -346,9 +346,21 @@ fn a_flag_wins_over_its_variable_which_wins_over_the_file() {
     .config;
     assert_eq!(loaded.site_id, 501);
     assert_eq!(loaded.bus.partitions, 8);
-    assert_eq!(loaded.evaluator.partitions, Some((0, 3)));
+    assert_eq!(loaded.evaluator.timing.lease, std::time::Duration::from_millis(1500));
     assert_eq!(loaded.auth.api_keys[0].authority, Authority::Read);
     assert_eq!(loaded.http.addr, "127.0.0.1:3".parse::<SocketAddr>().unwrap());
+}
+
+#[test]
+fn the_all_in_one_refuses_a_pinned_range_and_a_lease_shorter_than_three_heartbeats() {
+    let e = Config::load(args("zonecast", &[]), &env(&[("ZONECAST_EVALUATOR_PARTITIONS", "0-3")])).unwrap_err();
+    assert!(e.to_string().contains("ZONECAST_EVALUATOR_PARTITIONS: the all-in-one evaluates every partition"), "{e}");
+    let e = Config::load(
+        args("zonecast", &[]),
+        &env(&[("ZONECAST_EVALUATOR_HEARTBEAT_MS", "400"), ("ZONECAST_EVALUATOR_LEASE_MS", "1000")]),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("ZONECAST_EVALUATOR_LEASE_MS: 1000 is less than three heartbeats"), "{e}");
 }
 
 #[test]
