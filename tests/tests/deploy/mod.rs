@@ -314,6 +314,13 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
             })
         };
         let ready = checks.iter().find(|c| c.what == "readinessProbe").expect("a readiness probe");
+        // An ingestor is ready once an evaluator follows every partition: one runs beside it.
+        let mut evaluator = (binary == "zonecast-ingestor").then(|| {
+            let port = free_port();
+            let mut beside = env.clone();
+            beside.insert("ZONECAST_HTTP_ADDR".into(), format!("127.0.0.1:{port}"));
+            Service::start("zonecast-evaluator", beside.into_iter().collect(), port)
+        });
         let mut service = Service::start(binary, env.clone().into_iter().collect(), local_port(ready));
         service.healthy(&http, Duration::from_secs(30)).await;
         for check in &checks {
@@ -334,6 +341,9 @@ async fn every_probe_and_scrape_path_is_answered_without_credentials_by_the_serv
             checked += 1;
         }
         service.kill().await;
+        if let Some(evaluator) = evaluator.as_mut() {
+            evaluator.kill().await;
+        }
     }
     let expected = 3 * deployments.len();
     assert!(checked >= expected, "three checks for each of the {} Deployments, got {checked}", deployments.len());

@@ -269,18 +269,14 @@ fn bad_values_are_named_with_what_is_wrong() {
         one(&[("ZONECAST_CLIENTS", "svc:s3cret")]),
         "ZONECAST_CLIENTS: expected auth_id:auth_secret:authority triples"
     );
-    assert_eq!(
-        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "0-16")]),
-        "ZONECAST_EVALUATOR_PARTITIONS: range ends at 16 but there are 16 partitions"
-    );
-    assert_eq!(
-        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "5-2")]),
-        "ZONECAST_EVALUATOR_PARTITIONS: '5-2': start after end"
-    );
-    assert_eq!(
-        one(&[("ZONECAST_EVALUATOR_PARTITIONS", "a-b")]),
-        "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7"
-    );
+    // The evaluator's range, checked by zonecast-evaluator (64 partitions unless set).
+    let evaluator = |range: &str| {
+        let pairs = [DISTRIBUTED[0], DISTRIBUTED[1], ("ZONECAST_EVALUATOR_PARTITIONS", range)];
+        problems::<EvaluatorConfig>(&pairs).join("\n")
+    };
+    assert_eq!(evaluator("0-64"), "ZONECAST_EVALUATOR_PARTITIONS: range ends at 64 but there are 64 partitions");
+    assert_eq!(evaluator("5-2"), "ZONECAST_EVALUATOR_PARTITIONS: '5-2': start after end");
+    assert_eq!(evaluator("a-b"), "ZONECAST_EVALUATOR_PARTITIONS: 'a-b': expected a partition or a range such as 0-7");
     assert_eq!(one(&[("ZONECAST_FORWARDER_QUEUE", "0")]), "ZONECAST_FORWARDER_QUEUE: must be between 1 and 10000000");
     assert_eq!(one(&[("ZONECAST_INGEST_HOLD_MS", "60001")]), "ZONECAST_INGEST_HOLD_MS: must be between 0 and 60000");
     let c = load::<Config>(&[("ZONECAST_INGEST_HOLD_MS", "0")]).unwrap();
