@@ -135,6 +135,8 @@ pub struct Claims {
 /// What the evaluator's loop tells the claims task.
 enum Done {
     GivenBack(Vec<u32>),
+    /// The evaluator's loop found the lease run out and dropped everything it held.
+    Lapsed,
     Leave,
 }
 
@@ -188,6 +190,11 @@ impl Claims {
     /// The partitions of an [`Order::GiveBack`] are finished: give them back.
     pub fn given_back(&self, partitions: Vec<u32>) {
         let _ = self.done.send(Done::GivenBack(partitions));
+    }
+
+    /// The evaluator's loop found the lease run out and dropped every partition it held.
+    pub fn lapsed(&self) {
+        let _ = self.done.send(Done::Lapsed);
     }
 
     /// Gives back every partition held (their collisions written) and leaves the members.
@@ -264,6 +271,14 @@ impl Coordinator {
                 },
                 done = done.recv() => match done {
                     Some(Done::GivenBack(partitions)) => self.give_back(&partitions).await,
+                    Some(Done::Lapsed) => {
+                        // What the loop dropped is no longer held: claimed again (at a new
+                        // epoch) once the lease holds, unless another member has it by then.
+                        let lost: Vec<u32> = self.held.keys().copied().collect();
+                        if !lost.is_empty() {
+                            self.lose(lost);
+                        }
+                    }
                     Some(Done::Leave) => {
                         self.leave().await;
                         return;
@@ -368,29 +383,37 @@ impl Coordinator {
             })
             .collect();
         let target = assign(self.count, &live, &pins, &owners.iter().map(Option::as_deref).collect::<Vec<_>>());
-        let mut taken = Vec::new();
+        let mut claims = Vec::new();
         let mut give = Vec::new();
         for p in 0..self.count {
             let mine = target[p as usize].as_deref() == Some(self.member.as_str());
             let held = self.held.contains_key(&p);
             if mine && !held && owners[p as usize].as_ref().is_none_or(|o| *o == self.member) {
-                let revision = self.owners.get(&p).map(|o| o.revision);
-                match self.leases.claim(p, &self.member, revision).await {
-                    Ok(Some(epoch)) => {
-                        self.owners.insert(p, Owner { member: Some(self.member.clone()), revision: epoch });
-                        self.held.insert(p, epoch);
-                        taken.push((p, epoch));
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        if let Some(held_back) = self.log.allow() {
-                            tracing::warn!(partition = p, error = %e, held_back, "partition not claimed");
-                        }
-                    }
-                }
+                claims.push((p, self.owners.get(&p).map(|o| o.revision)));
             } else if !mine && held && !self.giving_back.contains_key(&p) && target[p as usize].is_some() {
                 self.giving_back.insert(p, Instant::now());
                 give.push(p);
+            }
+        }
+        // All at once: claimed one after the other, on a busy replicated bucket, they would
+        // keep the next heartbeat waiting past the lease.
+        let (leases, member) = (&self.leases, self.member.as_str());
+        let results =
+            futures::future::join_all(claims.iter().map(|&(p, revision)| leases.claim(p, member, revision))).await;
+        let mut taken = Vec::new();
+        for ((p, _), result) in claims.into_iter().zip(results) {
+            match result {
+                Ok(Some(epoch)) => {
+                    self.owners.insert(p, Owner { member: Some(self.member.clone()), revision: epoch });
+                    self.held.insert(p, epoch);
+                    taken.push((p, epoch));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    if let Some(held_back) = self.log.allow() {
+                        tracing::warn!(partition = p, error = %e, held_back, "partition not claimed");
+                    }
+                }
             }
         }
         if !taken.is_empty() {

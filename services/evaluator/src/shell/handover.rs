@@ -82,6 +82,9 @@ impl Handover {
                 "lease ran out: the partitions' work under way is dropped, the evaluators that take them over do it again"
             );
             self.lose(&all, engine, feed, acks);
+            // The claims may not have seen the lapse yet (they look at each heartbeat): what
+            // they count as held is gone, to be claimed again.
+            self.claims.lapsed();
         }
     }
 

@@ -139,6 +139,10 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     owned.set(engine.ownership().partitions().count() as f64);
     let mut handover = match leases {
         Some(leases) => {
+            // The position stream set up before any claim: a partition claimed while its
+            // stream is still being set up (slow on a busy replicated NATS) holds its devices'
+            // events back for as long.
+            prepare_positions(deps.positions.as_ref(), &shutdown).await;
             let about = serde_json::json!({ "Partitions": count });
             let claims = Claims::join(leases, count, deps.timing, deps.pinned, about).await.map_err(bus_err)?;
             Some(Handover::new(claims, deps.store.clone(), collisions.flush.clone()))
@@ -345,6 +349,21 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
         tracing::info!("evaluator stopped");
     });
     Ok(Running::new(task))
+}
+
+/// Sets the position stream up, trying again until it is or the evaluator stops.
+async fn prepare_positions(positions: &dyn zonecast_bus::PositionLog, shutdown: &Shutdown) {
+    let mut backoff = zonecast_runtime::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    let mut log = RateLimited::new(Duration::from_secs(10));
+    while let Err(e) = positions.prepare().await {
+        if let Some(held_back) = log.allow() {
+            tracing::warn!(error = %e, held_back, "position stream not set up yet; no partition is claimed before it is");
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    }
 }
 
 /// The next order of the claims; never, for an evaluator given its partitions.
