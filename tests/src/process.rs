@@ -185,3 +185,41 @@ async fn exited(name: &str, child: &mut Child, timeout: Duration) -> std::proces
         tokio::time::sleep(Duration::from_millis(20)).await; // sleep-ok: polling the exit
     }
 }
+
+/// What every distributed service of a test's site shares: its database, NATS, secret key,
+/// API keys, subject prefix and partition count; each service listens on `port` (its
+/// `ZONECAST_HTTP_ADDR`, and an ingestor's `ZONECAST_INGEST_HTTP_ADDR`).
+pub struct SiteEnv {
+    /// PostgreSQL URL.
+    pub database: String,
+    /// NATS URL.
+    pub nats: String,
+    /// `ZONECAST_SECRET_KEY`.
+    pub secret: String,
+    /// `ZONECAST_API_KEYS`.
+    pub api_keys: String,
+    /// `ZONECAST_SUBJECT_PREFIX`.
+    pub prefix: String,
+    /// `ZONECAST_PARTITIONS`.
+    pub partitions: u32,
+}
+
+impl SiteEnv {
+    /// The environment of one service listening on `port`.
+    pub fn at(&self, port: u16) -> Vec<(String, String)> {
+        let addr = format!("127.0.0.1:{port}");
+        [
+            ("ZONECAST_DATABASE_URL", self.database.as_str()),
+            ("ZONECAST_NATS_URL", self.nats.as_str()),
+            ("ZONECAST_SECRET_KEY", self.secret.as_str()),
+            ("ZONECAST_API_KEYS", self.api_keys.as_str()),
+            ("ZONECAST_SUBJECT_PREFIX", self.prefix.as_str()),
+            ("ZONECAST_PARTITIONS", &self.partitions.to_string()),
+            ("ZONECAST_HTTP_ADDR", &addr),
+            ("ZONECAST_INGEST_HTTP_ADDR", &addr),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+    }
+}

@@ -11,27 +11,12 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::Value;
 use zonecast_tests::nats::NatsServer;
-use zonecast_tests::process::{Service, free_port};
+use zonecast_tests::process::{Service, SiteEnv, free_port};
 use zonecast_tests::{READ_KEY, eventually, fresh_database};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "cluster-status-admin-key";
 const PARTITIONS: u32 = 8;
-
-fn env(nats: &str, database: &str, secret: &str, prefix: &str, port: u16) -> Vec<(String, String)> {
-    [
-        ("ZONECAST_DATABASE_URL", database),
-        ("ZONECAST_NATS_URL", nats),
-        ("ZONECAST_SECRET_KEY", secret),
-        ("ZONECAST_API_KEYS", &format!("{KEY}:admin,{READ_KEY}:read")),
-        ("ZONECAST_SUBJECT_PREFIX", prefix),
-        ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
-        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-    ]
-    .iter()
-    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-    .collect()
-}
 
 /// The cluster status as the read key sees it, or `None` while the API answers 503: on a busy
 /// machine a listing of a bucket may not end in time, and the API says so rather than answer
@@ -67,7 +52,15 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     let database = fresh_database().await;
     let prefix = format!("zc{}", uuid::Uuid::new_v4().simple());
     let secret = zonecast_runtime::keys::random_base64(32).unwrap();
-    let env = |port| env(&nats.url(), &database, &secret, &prefix, port);
+    let site = SiteEnv {
+        database: database.clone(),
+        nats: nats.url(),
+        secret,
+        api_keys: format!("{KEY}:admin,{READ_KEY}:read"),
+        prefix,
+        partitions: PARTITIONS,
+    };
+    let env = |port| site.at(port);
     let http = zonecast_tests::http_client();
     let api_port = free_port();
     let mut api = Service::start("zonecast-api", env(api_port), api_port);
@@ -78,9 +71,7 @@ async fn the_cluster_status_shows_the_evaluators_partitions_and_one_killed_as_de
     assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
 
     let ingest_port = free_port();
-    let mut ingest_env = env(free_port());
-    ingest_env.push(("ZONECAST_INGEST_HTTP_ADDR".into(), format!("127.0.0.1:{ingest_port}")));
-    let mut ingestor = Service::start("zonecast-ingestor", ingest_env, ingest_port);
+    let mut ingestor = Service::start("zonecast-ingestor", env(ingest_port), ingest_port);
     let forwarder_port = free_port();
     let mut forwarder = Service::start("zonecast-forwarder", env(forwarder_port), forwarder_port);
     forwarder.healthy(&http, WAIT).await;

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use zonecast_bus::{Subjects, Subscription};
 use zonecast_tests::nats::NatsServer;
-use zonecast_tests::process::{Service, free_port};
+use zonecast_tests::process::{Service, SiteEnv, free_port};
 use zonecast_tests::{call_ok, eventually, exactly_once, fresh_database, post_positions};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -37,22 +37,15 @@ impl Site {
     async fn start(nats: &NatsServer, database: &str, evaluators: usize) -> Self {
         let prefix = format!("zc{}", uuid::Uuid::new_v4().simple());
         let secret = zonecast_runtime::keys::random_base64(32).unwrap();
-        let (nats, database, subject_prefix) = (nats.url(), database.to_owned(), prefix.clone());
-        let env = move |port: u16| -> Vec<(String, String)> {
-            [
-                ("ZONECAST_DATABASE_URL", database.as_str()),
-                ("ZONECAST_NATS_URL", nats.as_str()),
-                ("ZONECAST_SECRET_KEY", secret.as_str()),
-                ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
-                ("ZONECAST_SUBJECT_PREFIX", subject_prefix.as_str()),
-                ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
-                ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-                ("ZONECAST_INGEST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-            ]
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        let site = SiteEnv {
+            database: database.to_owned(),
+            nats: nats.url(),
+            secret,
+            api_keys: format!("{KEY}:admin"),
+            prefix: prefix.clone(),
+            partitions: PARTITIONS,
         };
+        let env = move |port: u16| site.at(port);
         let http = zonecast_tests::http_client();
         let (api_port, ingestor_port) = (free_port(), free_port());
         let mut api = Service::start("zonecast-api", env(api_port), api_port);

@@ -14,29 +14,13 @@ use serde_json::{Value, json};
 use zonecast_bus::Subjects;
 use zonecast_tests::mosquitto::{Broker, Subscriber};
 use zonecast_tests::nats::NatsServer;
-use zonecast_tests::process::{Service, free_port};
+use zonecast_tests::process::{Service, SiteEnv, free_port};
 use zonecast_tests::{call_ok, eventually, exactly_once, fresh_database, post_positions};
 
 const WAIT: Duration = Duration::from_secs(30);
 const KEY: &str = "pinned-admin-key";
 const PARTITIONS: u32 = 32;
 const DEVICES: usize = 64;
-
-fn env(nats: &str, database: &str, secret: &str, prefix: &str, port: u16) -> Vec<(String, String)> {
-    [
-        ("ZONECAST_DATABASE_URL", database),
-        ("ZONECAST_NATS_URL", nats),
-        ("ZONECAST_SECRET_KEY", secret),
-        ("ZONECAST_API_KEYS", &format!("{KEY}:admin")),
-        ("ZONECAST_SUBJECT_PREFIX", prefix),
-        ("ZONECAST_PARTITIONS", &PARTITIONS.to_string()),
-        ("ZONECAST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-        ("ZONECAST_INGEST_HTTP_ADDR", &format!("127.0.0.1:{port}")),
-    ]
-    .iter()
-    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-    .collect()
-}
 
 fn numbers(value: &Value) -> Vec<u32> {
     value.as_array().unwrap().iter().map(|p| u32::try_from(p.as_u64().unwrap()).unwrap()).collect()
@@ -88,7 +72,15 @@ async fn partitions_no_pin_covers_are_shown_unowned_and_evaluated_once_an_evalua
     let broker = Broker::plain().await;
     let prefix = format!("zc{}", uuid::Uuid::new_v4().simple());
     let secret = zonecast_runtime::keys::random_base64(32).unwrap();
-    let env = |port| env(&nats.url(), &database, &secret, &prefix, port);
+    let site = SiteEnv {
+        database: database.clone(),
+        nats: nats.url(),
+        secret,
+        api_keys: format!("{KEY}:admin"),
+        prefix: prefix.clone(),
+        partitions: PARTITIONS,
+    };
+    let env = |port| site.at(port);
     let http = zonecast_tests::http_client();
     let api_port = free_port();
     let mut api = Service::start("zonecast-api", env(api_port), api_port);
