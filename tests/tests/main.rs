@@ -1,7 +1,8 @@
 //! zonecast's black-box tests, as one test binary so the workspace is linked once for them:
 //! each module drives the real services (in process, or as the binaries) through their public
-//! surfaces (HTTP, NATS, MQTT, the browser console) against this machine's PostgreSQL, NATS and
-//! Mosquitto. `cargo test -p zonecast-tests --test blackbox -- <module>::` runs one module.
+//! surfaces (HTTP, NATS, MQTT) against this machine's PostgreSQL, NATS and Mosquitto.
+//! `cargo test -p zonecast-tests --test blackbox -- <module>::` runs one module. The browser
+//! console's tests are the `console` binary (`tests/console/`), run after this one.
 
 mod alarms;
 mod auth;
@@ -11,7 +12,6 @@ mod cluster_status;
 mod concurrency;
 mod configuration;
 mod conformance;
-mod console;
 mod demo;
 mod deploy;
 mod devices;

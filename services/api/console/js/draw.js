@@ -1,8 +1,8 @@
 // Drawing a zone on the floor with the mouse: a box (drag a rectangle), a cylinder or a sphere
-// (press at the centre, drag out the radius), a polygon (click the vertices; double-click or
-// Enter closes it). The floor is the plane z = 0 of the site, and points snap to a 0.1 m grid on
-// it. The result goes into the create form as GeometryType and GeometryData, for the user to
-// check before Create; Esc cancels.
+// (press at the centre, drag out the radius), a polygon (click the vertices; a click on the last
+// one again, a double-click or Enter closes it). The floor is the plane z = 0 of the site, and
+// points snap to a 0.1 m grid on it. The result goes into the create form as GeometryType and
+// GeometryData, for the user to check before Create; Esc cancels.
 
 /** The grid drawn points snap to, in metres. */
 export const SNAP = 0.1;
@@ -19,7 +19,7 @@ const HINTS = {
   box: "Drag a rectangle on the floor. Esc cancels.",
   cylinder: "Press at the centre and drag out the radius. Esc cancels.",
   sphere: "Press at the centre and drag out the radius; the sphere rests on the floor. Esc cancels.",
-  polygon: "Click the vertices; double-click or Enter closes, Backspace removes the last one, Esc cancels.",
+  polygon: "Click the vertices; click the last one again or press Enter to close, Backspace removes the last one, Esc cancels.",
 };
 
 /**
@@ -188,10 +188,16 @@ export class DrawTool {
     this.finish(geometry);
   }
 
-  /** Adds a polygon vertex; the second click of a double-click lands on the last one again. */
+  /**
+   * Adds a polygon vertex, or closes the polygon when the click lands on the last vertex again:
+   * the second click of a double-click does, however slowly the two clicks arrive.
+   */
   vertex(p) {
     const last = this.points[this.points.length - 1];
-    if (last && last[0] === p[0] && last[1] === p[1]) return;
+    if (last && last[0] === p[0] && last[1] === p[1]) {
+      this.close();
+      return;
+    }
     this.points.push(p);
     this.view.setPreview(null, this.points);
     this.say(`${this.points.length} vertices. ${HINTS.polygon}`, "");
