@@ -113,6 +113,11 @@ impl Subjects {
         format!("{}.events.alarm.{}.{mac}", self.prefix, change.as_str())
     }
 
+    /// The end of an alarm's condition (`ALARM_CLEARED`): `<prefix>.events.alarm.cleared.<mac>`.
+    pub fn alarm_cleared(&self, mac: &str) -> String {
+        format!("{}.events.alarm.cleared.{mac}", self.prefix)
+    }
+
     /// A device event: `<prefix>.events.device.<mac>.<offline|online>`.
     pub fn device_event(&self, mac: &str, kind: DeviceEventKind) -> String {
         format!("{}.events.device.{mac}.{kind}", self.prefix)
@@ -167,6 +172,9 @@ impl Subjects {
                 patterns.push(self.alarm_change(change, "*"));
             }
         }
+        if types.contains(&EventType::AlarmCleared) {
+            patterns.push(self.alarm_cleared("*"));
+        }
         // Device events belong to no zone: a stream of some zones has none of them.
         if zones.is_empty() {
             for (kind, token) in [
@@ -210,6 +218,7 @@ impl Subjects {
             Content::DeviceOnline(_) => self.device_event(mac?, DeviceEventKind::Online),
             Content::AlarmAcknowledged(r) => self.alarm_change(AlarmChange::Acknowledge, &alarm_token(r)?),
             Content::AlarmResolved(r) => self.alarm_change(AlarmChange::Resolve, &alarm_token(r)?),
+            Content::AlarmCleared(_) => self.alarm_cleared(mac?),
         })
     }
 
@@ -294,9 +303,13 @@ mod tests {
                 "p.events.alarm.site.*".to_owned(),
                 "p.events.alarm.device.*".to_owned(),
                 "p.events.alarm.acknowledged.*".to_owned(),
-                "p.events.alarm.resolved.*".to_owned()
+                "p.events.alarm.resolved.*".to_owned(),
+                "p.events.alarm.cleared.*".to_owned()
             ]
         );
+        let cleared = s.events_narrowed(&[EventType::AlarmCleared], &[]);
+        assert_eq!(cleared, ["p.events.alarm.cleared.*"]);
+        assert!(matches(&cleared[0], &s.alarm_cleared(MAC)));
         let enter_exit = s.events_narrowed(&[EventType::ZoneEnter, EventType::ZoneExit], std::slice::from_ref(&zone));
         assert_eq!(enter_exit, [format!("p.events.zone.{zone}.enter"), format!("p.events.zone.{zone}.exit")]);
         let alarms = s.events_narrowed(&[EventType::SiteAlarm], &[]);

@@ -9,6 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::Invalid;
+use crate::Mac;
 use crate::event::{AlarmRecord, AlarmState, Content, Event, EventType};
 use crate::fields::{Fields, type_name};
 
@@ -113,6 +114,11 @@ impl StoredAlarm {
                 zone_name,
                 collision_id,
                 raised_at: event.timestamp,
+                count: 1,
+                last_raised_at: event.timestamp,
+                last_event_id: event.event_id.0,
+                active: true,
+                cleared_at: None,
                 state: AlarmState::Open,
                 acknowledged_by: None,
                 acknowledged_at: None,
@@ -123,6 +129,61 @@ impl StoredAlarm {
             },
             event: json,
         })
+    }
+}
+
+/// Who resolves an alarm when its condition clears after someone acknowledged it
+/// (`ResolvedBy`), and who resolves an alarm acknowledged after its condition cleared.
+pub const RESOLVED_BY_ZONECAST: &str = "zonecast";
+
+/// The note of a resolution by zonecast (`ResolvedNote`).
+pub const CLEARED_NOTE: &str = "condition cleared";
+
+/// What an alarm is about: its type, device and zone. While an alarm is not resolved, every
+/// later event with the same key counts on it instead of opening another.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AlarmKey {
+    /// The `Type` of the events that raise it.
+    pub kind: EventType,
+    /// The device (none for an occupancy alarm).
+    pub mac: Option<Mac>,
+    /// The zone (none for `DEVICE_OFFLINE`).
+    pub zone_id: Option<Uuid>,
+}
+
+impl AlarmKey {
+    /// The key as one text: `<Type>|<MAC>|<ZoneID>`, an absent part empty, the ZoneID lower
+    /// case.
+    pub fn text(&self) -> String {
+        let mac = self.mac.as_ref().map_or("", Mac::as_str);
+        let zone = self.zone_id.map(|z| z.hyphenated().to_string()).unwrap_or_default();
+        format!("{}|{mac}|{zone}", self.kind)
+    }
+
+    /// The conditions `event` clears, as of its `Timestamp`: those `ALARM_CLEARED` names, and
+    /// for an occupancy event the zone's occupancy alarms of the other types (the zone is back
+    /// within its limits, or past the other one). Nothing for any other event.
+    pub fn cleared_by(event: &Event) -> Vec<Self> {
+        match &event.content {
+            Content::AlarmCleared(c) => {
+                vec![Self { kind: c.kind, mac: event.source.mac.clone(), zone_id: c.zone_id }]
+            }
+            Content::ZoneOccupancyExceeded(o) | Content::ZoneOccupancyBelow(o) | Content::ZoneOccupancyRestored(o) => {
+                [EventType::ZoneOccupancyExceeded, EventType::ZoneOccupancyBelow]
+                    .into_iter()
+                    .filter(|kind| *kind != event.kind())
+                    .map(|kind| Self { kind, mac: None, zone_id: Some(o.zone_id) })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl AlarmRecord {
+    /// What the alarm is about.
+    pub fn key(&self) -> AlarmKey {
+        AlarmKey { kind: self.kind, mac: self.mac.clone(), zone_id: self.zone_id }
     }
 }
 

@@ -25,7 +25,9 @@ mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
-pub use alarm_record::{AlarmChange, AlarmNote, AlarmUpdate, MAX_ALARM_NOTE_CHARS, StoredAlarm};
+pub use alarm_record::{
+    AlarmChange, AlarmKey, AlarmNote, AlarmUpdate, CLEARED_NOTE, MAX_ALARM_NOTE_CHARS, RESOLVED_BY_ZONECAST, StoredAlarm,
+};
 pub use certificate::{CertificateProfileInput, CertificateProfileSummary};
 pub use collision::{Collision, Presence};
 pub use connection::{Connection, ConnectionInput, ConnectionView, Topic};
@@ -33,7 +35,7 @@ pub use device::{
     DEVICE_KINDS, Device, DeviceInput, MAX_DEVICE_TEXT_CHARS, MAX_PROPERTIES, MAX_PROPERTIES_BYTES, NewDevice,
 };
 pub use event::{
-    Alarm, AlarmKind, AlarmRecord, AlarmState, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content,
+    Alarm, AlarmCleared, AlarmKind, AlarmRecord, AlarmState, ConfigApplied, ConfigChanged, ConfigKind, ConfigOperation, Content,
     DeviceEventKind, DevicePresence, DeviceTag, Event, EventCategory, EventId, EventSource, EventType, ExitReason,
     IdSource, LocationRawUpdate, UnknownName, ZoneDwell, ZoneEnter, ZoneEventKind, ZoneExit, ZoneInfo, ZoneOccupancy,
     format_timestamp,

@@ -29,7 +29,7 @@ pub use roles::{
     AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog,
     ChangeReader, CollisionMarks, CollisionReader, CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery,
     DeviceReader, DeviceWriter, Health, OccupancyWriter, RadiusReader, RadiusWriter, Search, SettingReader,
-    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, fold,
+    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, Raised, fold,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.

@@ -35,6 +35,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         sql: include_str!("../migrations/postgres/V6__evaluator_state.sql"),
     },
     Migration { version: 7, name: "alarms", sql: include_str!("../migrations/postgres/V7__alarms.sql") },
+    Migration {
+        version: 8,
+        name: "alarm_conditions",
+        sql: include_str!("../migrations/postgres/V8__alarm_conditions.sql"),
+    },
 ];
 
 /// SQLite migrations, in order.
@@ -54,6 +59,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         sql: include_str!("../migrations/sqlite/V6__evaluator_state.sql"),
     },
     Migration { version: 7, name: "alarms", sql: include_str!("../migrations/sqlite/V7__alarms.sql") },
+    Migration {
+        version: 8,
+        name: "alarm_conditions",
+        sql: include_str!("../migrations/sqlite/V8__alarm_conditions.sql"),
+    },
 ];
 
 /// Key of the PostgreSQL advisory lock held while migrating ("zonecast" in ASCII), so that

@@ -7,7 +7,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_model::{
-    AlarmState, AlarmUpdate, CollidingDevice, ConfigChanged, Device, Mac, Presence, Setting, StoredAlarm, ZoneSpec,
+    AlarmKey, AlarmState, AlarmUpdate, CollidingDevice, ConfigChanged, Device, EventType, Mac, Presence, Setting,
+    StoredAlarm, ZoneSpec,
 };
 
 use crate::{
@@ -291,6 +292,12 @@ pub struct AlarmQuery {
     pub mac: Option<Mac>,
     /// Only the alarms of this zone.
     pub zone: Option<Uuid>,
+    /// Only the alarms of this `Type`.
+    pub kind: Option<EventType>,
+    /// Only the alarms whose condition holds (true) or has cleared (false).
+    pub active: Option<bool>,
+    /// Only the alarms raised (first) before this time.
+    pub raised_before: Option<DateTime<Utc>>,
     /// Only the alarms after this one in the listing's order (its `RaisedAt` and AlarmID):
     /// where the previous page ended.
     pub after: Option<(DateTime<Utc>, Uuid)>,
@@ -315,6 +322,17 @@ pub enum AlarmChanged {
     Refused(StoredAlarm),
 }
 
+/// What recording an alarm event came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raised {
+    /// No alarm of its key was unresolved: it opened one.
+    Opened,
+    /// It counted on the unresolved alarm of its key.
+    Counted,
+    /// It was counted before (a copy): nothing changed.
+    Copy,
+}
+
 /// Alarms, read.
 #[async_trait::async_trait]
 pub trait AlarmReader: Send + Sync + 'static {
@@ -327,9 +345,16 @@ pub trait AlarmReader: Send + Sync + 'static {
 /// Alarms, written: recorded as alarm events are raised, and changed by people.
 #[async_trait::async_trait]
 pub trait AlarmWriter: Send + Sync + 'static {
-    /// Records `alarm` unless an alarm with its AlarmID exists (then nothing changes: a copy of
-    /// the event that raised it). Whether it was recorded now.
-    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<bool>;
+    /// Records the alarm event `alarm` stands for (as [`StoredAlarm::raised`] makes it), in one
+    /// transaction: an event counted before changes nothing; otherwise it counts on the
+    /// unresolved alarm of its key (its `Count`, `LastRaisedAt`, `LastEventID`, and active again
+    /// unless its condition cleared after the event), or opens a new alarm.
+    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<Raised>;
+    /// Notes that the condition of `key` cleared at `at`, and clears its unresolved alarm if it
+    /// was not raised again after `at` (an acknowledged one is resolved by zonecast); returns
+    /// that alarm as it is now when it changed. A clearing read before the event that raised
+    /// the alarm is kept, so that the alarm is recorded cleared.
+    async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>>;
     /// Makes `update` on alarm `id` in one conditional statement: only if the alarm is in a
     /// state the change may start from, so that of two concurrent changes one wins and the
     /// other is [`AlarmChanged::Refused`]. `NotFound` for an unknown alarm.

@@ -274,6 +274,14 @@ impl World {
                         | Content::ZoneOccupancyRestored(_) => {
                             prop_assert!(false, "the engine publishes no positions and no occupancy events")
                         }
+                        Content::AlarmCleared(c) => match c.zone_id {
+                            Some(zone) => {
+                                let stay = c.collision_id.unwrap();
+                                prop_assert!(self.used.contains(&stay), "a cleared stay was entered");
+                                prop_assert!(self.stays.get(&(zone, mac.clone())) != Some(&stay), "cleared while inside");
+                            }
+                            None => prop_assert!(!self.offline.contains(&mac), "cleared while offline"),
+                        },
                         Content::AlarmAcknowledged(_) | Content::AlarmResolved(_) => {
                             prop_assert!(false, "only people change alarms")
                         }

@@ -86,6 +86,27 @@ pub struct AlarmRecord {
     #[serde(rename = "RaisedAt", with = "super::content::millis")]
     #[schemars(with = "String", extend("format" = "date-time"))]
     pub raised_at: DateTime<Utc>,
+    /// How many events raised it: the first, and each later one of the same `Type`, device
+    /// and zone while it was not resolved.
+    #[serde(rename = "Count")]
+    pub count: u64,
+    /// The `Timestamp` of the latest event that raised it.
+    #[serde(rename = "LastRaisedAt", with = "super::content::millis")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    pub last_raised_at: DateTime<Utc>,
+    /// The `EventID` of the latest event that raised it, upper case.
+    #[serde(rename = "LastEventID", with = "super::content::upper_uuid")]
+    #[schemars(with = "String", extend("format" = "uuid"))]
+    pub last_event_id: Uuid,
+    /// Whether its condition holds: the device is inside the zone (`SITE_ALARM`,
+    /// `DEVICE_ALARM`, `ZONE_DWELL_EXCEEDED`), offline (`DEVICE_OFFLINE`), or the zone is outside
+    /// its occupancy limit (`ZONE_OCCUPANCY_EXCEEDED`, `ZONE_OCCUPANCY_BELOW`).
+    #[serde(rename = "Active")]
+    pub active: bool,
+    /// When its condition last cleared (null while it is active).
+    #[serde(rename = "ClearedAt", with = "super::content::millis_opt")]
+    #[schemars(with = "Option<String>")]
+    pub cleared_at: Option<DateTime<Utc>>,
     /// `open`, `acknowledged` or `resolved`.
     #[serde(rename = "State")]
     pub state: AlarmState,

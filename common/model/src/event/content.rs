@@ -149,6 +149,26 @@ pub struct Alarm {
     pub collision_id: Uuid,
 }
 
+/// `ALARM_CLEARED`: the condition of the alarms of `Type` about the event's device (its
+/// `Source.MAC`) and `ZoneID` no longer holds. `ZoneID`, `ZoneName` and `CollisionID` are null
+/// for `DEVICE_OFFLINE`, which is about the device alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlarmCleared {
+    /// The `Type` of the alarms whose condition cleared: `SITE_ALARM`, `DEVICE_ALARM`,
+    /// `ZONE_DWELL_EXCEEDED` or `DEVICE_OFFLINE`.
+    #[serde(rename = "Type")]
+    pub kind: super::EventType,
+    /// The zone the device left.
+    #[serde(rename = "ZoneID", with = "upper_uuid_opt")]
+    pub zone_id: Option<Uuid>,
+    /// The zone's name.
+    #[serde(rename = "ZoneName")]
+    pub zone_name: Option<String>,
+    /// The stay that ended.
+    #[serde(rename = "CollisionID", with = "upper_uuid_opt")]
+    pub collision_id: Option<Uuid>,
+}
+
 /// Upper-case UUIDs out, any case in.
 pub(crate) mod upper_uuid {
     use serde::{Deserialize, Deserializer, Serializer};

@@ -100,6 +100,9 @@ wire_enum! {
         AlarmAcknowledged = "ALARM_ACKNOWLEDGED",
         /// Someone resolved an alarm.
         AlarmResolved = "ALARM_RESOLVED",
+        /// The condition of an alarm no longer holds: the device left the zone whose entry or
+        /// stay raised it, or a device reported offline came back.
+        AlarmCleared = "ALARM_CLEARED",
     }
 }
 
@@ -120,6 +123,7 @@ impl EventType {
         Self::DeviceOnline,
         Self::AlarmAcknowledged,
         Self::AlarmResolved,
+        Self::AlarmCleared,
     ];
 
     /// The types that raise an alarm a person can acknowledge and resolve (`/v3/alarms`).
@@ -149,7 +153,7 @@ impl EventType {
             | Self::ZoneOccupancyBelow
             | Self::ZoneOccupancyRestored => EventCategory::Zone,
             Self::SiteAlarm | Self::DeviceAlarm | Self::DeviceAlarmCommand => EventCategory::Alarm,
-            Self::AlarmAcknowledged | Self::AlarmResolved => EventCategory::Alarm,
+            Self::AlarmAcknowledged | Self::AlarmResolved | Self::AlarmCleared => EventCategory::Alarm,
             Self::DeviceOffline | Self::DeviceOnline => EventCategory::Device,
         }
     }

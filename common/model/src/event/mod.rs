@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::Mac;
 
 pub use alarm_state::{AlarmRecord, AlarmState};
-pub use content::{Alarm, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy};
+pub use content::{Alarm, AlarmCleared, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy};
 pub use id::{EventId, IdSource};
 pub use kind::{
     AlarmKind, ConfigOperation, DeviceEventKind, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind,
@@ -83,6 +83,8 @@ pub enum Content {
     AlarmAcknowledged(AlarmRecord),
     /// `ALARM_RESOLVED`: the alarm as it is now.
     AlarmResolved(AlarmRecord),
+    /// `ALARM_CLEARED`: which alarms' condition no longer holds.
+    AlarmCleared(AlarmCleared),
 }
 
 impl Content {
@@ -104,6 +106,7 @@ impl Content {
             Self::DeviceOnline(_) => EventType::DeviceOnline,
             Self::AlarmAcknowledged(_) => EventType::AlarmAcknowledged,
             Self::AlarmResolved(_) => EventType::AlarmResolved,
+            Self::AlarmCleared(_) => EventType::AlarmCleared,
         }
     }
 }
@@ -164,6 +167,7 @@ impl Serialize for Event {
             }
             Content::DeviceOffline(c) | Content::DeviceOnline(c) => e.serialize_field("Content", c)?,
             Content::AlarmAcknowledged(c) | Content::AlarmResolved(c) => e.serialize_field("Content", c)?,
+            Content::AlarmCleared(c) => e.serialize_field("Content", c)?,
         }
         if let Some(device) = &self.device {
             e.serialize_field("Device", device)?;
@@ -212,6 +216,7 @@ impl<'de> Deserialize<'de> for Event {
                 EventType::DeviceOnline => Content::DeviceOnline(serde_json::from_value(c)?),
                 EventType::AlarmAcknowledged => Content::AlarmAcknowledged(serde_json::from_value(c)?),
                 EventType::AlarmResolved => Content::AlarmResolved(serde_json::from_value(c)?),
+                EventType::AlarmCleared => Content::AlarmCleared(serde_json::from_value(c)?),
             })
         };
         let content = read(w.content).map_err(|e| D::Error::custom(format!("Content: {e}")))?;

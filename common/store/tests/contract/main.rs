@@ -22,7 +22,11 @@ use zonecast_store::{
 use alarms::{
     alarm_changes_go_forward_only_and_keep_who_when_and_why,
     alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone,
+    a_cleared_condition_clears_its_alarm_whatever_order_they_are_read_in,
+    an_acknowledged_alarm_whose_condition_cleared_is_resolved_by_zonecast,
     an_alarm_is_recorded_once_and_read_back_whole, of_concurrent_changes_of_an_alarm_exactly_one_wins,
+    concurrent_raises_and_copies_of_one_condition_count_each_event_once,
+    raises_of_one_condition_count_on_one_alarm_until_it_is_resolved,
 };
 use collisions::{
     a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
@@ -181,6 +185,10 @@ contract!(
     alarm_changes_go_forward_only_and_keep_who_when_and_why,
     of_concurrent_changes_of_an_alarm_exactly_one_wins,
     alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone,
+    raises_of_one_condition_count_on_one_alarm_until_it_is_resolved,
+    a_cleared_condition_clears_its_alarm_whatever_order_they_are_read_in,
+    an_acknowledged_alarm_whose_condition_cleared_is_resolved_by_zonecast,
+    concurrent_raises_and_copies_of_one_condition_count_each_event_once,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 //! Event building: the `ZONE_ENTER` and `ZONE_EXIT` of a transition, with the collision record
 //! they start or end, stamped ([`super::stamp::Stamp`]).
 
-use zonecast_model::{ActionTrigger, Collision, Content, ExitReason, Mac, ZoneEnter, ZoneExit};
+use zonecast_model::{
+    ActionTrigger, AlarmCleared, AlarmKind, Collision, Content, EventType, ExitReason, Mac, ZoneAction, ZoneEnter, ZoneExit,
+};
 
 use super::actions::{self, Trigger};
 use super::occupancy;
@@ -48,11 +50,11 @@ impl Engine {
     }
 
     /// Exit of `mac` from `zone` (which may be gone from the catalog already): the event, the
-    /// end of the collision record, and the zone's exit actions. A device only entering the
-    /// zone leaves it without an event.
+    /// end of the collision record, an `ALARM_CLEARED` for each alarm the stay raised, and the
+    /// zone's exit actions. A device only entering the zone leaves it without an event.
     pub(super) fn exit_zone(&mut self, mac: &Mac, zone: &Zone, reason: ExitReason, at: At, out: &mut Vec<Output>) {
         let Some(device) = self.devices.get(mac) else { return };
-        let Some((_, Phase::Inside { collision, entry_time, alarm, .. })) =
+        let Some((_, Phase::Inside { collision, entry_time, alarm, dwell_reported, .. })) =
             device.zones.iter().find(|(id, _)| *id == zone.spec.id).cloned()
         else {
             self.forget(mac, zone.spec.id);
@@ -65,10 +67,37 @@ impl Engine {
         out.push(Output::Publish(event.clone()));
         out.push(Output::Exited { zone: zone.spec.id, mac: mac.clone() });
         out.extend(occupancy::recount(zone).map(Output::Recount));
+        for kind in raised_by_stay(zone, alarm, dwell_reported) {
+            let content = AlarmCleared {
+                kind,
+                zone_id: Some(zone.spec.id),
+                zone_name: Some(zone.spec.name.clone()),
+                collision_id: Some(collision),
+            };
+            out.push(Output::Publish(stamp.event(mac, at, Content::AlarmCleared(content))));
+        }
         let trigger = Trigger { zone, mac, event: &event, collision, when: ActionTrigger::Exit, at };
         actions::run_actions(&trigger, false, &mut stamp, out);
         self.forget(mac, zone.spec.id);
     }
+}
+
+/// The types of the alarms a stay in `zone` may have raised, whose condition (the device
+/// inside) its exit ends: the entry's alarm kind, the zone's device alarm actions, and the
+/// dwell limit if the stay passed it.
+fn raised_by_stay(zone: &Zone, alarm: AlarmKind, dwell_reported: bool) -> Vec<EventType> {
+    let device_action = zone.spec.zone_actions.iter().any(|a| matches!(a, ZoneAction::DeviceAlarm { .. }));
+    let mut kinds = Vec::new();
+    if alarm == AlarmKind::Site {
+        kinds.push(EventType::SiteAlarm);
+    }
+    if alarm == AlarmKind::Device || device_action {
+        kinds.push(EventType::DeviceAlarm);
+    }
+    if dwell_reported {
+        kinds.push(EventType::ZoneDwellExceeded);
+    }
+    kinds
 }
 
 /// The fields of the `ZONE_ENTER` of a stay in `zone`, which its exit and dwell events repeat;

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use zonecast_geometry::Vec3;
-use zonecast_model::{Content, DevicePresence, IdSource, Mac, Presence};
+use zonecast_model::{AlarmCleared, Content, DevicePresence, EventType, IdSource, Mac, Presence};
 
 use super::stamp::Stamp;
 use super::state::{At, Device};
@@ -39,11 +39,14 @@ impl Engine {
         }
     }
 
-    /// `mac`, reported offline and silent since `last_seen`, sent a position at `at.ts`.
+    /// `mac`, reported offline and silent since `last_seen`, sent a position at `at.ts`: it is
+    /// online, and its `DEVICE_OFFLINE` alarm's condition cleared.
     pub(super) fn online(&mut self, mac: &Mac, last_seen: DateTime<Utc>, pos: Vec3, at: At, out: &mut Vec<Output>) {
         let presence = DevicePresence { last_seen, silent_seconds: seconds(at.ts - last_seen), position: Some(pos) };
         let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         out.push(Output::Publish(stamp.event(mac, at, Content::DeviceOnline(presence))));
+        let cleared = AlarmCleared { kind: EventType::DeviceOffline, zone_id: None, zone_name: None, collision_id: None };
+        out.push(Output::Publish(stamp.event(mac, at, Content::AlarmCleared(cleared))));
     }
 }
 

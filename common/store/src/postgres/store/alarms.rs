@@ -1,11 +1,13 @@
 //! Alarms in PostgreSQL.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{AlarmUpdate, StoredAlarm};
+use zonecast_model::{AlarmKey, AlarmUpdate, StoredAlarm};
 
-use crate::alarm_rows::{self, AlarmRow, COLUMNS};
+use crate::alarm_rows::{self, AlarmRow, COLUMNS, Raise, marked};
+use crate::codec;
 use crate::postgres::{Db, PgStore};
-use crate::{AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, Result};
+use crate::{AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, Raised, Result};
 
 fn row(r: &tokio_postgres::Row) -> Result<StoredAlarm> {
     AlarmRow {
@@ -20,6 +22,11 @@ fn row(r: &tokio_postgres::Row) -> Result<StoredAlarm> {
         state: r.try_get(8).db()?,
         acknowledged: (r.try_get(9).db()?, r.try_get(10).db()?, r.try_get(11).db()?),
         resolved: (r.try_get(12).db()?, r.try_get(13).db()?, r.try_get(14).db()?),
+        count: r.try_get(15).db()?,
+        last_raised_us: r.try_get(16).db()?,
+        last_event_id: r.try_get(17).db()?,
+        active: r.try_get(18).db()?,
+        cleared_us: r.try_get(19).db()?,
     }
     .decode()
 }
@@ -31,6 +38,36 @@ async fn alarm_by_id(client: &deadpool_postgres::Object, id: Uuid) -> Result<Sto
         Some(r) => row(&r),
         None => Err(alarm_rows::missing(&id)),
     }
+}
+
+/// The unresolved alarm of `key`, its row locked until the transaction ends.
+async fn by_key(tx: &deadpool_postgres::Transaction<'_>, key: &str) -> Result<Option<StoredAlarm>> {
+    let stmt = tx.prepare_cached(&format!("{} FOR UPDATE", marked(&alarm_rows::by_key(), '$'))).await.db()?;
+    tx.query_opt(&stmt, &[&key]).await.db()?.as_ref().map(row).transpose()
+}
+
+/// Writes back what a raise or a clearing changed in `a`.
+async fn save(tx: &deadpool_postgres::Transaction<'_>, a: &StoredAlarm) -> Result<()> {
+    let r = &a.record;
+    let stmt = tx.prepare_cached(&marked(alarm_rows::SAVE, '$')).await.db()?;
+    tx.execute(
+        &stmt,
+        &[
+            &r.alarm_id,
+            &codec::counter(r.count),
+            &r.last_raised_at.timestamp_micros(),
+            &r.last_event_id,
+            &r.active,
+            &alarm_rows::micros(r.cleared_at),
+            &r.state.as_str(),
+            &r.resolved_by,
+            &alarm_rows::micros(r.resolved_at),
+            &r.resolved_note,
+        ],
+    )
+    .await
+    .db()?;
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -51,6 +88,9 @@ impl AlarmReader for PgStore {
                    AND ($5::uuid IS NULL OR zone_id = $5::uuid)
                    AND ($6::bigint IS NULL OR raised_us < $6::bigint
                         OR (raised_us = $6::bigint AND alarm_id < $7::uuid))
+                   AND ($9::text IS NULL OR type = $9::text)
+                   AND ($10::bool IS NULL OR active = $10::bool)
+                   AND ($11::bigint IS NULL OR raised_us < $11::bigint)
                  ORDER BY raised_us DESC, alarm_id DESC LIMIT $8"
             ))
             .await
@@ -60,8 +100,25 @@ impl AlarmReader for PgStore {
         let after = query.after.map(|(t, _)| t.timestamp_micros());
         let after_id = query.after.map(|(_, id)| id);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let kind = query.kind.map(|k| k.as_str());
+        let before = query.raised_before.map(|t| t.timestamp_micros());
         let rows = client
-            .query(&stmt, &[&open, &acknowledged, &resolved, &mac, &query.zone, &after, &after_id, &limit])
+            .query(
+                &stmt,
+                &[
+                    &open,
+                    &acknowledged,
+                    &resolved,
+                    &mac,
+                    &query.zone,
+                    &after,
+                    &after_id,
+                    &limit,
+                    &kind,
+                    &query.active,
+                    &before,
+                ],
+            )
             .await
             .db()?;
         rows.iter().map(row).collect()
@@ -70,43 +127,87 @@ impl AlarmReader for PgStore {
 
 #[async_trait::async_trait]
 impl AlarmWriter for PgStore {
-    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<bool> {
-        let a = &alarm.record;
+    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<Raised> {
+        let key = alarm.record.key().text();
         let event = alarm_rows::event_text(alarm)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "INSERT INTO alarms (alarm_id, type, mac, zone_id, zone_name, collision_id, raised_us, event, state,
-                     acknowledged_by, acknowledged_us, acknowledged_note, resolved_by, resolved_us, resolved_note)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-                 ON CONFLICT (alarm_id) DO NOTHING",
-            )
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let id = alarm.record.alarm_id;
+        // The key locked first: a copy being recorded at the same time is then known.
+        let cleared = tx
+            .query_one(&marked(&alarm_rows::cleared("GREATEST"), '$'), &[&key, &alarm_rows::NEVER])
             .await
+            .db()?
+            .try_get(0)
             .db()?;
-        let inserted = client
-            .execute(
-                &stmt,
-                &[
-                    &a.alarm_id,
-                    &a.kind.as_str(),
-                    &a.mac.as_ref().map(|m| m.as_str()),
-                    &a.zone_id,
-                    &a.zone_name,
-                    &a.collision_id,
-                    &a.raised_at.timestamp_micros(),
-                    &event,
-                    &a.state.as_str(),
-                    &a.acknowledged_by,
-                    &alarm_rows::micros(a.acknowledged_at),
-                    &a.acknowledged_note,
-                    &a.resolved_by,
-                    &alarm_rows::micros(a.resolved_at),
-                    &a.resolved_note,
-                ],
-            )
+        let cleared = alarm_rows::last_cleared(cleared)?;
+        let known: bool = tx.query_one(&marked(alarm_rows::KNOWN, '$'), &[&id]).await.db()?.try_get(0).db()?;
+        if known {
+            return Ok(Raised::Copy);
+        }
+        let (counted_on, raised) = match alarm_rows::raise(by_key(&tx, &key).await?, alarm, cleared) {
+            Raise::Insert(a) => {
+                let r = &a.record;
+                let stmt = tx.prepare_cached(&marked(alarm_rows::INSERT, '$')).await.db()?;
+                tx.execute(
+                    &stmt,
+                    &[
+                        &r.alarm_id,
+                        &r.kind.as_str(),
+                        &r.mac.as_ref().map(|m| m.as_str()),
+                        &r.zone_id,
+                        &r.zone_name,
+                        &r.collision_id,
+                        &r.raised_at.timestamp_micros(),
+                        &event,
+                        &r.state.as_str(),
+                        &r.acknowledged_by,
+                        &alarm_rows::micros(r.acknowledged_at),
+                        &r.acknowledged_note,
+                        &r.resolved_by,
+                        &alarm_rows::micros(r.resolved_at),
+                        &r.resolved_note,
+                        &codec::counter(r.count),
+                        &r.last_raised_at.timestamp_micros(),
+                        &r.last_event_id,
+                        &r.active,
+                        &alarm_rows::micros(r.cleared_at),
+                        &key,
+                    ],
+                )
+                .await
+                .db()?;
+                (r.alarm_id, Raised::Opened)
+            }
+            Raise::Count(a) => {
+                save(&tx, &a).await?;
+                (a.record.alarm_id, Raised::Counted)
+            }
+        };
+        tx.execute(&marked(alarm_rows::COUNTED, '$'), &[&id, &counted_on]).await.db()?;
+        tx.commit().await.db()?;
+        Ok(raised)
+    }
+
+    async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>> {
+        let key = key.text();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.db()?;
+        let latest: i64 = tx
+            .query_one(&marked(&alarm_rows::cleared("GREATEST"), '$'), &[&key, &at.timestamp_micros()])
             .await
+            .db()?
+            .try_get(0)
             .db()?;
-        Ok(inserted > 0)
+        let changed = match by_key(&tx, &key).await? {
+            Some(a) => alarm_rows::clear(a, codec::time(latest)?),
+            None => None,
+        };
+        if let Some(a) = &changed {
+            save(&tx, a).await?;
+        }
+        tx.commit().await.db()?;
+        Ok(changed)
     }
 
     async fn change_alarm(&self, id: Uuid, update: &AlarmUpdate) -> Result<AlarmChanged> {

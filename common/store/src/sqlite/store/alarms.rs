@@ -1,48 +1,40 @@
 //! Alarms in SQLite.
 
+use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 use uuid::Uuid;
-use zonecast_model::{AlarmUpdate, StoredAlarm};
+use zonecast_model::{AlarmKey, AlarmUpdate, StoredAlarm};
 
 use super::{id as text_id, write};
-use crate::alarm_rows::{self, AlarmRow, COLUMNS};
+use crate::alarm_rows::{self, AlarmRow, COLUMNS, Raise};
 use crate::codec;
 use crate::sqlite::{Db, SqliteStore};
-use crate::{AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, Result};
+use crate::{AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, Raised, Result};
 
 /// An alarm row's columns as SQLite gives them.
 type Row = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    i64,
-    String,
-    String,
+    (String, String, Option<String>, Option<String>, Option<String>, Option<String>, i64, String, String),
     (Option<String>, Option<i64>, Option<String>),
     (Option<String>, Option<i64>, Option<String>),
+    (i64, i64, String, bool, Option<i64>),
 );
 
 fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
+        (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?),
         (r.get(9)?, r.get(10)?, r.get(11)?),
         (r.get(12)?, r.get(13)?, r.get(14)?),
+        (r.get(15)?, r.get(16)?, r.get(17)?, r.get(18)?, r.get(19)?),
     ))
 }
 
 fn row(
-    (id, kind, mac, zone_id, zone_name, collision_id, raised_us, event, state, acknowledged, resolved): Row,
+    (
+        (id, kind, mac, zone_id, zone_name, collision_id, raised_us, event, state),
+        acknowledged,
+        resolved,
+        (count, last_raised_us, last_event_id, active, cleared_us),
+    ): Row,
 ) -> Result<StoredAlarm> {
     let uuid = |text: Option<String>| text.as_deref().map(codec::uuid).transpose();
     AlarmRow {
@@ -57,6 +49,11 @@ fn row(
         state,
         acknowledged,
         resolved,
+        count,
+        last_raised_us,
+        last_event_id: codec::uuid(&last_event_id)?,
+        active,
+        cleared_us,
     }
     .decode()
 }
@@ -69,6 +66,33 @@ fn alarm_by_id(conn: &rusqlite::Connection, id: &Uuid) -> Result<Option<StoredAl
         .optional()
         .db()?;
     found.map(row).transpose()
+}
+
+/// The unresolved alarm of `key`.
+fn by_key(conn: &rusqlite::Connection, key: &str) -> Result<Option<StoredAlarm>> {
+    let found = conn.prepare_cached(&alarm_rows::by_key()).db()?.query_row([key], read).optional().db()?;
+    found.map(row).transpose()
+}
+
+/// Writes back what a raise or a clearing changed in `a`.
+fn save(conn: &rusqlite::Connection, a: &StoredAlarm) -> Result<()> {
+    let r = &a.record;
+    conn.prepare_cached(alarm_rows::SAVE)
+        .db()?
+        .execute(params![
+            text_id(&r.alarm_id),
+            codec::counter(r.count),
+            r.last_raised_at.timestamp_micros(),
+            text_id(&r.last_event_id),
+            r.active,
+            alarm_rows::micros(r.cleared_at),
+            r.state.as_str(),
+            r.resolved_by,
+            alarm_rows::micros(r.resolved_at),
+            r.resolved_note,
+        ])
+        .db()?;
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -88,6 +112,9 @@ impl AlarmReader for SqliteStore {
                        AND (?4 IS NULL OR mac = ?4)
                        AND (?5 IS NULL OR zone_id = ?5)
                        AND (?6 IS NULL OR raised_us < ?6 OR (raised_us = ?6 AND alarm_id < ?7))
+                       AND (?9 IS NULL OR type = ?9)
+                       AND (?10 IS NULL OR active = ?10)
+                       AND (?11 IS NULL OR raised_us < ?11)
                      ORDER BY raised_us DESC, alarm_id DESC LIMIT ?8"
                 ))
                 .db()?;
@@ -106,7 +133,10 @@ impl AlarmReader for SqliteStore {
                         zone,
                         after,
                         after_id,
-                        limit
+                        limit,
+                        query.kind.map(|k| k.as_str()),
+                        query.active,
+                        query.raised_before.map(|t| t.timestamp_micros()),
                     ],
                     read,
                 )
@@ -121,37 +151,83 @@ impl AlarmReader for SqliteStore {
 
 #[async_trait::async_trait]
 impl AlarmWriter for SqliteStore {
-    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<bool> {
+    async fn record_alarm(&self, alarm: &StoredAlarm) -> Result<Raised> {
         let event = alarm_rows::event_text(alarm)?;
-        let a = alarm.record.clone();
+        let alarm = alarm.clone();
         self.run(move |conn| {
-            let inserted = conn
-                .prepare_cached(
-                    "INSERT INTO alarms (alarm_id, type, mac, zone_id, zone_name, collision_id, raised_us, event, state,
-                         acknowledged_by, acknowledged_us, acknowledged_note, resolved_by, resolved_us, resolved_note)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-                     ON CONFLICT (alarm_id) DO NOTHING",
-                )
+            let tx = write(conn)?;
+            let (id, key) = (text_id(&alarm.record.alarm_id), alarm.record.key().text());
+            let cleared = tx
+                .prepare_cached(&alarm_rows::cleared("max"))
                 .db()?
-                .execute(params![
-                    text_id(&a.alarm_id),
-                    a.kind.as_str(),
-                    a.mac.as_ref().map(|m| m.as_str()),
-                    a.zone_id.as_ref().map(text_id),
-                    a.zone_name,
-                    a.collision_id.as_ref().map(text_id),
-                    a.raised_at.timestamp_micros(),
-                    event,
-                    a.state.as_str(),
-                    a.acknowledged_by,
-                    alarm_rows::micros(a.acknowledged_at),
-                    a.acknowledged_note,
-                    a.resolved_by,
-                    alarm_rows::micros(a.resolved_at),
-                    a.resolved_note,
-                ])
+                .query_row(params![key, alarm_rows::NEVER], |r| r.get(0))
                 .db()?;
-            Ok(inserted > 0)
+            let cleared = alarm_rows::last_cleared(cleared)?;
+            let known: bool = tx.prepare_cached(alarm_rows::KNOWN).db()?.query_row([&id], |r| r.get(0)).db()?;
+            if known {
+                return Ok(Raised::Copy);
+            }
+            let (counted_on, raised) = match alarm_rows::raise(by_key(&tx, &key)?, &alarm, cleared) {
+                Raise::Insert(a) => {
+                    let r = &a.record;
+                    tx.prepare_cached(alarm_rows::INSERT)
+                        .db()?
+                        .execute(params![
+                            id,
+                            r.kind.as_str(),
+                            r.mac.as_ref().map(|m| m.as_str()),
+                            r.zone_id.as_ref().map(text_id),
+                            r.zone_name,
+                            r.collision_id.as_ref().map(text_id),
+                            r.raised_at.timestamp_micros(),
+                            event,
+                            r.state.as_str(),
+                            r.acknowledged_by,
+                            alarm_rows::micros(r.acknowledged_at),
+                            r.acknowledged_note,
+                            r.resolved_by,
+                            alarm_rows::micros(r.resolved_at),
+                            r.resolved_note,
+                            codec::counter(r.count),
+                            r.last_raised_at.timestamp_micros(),
+                            text_id(&r.last_event_id),
+                            r.active,
+                            alarm_rows::micros(r.cleared_at),
+                            key,
+                        ])
+                        .db()?;
+                    (id.clone(), Raised::Opened)
+                }
+                Raise::Count(a) => {
+                    save(&tx, &a)?;
+                    (text_id(&a.record.alarm_id), Raised::Counted)
+                }
+            };
+            tx.prepare_cached(alarm_rows::COUNTED).db()?.execute(params![id, counted_on]).db()?;
+            tx.commit().db()?;
+            Ok(raised)
+        })
+        .await
+    }
+
+    async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>> {
+        let key = key.text();
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            let latest: i64 = tx
+                .prepare_cached(&alarm_rows::cleared("max"))
+                .db()?
+                .query_row(params![key, at.timestamp_micros()], |r| r.get(0))
+                .db()?;
+            let changed = match by_key(&tx, &key)? {
+                Some(a) => alarm_rows::clear(a, codec::time(latest)?),
+                None => None,
+            };
+            if let Some(a) = &changed {
+                save(&tx, a)?;
+            }
+            tx.commit().db()?;
+            Ok(changed)
         })
         .await
     }
