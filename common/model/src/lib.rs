@@ -5,6 +5,7 @@
 mod action;
 mod action_request;
 mod alarm_record;
+mod alarm_selection;
 mod certificate;
 mod collision;
 mod connection;
@@ -25,6 +26,7 @@ mod zone_input;
 
 pub use action::{ActionSecret, ActionTrigger, SECRET_CHARS, ZoneAction};
 pub use action_request::ActionRequest;
+pub use alarm_selection::{AlarmSelection, MAX_ALARM_IDS};
 pub use alarm_record::{
     AlarmChange, AlarmKey, AlarmNote, AlarmUpdate, CLEARED_NOTE, MAX_ALARM_NOTE_CHARS, RESOLVED_BY_ZONECAST, StoredAlarm,
 };

@@ -1,13 +1,19 @@
-//! The journal consumers `alarms-<pattern>`: they record an open alarm in the store for every
-//! alarm event of the events journal (`SITE_ALARM`, `DEVICE_ALARM`, `ZONE_DWELL_EXCEEDED`,
-//! `DEVICE_OFFLINE`; [`EventType::ALARMS`]) and acknowledge the event once its row is written,
-//! so none is lost: while the store is away the row is tried again with backoff and the
-//! journal keeps the events not yet acknowledged, and what is in hand when the API stops is
-//! delivered again. An event of another type delivered to them is acknowledged at once.
+//! The journal consumers `alarms-<pattern>`: they record every alarm event of the events journal
+//! (`SITE_ALARM`, `DEVICE_ALARM`, `ZONE_DWELL_EXCEEDED`, `ZONE_OCCUPANCY_EXCEEDED`,
+//! `ZONE_OCCUPANCY_BELOW`, `DEVICE_OFFLINE`; [`EventType::ALARMS`]) in the store, where it opens
+//! an alarm or counts on the unresolved one of its condition (type, device, zone), and clear
+//! the alarms whose condition ended (`ALARM_CLEARED`, and the zone's next occupancy event for an
+//! occupancy alarm; [`AlarmKey::cleared_by`]). An acknowledged alarm whose condition cleared is
+//! resolved by zonecast, and that change is published as a person's is. Each event is
+//! acknowledged once the store has it, so none is lost: while the store is away it is tried
+//! again with backoff and the journal keeps the events not yet acknowledged, and what is in
+//! hand when the API stops is delivered again. An event of another type delivered to them is
+//! acknowledged at once.
 //!
 //! Every API replica takes from the same durable consumers, so the journal hands each event to
-//! one of them at a time; a copy (a redelivery, or the event appended twice) changes nothing,
-//! the row being keyed by the event's `EventID`. There is one consumer per subject pattern of
+//! one of them at a time; a copy (a redelivery, or the event appended twice) changes nothing:
+//! the store knows the `EventID`s each alarm counted, and a clearing read again finds the alarm
+//! cleared already. There is one consumer per subject pattern of
 //! the alarm events (`alarms-zone-dwell`, `alarms-alarm-site`, …), narrowed to it, so that the
 //! journal (JetStream, or the in-process one) hands the API alarm events only rather than every
 //! enter and exit. The consumer `alarms` of every event that earlier releases recorded from is
@@ -21,14 +27,17 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
+use chrono::{DateTime, Utc};
 use zonecast_bus::journal::{Ack, Delivery, Kind};
 use zonecast_bus::{Journal, Subjects};
-use zonecast_model::{Event, EventType, StoredAlarm};
+use zonecast_model::{AlarmChange, AlarmKey, AlarmState, Event, EventType, StoredAlarm};
 use zonecast_runtime::Shutdown;
 use zonecast_runtime::backoff::Backoff;
 use zonecast_runtime::consume::{self, Held, Take};
 use zonecast_runtime::ratelog::RateLimited;
-use zonecast_store::AlarmWriter;
+use zonecast_store::{AlarmWriter, Raised};
+
+use crate::alarm_changes::ChangeEvents;
 
 /// The beginning of the name of each durable consumer of the events journal that the alarms
 /// are recorded from, shared by every API replica; in releases before the narrowed ones, the
@@ -38,12 +47,14 @@ pub const ALARMS_CONSUMER: &str = "alarms";
 /// Alarm events held at once by each consumer, being written; the rest wait in the journal.
 pub const ALARMS_IN_HAND: usize = 256;
 
-/// The consumers the alarms are recorded from, one per subject pattern of the alarm events,
-/// each with the pattern it is narrowed to.
+/// The consumers the alarms are recorded from, one per subject pattern of the alarm events and
+/// of `ALARM_CLEARED`, each with the pattern it is narrowed to (the occupancy alarms share
+/// theirs with `ZONE_OCCUPANCY_RESTORED`).
 fn consumers(subjects: &Subjects) -> Vec<(String, String)> {
     let events = format!("{}.events.", subjects.prefix());
+    let types: Vec<EventType> = EventType::ALARMS.into_iter().chain([EventType::AlarmCleared]).collect();
     subjects
-        .events_narrowed(&EventType::ALARMS, &[])
+        .events_narrowed(&types, &[])
         .into_iter()
         .map(|pattern| {
             let tokens = pattern.strip_prefix(&events).unwrap_or(&pattern).split('.');
@@ -82,16 +93,17 @@ pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
 /// alarm events that left the journal unrecorded (counted in
 /// `zonecast_api_alarm_events_lost_total`): the task ends after `shutdown`, once every row being
 /// written is written or left to the journal.
-pub fn spawn(
-    journal: Arc<dyn Journal>,
-    subjects: &Subjects,
-    store: Arc<dyn AlarmWriter>,
-    shutdown: Shutdown,
-) -> tokio::task::JoinHandle<()> {
+pub fn spawn(events: ChangeEvents, store: Arc<dyn AlarmWriter>, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
     let log = Arc::new(Mutex::new(RateLimited::new(Duration::from_secs(30))));
-    let recorder =
-        || Recorder { running: JoinSet::new(), store: store.clone(), shutdown: shutdown.clone(), log: log.clone() };
-    let consumers = consumers(subjects);
+    let journal = events.journal.clone();
+    let consumers = consumers(&events.subjects);
+    let recorder = || Recorder {
+        running: JoinSet::new(),
+        store: store.clone(),
+        events: events.clone(),
+        shutdown: shutdown.clone(),
+        log: log.clone(),
+    };
     let mut loops = JoinSet::new();
     loops.spawn(retire(journal.clone(), consumers.clone(), recorder(), shutdown.clone()));
     for (name, filter) in consumers {
@@ -132,7 +144,8 @@ async fn retire(
     mut recorder: Recorder,
     shutdown: Shutdown,
 ) {
-    let looked = until_done(&shutdown, "consumer `alarms` of earlier releases not looked at yet", || async {
+    let log = recorder.log.clone();
+    let looked = until_done(&shutdown, &log, "consumer `alarms` of earlier releases not looked at yet", || async {
         if journal.state(Kind::Events, ALARMS_CONSUMER).await?.is_none() {
             return Ok(None);
         }
@@ -141,7 +154,7 @@ async fn retire(
         let until = journal.read(Kind::Events, None).await?.0;
         // At least the records before it that the old consumer holds.
         let left = journal.state(Kind::Events, ALARMS_CONSUMER).await?.map_or(0, |s| s.backlog);
-        Ok(Some((until, left)))
+        Ok::<_, zonecast_bus::BusError>(Some((until, left)))
     })
     .await;
     let Some(Some((until, left))) = looked else { return };
@@ -151,24 +164,34 @@ async fn retire(
         consume::run(journal.as_ref(), Kind::Events, ALARMS_CONSUMER, None, ALARMS_IN_HAND, &read, &mut retiring).await;
         while recorder.running.join_next().await.is_some() {}
     }
-    until_done(&shutdown, "consumer `alarms` of earlier releases not removed yet", || {
+    until_done(&shutdown, &log, "consumer `alarms` of earlier releases not removed yet", || {
         journal.remove_consumer(Kind::Events, ALARMS_CONSUMER)
     })
     .await;
 }
 
-/// Runs `attempt` until it succeeds, logging each failure (`what`) and waiting with backoff
-/// (100 ms doubling to 10 s) before the next; `None` once `shutdown` comes first.
-async fn until_done<T, F>(shutdown: &Shutdown, what: &str, mut attempt: impl FnMut() -> F) -> Option<T>
+/// Runs `attempt` until it succeeds, logging its failures (`what`) at most every 30 s through
+/// `log` and waiting with backoff (100 ms doubling to 10 s) before the next; `None` once
+/// `shutdown` comes first (what the attempt was for is left to the journal: delivered again
+/// after the restart, or to another replica).
+async fn until_done<T, E, F>(
+    shutdown: &Shutdown,
+    log: &Mutex<RateLimited>,
+    what: &str,
+    mut attempt: impl FnMut() -> F,
+) -> Option<T>
 where
-    F: Future<Output = Result<T, zonecast_bus::BusError>>,
+    E: std::fmt::Display,
+    F: Future<Output = Result<T, E>>,
 {
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
     while !shutdown.is_cancelled() {
         match attempt().await {
             Ok(done) => return Some(done),
             Err(e) => {
-                tracing::warn!(error = %e, "{what}; will retry");
+                if let Some(skipped) = log.lock().unwrap_or_else(PoisonError::into_inner).allow() {
+                    tracing::warn!(error = %e, skipped, "{what}; will retry");
+                }
                 tokio::select! {
                     biased;
                     () = shutdown.cancelled() => return None,
@@ -213,10 +236,12 @@ impl Take for Retiring<'_> {
     }
 }
 
-/// Writes each alarm taken from the journal on a task of its own.
+/// Writes each alarm event and clearing taken from the journal on a task of its own.
 struct Recorder {
     running: JoinSet<()>,
     store: Arc<dyn AlarmWriter>,
+    /// Where the resolutions by zonecast are told.
+    events: ChangeEvents,
     shutdown: Shutdown,
     log: Arc<Mutex<RateLimited>>,
 }
@@ -228,27 +253,76 @@ struct Head<'a> {
     kind: &'a str,
 }
 
-/// The alarm an event raises; `None` for any other event, and for bytes that are no event.
-fn alarm_of(payload: &[u8]) -> Result<Option<StoredAlarm>, serde_json::Error> {
+/// What an event read from the journal does to the alarms: the alarm it raises, and the
+/// conditions it ends as of `at`, its `Timestamp` (an occupancy alarm does both: it raises its
+/// own and ends the other limit's).
+#[derive(Debug)]
+struct Effect {
+    raise: Option<StoredAlarm>,
+    clear: Vec<AlarmKey>,
+    at: DateTime<Utc>,
+}
+
+/// What `payload` does to the alarms: `None` for an event that neither raises nor clears one,
+/// an error for bytes that are no event.
+fn effect_of(payload: &[u8]) -> Result<Option<Effect>, serde_json::Error> {
     let head: Head<'_> = serde_json::from_slice(payload)?;
-    if !head.kind.parse::<EventType>().is_ok_and(EventType::is_alarm) {
+    let Ok(kind) = head.kind.parse::<EventType>() else { return Ok(None) };
+    if !kind.is_alarm() && kind != EventType::AlarmCleared && kind != EventType::ZoneOccupancyRestored {
         return Ok(None);
     }
     let json: serde_json::Value = serde_json::from_slice(payload)?;
     let event = Event::deserialize(&json)?;
-    Ok(StoredAlarm::raised(&event, json))
+    let clear = AlarmKey::cleared_by(&event);
+    Ok(Some(Effect { at: event.timestamp, raise: StoredAlarm::raised(&event, json), clear }))
+}
+
+/// Puts `effect` in the store: the alarm raised (counted in `zonecast_api_alarm_raises_total`
+/// and, when it opened a new alarm, `zonecast_api_alarms_opened_total`), then each condition
+/// cleared, publishing the resolution of an acknowledged alarm that zonecast resolved. Whether
+/// all of it is stored (false: `shutdown` came first).
+async fn apply(
+    effect: Effect,
+    store: &dyn AlarmWriter,
+    events: &ChangeEvents,
+    shutdown: &Shutdown,
+    log: &Mutex<RateLimited>,
+) -> bool {
+    if let Some(alarm) = &effect.raise {
+        let recording = || async { store.record_alarm(alarm).await.map_err(|e| e.detail()) };
+        let Some(raised) = until_done(shutdown, log, "alarm not recorded yet", recording).await else {
+            return false;
+        };
+        let kind = alarm.record.kind.as_str();
+        if raised != Raised::Copy {
+            metrics::counter!("zonecast_api_alarm_raises_total", "type" => kind).increment(1);
+        }
+        if raised == Raised::Opened {
+            metrics::counter!("zonecast_api_alarms_opened_total", "type" => kind).increment(1);
+        }
+    }
+    for key in &effect.clear {
+        let clearing = || async { store.clear_alarm(key, effect.at).await.map_err(|e| e.detail()) };
+        let Some(changed) = until_done(shutdown, log, "alarm not cleared yet", clearing).await else {
+            return false;
+        };
+        if let Some(alarm) = changed.filter(|a| a.record.state == AlarmState::Resolved) {
+            events.publish(AlarmChange::Resolve, &alarm.record, effect.at).await;
+        }
+    }
+    true
 }
 
 impl Take for Recorder {
     type Held = Held;
 
-    /// Writes the alarm on a task of its own, which acknowledges the event once the row is
-    /// written. An event that raises no alarm is acknowledged at once; one that cannot be read
-    /// is acknowledged, logged and left out.
+    /// Stores what the event does to the alarms on a task of its own, which acknowledges the
+    /// event once it is stored. An event that does nothing to them is acknowledged at once; one
+    /// that cannot be read is acknowledged, logged and left out.
     fn take(&mut self, delivery: Delivery, permit: OwnedSemaphorePermit) -> Option<Arc<Held>> {
         while self.running.try_join_next().is_some() {}
-        let alarm = match alarm_of(&delivery.payload) {
-            Ok(Some(alarm)) => alarm,
+        let effect = match effect_of(&delivery.payload) {
+            Ok(Some(effect)) => effect,
             Ok(None) => {
                 delivery.ack.ack();
                 return None;
@@ -262,28 +336,11 @@ impl Take for Recorder {
             }
         };
         let holding = Arc::new(Held::new(delivery.ack, permit));
-        let (held, store, shutdown, log) =
-            (holding.clone(), self.store.clone(), self.shutdown.clone(), self.log.clone());
+        let (held, store, events, shutdown, log) =
+            (holding.clone(), self.store.clone(), self.events.clone(), self.shutdown.clone(), self.log.clone());
         self.running.spawn(async move {
-            let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
-            loop {
-                match store.record_alarm(&alarm).await {
-                    Ok(_) => {
-                        held.ack.ack();
-                        return;
-                    }
-                    Err(e) => {
-                        if let Some(skipped) = log.lock().unwrap_or_else(PoisonError::into_inner).allow() {
-                            tracing::warn!(error = %e.detail(), skipped, "alarm not recorded yet; will retry");
-                        }
-                    }
-                }
-                tokio::select! {
-                    biased;
-                    // Left to the journal: delivered again after the restart, or to another replica.
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(backoff.next_delay()) => {}
-                }
+            if apply(effect, store.as_ref(), &events, &shutdown, &log).await {
+                held.ack.ack();
             }
         });
         Some(holding)
@@ -307,12 +364,39 @@ mod tests {
             "Source":{"MAC":"00:AA:BB:CC:DD:EE","GatewayURI":null,"SiteID":1},
             "Content":{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"z","AlertLevel":9,
                        "CollisionID":"00000000-0000-0000-0000-0000000000CD"}}"#;
-        let recorded = alarm_of(alarm).unwrap().unwrap();
+        let effect = effect_of(alarm).unwrap().unwrap();
+        let recorded = effect.raise.unwrap();
         assert_eq!(recorded.record.kind, EventType::SiteAlarm);
         assert_eq!(recorded.event["Content"]["ZoneName"], "z");
+        assert!(effect.clear.is_empty());
         let enter = br#"{"Category":"ZONE","Type":"ZONE_ENTER","Content":{}}"#;
-        assert!(alarm_of(enter).unwrap().is_none(), "read no further than the type");
-        assert!(alarm_of(b"not json").is_err());
+        assert!(effect_of(enter).unwrap().is_none(), "read no further than the type");
+        assert!(effect_of(b"not json").is_err());
+
+        let cleared = br#"{"Category":"ALARM","Type":"ALARM_CLEARED","EventID":"01900000-0000-7000-8000-000000000002",
+            "Timestamp":"2026-11-21T10:00:05.000Z","LocalTimestamp":"2026-11-21T10:00:05.004Z",
+            "Source":{"MAC":"00:AA:BB:CC:DD:EE","GatewayURI":null,"SiteID":1},
+            "Content":{"Type":"SITE_ALARM","ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"z",
+                       "CollisionID":"00000000-0000-0000-0000-0000000000CD"}}"#;
+        let effect = effect_of(cleared).unwrap().unwrap();
+        assert!(effect.raise.is_none());
+        assert_eq!(effect.clear, [recorded.record.key()], "the key of the alarm it clears");
+        assert_eq!(effect.at, "2026-11-21T10:00:05Z".parse::<DateTime<Utc>>().unwrap());
+
+        let occupancy = |kind: &str| {
+            format!(r#"{{"Category":"ZONE","Type":"{kind}","EventID":"01900000-0000-7000-8000-000000000003",
+                "Timestamp":"2026-11-21T10:00:06.000Z","LocalTimestamp":"2026-11-21T10:00:06.004Z",
+                "Source":{{"MAC":null,"GatewayURI":null,"SiteID":1}},
+                "Content":{{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"z","AlertLevel":0,"Count":0,
+                           "MaxOccupancy":3,"MinOccupancy":1}}}}"#)
+        };
+        let kinds = |e: &Effect| e.clear.iter().map(|k| k.kind).collect::<Vec<_>>();
+        let restored = effect_of(occupancy("ZONE_OCCUPANCY_RESTORED").as_bytes()).unwrap().unwrap();
+        assert!(restored.raise.is_none());
+        assert_eq!(kinds(&restored), [EventType::ZoneOccupancyExceeded, EventType::ZoneOccupancyBelow]);
+        let below = effect_of(occupancy("ZONE_OCCUPANCY_BELOW").as_bytes()).unwrap().unwrap();
+        assert_eq!(below.raise.as_ref().unwrap().record.kind, EventType::ZoneOccupancyBelow);
+        assert_eq!(kinds(&below), [EventType::ZoneOccupancyExceeded], "past the other limit");
     }
 
     /// An event as the evaluator appends it: a site alarm (or an enter, `alarm` false) of
@@ -367,7 +451,8 @@ mod tests {
 
         prepare(journal.as_ref(), &subjects).await;
         let shutdown = Shutdown::new();
-        let recording = spawn(journal.clone(), &subjects, store.clone(), shutdown.clone());
+        let events = ChangeEvents { journal: journal.clone(), subjects: subjects.clone(), site_id: 1 };
+        let recording = spawn(events, store.clone(), shutdown.clone());
         journal.append(vec![event(&subjects, 4, false), event(&subjects, 5, true)]).await.unwrap();
 
         let recorded = || async {

@@ -66,6 +66,15 @@ pub struct StreamSettings {
 }
 
 impl Context {
+    /// Where the events of alarm changes go.
+    pub fn change_events(&self) -> crate::alarm_changes::ChangeEvents {
+        crate::alarm_changes::ChangeEvents {
+            journal: self.journal.clone(),
+            subjects: self.subjects.clone(),
+            site_id: self.site_id,
+        }
+    }
+
     /// A context from configuration and the opened store, channels and keys; it follows the
     /// `config.applied` reports of evaluators and forwarders from now on. `appliers`: how many
     /// replicas apply configuration, when the composition knows (the all-in-one); otherwise

@@ -52,6 +52,8 @@ pub async fn dispatch(
         Op::GetAlarm => alarms::get(ctx, param(params)).await,
         Op::AcknowledgeAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Acknowledge).await,
         Op::ResolveAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Resolve).await,
+        Op::AcknowledgeAlarms => alarms::change_many(ctx, headers, &body, AlarmChange::Acknowledge).await,
+        Op::ResolveAlarms => alarms::change_many(ctx, headers, &body, AlarmChange::Resolve).await,
         Op::ListConnections => connections::list(ctx).await,
         Op::CreateConnection => connections::create(ctx, &body).await,
         Op::GetConnection => connections::get(ctx, id("connection")?).await,

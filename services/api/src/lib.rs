@@ -4,6 +4,7 @@
 //! announces every change the other services apply on `<prefix>.config.changed`, and records
 //! the alarms of the events journal through its durable consumer `alarms`.
 
+pub mod alarm_changes;
 pub mod alarm_recorder;
 mod applied;
 mod body;
@@ -130,7 +131,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let context = Arc::new(context);
     alarm_recorder::prepare(context.journal.as_ref(), &context.subjects).await;
     let alarm_store: Arc<dyn zonecast_store::AlarmWriter> = context.store.clone();
-    let recorder = alarm_recorder::spawn(context.journal.clone(), &context.subjects, alarm_store, shutdown.clone());
+    let recorder = alarm_recorder::spawn(context.change_events(), alarm_store, shutdown.clone());
     tracing::info!(%addr, console = %format_args!("http://{addr}/"), "config API listening");
     let limits = context.http_limits;
     let task = tokio::spawn(async move {

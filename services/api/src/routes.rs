@@ -6,12 +6,12 @@ use zonecast_http::ops::{MetricsText, Readiness};
 use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
-    AlarmNote, CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device,
+    AlarmNote, AlarmSelection, CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device,
     DeviceInput, Macs, NewZone, RadiusMap, SettingInput, SettingView, StoredAlarm, Zone, ZoneInput,
 };
 use zonecast_runtime::Authority;
 
-use crate::handlers::alarms::AlarmPage;
+use crate::handlers::alarms::{AlarmPage, BulkChange};
 use crate::handlers::cluster::ClusterStatus;
 use crate::handlers::connections::ConnectionStatus;
 use crate::handlers::devices::DevicePage;
@@ -52,6 +52,8 @@ pub enum Op {
     GetAlarm,
     AcknowledgeAlarm,
     ResolveAlarm,
+    AcknowledgeAlarms,
+    ResolveAlarms,
     ResetZone,
     LockZone,
     UnlockZone,
@@ -125,7 +127,9 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v3/devices/{MAC}" GetDevice R, "getDevice", "Retrieve a named device", None, schema_of::<Device>),
     route!(PUT "/v3/devices/{MAC}" PutDevice W, "putDevice", "Create a named device or replace its record", Some(schema_of::<DeviceInput>), schema_of::<Device>),
     route!(DELETE "/v3/devices/{MAC}" DeleteDevice W, "deleteDevice", "Delete a named device", None, schema_of::<Ack>),
-    route!(GET "/v3/alarms" ListAlarms R, "listAlarms", "List alarms newest first, a page at a time; by state, device and zone", None, schema_of::<AlarmPage>),
+    route!(GET "/v3/alarms" ListAlarms R, "listAlarms", "List alarms newest first, a page at a time; by state, device, zone, type and whether their condition holds", None, schema_of::<AlarmPage>),
+    route!(POST "/v3/alarms/acknowledge" AcknowledgeAlarms W, "acknowledgeAlarms", "Acknowledge the open alarms a list of AlarmIDs or a filter names, with an optional note", Some(schema_of::<AlarmSelection>), schema_of::<BulkChange>),
+    route!(POST "/v3/alarms/resolve" ResolveAlarms W, "resolveAlarms", "Resolve the open or acknowledged alarms a list of AlarmIDs or a filter names, with an optional note", Some(schema_of::<AlarmSelection>), schema_of::<BulkChange>),
     route!(GET "/v3/alarms/{AlarmID}" GetAlarm R, "getAlarm", "Retrieve an alarm", None, schema_of::<StoredAlarm>),
     route!(POST "/v3/alarms/{AlarmID}/acknowledge" AcknowledgeAlarm W, "acknowledgeAlarm", "Acknowledge an open alarm, with an optional note", Some(schema_of::<AlarmNote>), schema_of::<StoredAlarm>),
     route!(POST "/v3/alarms/{AlarmID}/resolve" ResolveAlarm W, "resolveAlarm", "Resolve an open or acknowledged alarm, with an optional note", Some(schema_of::<AlarmNote>), schema_of::<StoredAlarm>),

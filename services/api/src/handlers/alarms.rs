@@ -1,23 +1,18 @@
-//! Alarms a person can acknowledge: listed a page at a time (newest first; by state, device
-//! and zone), read one at a time, acknowledged and resolved. A change is a conditional update
-//! in the store, so of two concurrent changes one wins and the other is 409, and each change is
-//! published as an event of its own (`ALARM_ACKNOWLEDGED`, `ALARM_RESOLVED`) on the events
-//! journal, so the live streams, the event history, NATS subscribers and MQTT forwarding see it.
-//! The alarms themselves are recorded from the journal by [`crate::alarm_recorder`].
-
-use std::time::Duration;
+//! Alarms a person can acknowledge: listed a page at a time (newest first; by state, device,
+//! zone, type and whether their condition holds), read one at a time, acknowledged and
+//! resolved. A change is a conditional update in the store, so of two concurrent changes one
+//! wins and the other is 409, and each change is published as an event of its own
+//! ([`crate::alarm_changes`]). An alarm acknowledged after its condition cleared is resolved by
+//! zonecast at once, and both changes are published. The alarms themselves are recorded from
+//! the journal by [`crate::alarm_recorder`].
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 use warp::http::HeaderMap;
 use warp::reply::Response;
-use zonecast_bus::journal::Record;
-use zonecast_model::{
-    AlarmChange, AlarmNote, AlarmRecord, AlarmUpdate, Content, Event, EventId, EventSource, Mac, StoredAlarm,
-};
-use zonecast_runtime::backoff::Backoff;
-use zonecast_store::{AlarmChanged, AlarmQuery};
+use zonecast_model::{AlarmChange, AlarmNote, AlarmRecord, AlarmSelection, AlarmUpdate, EventType, Mac, StoredAlarm};
+use zonecast_store::{AlarmChanged, AlarmQuery, StoreError};
 
 use super::history::number_parameter;
 use crate::context::Context;
@@ -29,10 +24,6 @@ pub const DEFAULT_LIMIT: usize = 100;
 
 /// Most alarms a page may hold.
 pub const MAX_LIMIT: usize = 1000;
-
-/// How long a change's event is tried on the journal before the failure is logged: the change
-/// itself is stored already and stands.
-const PUBLISH_FOR: Duration = Duration::from_secs(5);
 
 /// What `GET /v3/alarms` answers.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -72,8 +63,8 @@ fn decode_cursor(text: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
     Ok((at, id))
 }
 
-/// The query of `GET /v3/alarms`: `state` (comma-separated), `mac`, `zone`, `limit` and
-/// `cursor`.
+/// The query of `GET /v3/alarms`: `state` (comma-separated), `mac`, `zone`, `type`, `active`,
+/// `limit` and `cursor`.
 fn list_query(query: &str) -> Result<AlarmQuery, ApiError> {
     let mut out = AlarmQuery { limit: DEFAULT_LIMIT, ..AlarmQuery::default() };
     for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
@@ -93,11 +84,25 @@ fn list_query(query: &str) -> Result<AlarmQuery, ApiError> {
                 let zone = value.trim().parse::<Uuid>();
                 out.zone = Some(zone.map_err(|_| ApiError::Invalid(format!("zone: '{value}' is not a UUID")))?);
             }
+            "type" => {
+                let kind = value.trim().parse::<EventType>().ok().filter(|k| k.is_alarm());
+                out.kind = Some(kind.ok_or_else(|| {
+                    let types: Vec<&str> = EventType::ALARMS.iter().map(|t| t.as_str()).collect();
+                    ApiError::Invalid(format!("type: '{value}' is not an alarm type ({})", types.join(", ")))
+                })?);
+            }
+            "active" => {
+                out.active = Some(match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(ApiError::Invalid(format!("active: '{other}' is not true or false"))),
+                });
+            }
             "limit" => out.limit = number_parameter("limit", &value, 1, MAX_LIMIT as u64)? as usize,
             "cursor" => out.after = Some(decode_cursor(&value)?),
             other => {
                 return Err(ApiError::Invalid(format!(
-                    "{other}: unknown query parameter (expected state, mac, zone, limit or cursor)"
+                    "{other}: unknown query parameter (expected state, mac, zone, type, active, limit or cursor)"
                 )));
             }
         }
@@ -163,46 +168,107 @@ pub async fn change(
     }
 }
 
-/// The event telling `change` of `record`, made `at`.
-fn change_event(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: DateTime<Utc>) -> Event {
-    let content = match change {
-        AlarmChange::Acknowledge => Content::AlarmAcknowledged(record.clone()),
-        AlarmChange::Resolve => Content::AlarmResolved(record.clone()),
+/// Most alarms one bulk change takes by a filter; the answer's `More` says that more match.
+pub const MAX_SELECTED: usize = 10_000;
+
+/// What `POST /v3/alarms/acknowledge` and `…/resolve` answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BulkChange {
+    /// How many alarms the change was made on.
+    #[serde(rename = "Changed")]
+    pub changed: usize,
+    /// Those alarms, upper case.
+    #[serde(rename = "AlarmIDs")]
+    pub alarm_ids: Vec<String>,
+    /// How many of the AlarmIDs given, or of the alarms the filter selected, the change was not
+    /// made on: unknown, or in a state the change cannot start from (changed meanwhile).
+    #[serde(rename = "Unchanged")]
+    pub unchanged: usize,
+    /// Whether more than [`MAX_SELECTED`] alarms matched the filter: send the request again for
+    /// the rest.
+    #[serde(rename = "More")]
+    pub more: bool,
+}
+
+/// The alarms `selection`'s filter takes that `change` can start from, newest first, at most
+/// [`MAX_SELECTED`]; whether more match.
+async fn selected(ctx: &Context, selection: &AlarmSelection, change: AlarmChange) -> Result<(Vec<Uuid>, bool), ApiError> {
+    let from = change.from();
+    let states = match selection.states.is_empty() {
+        true => from.to_vec(),
+        false => selection.states.iter().copied().filter(|s| from.contains(s)).collect(),
     };
-    Event {
-        event_id: EventId::generate(at),
-        timestamp: at,
-        local_timestamp: Utc::now(),
-        source: EventSource { mac: record.mac.clone(), gateway_uri: None, site_id: ctx.site_id },
-        content,
-        device: None,
+    if states.is_empty() {
+        return Ok((Vec::new(), false));
+    }
+    let mut query = AlarmQuery {
+        states,
+        mac: selection.mac.clone(),
+        zone: selection.zone,
+        kind: selection.kind,
+        active: selection.active,
+        raised_before: selection.raised_before,
+        after: None,
+        limit: MAX_LIMIT,
+    };
+    let mut ids = Vec::new();
+    loop {
+        let page = ctx.store.list_alarms(&query).await?;
+        let Some(last) = page.last() else { return Ok((ids, false)) };
+        query.after = Some((last.record.raised_at, last.record.alarm_id));
+        let full = page.len() == MAX_LIMIT;
+        for alarm in page {
+            if ids.len() == MAX_SELECTED {
+                return Ok((ids, true));
+            }
+            ids.push(alarm.record.alarm_id);
+        }
+        if !full {
+            return Ok((ids, false));
+        }
     }
 }
 
-/// Appends the event of `change` to the events journal, trying again with backoff for
-/// [`PUBLISH_FOR`]. The change is stored already and stands whatever happens here: an event
-/// that cannot be appended is missing from the streams and the history, and counted in
-/// `zonecast_api_alarm_change_events_lost_total`.
-async fn publish(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: DateTime<Utc>) {
-    let event = change_event(ctx, change, record, at);
-    let (Some(subject), Ok(payload)) = (ctx.subjects.of_event(&event), serde_json::to_vec(&event)) else {
-        metrics::counter!("zonecast_api_alarm_change_events_lost_total").increment(1);
-        tracing::error!(alarm = %zonecast_model::format_id(&record.alarm_id), "alarm change event could not be written");
-        return;
+/// `POST /v3/alarms/acknowledge` and `…/resolve`: makes `change` as the caller on the alarms
+/// the body names or selects, each as a change of one alarm is made (a conditional update,
+/// published as its own event), and answers how many changed. A store that fails midway ends
+/// the request with its error; the changes made before it stand and are published.
+pub async fn change_many(
+    ctx: &Context,
+    headers: &HeaderMap,
+    body: &bytes::Bytes,
+    change: AlarmChange,
+) -> Result<Response, ApiError> {
+    let selection = AlarmSelection::parse(&body::object(body, &ctx.limits)?)?;
+    let by = ctx.auth.authenticate(headers)?.subject;
+    let update = AlarmUpdate { change, by, at: Utc::now(), note: selection.note.clone() };
+    let (ids, more) = match &selection.ids {
+        Some(ids) => (ids.clone(), false),
+        None => selected(ctx, &selection, change).await?,
     };
-    let record = Record { subject, payload: payload.into(), id: event.event_id.to_string() };
-    let deadline = tokio::time::Instant::now() + PUBLISH_FOR;
-    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
-    loop {
-        match ctx.journal.append(vec![record.clone()]).await {
-            Ok(()) => return,
-            Err(e) if tokio::time::Instant::now() >= deadline => {
-                metrics::counter!("zonecast_api_alarm_change_events_lost_total").increment(1);
-                tracing::warn!(error = %e, subject = %record.subject, "alarm change stored but its event not published");
-                return;
+    let mut answer = BulkChange { changed: 0, alarm_ids: Vec::new(), unchanged: 0, more };
+    for id in ids {
+        match ctx.store.change_alarm(id, &update).await {
+            Ok(AlarmChanged::Changed(alarm)) => {
+                publish(ctx, change, &alarm.record, update.at).await;
+                answer.changed += 1;
+                answer.alarm_ids.push(zonecast_model::format_id(&id));
             }
-            Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+            Ok(AlarmChanged::Refused(_)) | Err(StoreError::NotFound { .. }) => answer.unchanged += 1,
+            Err(e) => return Err(e.into()),
         }
+    }
+    Ok(reply::ok(&answer))
+}
+
+/// Publishes `change` of `record`, and the resolution by zonecast that an acknowledgement of an
+/// alarm whose condition had cleared made in the same update.
+async fn publish(ctx: &Context, change: AlarmChange, record: &AlarmRecord, at: DateTime<Utc>) {
+    let events = ctx.change_events();
+    events.publish(change, record, at).await;
+    if change == AlarmChange::Acknowledge && record.state == zonecast_model::AlarmState::Resolved {
+        events.publish(AlarmChange::Resolve, record, at).await;
     }
 }
 
@@ -219,7 +285,8 @@ mod tests {
         let mut alarm: StoredAlarm = serde_json::from_value(serde_json::json!({
             "AlarmID": "01900000-0000-7000-8000-0000000000AB", "Type": "SITE_ALARM", "MAC": "00:00:00:00:00:01",
             "ZoneID": null, "ZoneName": null, "CollisionID": null, "RaisedAt": "2026-11-21T10:00:00.123Z",
-            "State": "open", "AcknowledgedBy": null, "AcknowledgedAt": null, "AcknowledgedNote": null,
+            "Count": 1, "LastRaisedAt": "2026-11-21T10:00:00.123Z", "LastEventID": "01900000-0000-7000-8000-0000000000AB",
+            "Active": true, "ClearedAt": null, "State": "open", "AcknowledgedBy": null, "AcknowledgedAt": null, "AcknowledgedNote": null,
             "ResolvedBy": null, "ResolvedAt": null, "ResolvedNote": null, "Event": event,
         }))
         .unwrap();
@@ -245,10 +312,14 @@ mod tests {
             "state: 'closed' is not an alarm state (expected open, acknowledged or resolved)"
         );
         assert_eq!(list_query("zone=z").unwrap_err().to_string(), "zone: 'z' is not a UUID");
+        let q = list_query("type=DEVICE_OFFLINE&active=false").unwrap();
+        assert_eq!((q.kind, q.active), (Some(EventType::DeviceOffline), Some(false)));
+        assert!(list_query("type=ZONE_ENTER").unwrap_err().to_string().starts_with("type: 'ZONE_ENTER' is not an alarm type"));
+        assert_eq!(list_query("active=yes").unwrap_err().to_string(), "active: 'yes' is not true or false");
         assert!(list_query("limit=1001").unwrap_err().to_string().starts_with("limit: must be a whole number"));
         assert_eq!(
             list_query("page=2").unwrap_err().to_string(),
-            "page: unknown query parameter (expected state, mac, zone, limit or cursor)"
+            "page: unknown query parameter (expected state, mac, zone, type, active, limit or cursor)"
         );
     }
 

@@ -33,9 +33,9 @@ impl Engine {
                 let offline = self.catalog.offline_after(mac);
                 if let Some(o) = offline
                     && !device.offline
-                    && now - device.ts >= o
+                    && now - device.silent_since() >= o
                 {
-                    silent.push((mac.clone(), device.ts, o));
+                    silent.push((mac.clone(), device.silent_since(), o));
                 }
                 // A timed-out device kept for its offline report has left its zones already.
                 if let Some(t) = timeout

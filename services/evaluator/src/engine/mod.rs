@@ -455,10 +455,12 @@ impl Engine {
         now: DateTime<Utc>,
         out: &mut Vec<Output>,
     ) {
+        let rules = self.offline_rules();
         let current = std::mem::replace(&mut self.catalog, Catalog::empty());
         let new = current.with_parameters(settings, radii);
         self.reconcile(&new, &new, &[], now, out);
         self.catalog = new;
+        self.offline_rules_took_effect(&rules, now);
         self.forget_offline_unless_reported();
     }
 

@@ -4,6 +4,8 @@
 //! with both set, each fires at its own time, and a timed-out device is kept until it is
 //! reported offline.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use zonecast_geometry::Vec3;
 use zonecast_model::{AlarmCleared, Content, DevicePresence, EventType, IdSource, Mac, Presence};
@@ -51,12 +53,29 @@ impl Engine {
 }
 
 impl Engine {
-    /// Puts the device registry's entries of the devices `changed` names in force (`None`: no
-    /// longer registered): the names and groups the events from now on carry, and each
-    /// device's own offline time.
-    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<crate::catalog::Registered>)>) {
+    /// Puts the device registry's entries of the devices `changed` names in force at `now`
+    /// (`None`: no longer registered): the names and groups the events from now on carry, and
+    /// each device's own offline time.
+    pub fn apply_names(&mut self, changed: Vec<(Mac, Option<crate::catalog::Registered>)>, now: DateTime<Utc>) {
+        let rules = self.offline_rules();
         self.catalog.set_names(changed);
+        self.offline_rules_took_effect(&rules, now);
         self.forget_offline_unless_reported();
+    }
+
+    /// The offline rule of each known device, to tell after a change whose rule it changed.
+    pub(super) fn offline_rules(&self) -> HashMap<Mac, Option<Duration>> {
+        self.devices.keys().map(|mac| (mac.clone(), self.catalog.offline_after(mac))).collect()
+    }
+
+    /// Notes `now` as when the offline rule took effect for every device whose rule differs
+    /// from the one it had in `before`: its silence counts from then at the earliest.
+    pub(super) fn offline_rules_took_effect(&mut self, before: &HashMap<Mac, Option<Duration>>, now: DateTime<Utc>) {
+        for (mac, device) in &mut self.devices {
+            if before.get(mac).is_some_and(|rule| *rule != self.catalog.offline_after(mac)) {
+                device.watched = now;
+            }
+        }
     }
 
     /// With offline reports turned off for a device (the site's and its own), who is offline

@@ -35,12 +35,22 @@ pub(super) struct Device {
     pub(super) offline: bool,
     /// The last Timestamp recorded for the device in the store (its presence).
     pub(super) noted: Option<DateTime<Utc>>,
+    /// When the offline rule in force for it (DeviceOfflineSeconds, or its own) took effect:
+    /// its silence counts from its last position or from then, whichever is later, so that a
+    /// rule is never applied to the time before it existed.
+    pub(super) watched: DateTime<Utc>,
 }
 
 impl Device {
     /// A device not seen yet, as of `ts`.
     pub(super) fn new(ts: DateTime<Utc>) -> Self {
-        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false, noted: None }
+        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false, noted: None, watched: DateTime::<Utc>::MIN_UTC }
+    }
+
+    /// Since when its silence counts: its last position, or when its offline rule took effect
+    /// if that is later.
+    pub(super) fn silent_since(&self) -> DateTime<Utc> {
+        self.ts.max(self.watched)
     }
 
     /// The Timestamp of its last position: the one recorded for a device known only from the

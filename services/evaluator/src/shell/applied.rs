@@ -77,7 +77,7 @@ pub(super) fn apply(engine: &mut Engine, update: Update, out: &mut Vec<Output>) 
             false
         }
         Update::Names(changed) => {
-            engine.apply_names(changed);
+            engine.apply_names(changed, now);
             false
         }
         Update::Nothing => false,

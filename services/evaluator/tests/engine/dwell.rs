@@ -1,7 +1,7 @@
 //! Dwell limits: one `ZONE_DWELL_EXCEEDED` per stay past its zone's MaxDwellSeconds, found by
 //! the clock or by the exit that ends the stay, never again after a restart.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use zonecast_evaluator::Output;
 use zonecast_model::{Collision, Content};
 
@@ -49,7 +49,14 @@ pub(crate) fn a_stay_past_the_limit_raises_one_dwell_event_with_its_entry_and_dw
 
     assert!(kinds(&tick(&mut e, t0() + ms(120_000))).is_empty(), "once per stay");
     assert!(kinds(&step(&mut e, &d, [0.6, 0.0, 0.0], t0() + ms(130_000))).is_empty());
-    assert_eq!(kinds(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(131_000))), ["ZONE_EXIT"]);
+    // The exit ends the conditions of the stay's device alarm (AlertLevel 5) and of its dwell.
+    let exit = events(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(131_000)));
+    let cleared: Vec<(&str, &str, &Value)> =
+        exit.iter().skip(1).map(|(k, _, c)| (k.as_str(), c["Type"].as_str().unwrap(), &c["CollisionID"])).collect();
+    assert_eq!(exit[0].0, "ZONE_EXIT");
+    let stay = &enter[0].2["CollisionID"];
+    assert_eq!(cleared, [("ALARM_CLEARED", "DEVICE_ALARM", stay), ("ALARM_CLEARED", "ZONE_DWELL_EXCEEDED", stay)]);
+    assert_eq!(exit[1].1, "zc.events.alarm.cleared.00:00:00:00:00:01");
     // A new stay has a limit of its own.
     step(&mut e, &d, [0.5, 0.0, 0.0], t0() + ms(132_000));
     assert_eq!(kinds(&tick(&mut e, t0() + ms(192_000))), ["ZONE_DWELL_EXCEEDED"]);
@@ -60,11 +67,15 @@ pub(crate) fn a_stay_that_ends_past_the_limit_before_the_clock_noticed_raises_it
     let d = mac(1);
     step(&mut e, &d, [0.5, 0.0, 0.0], t0());
     let out = step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(1_600));
-    assert_eq!(kinds(&out), ["ZONE_DWELL_EXCEEDED", "ZONE_EXIT"]);
+    assert_eq!(kinds(&out), ["ZONE_DWELL_EXCEEDED", "ZONE_EXIT", "ALARM_CLEARED", "ALARM_CLEARED"]);
     assert_eq!(events(&out)[0].2["DwellSeconds"].as_f64(), Some(1.6));
     // A stay that ends before the limit raises none.
     step(&mut e, &d, [0.5, 0.0, 0.0], t0() + ms(2_000));
-    assert_eq!(kinds(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(3_400))), ["ZONE_EXIT"]);
+    let exit = events(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(3_400)));
+    assert_eq!(exit.iter().map(|(k, _, c)| (k.as_str(), c["Type"].as_str())).collect::<Vec<_>>(), [
+        ("ZONE_EXIT", None),
+        ("ALARM_CLEARED", Some("DEVICE_ALARM"))
+    ]);
 }
 
 pub(crate) fn zones_without_a_limit_raise_no_dwell_event() {

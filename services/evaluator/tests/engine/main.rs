@@ -105,6 +105,7 @@ tests!(
     silence::the_same_silence_reported_again_has_the_same_event_id,
     silence::the_recorded_presence_carries_silences_and_returns_across_a_restart,
     silence::a_device_of_its_own_offline_time_is_reported_after_it_whatever_the_site_says,
+    silence::an_offline_rule_counts_the_silence_from_when_it_took_effect,
     rules::a_mobile_zone_follows_its_source_and_captures_a_device_that_stands_still,
     rules::alert_levels_raise_site_and_device_alarms_and_actions_run,
     rules::configuration_changes_emit_the_exits_they_imply,

@@ -58,14 +58,15 @@ pub(crate) fn alert_levels_raise_site_and_device_alarms_and_actions_run() {
     let out = step(&mut e, &d, [10.0, 0.0, 0.0], t0());
     assert_eq!(
         kinds(&out),
-        ["ZONE_EXIT", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"],
-        "one device alarm, not two"
+        ["ZONE_EXIT", "ALARM_CLEARED", "ZONE_ENTER", "DEVICE_ALARM_COMMAND", "DEVICE_ALARM"],
+        "the site alarm's condition cleared; one device alarm, not two"
     );
+    assert_eq!(events(&out)[1].2["Type"], "SITE_ALARM");
     assert!(
         out.iter().any(|o| matches!(o, Output::Http { event, .. } if event.kind() == EventType::ZoneExit)),
         "on: both"
     );
-    assert_eq!(events(&out)[2].1, "zc.devices.00:00:00:00:00:01.alarm");
+    assert_eq!(events(&out)[3].1, "zc.devices.00:00:00:00:00:01.alarm");
 }
 
 pub(crate) fn configuration_changes_emit_the_exits_they_imply() {

@@ -1,4 +1,5 @@
-//! Offline and online: DEVICE_OFFLINE after DeviceOfflineSeconds of silence, DEVICE_ONLINE with
+//! Offline and online: DEVICE_OFFLINE after DeviceOfflineSeconds of silence (counted from the
+//! rule's start at the earliest), DEVICE_ONLINE and the ALARM_CLEARED of the offline alarm with
 //! the next position, and how they stand beside DeviceTimeoutSeconds.
 
 use chrono::Duration;
@@ -29,7 +30,10 @@ pub(crate) fn a_silent_device_goes_offline_once_and_online_with_its_next_positio
     assert!(tick(&mut e, 600).is_empty(), "once per silence");
 
     let ev = events(&step(&mut e, &d, [3.0, 2.0, 0.0], t0() + Duration::seconds(700)));
-    assert_eq!(ev.len(), 1);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let (kind, subject, cleared) = &ev[1];
+    assert_eq!((kind.as_str(), subject.as_str()), ("ALARM_CLEARED", "zc.events.alarm.cleared.00:00:00:00:00:01"));
+    assert_eq!(cleared, &json!({"Type": "DEVICE_OFFLINE", "ZoneID": null, "ZoneName": null, "CollisionID": null}));
     let (kind, subject, online) = &ev[0];
     assert_eq!((kind.as_str(), subject.as_str()), ("DEVICE_ONLINE", "zc.events.device.00:00:00:00:00:01.online"));
     assert_eq!(online["LastSeen"], "2026-11-21T10:00:00.000Z");
@@ -54,7 +58,7 @@ pub(crate) fn offline_reports_stand_beside_device_timeouts_each_at_its_own_time(
     // Back: online first, then the entry its position makes.
     assert_eq!(
         kinds(&step(&mut e, &d, [0.2, 0.0, 0.0], t0() + Duration::seconds(130))),
-        ["DEVICE_ONLINE", "ZONE_ENTER"]
+        ["DEVICE_ONLINE", "ALARM_CLEARED", "ZONE_ENTER"]
     );
 
     // Without offline reports a timed-out device is forgotten, as before.
@@ -130,7 +134,7 @@ pub(crate) fn a_device_of_its_own_offline_time_is_reported_after_it_whatever_the
     let own = |seconds| Registered { tag: DeviceTag { name: "Anna".into(), group: None }, offline_seconds: seconds };
     let (anna, other) = (mac(1), mac(2));
     let mut e = engine(vec![], &[], vec![]);
-    e.apply_names(vec![(anna.clone(), Some(own(Some(5))))]);
+    e.apply_names(vec![(anna.clone(), Some(own(Some(5))))], t0());
     step(&mut e, &anna, [0.0, 0.0, 0.0], t0());
     step(&mut e, &other, [0.0, 0.0, 0.0], t0());
     assert!(tick(&mut e, 4).is_empty());
@@ -142,13 +146,38 @@ pub(crate) fn a_device_of_its_own_offline_time_is_reported_after_it_whatever_the
 
     // Its own time wins over the site's; taken away, the site's applies.
     let mut e = engine(vec![], &[setting(SettingName::DeviceOfflineSeconds, 60.0)], vec![]);
-    e.apply_names(vec![(anna.clone(), Some(own(Some(600))))]);
+    e.apply_names(vec![(anna.clone(), Some(own(Some(600))))], t0());
     step(&mut e, &anna, [0.0, 0.0, 0.0], t0());
     step(&mut e, &other, [0.0, 0.0, 0.0], t0());
     assert_eq!(
         events(&tick(&mut e, 60)).iter().map(|(_, _, c)| c["SilentSeconds"].clone()).collect::<Vec<_>>(),
         [json!(60.0)]
     );
-    e.apply_names(vec![(anna.clone(), Some(own(None)))]);
-    assert_eq!(kinds(&tick(&mut e, 61)), ["DEVICE_OFFLINE"]);
+    // The site's rule applies to her from the moment her own is taken away, not before.
+    e.apply_names(vec![(anna.clone(), Some(own(None)))], t0() + Duration::seconds(61));
+    assert!(tick(&mut e, 120).is_empty());
+    let ev = events(&tick(&mut e, 121));
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].1, "zc.events.device.00:00:00:00:00:01.offline");
+}
+
+pub(crate) fn an_offline_rule_counts_the_silence_from_when_it_took_effect() {
+    let mut e = engine(vec![], &[], vec![]);
+    let (quiet, later) = (mac(1), mac(2));
+    step(&mut e, &quiet, [0.0, 0.0, 0.0], t0());
+    // Eight seconds, set three and a half minutes into the silence.
+    let set_at = t0() + Duration::seconds(220);
+    let settings = zonecast_model::Settings::from_written(&[setting(SettingName::DeviceOfflineSeconds, 8.0)]);
+    let mut out = Vec::new();
+    e.reparameterise(settings, vec![], set_at, &mut out);
+    assert!(kinds(&out).is_empty());
+    assert!(tick(&mut e, 227).is_empty(), "no alarm dated before the rule");
+    step(&mut e, &later, [0.0, 0.0, 0.0], t0() + Duration::seconds(225));
+    let out = tick(&mut e, 228);
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let Some(Output::Publish(offline)) = out.first() else { panic!("the offline event first: {out:?}") };
+    assert_eq!(offline.timestamp, set_at + Duration::seconds(8), "silent for 8 s of the rule");
+    assert_eq!(ev[0].2["LastSeen"], "2026-11-21T10:00:00.000Z", "its last position, as it was");
+    assert_eq!(kinds(&tick(&mut e, 233)), ["DEVICE_OFFLINE"], "a device seen after the rule: from its position");
 }
