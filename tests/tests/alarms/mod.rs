@@ -1,13 +1,16 @@
 //! Alarms a person can acknowledge, end to end as a client sees them: an alarm event raised by
 //! a zone entry becomes an open alarm of `GET /v3/alarms`, is acknowledged with a note and
 //! resolved, each change published on the bus as an event of its own, and the state survives a
-//! restart; the changes reach MQTT brokers like every event. A device gone offline raises an
+//! restart; later entries count on the same alarm, each exit clears it, and an acknowledged
+//! alarm whose condition cleared is resolved by zonecast; many are changed at once; the changes reach MQTT brokers like every event. A device gone offline raises an
 //! alarm without a zone. A copy of an alarm event changes nothing, and an alarm raised while the
 //! database is away is recorded once it is back. Two API replicas record each alarm once, and of
 //! concurrent changes of one alarm through both exactly one wins. Bad input is refused with a
 //! message naming what is wrong, and changes nothing.
 #![allow(clippy::unwrap_used)]
 
+mod bulk;
+mod conditions;
 mod delivery;
 mod forwarding;
 mod lifecycle;
@@ -22,6 +25,11 @@ use serde_json::{Value, json};
 use zonecast_bus::Subscription;
 use zonecast_tests::{Server, both_modes, eventually, sphere};
 
+use bulk::alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_a_filter;
+use conditions::{
+    an_alarm_acknowledged_after_its_condition_cleared_is_resolved_at_once,
+    entries_into_a_zone_count_on_one_alarm_that_each_exit_clears,
+};
 use delivery::a_copy_of_an_alarm_event_changes_nothing;
 use forwarding::alarm_changes_are_forwarded_to_mqtt_like_every_event;
 use lifecycle::{
@@ -100,4 +108,7 @@ both_modes!(
     a_copy_of_an_alarm_event_changes_nothing,
     alarm_changes_are_forwarded_to_mqtt_like_every_event,
     a_device_gone_offline_raises_an_alarm_without_a_zone_that_is_resolved_at_once,
+    entries_into_a_zone_count_on_one_alarm_that_each_exit_clears,
+    an_alarm_acknowledged_after_its_condition_cleared_is_resolved_at_once,
+    alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_a_filter,
 );
