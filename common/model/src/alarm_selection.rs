@@ -76,8 +76,9 @@ impl AlarmSelection {
             }
         }
         if let Some(before) = f.string("RaisedBefore")? {
-            let at = DateTime::parse_from_rfc3339(before)
-                .map_err(|_| Invalid::new("RaisedBefore", format!("'{before}' is not an RFC 3339 time with its offset")))?;
+            let at = DateTime::parse_from_rfc3339(before).map_err(|_| {
+                Invalid::new("RaisedBefore", format!("'{before}' is not an RFC 3339 time with its offset"))
+            })?;
             out.raised_before = Some(at.with_timezone(&Utc));
         }
         out.active = f.bool("Active")?;
@@ -93,7 +94,10 @@ impl AlarmSelection {
             }
             Some(ids) => {
                 if ids.is_empty() || ids.len() > MAX_ALARM_IDS {
-                    return Err(Invalid::new("AlarmIDs", format!("must hold 1 to {MAX_ALARM_IDS} AlarmIDs, got {}", ids.len())));
+                    return Err(Invalid::new(
+                        "AlarmIDs",
+                        format!("must hold 1 to {MAX_ALARM_IDS} AlarmIDs, got {}", ids.len()),
+                    ));
                 }
                 let mut read = Vec::with_capacity(ids.len());
                 for (i, id) in ids.iter().enumerate() {
@@ -119,8 +123,9 @@ mod tests {
 
     #[test]
     fn a_selection_is_a_list_of_alarms_or_a_filter_with_an_optional_note() {
-        let ids = AlarmSelection::parse(&json!({"AlarmIDs": ["01900000-0000-7000-8000-0000000000AB"], "Note": " done "}))
-            .unwrap();
+        let ids =
+            AlarmSelection::parse(&json!({"AlarmIDs": ["01900000-0000-7000-8000-0000000000AB"], "Note": " done "}))
+                .unwrap();
         assert_eq!(ids.ids.unwrap(), [Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_00ab)]);
         assert_eq!(ids.note.as_deref(), Some("done"));
         let filter = AlarmSelection::parse(&json!({"ZoneID": "00000000-0000-0000-0000-0000000000ab",

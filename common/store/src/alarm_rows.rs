@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{AlarmChange, AlarmRecord, AlarmState, CLEARED_NOTE, RESOLVED_BY_ZONECAST, StoredAlarm};
+use zonecast_model::{
+    AlarmChange, AlarmKey, AlarmRecord, AlarmState, CLEARED_NOTE, RESOLVED_BY_ZONECAST, Shelf, ShelfTarget, StoredAlarm,
+};
 
 use crate::codec::{self, from_json};
 use crate::{Result, StoreError};
@@ -65,6 +67,43 @@ pub(crate) fn marked(sql: &str, mark: char) -> String {
     sql.replace('?', &mark.to_string())
 }
 
+/// Whether the zone (`?1`) or the device (`?2`, each `''` when the alarm has none) of an alarm
+/// raised at `?3` was shelved then.
+pub(crate) const SHELVED: &str = "SELECT EXISTS (SELECT 1 FROM shelves WHERE target IN (?1, ?2) \
+     AND shelved_us <= ?3 AND until_us > ?3)";
+
+/// Shelves a target (`?1`) from `?2` to `?3`, by `?4`, for `?5`; a later shelving of the same
+/// target replaces the earlier.
+pub(crate) const SHELVE: &str = "INSERT INTO shelves (target, shelved_us, until_us, shelved_by, note) \
+     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (target) DO UPDATE SET shelved_us = excluded.shelved_us, \
+     until_us = excluded.until_us, shelved_by = excluded.shelved_by, note = excluded.note";
+
+/// Takes the shelf of a target (`?1`) back at `?2`, if it has not expired by then: it ends
+/// then, and still covers the events raised before (read late, they open no alarm either).
+pub(crate) const UNSHELVE: &str = "UPDATE shelves SET until_us = ?2 WHERE target = ?1 AND until_us > ?2";
+
+/// The shelves that have not expired by `?1`, the soonest to expire first.
+pub(crate) const SHELVES: &str = "SELECT target, shelved_us, until_us, shelved_by, note FROM shelves \
+     WHERE until_us > ?1 ORDER BY until_us, target";
+
+/// The shelf targets of the zone and the device of `key` (`''` for none), for [`SHELVED`].
+pub(crate) fn shelf_targets(key: &AlarmKey) -> (String, String) {
+    let zone = key.zone_id.map(|z| ShelfTarget::Zone(z).text()).unwrap_or_default();
+    let device = key.mac.clone().map(|m| ShelfTarget::Device(m).text()).unwrap_or_default();
+    (zone, device)
+}
+
+/// A shelf row read back.
+pub(crate) fn shelf(target: &str, shelved_us: i64, until_us: i64, by: String, note: Option<String>) -> Result<Shelf> {
+    let target =
+        ShelfTarget::parse(target).ok_or_else(|| StoreError::Backend(format!("stored shelf of '{target}'")))?;
+    let (zone_id, mac) = match target {
+        ShelfTarget::Zone(id) => (Some(id), None),
+        ShelfTarget::Device(mac) => (None, Some(mac)),
+    };
+    Ok(Shelf { zone_id, mac, shelved_at: codec::time(shelved_us)?, until: codec::time(until_us)?, by, note })
+}
+
 /// What a raise does to the store: insert a new alarm, or save the one of its key.
 pub(crate) enum Raise {
     /// The alarm to insert.
@@ -121,7 +160,6 @@ fn resolve_by_zonecast(r: &mut AlarmRecord, at: DateTime<Utc>) {
     r.resolved_at = Some(at);
     r.resolved_note = Some(CLEARED_NOTE.to_owned());
 }
-
 
 /// One alarm row as read, before decoding.
 pub(crate) struct AlarmRow {
@@ -227,7 +265,9 @@ mod tests {
     #[test]
     fn a_change_updates_only_from_the_states_it_may_start_from() {
         let sql = update(AlarmChange::Resolve, '$');
-        assert!(sql.contains("state = 'resolved', open_key = NULL, resolved_by = $2, resolved_us = $3, resolved_note = $4"));
+        assert!(
+            sql.contains("state = 'resolved', open_key = NULL, resolved_by = $2, resolved_us = $3, resolved_note = $4")
+        );
         assert!(sql.contains("WHERE alarm_id = $1 AND state IN ('open', 'acknowledged')"));
         assert!(update(AlarmChange::Acknowledge, '?').contains("state IN ('open')"));
     }

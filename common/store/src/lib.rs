@@ -28,8 +28,8 @@ pub use postgres::PgStore;
 pub use roles::{
     AlarmChanged, AlarmQuery, AlarmReader, AlarmWriter, CHANGES_KEPT, CertificateReader, CertificateWriter, ChangeLog,
     ChangeReader, CollisionMarks, CollisionReader, CollisionWriter, ConnectionReader, ConnectionWriter, DeviceQuery,
-    DeviceReader, DeviceWriter, Health, OccupancyWriter, RadiusReader, RadiusWriter, Search, SettingReader,
-    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, Raised, fold,
+    DeviceReader, DeviceWriter, Health, OccupancyWriter, RadiusReader, RadiusWriter, Raised, Search, SettingReader,
+    SettingWriter, StatusReader, StatusWriter, ZoneReader, ZoneWriter, fold,
 };
 pub use sqlite::SqliteStore;
 /// The collision record belongs to the model; the store keeps it.

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use zonecast_model::{
     AlarmKey, AlarmState, AlarmUpdate, CollidingDevice, ConfigChanged, Device, EventType, Mac, Presence, Setting,
-    StoredAlarm, ZoneSpec,
+    Shelf, ShelfTarget, StoredAlarm, ZoneSpec,
 };
 
 use crate::{
@@ -331,6 +331,9 @@ pub enum Raised {
     Counted,
     /// It was counted before (a copy): nothing changed.
     Copy,
+    /// Its zone or device was shelved when it was raised: it opened no alarm and counted on
+    /// none.
+    Shelved,
 }
 
 /// Alarms, read.
@@ -340,6 +343,8 @@ pub trait AlarmReader: Send + Sync + 'static {
     async fn get_alarm(&self, id: Uuid) -> Result<StoredAlarm>;
     /// The alarms `query` selects in its order, at most `query.limit` of them.
     async fn list_alarms(&self, query: &AlarmQuery) -> Result<Vec<StoredAlarm>>;
+    /// The shelves that have not expired by `now`, the soonest to expire first.
+    async fn list_shelves(&self, now: DateTime<Utc>) -> Result<Vec<Shelf>>;
 }
 
 /// Alarms, written: recorded as alarm events are raised, and changed by people.
@@ -355,6 +360,10 @@ pub trait AlarmWriter: Send + Sync + 'static {
     /// that alarm as it is now when it changed. A clearing read before the event that raised
     /// the alarm is kept, so that the alarm is recorded cleared.
     async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>>;
+    /// Shelves the zone or device of `shelf` (replacing a shelf it had).
+    async fn shelve(&self, shelf: &Shelf) -> Result<()>;
+    /// Takes the shelf of `target` back; whether it had one that had not expired by `now`.
+    async fn unshelve(&self, target: &ShelfTarget, now: DateTime<Utc>) -> Result<bool>;
     /// Makes `update` on alarm `id` in one conditional statement: only if the alarm is in a
     /// state the change may start from, so that of two concurrent changes one wins and the
     /// other is [`AlarmChanged::Refused`]. `NotFound` for an unknown alarm.

@@ -24,10 +24,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
-use chrono::{DateTime, Utc};
 use zonecast_bus::journal::{Ack, Delivery, Kind};
 use zonecast_bus::{Journal, Subjects};
 use zonecast_model::{AlarmChange, AlarmKey, AlarmState, Event, EventType, StoredAlarm};
@@ -278,7 +278,8 @@ fn effect_of(payload: &[u8]) -> Result<Option<Effect>, serde_json::Error> {
 }
 
 /// Puts `effect` in the store: the alarm raised (counted in `zonecast_api_alarm_raises_total`
-/// and, when it opened a new alarm, `zonecast_api_alarms_opened_total`), then each condition
+/// and, when it opened a new alarm, `zonecast_api_alarms_opened_total`; in
+/// `zonecast_api_alarm_raises_shelved_total` when its zone or device was shelved), then each condition
 /// cleared, publishing the resolution of an acknowledged alarm that zonecast resolved. Whether
 /// all of it is stored (false: `shutdown` came first).
 async fn apply(
@@ -294,11 +295,15 @@ async fn apply(
             return false;
         };
         let kind = alarm.record.kind.as_str();
-        if raised != Raised::Copy {
+        if matches!(raised, Raised::Opened | Raised::Counted) {
             metrics::counter!("zonecast_api_alarm_raises_total", "type" => kind).increment(1);
         }
-        if raised == Raised::Opened {
-            metrics::counter!("zonecast_api_alarms_opened_total", "type" => kind).increment(1);
+        match raised {
+            Raised::Opened => metrics::counter!("zonecast_api_alarms_opened_total", "type" => kind).increment(1),
+            Raised::Shelved => {
+                metrics::counter!("zonecast_api_alarm_raises_shelved_total", "type" => kind).increment(1)
+            }
+            Raised::Counted | Raised::Copy => {}
         }
     }
     for key in &effect.clear {
@@ -384,11 +389,13 @@ mod tests {
         assert_eq!(effect.at, "2026-11-21T10:00:05Z".parse::<DateTime<Utc>>().unwrap());
 
         let occupancy = |kind: &str| {
-            format!(r#"{{"Category":"ZONE","Type":"{kind}","EventID":"01900000-0000-7000-8000-000000000003",
+            format!(
+                r#"{{"Category":"ZONE","Type":"{kind}","EventID":"01900000-0000-7000-8000-000000000003",
                 "Timestamp":"2026-11-21T10:00:06.000Z","LocalTimestamp":"2026-11-21T10:00:06.004Z",
                 "Source":{{"MAC":null,"GatewayURI":null,"SiteID":1}},
                 "Content":{{"ZoneID":"00000000-0000-0000-0000-0000000000AB","ZoneName":"z","AlertLevel":0,"Count":0,
-                           "MaxOccupancy":3,"MinOccupancy":1}}}}"#)
+                           "MaxOccupancy":3,"MinOccupancy":1}}}}"#
+            )
         };
         let kinds = |e: &Effect| e.clear.iter().map(|k| k.kind).collect::<Vec<_>>();
         let restored = effect_of(occupancy("ZONE_OCCUPANCY_RESTORED").as_bytes()).unwrap().unwrap();

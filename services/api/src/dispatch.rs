@@ -4,12 +4,12 @@ use bytes::Bytes;
 use uuid::Uuid;
 use warp::http::HeaderMap;
 use warp::reply::Response;
-use zonecast_model::AlarmChange;
+use zonecast_model::{AlarmChange, ShelfTarget};
 
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::handlers::{
-    alarms, certificates, cluster, connections, devices, history, settings, stream, system, visits, zones,
+    alarms, certificates, cluster, connections, devices, history, settings, shelves, stream, system, visits, zones,
 };
 use crate::routes::{self, Op};
 use crate::{openapi, reply};
@@ -53,6 +53,11 @@ pub async fn dispatch(
         Op::AcknowledgeAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Acknowledge).await,
         Op::ResolveAlarm => alarms::change(ctx, param(params), headers, &body, AlarmChange::Resolve).await,
         Op::AcknowledgeAlarms => alarms::change_many(ctx, headers, &body, AlarmChange::Acknowledge).await,
+        Op::ListShelves => shelves::list(ctx).await,
+        Op::ShelveZone => shelves::shelve_zone(ctx, id("zone")?, headers, &body).await,
+        Op::UnshelveZone => shelves::unshelve(ctx, ShelfTarget::Zone(id("zone")?)).await,
+        Op::ShelveDevice => shelves::shelve_device(ctx, param(params), headers, &body).await,
+        Op::UnshelveDevice => shelves::unshelve(ctx, ShelfTarget::Device(shelves::device(param(params))?)).await,
         Op::ResolveAlarms => alarms::change_many(ctx, headers, &body, AlarmChange::Resolve).await,
         Op::ListConnections => connections::list(ctx).await,
         Op::CreateConnection => connections::create(ctx, &body).await,

@@ -6,8 +6,9 @@ use zonecast_http::ops::{MetricsText, Readiness};
 use zonecast_http::routes::schema_of;
 use zonecast_ingest::{PositionAnswer, PositionInput};
 use zonecast_model::{
-    AlarmNote, AlarmSelection, CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView, Device,
-    DeviceInput, Macs, NewZone, RadiusMap, SettingInput, SettingView, StoredAlarm, Zone, ZoneInput,
+    AlarmNote, AlarmSelection, CertificateProfileInput, CertificateProfileSummary, ConnectionInput, ConnectionView,
+    Device, DeviceInput, Macs, NewZone, RadiusMap, SettingInput, SettingView, Shelf, ShelveInput, StoredAlarm, Zone,
+    ZoneInput,
 };
 use zonecast_runtime::Authority;
 
@@ -54,6 +55,11 @@ pub enum Op {
     ResolveAlarm,
     AcknowledgeAlarms,
     ResolveAlarms,
+    ListShelves,
+    ShelveZone,
+    UnshelveZone,
+    ShelveDevice,
+    UnshelveDevice,
     ResetZone,
     LockZone,
     UnlockZone,
@@ -120,14 +126,19 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v3/modules/zones/{ZoneID}/reset" ResetZone W, "resetZone", "Reset a zone's collisions", None, schema_of::<Ack>),
     route!(GET "/v3/modules/zones/{ZoneID}/visits" ZoneVisits R, "listZoneVisits", "Visits of devices to a zone overlapping [from, to), from the event history (JSON, or CSV with Accept: text/csv)", None, schema_of::<Vec<VisitView>>),
     route!(GET "/v3/modules/zones/{ZoneID}/occupancy" ZoneOccupancy R, "getZoneOccupancy", "Occupancy of a zone per step of [from, to), from the event history (JSON, or CSV with Accept: text/csv)", None, schema_of::<Vec<OccupancyView>>),
+    route!(POST "/v3/modules/zones/{ZoneID}/shelve" ShelveZone W, "shelveZone", "Shelve a zone for some seconds: its conditions raise no alarm meanwhile", Some(schema_of::<ShelveInput>), schema_of::<Shelf>),
+    route!(DELETE "/v3/modules/zones/{ZoneID}/shelve" UnshelveZone W, "unshelveZone", "Take a zone's shelving back", None, schema_of::<Ack>),
     route!(POST "/v3/modules/zones/{ZoneID}/lock" LockZone W, "lockZone", "Lock a zone's geometry", None, schema_of::<Ack>),
     route!(POST "/v3/modules/zones/{ZoneID}/unlock" UnlockZone W, "unlockZone", "Unlock a zone's geometry", None, schema_of::<Ack>),
     route!(GET "/v3/devices" ListDevices R, "listDevices", "List named devices in MAC order, a page at a time; by group, and by text in the name or MAC", None, schema_of::<DevicePage>),
     route!(POST "/v3/devices/import" ImportDevices W, "importDevices", "Create or replace devices from a JSON array or CSV (Content-Type: text/csv), all or nothing", Some(schema_of::<DeviceImport>), schema_of::<ImportAnswer>),
     route!(GET "/v3/devices/{MAC}" GetDevice R, "getDevice", "Retrieve a named device", None, schema_of::<Device>),
     route!(PUT "/v3/devices/{MAC}" PutDevice W, "putDevice", "Create a named device or replace its record", Some(schema_of::<DeviceInput>), schema_of::<Device>),
+    route!(POST "/v3/devices/{MAC}/shelve" ShelveDevice W, "shelveDevice", "Shelve a device for some seconds: its conditions raise no alarm meanwhile", Some(schema_of::<ShelveInput>), schema_of::<Shelf>),
+    route!(DELETE "/v3/devices/{MAC}/shelve" UnshelveDevice W, "unshelveDevice", "Take a device's shelving back", None, schema_of::<Ack>),
     route!(DELETE "/v3/devices/{MAC}" DeleteDevice W, "deleteDevice", "Delete a named device", None, schema_of::<Ack>),
     route!(GET "/v3/alarms" ListAlarms R, "listAlarms", "List alarms newest first, a page at a time; by state, device, zone, type and whether their condition holds", None, schema_of::<AlarmPage>),
+    route!(GET "/v3/alarms/shelves" ListShelves R, "listShelves", "The zones and devices shelved now, the soonest to expire first", None, schema_of::<Vec<Shelf>>),
     route!(POST "/v3/alarms/acknowledge" AcknowledgeAlarms W, "acknowledgeAlarms", "Acknowledge the open alarms a list of AlarmIDs or a filter names, with an optional note", Some(schema_of::<AlarmSelection>), schema_of::<BulkChange>),
     route!(POST "/v3/alarms/resolve" ResolveAlarms W, "resolveAlarms", "Resolve the open or acknowledged alarms a list of AlarmIDs or a filter names, with an optional note", Some(schema_of::<AlarmSelection>), schema_of::<BulkChange>),
     route!(GET "/v3/alarms/{AlarmID}" GetAlarm R, "getAlarm", "Retrieve an alarm", None, schema_of::<StoredAlarm>),

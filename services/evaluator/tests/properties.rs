@@ -278,7 +278,10 @@ impl World {
                             Some(zone) => {
                                 let stay = c.collision_id.unwrap();
                                 prop_assert!(self.used.contains(&stay), "a cleared stay was entered");
-                                prop_assert!(self.stays.get(&(zone, mac.clone())) != Some(&stay), "cleared while inside");
+                                prop_assert!(
+                                    self.stays.get(&(zone, mac.clone())) != Some(&stay),
+                                    "cleared while inside"
+                                );
                             }
                             None => prop_assert!(!self.offline.contains(&mac), "cleared while offline"),
                         },

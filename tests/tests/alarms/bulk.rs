@@ -26,7 +26,10 @@ pub(crate) async fn alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_
     }
     let acknowledged =
         server.ok(Method::POST, "/v3/alarms/acknowledge", Some(json!({"AlarmIDs": &ids[..2], "Note": "shift"}))).await;
-    assert_eq!((&acknowledged["Changed"], &acknowledged["Unchanged"], &acknowledged["More"]), (&json!(2), &json!(0), &json!(false)));
+    assert_eq!(
+        (&acknowledged["Changed"], &acknowledged["Unchanged"], &acknowledged["More"]),
+        (&json!(2), &json!(0), &json!(false))
+    );
     let mut changed: Vec<String> =
         acknowledged["AlarmIDs"].as_array().unwrap().iter().map(|i| i.as_str().unwrap().to_owned()).collect();
     changed.sort();
@@ -39,7 +42,8 @@ pub(crate) async fn alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_
     assert_eq!(server.ok(Method::POST, "/v3/alarms/resolve", Some(unknown)).await["Unchanged"], 1);
 
     // By a filter: the one of device 3, then every acknowledged one.
-    let by_device = server.ok(Method::POST, "/v3/alarms/resolve", Some(json!({"MAC": mac(3), "Type": "SITE_ALARM"}))).await;
+    let by_device =
+        server.ok(Method::POST, "/v3/alarms/resolve", Some(json!({"MAC": mac(3), "Type": "SITE_ALARM"}))).await;
     assert_eq!((&by_device["Changed"], &by_device["AlarmIDs"]), (&json!(1), &json!([ids[2]])));
     let by_state =
         server.ok(Method::POST, "/v3/alarms/resolve", Some(json!({"State": ["acknowledged"], "Note": "done"}))).await;
@@ -62,7 +66,12 @@ pub(crate) async fn alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_
     // Refused, and nothing changed.
     let before = all_alarms(&server).await;
     for (body, status, kind, message) in [
-        (&b"{}"[..], 422, "invalid_data", "give AlarmIDs or at least one of ZoneID, MAC, Type, State, RaisedBefore, Active"),
+        (
+            &b"{}"[..],
+            422,
+            "invalid_data",
+            "give AlarmIDs or at least one of ZoneID, MAC, Type, State, RaisedBefore, Active",
+        ),
         (br#"{"AlarmIDs": ["x"]}"#, 422, "invalid_data", "AlarmIDs[0]: must be a UUID"),
         (br#"{"Type": "ZONE_ENTER"}"#, 422, "invalid_data", "Type: must be an alarm type"),
         (br#"{"MAC": 5}"#, 422, "invalid_data", "MAC: must be a string, got a number"),
@@ -72,7 +81,9 @@ pub(crate) async fn alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_
         let got = assert_error(&answer, status, kind);
         assert!(got.starts_with(message), "{got}");
     }
-    let answer = server.raw(Method::POST, "/v3/alarms/acknowledge", Some(READ_KEY), Some(br#"{"MAC": "00:00:00:00:00:01"}"#.to_vec())).await;
+    let answer = server
+        .raw(Method::POST, "/v3/alarms/acknowledge", Some(READ_KEY), Some(br#"{"MAC": "00:00:00:00:00:01"}"#.to_vec()))
+        .await;
     assert_error(&answer, 403, "forbidden");
     let answer = server.raw(Method::POST, "/v3/alarms/acknowledge", None, Some(b"{}".to_vec())).await;
     assert_error(&answer, 401, "unauthorized");

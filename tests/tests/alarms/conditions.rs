@@ -55,9 +55,15 @@ pub(crate) async fn entries_into_a_zone_count_on_one_alarm_that_each_exit_clears
     server.ok(Method::POST, &format!("{}/acknowledge", path(&id)), Some(json!({"Note": "on it"}))).await;
     server.position(&device, [5.0, 0.0, 0.0], Utc::now()).await;
     let (_, told) = next_event(&mut events, |e| e["Type"] == "ALARM_RESOLVED").await;
-    assert_eq!((&told["Content"]["AlarmID"], &told["Content"]["ResolvedBy"]), (&json!(id), &json!(RESOLVED_BY_ZONECAST)));
+    assert_eq!(
+        (&told["Content"]["AlarmID"], &told["Content"]["ResolvedBy"]),
+        (&json!(id), &json!(RESOLVED_BY_ZONECAST))
+    );
     let resolved = alarm_once(&server, &id, "resolved", |a| a["State"] == "resolved").await;
-    assert_eq!((&resolved["ResolvedBy"], &resolved["ResolvedNote"]), (&json!(RESOLVED_BY_ZONECAST), &json!(CLEARED_NOTE)));
+    assert_eq!(
+        (&resolved["ResolvedBy"], &resolved["ResolvedNote"]),
+        (&json!(RESOLVED_BY_ZONECAST), &json!(CLEARED_NOTE))
+    );
     assert_eq!((&resolved["AcknowledgedNote"], &resolved["Active"]), (&json!("on it"), &json!(false)));
 
     // The next entry opens a new alarm.
@@ -85,7 +91,10 @@ pub(crate) async fn an_alarm_acknowledged_after_its_condition_cleared_is_resolve
     // Back: online, and the offline alarm's condition cleared.
     server.position(&device, [50.0, 50.0, 0.0], Utc::now()).await;
     let (_, cleared) = next_event(&mut events, |e| e["Type"] == "ALARM_CLEARED").await;
-    assert_eq!(cleared["Content"], json!({"Type": "DEVICE_OFFLINE", "ZoneID": null, "ZoneName": null, "CollisionID": null}));
+    assert_eq!(
+        cleared["Content"],
+        json!({"Type": "DEVICE_OFFLINE", "ZoneID": null, "ZoneName": null, "CollisionID": null})
+    );
     alarm_once(&server, &id, "cleared", |a| a["Active"] == false).await;
 
     let done = server.ok(Method::POST, &format!("{}/acknowledge", path(&id)), Some(json!({"Note": "battery"}))).await;

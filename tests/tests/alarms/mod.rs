@@ -2,7 +2,8 @@
 //! a zone entry becomes an open alarm of `GET /v3/alarms`, is acknowledged with a note and
 //! resolved, each change published on the bus as an event of its own, and the state survives a
 //! restart; later entries count on the same alarm, each exit clears it, and an acknowledged
-//! alarm whose condition cleared is resolved by zonecast; many are changed at once; the changes reach MQTT brokers like every event. A device gone offline raises an
+//! alarm whose condition cleared is resolved by zonecast; many are changed at once; a shelved
+//! zone or device opens none; the changes reach MQTT brokers like every event. A device gone offline raises an
 //! alarm without a zone. A copy of an alarm event changes nothing, and an alarm raised while the
 //! database is away is recorded once it is back. Two API replicas record each alarm once, and of
 //! concurrent changes of one alarm through both exactly one wins. Bad input is refused with a
@@ -16,6 +17,7 @@ mod forwarding;
 mod lifecycle;
 mod refusals;
 mod replicas;
+mod shelving;
 
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ use refusals::{
     a_second_change_that_cannot_follow_the_first_is_a_conflict_and_changes_nothing,
     bad_alarm_requests_are_refused_with_a_clear_error_and_change_nothing,
 };
+use shelving::a_shelved_zone_or_device_opens_no_alarm_while_its_events_still_flow;
 
 /// How long an event or a recorded alarm may take.
 const WAIT: Duration = Duration::from_secs(10);
@@ -111,4 +114,5 @@ both_modes!(
     entries_into_a_zone_count_on_one_alarm_that_each_exit_clears,
     an_alarm_acknowledged_after_its_condition_cleared_is_resolved_at_once,
     alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_a_filter,
+    a_shelved_zone_or_device_opens_no_alarm_while_its_events_still_flow,
 );

@@ -2,7 +2,7 @@
 //! times, source and a typed [`Content`] — and the `config.changed` announcement.
 
 mod alarm_state;
-mod content;
+pub(crate) mod content;
 mod id;
 mod kind;
 
@@ -13,7 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::Mac;
 
 pub use alarm_state::{AlarmRecord, AlarmState};
-pub use content::{Alarm, AlarmCleared, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy};
+pub use content::{
+    Alarm, AlarmCleared, DevicePresence, LocationRawUpdate, ZoneDwell, ZoneEnter, ZoneExit, ZoneInfo, ZoneOccupancy,
+};
 pub use id::{EventId, IdSource};
 pub use kind::{
     AlarmKind, ConfigOperation, DeviceEventKind, EventCategory, EventType, ExitReason, UnknownName, ZoneEventKind,

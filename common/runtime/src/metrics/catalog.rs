@@ -144,6 +144,8 @@ pub static CATALOG: &[Metric] = &[
         "alarm events recorded (each once, whatever the copies): those that opened an alarm and those counted on the unresolved alarm of their condition"),
     m("zonecast_api_alarms_opened_total", Counter, &[Api], "`type` (`SITE_ALARM`, `DEVICE_ALARM`, … every alarm type)",
         "new alarms: alarm events for a condition with no unresolved alarm (the figure the alarm-management standards bound, at most 10 per operator in 10 minutes)"),
+    m("zonecast_api_alarm_raises_shelved_total", Counter, &[Api], "`type` (`SITE_ALARM`, `DEVICE_ALARM`, … every alarm type)",
+        "alarm events of a zone or device shelved when they were raised: they opened no alarm and counted on none"),
     m("zonecast_api_apply_wait_timeouts_total", Counter, &[Api], "",
         "writes answered before every live evaluator and forwarder had them in force (ZONECAST_APPLY_WAIT_MS ran out)"),
     m("zonecast_api_streams_open", Gauge, &[Api], "", "live event and position streams open on this replica"),

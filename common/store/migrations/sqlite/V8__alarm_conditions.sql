@@ -22,3 +22,13 @@ CREATE TABLE alarm_clears (
     open_key   TEXT PRIMARY KEY,
     cleared_us INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
+
+-- Shelving: while a zone or a device is shelved (`target` is `zone:<ZoneID>` or
+-- `device:<MAC>`), the events of its conditions open no alarm and count on none.
+CREATE TABLE shelves (
+    target     TEXT PRIMARY KEY,
+    shelved_us INTEGER NOT NULL,
+    until_us   INTEGER NOT NULL,
+    shelved_by TEXT NOT NULL,
+    note       TEXT
+) STRICT, WITHOUT ROWID;

@@ -10,7 +10,7 @@ use serde_json::json;
 use uuid::Uuid;
 use zonecast_model::{
     AlarmChange, AlarmKey, AlarmRecord, AlarmState, AlarmUpdate, CLEARED_NOTE, EventType, Mac, RESOLVED_BY_ZONECAST,
-    StoredAlarm,
+    Shelf, ShelfTarget, StoredAlarm,
 };
 use zonecast_store::{AlarmChanged, AlarmQuery, Raised, Store, StoreError};
 
@@ -268,10 +268,14 @@ pub(crate) async fn an_acknowledged_alarm_whose_condition_cleared_is_resolved_by
     // Cleared, then acknowledged.
     store.record_alarm(&alarm(3, 2, 0, EventType::SiteAlarm)).await.unwrap();
     store.clear_alarm(&site_key(2), at(5)).await.unwrap();
-    let changed = store.change_alarm(Uuid::from_u128(3), &update(AlarmChange::Acknowledge, "bob", 9, Some("seen"))).await;
+    let changed =
+        store.change_alarm(Uuid::from_u128(3), &update(AlarmChange::Acknowledge, "bob", 9, Some("seen"))).await;
     let AlarmChanged::Changed(done) = changed.unwrap() else { panic!("an open alarm is acknowledged") };
     let r = &done.record;
-    assert_eq!((r.state, r.acknowledged_by.as_deref(), r.acknowledged_note.as_deref()), (AlarmState::Resolved, Some("bob"), Some("seen")));
+    assert_eq!(
+        (r.state, r.acknowledged_by.as_deref(), r.acknowledged_note.as_deref()),
+        (AlarmState::Resolved, Some("bob"), Some("seen"))
+    );
     assert_eq!((r.resolved_by.as_deref(), r.resolved_at), (Some(RESOLVED_BY_ZONECAST), Some(at(9))));
     assert_eq!(store.record_alarm(&alarm(4, 2, 10, EventType::SiteAlarm)).await.unwrap(), Raised::Opened);
 }
@@ -295,4 +299,41 @@ pub(crate) async fn concurrent_raises_and_copies_of_one_condition_count_each_eve
     let r = &all[0].record;
     assert_eq!((r.count, r.last_raised_at, r.last_event_id), (8, at(80), Uuid::from_u128(8)));
     assert!(r.active, "raised after the clearing");
+}
+
+pub(crate) async fn a_shelved_zone_or_device_opens_no_alarm_until_its_shelf_expires_or_is_taken_back(
+    store: Arc<dyn Store>,
+) {
+    let zone = ShelfTarget::Zone(Uuid::from_u128(7));
+    let device = ShelfTarget::Device(mac(2));
+    let shelf = |target: ShelfTarget, from: i64, until: i64| {
+        let input = zonecast_model::ShelveInput { seconds: 1, note: Some("ladder".into()) };
+        Shelf { until: at(until), ..Shelf::new(target, input, "ann".into(), at(from)) }
+    };
+    store.shelve(&shelf(zone.clone(), 10, 20)).await.unwrap();
+    store.shelve(&shelf(device.clone(), 10, 30)).await.unwrap();
+    assert_eq!(store.list_shelves(at(15)).await.unwrap().len(), 2);
+    assert_eq!(store.list_shelves(at(25)).await.unwrap(), [shelf(device.clone(), 10, 30)], "the zone's expired");
+
+    // The zone's: any device in it; the device's: any zone; before and after: counted.
+    assert_eq!(store.record_alarm(&alarm(1, 1, 5, EventType::SiteAlarm)).await.unwrap(), Raised::Opened);
+    assert_eq!(store.record_alarm(&alarm(2, 1, 12, EventType::SiteAlarm)).await.unwrap(), Raised::Shelved);
+    assert_eq!(store.record_alarm(&alarm(3, 3, 12, EventType::ZoneDwellExceeded)).await.unwrap(), Raised::Shelved);
+    assert_eq!(store.record_alarm(&alarm(4, 2, 25, EventType::DeviceOffline)).await.unwrap(), Raised::Shelved);
+    assert_eq!(store.record_alarm(&alarm(5, 1, 20, EventType::SiteAlarm)).await.unwrap(), Raised::Counted);
+    assert_eq!(store.get_alarm(Uuid::from_u128(1)).await.unwrap().record.count, 2, "the shelved raise not counted");
+    assert!(matches!(store.get_alarm(Uuid::from_u128(2)).await, Err(StoreError::NotFound { .. })));
+
+    // Taken back: the device's alarms open again; a shelf taken back or expired is no more.
+    assert!(store.unshelve(&device, at(26)).await.unwrap());
+    assert!(!store.unshelve(&device, at(27)).await.unwrap(), "taken back already");
+    assert!(!store.unshelve(&zone, at(27)).await.unwrap(), "expired");
+    assert_eq!(store.record_alarm(&alarm(6, 2, 28, EventType::DeviceOffline)).await.unwrap(), Raised::Opened);
+    let late = alarm(7, 2, 25, EventType::DeviceAlarm);
+    assert_eq!(store.record_alarm(&late).await.unwrap(), Raised::Shelved, "raised while shelved, read after");
+    assert!(store.list_shelves(at(27)).await.unwrap().is_empty());
+    // A new shelving of a target replaces its shelf.
+    store.shelve(&shelf(zone.clone(), 40, 50)).await.unwrap();
+    store.shelve(&shelf(zone.clone(), 41, 60)).await.unwrap();
+    assert_eq!(store.list_shelves(at(45)).await.unwrap(), [shelf(zone, 41, 60)]);
 }

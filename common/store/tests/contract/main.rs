@@ -20,12 +20,13 @@ use zonecast_store::{
 };
 
 use alarms::{
+    a_cleared_condition_clears_its_alarm_whatever_order_they_are_read_in,
+    a_shelved_zone_or_device_opens_no_alarm_until_its_shelf_expires_or_is_taken_back,
     alarm_changes_go_forward_only_and_keep_who_when_and_why,
     alarms_are_listed_newest_first_a_page_at_a_time_by_state_device_and_zone,
-    a_cleared_condition_clears_its_alarm_whatever_order_they_are_read_in,
     an_acknowledged_alarm_whose_condition_cleared_is_resolved_by_zonecast,
-    an_alarm_is_recorded_once_and_read_back_whole, of_concurrent_changes_of_an_alarm_exactly_one_wins,
-    concurrent_raises_and_copies_of_one_condition_count_each_event_once,
+    an_alarm_is_recorded_once_and_read_back_whole, concurrent_raises_and_copies_of_one_condition_count_each_event_once,
+    of_concurrent_changes_of_an_alarm_exactly_one_wins,
     raises_of_one_condition_count_on_one_alarm_until_it_is_resolved,
 };
 use collisions::{
@@ -189,6 +190,7 @@ contract!(
     a_cleared_condition_clears_its_alarm_whatever_order_they_are_read_in,
     an_acknowledged_alarm_whose_condition_cleared_is_resolved_by_zonecast,
     concurrent_raises_and_copies_of_one_condition_count_each_event_once,
+    a_shelved_zone_or_device_opens_no_alarm_until_its_shelf_expires_or_is_taken_back,
 );
 
 // ---------------------------------------------------------------------------------------------

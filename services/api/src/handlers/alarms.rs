@@ -193,7 +193,11 @@ pub struct BulkChange {
 
 /// The alarms `selection`'s filter takes that `change` can start from, newest first, at most
 /// [`MAX_SELECTED`]; whether more match.
-async fn selected(ctx: &Context, selection: &AlarmSelection, change: AlarmChange) -> Result<(Vec<Uuid>, bool), ApiError> {
+async fn selected(
+    ctx: &Context,
+    selection: &AlarmSelection,
+    change: AlarmChange,
+) -> Result<(Vec<Uuid>, bool), ApiError> {
     let from = change.from();
     let states = match selection.states.is_empty() {
         true => from.to_vec(),
@@ -314,7 +318,12 @@ mod tests {
         assert_eq!(list_query("zone=z").unwrap_err().to_string(), "zone: 'z' is not a UUID");
         let q = list_query("type=DEVICE_OFFLINE&active=false").unwrap();
         assert_eq!((q.kind, q.active), (Some(EventType::DeviceOffline), Some(false)));
-        assert!(list_query("type=ZONE_ENTER").unwrap_err().to_string().starts_with("type: 'ZONE_ENTER' is not an alarm type"));
+        assert!(
+            list_query("type=ZONE_ENTER")
+                .unwrap_err()
+                .to_string()
+                .starts_with("type: 'ZONE_ENTER' is not an alarm type")
+        );
         assert_eq!(list_query("active=yes").unwrap_err().to_string(), "active: 'yes' is not true or false");
         assert!(list_query("limit=1001").unwrap_err().to_string().starts_with("limit: must be a whole number"));
         assert_eq!(

@@ -8,6 +8,7 @@ pub(crate) mod connections;
 pub(crate) mod devices;
 pub(crate) mod history;
 pub(crate) mod settings;
+pub(crate) mod shelves;
 pub(crate) mod stream;
 pub(crate) mod system;
 pub(crate) mod versions;

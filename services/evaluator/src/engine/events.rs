@@ -2,7 +2,8 @@
 //! they start or end, stamped ([`super::stamp::Stamp`]).
 
 use zonecast_model::{
-    ActionTrigger, AlarmCleared, AlarmKind, Collision, Content, EventType, ExitReason, Mac, ZoneAction, ZoneEnter, ZoneExit,
+    ActionTrigger, AlarmCleared, AlarmKind, Collision, Content, EventType, ExitReason, Mac, ZoneAction, ZoneEnter,
+    ZoneExit,
 };
 
 use super::actions::{self, Trigger};

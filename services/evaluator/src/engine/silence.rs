@@ -47,7 +47,8 @@ impl Engine {
         let presence = DevicePresence { last_seen, silent_seconds: seconds(at.ts - last_seen), position: Some(pos) };
         let mut stamp = Stamp { ids: &mut self.ids, site_id: self.site_id, catalog: &self.catalog };
         out.push(Output::Publish(stamp.event(mac, at, Content::DeviceOnline(presence))));
-        let cleared = AlarmCleared { kind: EventType::DeviceOffline, zone_id: None, zone_name: None, collision_id: None };
+        let cleared =
+            AlarmCleared { kind: EventType::DeviceOffline, zone_id: None, zone_name: None, collision_id: None };
         out.push(Output::Publish(stamp.event(mac, at, Content::AlarmCleared(cleared))));
     }
 }

@@ -44,7 +44,15 @@ pub(super) struct Device {
 impl Device {
     /// A device not seen yet, as of `ts`.
     pub(super) fn new(ts: DateTime<Utc>) -> Self {
-        Self { pos: None, ts, order: None, zones: Vec::new(), offline: false, noted: None, watched: DateTime::<Utc>::MIN_UTC }
+        Self {
+            pos: None,
+            ts,
+            order: None,
+            zones: Vec::new(),
+            offline: false,
+            noted: None,
+            watched: DateTime::<Utc>::MIN_UTC,
+        }
     }
 
     /// Since when its silence counts: its last position, or when its offline rule took effect

@@ -72,10 +72,10 @@ pub(crate) fn a_stay_that_ends_past_the_limit_before_the_clock_noticed_raises_it
     // A stay that ends before the limit raises none.
     step(&mut e, &d, [0.5, 0.0, 0.0], t0() + ms(2_000));
     let exit = events(&step(&mut e, &d, [5.0, 0.0, 0.0], t0() + ms(3_400)));
-    assert_eq!(exit.iter().map(|(k, _, c)| (k.as_str(), c["Type"].as_str())).collect::<Vec<_>>(), [
-        ("ZONE_EXIT", None),
-        ("ALARM_CLEARED", Some("DEVICE_ALARM"))
-    ]);
+    assert_eq!(
+        exit.iter().map(|(k, _, c)| (k.as_str(), c["Type"].as_str())).collect::<Vec<_>>(),
+        [("ZONE_EXIT", None), ("ALARM_CLEARED", Some("DEVICE_ALARM"))]
+    );
 }
 
 pub(crate) fn zones_without_a_limit_raise_no_dwell_event() {

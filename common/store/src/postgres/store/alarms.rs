@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use zonecast_model::{AlarmKey, AlarmUpdate, StoredAlarm};
+use zonecast_model::{AlarmKey, AlarmUpdate, Shelf, ShelfTarget, StoredAlarm};
 
 use crate::alarm_rows::{self, AlarmRow, COLUMNS, Raise, marked};
 use crate::codec;
@@ -123,6 +123,23 @@ impl AlarmReader for PgStore {
             .db()?;
         rows.iter().map(row).collect()
     }
+
+    async fn list_shelves(&self, now: DateTime<Utc>) -> Result<Vec<Shelf>> {
+        let client = self.client().await?;
+        let rows = client.query(&marked(alarm_rows::SHELVES, '$'), &[&now.timestamp_micros()]).await.db()?;
+        rows.iter()
+            .map(|r| {
+                let target: String = r.try_get(0).db()?;
+                alarm_rows::shelf(
+                    &target,
+                    r.try_get(1).db()?,
+                    r.try_get(2).db()?,
+                    r.try_get(3).db()?,
+                    r.try_get(4).db()?,
+                )
+            })
+            .collect()
+    }
 }
 
 #[async_trait::async_trait]
@@ -144,6 +161,12 @@ impl AlarmWriter for PgStore {
         let known: bool = tx.query_one(&marked(alarm_rows::KNOWN, '$'), &[&id]).await.db()?.try_get(0).db()?;
         if known {
             return Ok(Raised::Copy);
+        }
+        let (zone, device) = alarm_rows::shelf_targets(&alarm.record.key());
+        let raised_us = alarm.record.raised_at.timestamp_micros();
+        let shelved = tx.query_one(&marked(alarm_rows::SHELVED, '$'), &[&zone, &device, &raised_us]).await.db()?;
+        if shelved.try_get::<_, bool>(0).db()? {
+            return Ok(Raised::Shelved);
         }
         let (counted_on, raised) = match alarm_rows::raise(by_key(&tx, &key).await?, alarm, cleared) {
             Raise::Insert(a) => {
@@ -208,6 +231,26 @@ impl AlarmWriter for PgStore {
         }
         tx.commit().await.db()?;
         Ok(changed)
+    }
+
+    async fn shelve(&self, shelf: &Shelf) -> Result<()> {
+        let target = shelf.target().ok_or_else(|| crate::StoreError::Backend("a shelf of nothing".into()))?;
+        let client = self.client().await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+            &target.text(),
+            &shelf.shelved_at.timestamp_micros(),
+            &shelf.until.timestamp_micros(),
+            &shelf.by,
+            &shelf.note,
+        ];
+        client.execute(&marked(alarm_rows::SHELVE, '$'), &params).await.db()?;
+        Ok(())
+    }
+
+    async fn unshelve(&self, target: &ShelfTarget, now: DateTime<Utc>) -> Result<bool> {
+        let client = self.client().await?;
+        let (sql, target, now) = (marked(alarm_rows::UNSHELVE, '$'), target.text(), now.timestamp_micros());
+        Ok(client.execute(&sql, &[&target, &now]).await.db()? > 0)
     }
 
     async fn change_alarm(&self, id: Uuid, update: &AlarmUpdate) -> Result<AlarmChanged> {

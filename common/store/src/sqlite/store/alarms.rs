@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 use uuid::Uuid;
-use zonecast_model::{AlarmKey, AlarmUpdate, StoredAlarm};
+use zonecast_model::{AlarmKey, AlarmUpdate, Shelf, ShelfTarget, StoredAlarm};
 
 use super::{id as text_id, write};
 use crate::alarm_rows::{self, AlarmRow, COLUMNS, Raise};
@@ -147,6 +147,23 @@ impl AlarmReader for SqliteStore {
         })
         .await
     }
+
+    async fn list_shelves(&self, now: DateTime<Utc>) -> Result<Vec<Shelf>> {
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(alarm_rows::SHELVES).db()?;
+            let rows = stmt
+                .query_map([now.timestamp_micros()], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .db()?;
+            rows.into_iter()
+                .map(|(target, at, until, by, note)| alarm_rows::shelf(&target, at, until, by, note))
+                .collect()
+        })
+        .await
+    }
 }
 
 #[async_trait::async_trait]
@@ -166,6 +183,15 @@ impl AlarmWriter for SqliteStore {
             let known: bool = tx.prepare_cached(alarm_rows::KNOWN).db()?.query_row([&id], |r| r.get(0)).db()?;
             if known {
                 return Ok(Raised::Copy);
+            }
+            let (zone, device) = alarm_rows::shelf_targets(&alarm.record.key());
+            let shelved: bool = tx
+                .prepare_cached(alarm_rows::SHELVED)
+                .db()?
+                .query_row(params![zone, device, alarm.record.raised_at.timestamp_micros()], |r| r.get(0))
+                .db()?;
+            if shelved {
+                return Ok(Raised::Shelved);
             }
             let (counted_on, raised) = match alarm_rows::raise(by_key(&tx, &key)?, &alarm, cleared) {
                 Raise::Insert(a) => {
@@ -228,6 +254,38 @@ impl AlarmWriter for SqliteStore {
             }
             tx.commit().db()?;
             Ok(changed)
+        })
+        .await
+    }
+
+    async fn shelve(&self, shelf: &Shelf) -> Result<()> {
+        let target = shelf.target().ok_or_else(|| crate::StoreError::Backend("a shelf of nothing".into()))?;
+        let shelf = shelf.clone();
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            tx.prepare_cached(alarm_rows::SHELVE)
+                .db()?
+                .execute(params![
+                    target.text(),
+                    shelf.shelved_at.timestamp_micros(),
+                    shelf.until.timestamp_micros(),
+                    shelf.by,
+                    shelf.note
+                ])
+                .db()?;
+            tx.commit().db()
+        })
+        .await
+    }
+
+    async fn unshelve(&self, target: &ShelfTarget, now: DateTime<Utc>) -> Result<bool> {
+        let target = target.text();
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            let taken = tx.prepare_cached(alarm_rows::UNSHELVE).db()?.execute(params![target, now.timestamp_micros()]);
+            let taken = taken.db()?;
+            tx.commit().db()?;
+            Ok(taken > 0)
         })
         .await
     }
