@@ -102,7 +102,7 @@ impl AlarmSelection {
                 let mut read = Vec::with_capacity(ids.len());
                 for (i, id) in ids.iter().enumerate() {
                     let id = id.as_str().and_then(|s| s.parse::<Uuid>().ok());
-                    read.push(id.ok_or_else(|| Invalid::new(&format!("AlarmIDs[{i}]"), "must be a UUID"))?);
+                    read.push(id.ok_or_else(|| Invalid::new(format!("AlarmIDs[{i}]"), "must be a UUID"))?);
                 }
                 out.ids = Some(read);
                 Ok(out)
