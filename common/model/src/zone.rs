@@ -102,10 +102,20 @@ pub struct ZoneSpec {
     /// reached raises `ZONE_OCCUPANCY_BELOW`; null (the default) sets no minimum.
     #[serde(default)]
     pub min_occupancy: Option<u64>,
+    /// Whether an alarm of this zone waits for a person once its condition clears (true, the
+    /// default: it stays open, returned to normal, until someone acknowledges or resolves it);
+    /// false resolves it by zonecast as its condition clears, acknowledged or not.
+    #[serde(default = "needs_acknowledgement")]
+    pub alarms_need_acknowledgement: bool,
     /// How many times the stored zone has been written since it was created (0 for a new
     /// zone). Kept by the store beside the JSON, not in it; the API shows it as the ETag.
     #[serde(skip)]
     pub version: u64,
+}
+
+/// A zone's alarms wait for a person unless it says otherwise.
+fn needs_acknowledgement() -> bool {
+    true
 }
 
 /// IDs (zones, connections, profiles, collisions) are returned as upper-case UUIDs.

@@ -85,6 +85,9 @@ pub struct ZoneInput {
     /// `MinOccupancy`; `Some(None)` when sent as null or 0 (no minimum).
     #[schemars(with = "Option<u64>", range(min = 0, max = MAX_OCCUPANCY))]
     pub min_occupancy: Option<Option<u64>>,
+    /// `AlarmsNeedAcknowledgement` (default true): false resolves the zone's alarms as their
+    /// condition clears.
+    pub alarms_need_acknowledgement: Option<bool>,
     /// [`Limits::polygon_vertices`] at parse time, for the geometry check of create and update.
     #[schemars(skip)]
     polygon_vertices: usize,
@@ -280,6 +283,7 @@ impl ZoneInput {
             max_dwell_seconds,
             max_occupancy: occupancy("MaxOccupancy")?,
             min_occupancy: occupancy("MinOccupancy")?,
+            alarms_need_acknowledgement: f.bool("AlarmsNeedAcknowledgement")?,
             polygon_vertices: limits.polygon_vertices,
         })
     }
@@ -307,6 +311,7 @@ impl ZoneInput {
             max_dwell_seconds: None,
             max_occupancy: None,
             min_occupancy: None,
+            alarms_need_acknowledgement: true,
             version: 0,
         };
         self.merge(base)
@@ -373,6 +378,9 @@ impl ZoneInput {
         }
         if let Some(v) = self.min_occupancy {
             z.min_occupancy = v;
+        }
+        if let Some(v) = self.alarms_need_acknowledgement {
+            z.alarms_need_acknowledgement = v;
         }
         if let (Some(min), Some(max)) = (z.min_occupancy, z.max_occupancy)
             && min > max

@@ -138,19 +138,28 @@ pub(crate) fn raise(existing: Option<StoredAlarm>, alarm: &StoredAlarm, cleared:
 
 /// The unresolved alarm `existing` once its condition cleared at `at` (the latest clearing of
 /// its key); `None` when that changes nothing: it is cleared already, or was raised again
-/// after `at`. An acknowledged alarm is resolved by zonecast then: someone is on it and its
-/// condition is over.
-pub(crate) fn clear(mut existing: StoredAlarm, at: DateTime<Utc>) -> Option<StoredAlarm> {
+/// after `at`. An acknowledged alarm is resolved by zonecast then (someone is on it and its
+/// condition is over), and so is an open one when its zone's alarms need no acknowledgement.
+pub(crate) fn clear(mut existing: StoredAlarm, at: DateTime<Utc>, needs_acknowledgement: bool) -> Option<StoredAlarm> {
     let r = &mut existing.record;
     if !r.active || r.last_raised_at > at {
         return None;
     }
     r.active = false;
     r.cleared_at = Some(at);
-    if r.state == AlarmState::Acknowledged {
+    if r.state == AlarmState::Acknowledged || !needs_acknowledgement {
         resolve_by_zonecast(r, at);
     }
     Some(existing)
+}
+
+/// The zone (`?1`) of an alarm being cleared, as the store keeps it.
+pub(crate) const ZONE_SPEC: &str = "SELECT spec FROM zones WHERE id = ?1";
+
+/// Whether the alarms of the zone stored as `spec` (JSON; none for an alarm without a zone, or
+/// a zone deleted since) wait for a person once cleared.
+pub(crate) fn needs_acknowledgement(spec: Option<&serde_json::Value>) -> bool {
+    spec.and_then(|s| s.get("AlarmsNeedAcknowledgement")).and_then(serde_json::Value::as_bool).unwrap_or(true)
 }
 
 /// `r` resolved by zonecast at `at`, its condition cleared.

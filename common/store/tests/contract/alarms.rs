@@ -337,3 +337,21 @@ pub(crate) async fn a_shelved_zone_or_device_opens_no_alarm_until_its_shelf_expi
     store.shelve(&shelf(zone.clone(), 41, 60)).await.unwrap();
     assert_eq!(store.list_shelves(at(45)).await.unwrap(), [shelf(zone, 41, 60)]);
 }
+
+pub(crate) async fn the_alarms_of_a_zone_that_needs_no_acknowledgement_resolve_as_they_clear(store: Arc<dyn Store>) {
+    let quiet = zonecast_model::ZoneSpec { alarms_need_acknowledgement: false, ..crate::fixtures::zone("corridor") };
+    store.insert_zones(std::slice::from_ref(&quiet)).await.unwrap();
+    let mut raised = alarm(1, 1, 0, EventType::SiteAlarm);
+    raised.record.zone_id = Some(quiet.id);
+    store.record_alarm(&raised).await.unwrap();
+    let key = raised.record.key();
+    let done = store.clear_alarm(&key, at(5)).await.unwrap().expect("cleared").record;
+    assert_eq!(
+        (done.state, done.resolved_by.as_deref(), done.acknowledged_by),
+        (AlarmState::Resolved, Some(RESOLVED_BY_ZONECAST), None)
+    );
+    // A zone of the default waits for a person.
+    store.record_alarm(&alarm(2, 1, 0, EventType::SiteAlarm)).await.unwrap();
+    let kept = store.clear_alarm(&site_key(1), at(5)).await.unwrap().expect("cleared").record;
+    assert_eq!(kept.state, AlarmState::Open);
+}

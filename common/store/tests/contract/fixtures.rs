@@ -15,7 +15,7 @@ pub(crate) fn mac(s: &str) -> Mac {
 }
 
 /// Schema steps each dialect has (`migrations/<dialect>/V<n>__*.sql`).
-pub(crate) const MIGRATIONS: usize = 7;
+pub(crate) const MIGRATIONS: usize = 8;
 
 pub(crate) fn at(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_795_000_000_000 + ms).unwrap()

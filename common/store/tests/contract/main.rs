@@ -28,6 +28,7 @@ use alarms::{
     an_alarm_is_recorded_once_and_read_back_whole, concurrent_raises_and_copies_of_one_condition_count_each_event_once,
     of_concurrent_changes_of_an_alarm_exactly_one_wins,
     raises_of_one_condition_count_on_one_alarm_until_it_is_resolved,
+    the_alarms_of_a_zone_that_needs_no_acknowledgement_resolve_as_they_clear,
 };
 use collisions::{
     a_write_at_an_older_epoch_than_the_store_holds_is_refused_whole,
@@ -191,6 +192,7 @@ contract!(
     an_acknowledged_alarm_whose_condition_cleared_is_resolved_by_zonecast,
     concurrent_raises_and_copies_of_one_condition_count_each_event_once,
     a_shelved_zone_or_device_opens_no_alarm_until_its_shelf_expires_or_is_taken_back,
+    the_alarms_of_a_zone_that_needs_no_acknowledgement_resolve_as_they_clear,
 );
 
 // ---------------------------------------------------------------------------------------------

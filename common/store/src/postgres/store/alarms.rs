@@ -213,7 +213,7 @@ impl AlarmWriter for PgStore {
     }
 
     async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>> {
-        let key = key.text();
+        let (key_zone, key) = (key.zone_id, key.text());
         let mut client = self.client().await?;
         let tx = client.transaction().await.db()?;
         let latest: i64 = tx
@@ -222,8 +222,16 @@ impl AlarmWriter for PgStore {
             .db()?
             .try_get(0)
             .db()?;
+        let needs_acknowledgement = match key_zone {
+            Some(zone) => {
+                let spec = tx.query_opt(&marked(alarm_rows::ZONE_SPEC, '$'), &[&zone]).await.db()?;
+                let spec: Option<serde_json::Value> = spec.map(|r| r.try_get(0)).transpose().db()?;
+                alarm_rows::needs_acknowledgement(spec.as_ref())
+            }
+            None => true,
+        };
         let changed = match by_key(&tx, &key).await? {
-            Some(a) => alarm_rows::clear(a, codec::time(latest)?),
+            Some(a) => alarm_rows::clear(a, codec::time(latest)?, needs_acknowledgement),
             None => None,
         };
         if let Some(a) = &changed {

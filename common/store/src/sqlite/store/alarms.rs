@@ -237,7 +237,7 @@ impl AlarmWriter for SqliteStore {
     }
 
     async fn clear_alarm(&self, key: &AlarmKey, at: DateTime<Utc>) -> Result<Option<StoredAlarm>> {
-        let key = key.text();
+        let (key_zone, key) = (key.zone_id, key.text());
         self.run(move |conn| {
             let tx = write(conn)?;
             let latest: i64 = tx
@@ -245,8 +245,21 @@ impl AlarmWriter for SqliteStore {
                 .db()?
                 .query_row(params![key, at.timestamp_micros()], |r| r.get(0))
                 .db()?;
+            let needs_acknowledgement = match key_zone {
+                Some(zone) => {
+                    let spec: Option<String> = tx
+                        .prepare_cached(alarm_rows::ZONE_SPEC)
+                        .db()?
+                        .query_row([text_id(&zone)], |r| r.get(0))
+                        .optional()
+                        .db()?;
+                    let spec: Option<serde_json::Value> = spec.as_deref().and_then(|s| serde_json::from_str(s).ok());
+                    alarm_rows::needs_acknowledgement(spec.as_ref())
+                }
+                None => true,
+            };
             let changed = match by_key(&tx, &key)? {
-                Some(a) => alarm_rows::clear(a, codec::time(latest)?),
+                Some(a) => alarm_rows::clear(a, codec::time(latest)?, needs_acknowledgement),
                 None => None,
             };
             if let Some(a) = &changed {
