@@ -158,6 +158,7 @@ async fn history_narrows_by_type_zone_mac_and_storing_time(mode: Mode) {
     let (everything, _) = all_pages(&server, "", 1000).await;
     assert_eq!(zone_events(&everything), 4, "{everything:?}");
     let zone_of = |e: &Value| e["Content"]["ZoneID"].as_str().unwrap_or_default().to_owned();
+    let is_exit = |e: &Value| e["Type"] == "ZONE_EXIT" || e["Type"] == "ALARM_CLEARED";
     type Wanted<'a> = Box<dyn Fn(&Value) -> bool + 'a>;
     let cases: Vec<(String, Wanted<'_>)> = vec![
         ("type=ZONE_EXIT".into(), Box::new(|e| e["Type"] == "ZONE_EXIT")),
@@ -171,8 +172,9 @@ async fn history_narrows_by_type_zone_mac_and_storing_time(mode: Mode) {
             format!("type=ZONE_ENTER,ZONE_EXIT&zone={low},{high}&mac={d1}"),
             Box::new(|e| e["Category"] == "ZONE" && e["Source"]["MAC"] == d1.as_str()),
         ),
-        (format!("from={}", format_timestamp(&between)), Box::new(|e| e["Type"] == "ZONE_EXIT")),
-        (format!("to={}", format_timestamp(&between)), Box::new(|e| e["Type"] != "ZONE_EXIT")),
+        // The exits, and the end of the device alarm's condition that the first one brings.
+        (format!("from={}", format_timestamp(&between)), Box::new(|e| is_exit(e))),
+        (format!("to={}", format_timestamp(&between)), Box::new(|e| !is_exit(e))),
     ];
     for (query, wanted) in cases {
         let expected: Vec<Value> = everything.iter().filter(|e| wanted(e)).cloned().collect();

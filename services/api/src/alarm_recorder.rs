@@ -89,6 +89,19 @@ pub async fn prepare(journal: &dyn Journal, subjects: &Subjects) {
     }
 }
 
+/// Registers at 0 the alarm counters of every alarm type.
+pub fn register_metrics() {
+    for kind in EventType::ALARMS {
+        for name in [
+            "zonecast_api_alarm_raises_total",
+            "zonecast_api_alarms_opened_total",
+            "zonecast_api_alarm_raises_shelved_total",
+        ] {
+            zonecast_runtime::metrics::register_series(name, &[("type", kind.as_str().to_owned())]);
+        }
+    }
+}
+
 /// Starts recording, a loop per consumer, each with a look every [`consume::LOSS_EVERY`] for
 /// alarm events that left the journal unrecorded (counted in
 /// `zonecast_api_alarm_events_lost_total`): the task ends after `shutdown`, once every row being

@@ -124,6 +124,7 @@ pub struct Deps {
 /// alarms being written are written or left to the journal.
 pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError> {
     zonecast_runtime::metrics::register(zonecast_runtime::metrics::Owner::Api);
+    alarm_recorder::register_metrics();
     let socket = edge::bind(deps.addr).await?;
     let addr = socket.local_addr().map_err(|e| StartError::new("listener", format!("{}: {e}", deps.addr)))?;
     let mut context = deps.context;

@@ -52,14 +52,16 @@ pub(crate) async fn a_zone_over_its_limit_or_under_its_head_count_raises_occupan
     let lost = next_matching(&mut events, WAIT, occupancy).await;
     assert_eq!((lost["Type"].as_str(), lost["Content"]["Count"].as_u64()), (Some("ZONE_OCCUPANCY_BELOW"), Some(1)));
 
-    // Over its limit is an alarm about the zone (no device), which a person acknowledges.
+    // Over its limit is an alarm about the zone (no device), cleared by the zone's return within
+    // its limits; acknowledged after that, zonecast resolves it too.
     let zone_id = confined["ZoneID"].as_str().unwrap();
     let alarms = zonecast_tests::eventually(WAIT, || async {
         let page = server.ok(Method::GET, &format!("/v3/alarms?zone={zone_id}"), None).await;
         let alarms = page["Alarms"].as_array().unwrap().clone();
-        (!alarms.is_empty()).then_some(alarms)
+        (alarms.first().is_some_and(|a| a["Active"] == false)).then_some(alarms)
     })
     .await;
+    assert_eq!(alarms[0]["ClearedAt"], back["Timestamp"], "cleared by ZONE_OCCUPANCY_RESTORED");
     assert_eq!(alarms.len(), 1, "{alarms:?}");
     assert_eq!(
         (alarms[0]["AlarmID"].clone(), alarms[0]["Type"].clone()),
@@ -68,7 +70,8 @@ pub(crate) async fn a_zone_over_its_limit_or_under_its_head_count_raises_occupan
     assert_eq!((alarms[0]["MAC"].clone(), alarms[0]["State"].clone()), (Value::Null, json!("open")));
     let path = format!("/v3/alarms/{}/acknowledge", over["EventID"].as_str().unwrap());
     let acknowledged = server.ok(Method::POST, &path, Some(json!({"Note": "two inside, one leaving"}))).await;
-    assert_eq!(acknowledged["State"], "acknowledged");
+    assert_eq!((&acknowledged["State"], &acknowledged["ResolvedBy"]), (&json!("resolved"), &json!("zonecast")));
+    assert_eq!(acknowledged["AcknowledgedNote"], "two inside, one leaving");
     let change = next_matching(&mut events, WAIT, |e| e["Type"] == "ALARM_ACKNOWLEDGED").await;
     assert_eq!(
         (change["Content"]["AlarmID"].clone(), change["Source"]["MAC"].clone()),

@@ -20,7 +20,7 @@ pub(crate) async fn a_zone_created_from_geometry_alone_takes_the_documented_defa
             "InclusionPolicy": "all", "DeviceList": [], "ZoneActions": [], "IsTimed": false,
             "StartTime": null, "StopTime": null, "MobileOriginSource": null,
             "CollidingDevices": [], "IsGeometryLocked": false, "MaxDwellSeconds": null, "MaxOccupancy": null,
-            "MinOccupancy": null,
+            "MinOccupancy": null, "AlarmsNeedAcknowledgement": true,
         })
     );
     assert_eq!(announced(&mut changes).await, zones_change(&[&zone_id]));

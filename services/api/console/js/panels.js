@@ -157,6 +157,16 @@ export class ZoneList {
  * The live event timeline, newest first, at most `limit` entries; `onMac(mac)` inspects a device;
  * `deviceName(mac)` is a device's name in the registry (or null: it is shown by its MAC).
  */
+/** What each alarm type is called in the console. */
+export const ALARM_NAMES = {
+  SITE_ALARM: "site alarm",
+  DEVICE_ALARM: "device alarm",
+  ZONE_DWELL_EXCEEDED: "stayed too long",
+  ZONE_OCCUPANCY_EXCEEDED: "over its limit",
+  ZONE_OCCUPANCY_BELOW: "under its head count",
+  DEVICE_OFFLINE: "offline",
+};
+
 export class Timeline {
   constructor(limit = 300, onMac = () => {}, deviceName = () => null) {
     this.limit = limit;
@@ -210,6 +220,15 @@ export class Timeline {
         break;
       case "DEVICE_ALARM":
         what = `device alarm in ${name} (level ${c.AlertLevel})`;
+        break;
+      case "ALARM_CLEARED":
+        what = c.ZoneID ? `${ALARM_NAMES[c.Type] || c.Type} in ${name} cleared: left the zone` : `${ALARM_NAMES[c.Type] || c.Type} cleared: back online`;
+        break;
+      case "ALARM_ACKNOWLEDGED":
+        what = `${ALARM_NAMES[c.Type] || c.Type}${c.ZoneID ? ` in ${name}` : ""} acknowledged by ${c.AcknowledgedBy}`;
+        break;
+      case "ALARM_RESOLVED":
+        what = `${ALARM_NAMES[c.Type] || c.Type}${c.ZoneID ? ` in ${name}` : ""} resolved by ${c.ResolvedBy}`;
         break;
       default:
         what = event.Type;
