@@ -1,7 +1,9 @@
 // Zone labels in the 3D view: text drawn on canvas textures, shown by a pool of sprites that keep
 // their size on screen. Only the zones in view nearest the camera get one (the zone pointed at
-// always does), their textures are drawn a few per frame, and the textures of labels not shown
-// for a while are let go. The label's words and colour are the zone's look (zone-look.js); the
+// always does, then the zones someone is inside), no two overlapping on screen: a label that
+// would cover one shown before it waits until zooming in or turning gives it room. Their
+// textures are drawn a few per frame, and the textures of labels not shown for a while are let
+// go. The label's words and colour are the zone's look (zone-look.js); the
 // floor's metre marks (floor.js) are labels too.
 
 import * as THREE from "three";
@@ -75,6 +77,7 @@ export class Labels {
     this.layer = new THREE.Group();
     this.sprites = [];
     this.count = 0;
+    this.rects = []; // the screen rectangles of the labels shown, for tests
   }
 
   /**
@@ -93,15 +96,18 @@ export class Labels {
       if (!entry.shown) continue;
       labelAnchor(entry, _point);
       if (zones.size > LABELS && !_frustum.containsPoint(_point)) continue;
-      entry.labelDistance = entry === hovered ? -1 : _point.distanceToSquared(camera.position);
+      // The zone pointed at first, then those someone is inside, each by distance.
+      const distance = _point.distanceToSquared(camera.position);
+      entry.labelRank = entry === hovered ? -Infinity : entry.occupied ? distance - 1e12 : distance;
       chosen.push(entry);
     }
-    chosen.sort((a, b) => a.labelDistance - b.labelDistance);
-    chosen.length = Math.min(chosen.length, LABELS);
+    chosen.sort((a, b) => a.labelRank - b.labelRank);
     let draws = LABEL_DRAWS_PER_FRAME;
     let pending = false;
     let shown = 0;
+    const placed = [];
     for (const entry of chosen) {
+      if (shown === LABELS) break;
       entry.labelIdle = 0;
       if (!entry.label || entry.label.key !== entry.labelKey) {
         if (draws > 0) {
@@ -112,6 +118,9 @@ export class Labels {
       }
       // A label not drawn yet is shown from a later frame on; an outdated one until then.
       if (!entry.label) continue;
+      const rect = this.screenRect(entry);
+      if (entry !== hovered && (!rect || placed.some((r) => overlaps(r, rect)))) continue;
+      if (rect) placed.push(rect);
       if (!this.sprites[shown]) {
         this.sprites[shown] = labelSprite(null);
         this.layer.add(this.sprites[shown]);
@@ -124,6 +133,7 @@ export class Labels {
     }
     for (let i = shown; i < this.sprites.length; i++) this.sprites[i].visible = false;
     this.count = shown;
+    this.rects = placed;
     this.forgetIdle();
     this.view.stale = true;
     return pending;
@@ -141,11 +151,29 @@ export class Labels {
     }
   }
 
+  /** Where the label of `entry` falls on screen, in CSS pixels (`left`, `top`, `right`,
+   * `bottom`): its plate stands on its anchor, centred. Null when the anchor is behind the
+   * camera. */
+  screenRect(entry) {
+    const { camera, container } = this.view;
+    labelAnchor(entry, _point).project(camera);
+    if (_point.z > 1) return null;
+    const x = ((_point.x + 1) / 2) * container.clientWidth;
+    const y = ((1 - _point.y) / 2) * container.clientHeight;
+    const { width, height } = entry.label;
+    return { left: x - width / 2, top: y - height, right: x + width / 2, bottom: y };
+  }
+
   /** Moves the label of `entry` (which has a sprite) to where the zone is now. */
   place(entry) {
     labelAnchor(entry, entry.sprite.position);
     this.view.stale = true;
   }
+}
+
+/** Whether two screen rectangles share some area. */
+function overlaps(a, b) {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
 }
 
 const _point = new THREE.Vector3();

@@ -383,7 +383,7 @@ export class SiteView {
    * `deviceLabels` the zone and device labels shown; `detail` is "coarse" while the camera moves and
    * "full" at rest, `drawn` the triangles, lines and points of the last frame drawn, and
    * `settledMs` how long after the camera's last move the full view was drawn again, the last
-   * time it came to rest. */
+   * time it came to rest, `labelRects` where the zone labels shown are on screen. */
   stats() {
     return {
       webgl: this.webgl,
@@ -395,6 +395,7 @@ export class SiteView {
       fps: this.frameStats.fps,
       frameMs: this.frameStats.percentiles(),
       labels: this.labelsShown(),
+      labelRects: this.coarse || !this.labels ? [] : this.labels.rects,
       deviceLabels: this.coarse || !this.deviceLabels ? 0 : this.deviceLabels.count,
       detail: this.coarse ? "coarse" : "full",
       drawn: { ...this.drawn },

@@ -27,6 +27,7 @@ export function styleZone(entry, occupants, thresholds, zoneLayer) {
   const { zone } = entry;
   const kind = zone.Active ? alarmKind(zone.AlertLevel, thresholds) : "inactive";
   entry.kind = kind;
+  entry.occupied = occupants > 0 && zone.Active;
   const colour = _colour.setHex(COLOURS[kind]);
   const lit = occupants > 0 && zone.Active;
   const edge = zone.IsGeometryLocked ? _white : colour;

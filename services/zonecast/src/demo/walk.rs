@@ -242,6 +242,13 @@ fn forklift() -> Walker {
     }
 }
 
+/// The MACs of the technicians cleared for the robot cells and the quality cage: all but the
+/// first, a trainee.
+pub fn cleared_technicians() -> Vec<String> {
+    let first = PICKERS + RUNNERS + PACKERS;
+    (first + 1..first + TECHNICIANS).map(|i| person(i).mac).collect()
+}
+
 /// Every device of the demo: the people, then the forklift.
 pub fn walkers() -> Vec<Walker> {
     (0..PICKERS + RUNNERS + PACKERS + TECHNICIANS).map(person).chain([forklift()]).collect()
