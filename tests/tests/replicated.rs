@@ -93,13 +93,16 @@ async fn three_replicas_on_a_three_node_nats_cluster_lose_no_event_when_a_node_i
     let mut api = Service::start("zonecast-api", env(api_port), api_port);
     api.healthy(&http, WAIT).await;
     let api_url = format!("http://127.0.0.1:{api_port}");
-    let ingest_port = free_port();
-    let mut services = vec![api, Service::start("zonecast-ingestor", env(ingest_port), ingest_port)];
-    let ingestor = format!("http://127.0.0.1:{ingest_port}");
+    // The evaluator before the ingestor, as a cluster is started: the ingestor is ready once the
+    // evaluators follow every partition.
     let port = free_port();
     let mut evaluator_env = env(port);
     evaluator_env.push(("ZONECAST_EVALUATOR_PARTITIONS".into(), "0-15".into()));
-    services.push(Service::start("zonecast-evaluator", evaluator_env, port));
+    let mut evaluator = Service::start("zonecast-evaluator", evaluator_env, port);
+    evaluator.healthy(&http, WAIT).await;
+    let ingest_port = free_port();
+    let mut services = vec![api, evaluator, Service::start("zonecast-ingestor", env(ingest_port), ingest_port)];
+    let ingestor = format!("http://127.0.0.1:{ingest_port}");
     let port = free_port();
     services.push(Service::start("zonecast-forwarder", env(port), port));
     for s in &mut services {

@@ -172,7 +172,7 @@ pub async fn start(deps: Deps, shutdown: Shutdown) -> Result<Running, StartError
     let mut health = Health::new(None, deps.bus.clone());
     // Over NATS the ingestor is ready only while the evaluators follow every partition.
     let leases = match deps.claimed {
-        true => deps.bus.leases(deps.subjects.prefix(), deps.replicas).await.map_err(|e| StartError::new("bus", e))?,
+        true => open_leases(deps.bus.as_ref(), deps.subjects.prefix(), deps.replicas, &shutdown).await?,
         false => None,
     };
     if let Some(leases) = leases {
@@ -232,6 +232,36 @@ pub async fn run(config: IngestorConfig, shutdown: Shutdown) -> Result<(), Start
 /// Keeps `zonecast_ingest_partitions_unowned` at the count of partitions no evaluator follows,
 /// and warns when some have gone unfollowed for [`UNOWNED_GRACE`] (and says when every one is
 /// followed again).
+/// How long a start waits for the evaluators' lease bucket: NATS or JetStream away, or a
+/// cluster electing its leader, is waited for; beyond it the start fails.
+const LEASES_FOR: Duration = Duration::from_secs(30);
+
+/// The evaluators' lease bucket, tried again with backoff (200 ms doubling to 5 s) while
+/// JetStream does not answer, for at most [`LEASES_FOR`]; a refusal that retrying cannot change
+/// (the replicas asked for) fails the start at once.
+async fn open_leases(
+    bus: &dyn zonecast_bus::Bus,
+    prefix: &str,
+    replicas: usize,
+    shutdown: &Shutdown,
+) -> Result<Option<zonecast_bus::Leases>, StartError> {
+    let deadline = tokio::time::Instant::now() + LEASES_FOR;
+    let mut backoff = zonecast_runtime::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
+    loop {
+        match bus.leases(prefix, replicas).await {
+            Ok(leases) => return Ok(leases),
+            Err(e @ zonecast_bus::BusError::Replicas(_)) => return Err(StartError::new("bus", e)),
+            Err(e) if tokio::time::Instant::now() >= deadline || shutdown.is_cancelled() => {
+                return Err(StartError::new("bus", e));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the evaluators' lease bucket not open yet; will retry");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+}
+
 async fn count_unowned(mut coverage: Coverage, shutdown: Shutdown) {
     let gauge = metrics::gauge!("zonecast_ingest_partitions_unowned");
     let mut look = tokio::time::interval(Duration::from_secs(1));

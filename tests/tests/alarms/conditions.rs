@@ -106,3 +106,24 @@ pub(crate) async fn an_alarm_acknowledged_after_its_condition_cleared_is_resolve
     assert_eq!((&acknowledged["Content"]["AlarmID"], &resolved["Content"]["AlarmID"]), (&json!(id), &json!(id)));
     server.stop().await;
 }
+
+pub(crate) async fn an_alarm_is_cleared_and_counted_on_across_a_restart(mode: Mode) {
+    let server = Server::start(mode).await;
+    let device = mac(9);
+    let first = raise_alarm(&server, 9, 60.0).await;
+    let id = first["EventID"].as_str().unwrap().to_owned();
+    // Restarted while the device is inside: its exit then clears the alarm raised before.
+    let server = server.restart().await;
+    let mut events = server.events().await;
+    server.position(&device, [65.0, 0.0, 0.0], Utc::now()).await;
+    next_event(&mut events, |e| e["Type"] == "ALARM_CLEARED" && e["Source"]["MAC"] == device).await;
+    alarm_once(&server, &id, "cleared after the restart", |a| a["Active"] == false).await;
+    let server = server.restart().await;
+    let mut events = server.events().await;
+    server.position(&device, [60.0, 0.0, 0.0], Utc::now()).await;
+    next_event(&mut events, |e| e["Type"] == "SITE_ALARM" && e["Source"]["MAC"] == device).await;
+    let again = alarm_once(&server, &id, "counted after a second restart", |a| a["Count"] == 2).await;
+    assert_eq!(again["Active"], true);
+    assert_eq!(all_alarms(&server).await.as_array().unwrap().len(), 1);
+    server.stop().await;
+}

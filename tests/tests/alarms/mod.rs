@@ -30,7 +30,7 @@ use zonecast_tests::{Server, both_modes, eventually, sphere};
 use bulk::alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_a_filter;
 use conditions::{
     an_alarm_acknowledged_after_its_condition_cleared_is_resolved_at_once,
-    entries_into_a_zone_count_on_one_alarm_that_each_exit_clears,
+    an_alarm_is_cleared_and_counted_on_across_a_restart, entries_into_a_zone_count_on_one_alarm_that_each_exit_clears,
 };
 use delivery::a_copy_of_an_alarm_event_changes_nothing;
 use forwarding::alarm_changes_are_forwarded_to_mqtt_like_every_event;
@@ -115,4 +115,5 @@ both_modes!(
     an_alarm_acknowledged_after_its_condition_cleared_is_resolved_at_once,
     alarms_are_acknowledged_and_resolved_many_at_once_by_ids_or_a_filter,
     a_shelved_zone_or_device_opens_no_alarm_while_its_events_still_flow,
+    an_alarm_is_cleared_and_counted_on_across_a_restart,
 );

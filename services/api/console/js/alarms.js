@@ -224,9 +224,13 @@ export class AlarmList {
 
   /** Shelves zone `zone` for SHELVE_SECONDS with the note typed, or takes its shelf back. */
   async shelve(zone, on) {
+    await this.shelveAt(`/v3/modules/zones/${encodeURIComponent(zone)}/shelve`, on);
+  }
+
+  /** Shelves what `path` names (a zone's or a device's shelve path), or takes its shelf back. */
+  async shelveAt(path, on) {
     const api = this.api();
     if (!api) return;
-    const path = `/v3/modules/zones/${encodeURIComponent(zone)}/shelve`;
     try {
       if (on) {
         const note = this.note();
@@ -398,7 +402,8 @@ export class AlarmList {
       element("span", { class: "dim" }, "Shelved:"),
       ...shelves.map((s) => {
         const what = s.ZoneID ? this.zoneName(s.ZoneID) || s.ZoneID.slice(0, 8) : this.deviceName(s.MAC) || s.MAC;
-        const take = s.ZoneID ? element("button", { type: "button", class: "small", onclick: () => this.shelve(s.ZoneID, false) }, "Take back") : null;
+        const path = s.ZoneID ? `/v3/modules/zones/${encodeURIComponent(s.ZoneID)}/shelve` : `/v3/devices/${encodeURIComponent(s.MAC)}/shelve`;
+        const take = element("button", { type: "button", class: "small", onclick: () => this.shelveAt(path, false) }, "Take back");
         return element("span", { class: "shelf", "data-zone-id": s.ZoneID || "", "data-mac": s.MAC || "", title: s.Note || "" }, `${what} until ${time(s.Until)}`, take);
       }),
     );
