@@ -92,7 +92,7 @@ fn flow_zones() -> Vec<Value> {
 
 /// Chargers, crossings, robot cells and the other places of the hall, one or more of each
 /// shape: spheres, circles, cylinders (one tilted), polygons (one concave), an oblique cuboid.
-fn place_zones() -> Vec<Value> {
+fn place_zones(cleared: &[String]) -> Vec<Value> {
     let chargers = (0..CHARGERS).map(|k| {
         let [x, y] = charger(k);
         zone(&format!("Charger {}", k + 1), "sphere", json!([[x, y, 1.0], [1.2, 0, 0]]), 1)
@@ -102,7 +102,7 @@ fn place_zones() -> Vec<Value> {
         .map(|(name, x)| zone(name, "circle", json!([[x, CROSS_AISLE_Y, 0], [1.5, 0, 0]]), 2));
     let cells = (0..3).map(|k| {
         let data = json!([[14.0 + 12.0 * k as f64, 42.0, 0], [0, 0, 1], [3.0, 2.2, 0]]);
-        cleared_only(zone(&format!("Robot cell {}", k + 1), "cylinder", data, 9))
+        cleared_only(zone(&format!("Robot cell {}", k + 1), "cylinder", data, 9), cleared)
     });
     let others = [
         zone("Chute", "cylinder", json!([[59.5, 6.0, 0.5], [-0.5, 0.3, 1], [4.0, 0.8, 0]]), 4),
@@ -111,7 +111,7 @@ fn place_zones() -> Vec<Value> {
         zone("Conveyor", "cuboid", json!([[40.0, 10.6, 0.3], [12.0, 1.2, 0.8], [1, 0, 0.25], [0, 1, 0], [0, 0, 1]]), 3),
         floor_prism("Packing", 3, &[[0.5, 14.0], [7.0, 14.0], [7.0, 22.0], [4.0, 22.0], [4.0, 30.0], [0.5, 30.0]], 2.5),
         floor_prism("Office", 0, &[[0.5, 32.0], [5.5, 32.0], [5.5, 39.0], [3.0, 43.0], [0.5, 39.0]], 3.0),
-        cleared_only(floor_prism("Quality cage", 7, &hexagon([61.0, 34.0], 2.8), 2.5)),
+        cleared_only(floor_prism("Quality cage", 7, &hexagon([61.0, 34.0], 2.8), 2.5), cleared),
         zone("Assembly point", "circle", json!([[70.0, 22.0, 0], [4.0, 0, 0]]), 0),
         // Logged: the people the forklift passes are many, and each entry is in the timeline.
         zone("Forklift safety", "circle", json!([[0, 0, 0], [3.0, 0, 0]]), 3),
@@ -119,12 +119,11 @@ fn place_zones() -> Vec<Value> {
     chargers.chain(crossings).chain(cells).chain(others).collect()
 }
 
-/// `body` triggered by everyone but those cleared for it: the forklift, whose walkway runs by
-/// the robot cells, and every technician but the first, a trainee, whose rounds raise the
-/// site's only alarms in the demo's first minutes, one per zone, each later pass counted on it.
-fn cleared_only(mut body: Value) -> Value {
-    let mut cleared = super::walk::cleared_technicians();
-    cleared.push(FORKLIFT.to_owned());
+/// `body` triggered by everyone but the devices `cleared` for it (the forklift, whose walkway
+/// runs by the robot cells, and every technician but the first, a trainee, whose rounds raise
+/// the site's only alarms in the demo's first minutes, one per zone, each later pass counted on
+/// it).
+fn cleared_only(mut body: Value, cleared: &[String]) -> Value {
     body["DeviceList"] = json!(cleared);
     body
 }
@@ -138,10 +137,11 @@ fn hexagon(centre: [f64; 2], radius: f64) -> [[f64; 2]; 6] {
 
 /// Every zone of the demo, each with its fixed ZoneID: 36 zones of every shape and several
 /// AlertLevels; the mezzanine inactive, the fire exit locked, the forklift's safety circle
-/// following the forklift.
-pub fn zones() -> Vec<DemoZone> {
+/// following the forklift, the robot cells and the quality cage leaving out the devices
+/// `cleared` for them.
+pub fn zones(cleared: &[String]) -> Vec<DemoZone> {
     let mut bodies = flow_zones();
-    bodies.extend(place_zones());
+    bodies.extend(place_zones(cleared));
     let mut mezzanine = block("Mezzanine (closed)", 5, [44.0, 39.5, 3.0], [18.0, 4.0, 3.0]);
     mezzanine["Active"] = json!(false);
     bodies.push(mezzanine);
