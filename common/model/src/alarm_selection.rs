@@ -35,7 +35,7 @@ pub struct AlarmSelection {
     #[schemars(rename = "Type", with = "Option<String>")]
     pub kind: Option<EventType>,
     /// Only the alarms in these states (`open`, `acknowledged`, `resolved`).
-    #[schemars(rename = "State")]
+    #[schemars(rename = "State", with = "Option<Vec<AlarmState>>")]
     pub states: Vec<AlarmState>,
     /// Only the alarms raised (first) before this time (RFC 3339).
     #[schemars(rename = "RaisedBefore", with = "Option<String>")]
