@@ -8,7 +8,8 @@
 //! and restarted within the position window, and a NATS server restarted while positions wait
 //! for an evaluator, lose no accepted position and repeat no event. http-request actions waiting
 //! for a retry when the forwarder (or the all-in-one) is killed with SIGKILL reach their
-//! receiver after the restart, each with its event's Idempotency-Key.
+//! receiver after the restart, each with its event's Idempotency-Key. An alarm raised before an
+//! evaluator is killed is cleared, and counted on, after its restart.
 #![allow(clippy::unwrap_used)]
 
 mod crashes;
@@ -233,4 +234,51 @@ async fn positions_that_left_the_window_while_the_evaluator_was_away_are_counted
     // The stream kept some 25 of the 300 messages; each partition counts those it missed.
     assert!(skipped >= f64::from(PARTITIONS) * 150.0, "{skipped} batches counted as skipped");
     zonecast_tests::drop_fresh_database(&database).await;
+}
+
+/// An evaluator SIGKILLed while a device is inside a keep-out zone, the device leaving while it
+/// is away: restarted, it clears the alarm the entry raised (`ALARM_CLEARED` of the stay), and
+/// the next entry counts on that alarm rather than opening another.
+#[tokio::test]
+async fn an_alarm_raised_before_an_evaluator_is_killed_is_cleared_and_counted_on_after_its_restart() {
+    let nats = NatsServer::start().await;
+    let database = fresh_database().await;
+    let (mut site, _) = Site::with_cell(&nats, &database).await;
+    let mut keep_out = cell();
+    keep_out["AlertLevel"] = json!(9);
+    site.api.call(Method::POST, "/v3/modules/zones", Some(keep_out)).await;
+    let device = vec!["00:00:00:00:D5:01".to_owned()];
+
+    site.round(&device, 0).await;
+    let raised = zonecast_tests::eventually(WAIT, || async {
+        let all = alarms(&site.api).await;
+        (all.len() == 1).then(|| all[0].clone())
+    })
+    .await;
+    assert_eq!((&raised["Active"], &raised["Count"]), (&json!(true), &json!(1)));
+
+    site.evaluator.kill().await;
+    site.round(&device, 1).await;
+    site.restart_evaluator().await;
+    let cleared = zonecast_tests::eventually(WAIT, || async {
+        let all = alarms(&site.api).await;
+        (all.len() == 1 && all[0]["Active"] == false).then(|| all[0].clone())
+    })
+    .await;
+    assert_eq!(cleared["AlarmID"], raised["AlarmID"]);
+    assert_eq!(cleared["State"], "open", "cleared, left for a person");
+
+    site.round(&device, 2).await;
+    let counted = zonecast_tests::eventually(WAIT, || async {
+        let all = alarms(&site.api).await;
+        (all.len() == 1 && all[0]["Count"] == 2).then(|| all[0].clone())
+    })
+    .await;
+    assert_eq!((&counted["AlarmID"], &counted["Active"]), (&raised["AlarmID"], &json!(true)));
+    zonecast_tests::drop_fresh_database(&database).await;
+}
+
+/// Every alarm, as `api` lists it.
+async fn alarms(api: &site::Api) -> Vec<Value> {
+    api.call(Method::GET, "/v3/alarms", None).await["Alarms"].as_array().unwrap().clone()
 }
