@@ -68,7 +68,5 @@ pub async fn list(ctx: &Context) -> Result<Response, ApiError> {
 
 /// The device a path names (`:` may be sent as `%3A`); text that is not a MAC is 422.
 pub fn device(raw: &str) -> Result<Mac, ApiError> {
-    let text =
-        percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|e| ApiError::Invalid(format!("MAC: {e}")))?;
-    text.parse().map_err(|e| ApiError::Invalid(format!("MAC: {e}")))
+    super::devices::path_mac(raw).map_err(|e| ApiError::Invalid(format!("MAC: {e}")))
 }

@@ -119,7 +119,7 @@ pub async fn list(ctx: &Context, query: &str) -> Result<Response, ApiError> {
 }
 
 /// A MAC path parameter, percent-decoded (clients may send `:` as `%3A`).
-fn path_mac(raw: &str) -> Result<Mac, String> {
+pub(crate) fn path_mac(raw: &str) -> Result<Mac, String> {
     percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|e| e.to_string())?.parse()
 }
 
