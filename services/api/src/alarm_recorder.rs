@@ -491,6 +491,22 @@ mod tests {
         .await
         .expect("the old consumer's alarms are recorded and it is removed");
         assert_eq!(recorded().await, ["00:AA:BB:CC:DD:01", "00:AA:BB:CC:DD:03", "00:AA:BB:CC:DD:05"]);
+        // An event is acknowledged just after the store has it: wait for the acknowledgements.
+        let acknowledged = || async {
+            for (name, _) in consumers(&subjects) {
+                if journal.state(Kind::Events, &name).await.unwrap().is_none_or(|s| s.backlog > 0) {
+                    return false;
+                }
+            }
+            true
+        };
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while !acknowledged().await {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("every recorded event acknowledged");
         for (name, _) in consumers(&subjects) {
             assert!(name.starts_with("alarms-"), "{name}");
             let state = journal.state(Kind::Events, &name).await.unwrap().unwrap();
